@@ -1,0 +1,87 @@
+// ModelConfig: the parsed, validated form of <repo>/<model>/model.yaml.
+//
+// Conventions follow Triton's config.pbtxt where one exists, so a Triton user
+// reads a model.yaml without a manual:
+//   * With max_batch_size > 0 the batch dimension is implicit: `shape` lists
+//     the dims of ONE sample, and requests carry [batch, ...shape].
+//   * -1 in a shape means "any size" for that dim.
+// ParseModelConfig never throws: every problem comes back as an
+// InvalidArgument Status naming the file, the field and what is wrong.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/tensor.h"
+
+namespace somm {
+
+struct TensorSpec {
+  std::string name;
+  DataType datatype = DataType::kInvalid;
+  Shape shape;  // per-sample dims when the model batches; -1 = variable
+};
+
+struct DynamicBatchingOptions {
+  // How long the oldest query may wait for others to join its batch.
+  int64_t max_queue_delay_us = 0;
+  // Batch sizes the batcher tries to cut at (ascending, each <= max_batch_size).
+  std::vector<int64_t> preferred_batch_sizes;
+  // Queries waiting beyond this bound are rejected at once (RESOURCE_EXHAUSTED).
+  int64_t max_queue_size = 1024;
+};
+
+// Which versions of a model to serve. Triton's version_policy.
+struct VersionPolicy {
+  enum class Kind { kLatest, kAll, kSpecific };
+  Kind kind = Kind::kLatest;
+  int64_t latest_count = 1;            // kLatest
+  std::vector<int64_t> specific;       // kSpecific
+};
+
+// How `somm infer` turns an image file into this model's input tensor.
+struct ImagePreprocessing {
+  int channels = 3;   // 1 = grayscale, 3 = RGB
+  int height = 224;
+  int width = 224;
+  float scale = 1.0f / 255.0f;  // applied to 0..255 pixels first
+  std::vector<float> mean;      // per channel, after scale; empty = 0
+  std::vector<float> stddev;    // per channel; empty = 1
+  bool invert = false;          // white-on-black digits from black-on-white images
+};
+
+struct AccuracyInfo {
+  std::optional<double> value;  // top-1 on held-out data; unset = unknown
+  std::string source;           // where the figure comes from
+};
+
+struct ModelConfig {
+  std::string name;
+  std::string platform = "torchscript";
+  std::string task;  // "task/dataset", optional
+  int64_t max_batch_size = 0;  // 0 = the model does not batch
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  std::optional<DynamicBatchingOptions> dynamic_batching;
+  int instance_count = 1;
+  int intra_op_threads = 1;
+  VersionPolicy version_policy;
+  std::optional<ImagePreprocessing> image_preprocessing;
+  AccuracyInfo accuracy;
+  std::vector<std::string> labels;  // class names, optional
+  std::string description;
+};
+
+// Parses YAML text; `source` names the file in error messages.
+StatusOr<ModelConfig> ParseModelConfig(const std::string& yaml_text, const std::string& source);
+// Reads and parses <dir>/model.yaml; the model name defaults to the folder name
+// and, when given, must match it.
+StatusOr<ModelConfig> LoadModelConfig(const std::string& model_dir);
+
+// Shape as OIP metadata reports it: [-1, ...] when the model batches.
+Shape FullShape(const ModelConfig& config, const TensorSpec& spec);
+
+}  // namespace somm
