@@ -1,0 +1,284 @@
+#include "batching/batcher.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <future>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace somm {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Doubles its FP32 input; records batch sizes; can be held at a gate so that
+// tests control when batches run.
+class DoublingModel : public ExecutableModel {
+ public:
+  Status Execute(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      ++entered_;
+      entered_cv_.notify_all();
+      gate_cv_.wait(lock, [this] { return open_; });
+      batch_sizes_.push_back(inputs[0].shape.empty() ? 1 : inputs[0].shape[0]);
+    }
+    if (fail_) return Internal("model exploded");
+    Tensor out = inputs[0];
+    out.name = "y";
+    auto* f = reinterpret_cast<float*>(out.data.data());
+    for (size_t i = 0; i < out.data.size() / 4; ++i) f[i] *= 2;
+    outputs->push_back(std::move(out));
+    return Status::Ok();
+  }
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = false;
+  }
+  void Open() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      open_ = true;
+    }
+    gate_cv_.notify_all();
+  }
+  void WaitEntered(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    entered_cv_.wait(lock, [&] { return entered_ >= n; });
+  }
+  std::vector<int64_t> batch_sizes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return batch_sizes_;
+  }
+  bool fail_ = false;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable gate_cv_, entered_cv_;
+  bool open_ = true;
+  int entered_ = 0;
+  std::vector<int64_t> batch_sizes_;
+};
+
+Tensor Row(std::vector<float> values, int64_t cols) {
+  Tensor t{"x", DataType::kFp32, {static_cast<int64_t>(values.size()) / cols, cols}, {}};
+  t.data.assign(reinterpret_cast<const char*>(values.data()), values.size() * 4);
+  return t;
+}
+
+std::vector<float> Floats(const Tensor& t) {
+  std::vector<float> v(t.data.size() / 4);
+  std::memcpy(v.data(), t.data.data(), t.data.size());
+  return v;
+}
+
+struct Result {
+  Status status;
+  std::vector<Tensor> outputs;
+  BatchStats stats;
+};
+
+// Enqueues and returns a future for the query's result.
+std::future<Result> Submit(Batcher& b, Tensor input, Status* enqueue_status = nullptr) {
+  auto promise = std::make_shared<std::promise<Result>>();
+  auto future = promise->get_future();
+  BatchTask task;
+  task.inputs.push_back(std::move(input));
+  task.done = [promise](Status s, std::vector<Tensor> out, const BatchStats& st) {
+    promise->set_value(Result{s, std::move(out), st});
+  };
+  Status s = b.Enqueue(std::move(task));
+  if (enqueue_status) *enqueue_status = s;
+  if (!s.ok()) promise->set_value(Result{s, {}, {}});
+  return future;
+}
+
+struct Fixture {
+  explicit Fixture(BatcherOptions o) {
+    auto m = std::make_unique<DoublingModel>();
+    model = m.get();
+    batcher = std::make_unique<Batcher>(std::move(o), std::move(m));
+  }
+  DoublingModel* model;
+  std::unique_ptr<Batcher> batcher;
+};
+
+BatcherOptions Options(int64_t max_batch, int64_t delay_us) {
+  BatcherOptions o;
+  o.name = "test:1#0";
+  o.max_batch_size = max_batch;
+  o.max_queue_delay_us = delay_us;
+  return o;
+}
+
+TEST(BatcherTest, SingleQueryGetsItsOwnOutput) {
+  Fixture f(Options(8, 0));
+  auto r = Submit(*f.batcher, Row({1, 2, 3}, 3)).get();
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  ASSERT_EQ(r.outputs.size(), 1u);
+  EXPECT_EQ(r.outputs[0].shape, (Shape{1, 3}));
+  EXPECT_EQ(Floats(r.outputs[0]), (std::vector<float>{2, 4, 6}));
+  EXPECT_EQ(r.stats.batch_size, 1);
+}
+
+TEST(BatcherTest, QueuedQueriesFormOneBatchAndSplitBack) {
+  Fixture f(Options(8, 0));
+  f.model->Close();
+  auto first = Submit(*f.batcher, Row({100}, 1));
+  f.model->WaitEntered(1);  // the first query is executing; the rest queue up
+  std::vector<std::future<Result>> rest;
+  for (int i = 0; i < 5; ++i) rest.push_back(Submit(*f.batcher, Row({float(i), float(i)}, 1)));
+  f.model->Open();
+  EXPECT_EQ(Floats(first.get().outputs[0]), (std::vector<float>{200}));
+  for (int i = 0; i < 5; ++i) {
+    auto r = rest[i].get();
+    ASSERT_TRUE(r.status.ok());
+    EXPECT_EQ(r.outputs[0].shape, (Shape{2, 1}));
+    EXPECT_EQ(Floats(r.outputs[0]), (std::vector<float>{2.f * i, 2.f * i}));
+    EXPECT_EQ(r.stats.batch_size, i < 4 ? 8 : 2);  // 4 queries x 2 samples fit; the 5th waits
+  }
+  EXPECT_EQ(f.model->batch_sizes(), (std::vector<int64_t>{1, 8, 2}));
+}
+
+TEST(BatcherTest, WaitsForMaxQueueDelayThenRunsWhatItHas) {
+  Fixture f(Options(8, 20'000));
+  auto r = Submit(*f.batcher, Row({1}, 1));
+  ASSERT_EQ(r.wait_for(10s), std::future_status::ready);
+  auto result = r.get();
+  EXPECT_TRUE(result.status.ok());
+  EXPECT_GE(result.stats.queue_ns, 20'000'000);  // held back for company
+}
+
+TEST(BatcherTest, FullBatchIsCutWithoutWaitingForTheDelay) {
+  Fixture f(Options(4, 60'000'000));  // a minute: the test would time out
+  std::vector<std::future<Result>> r;
+  for (int i = 0; i < 4; ++i) r.push_back(Submit(*f.batcher, Row({float(i)}, 1)));
+  for (auto& x : r) ASSERT_EQ(x.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(f.model->batch_sizes(), (std::vector<int64_t>{4}));
+}
+
+TEST(BatcherTest, PreferredBatchSizeIsCutAtOnce) {
+  BatcherOptions o = Options(16, 60'000'000);
+  o.preferred_batch_sizes = {2, 4};
+  Fixture f(o);
+  f.model->Close();
+  std::vector<std::future<Result>> r;
+  for (int i = 0; i < 5; ++i) r.push_back(Submit(*f.batcher, Row({float(i)}, 1)));
+  f.model->Open();
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(r[i].wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(f.model->batch_sizes()[0], 4);
+  f.batcher->Stop();  // the 5th waits for the delay; Stop flushes it
+  EXPECT_TRUE(r[4].get().status.ok());
+}
+
+TEST(BatcherTest, FullQueueRejectsAtOnce) {
+  BatcherOptions o = Options(1, 0);
+  o.max_queue_size = 2;
+  Fixture f(o);
+  f.model->Close();
+  auto executing = Submit(*f.batcher, Row({1}, 1));
+  f.model->WaitEntered(1);
+  auto q1 = Submit(*f.batcher, Row({2}, 1));
+  auto q2 = Submit(*f.batcher, Row({3}, 1));
+  Status s;
+  auto rejected = Submit(*f.batcher, Row({4}, 1), &s);
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(s.message().find("queue is full"), std::string::npos) << s.message();
+  f.model->Open();
+  EXPECT_TRUE(executing.get().status.ok());
+  EXPECT_TRUE(q1.get().status.ok());
+  EXPECT_TRUE(q2.get().status.ok());
+}
+
+TEST(BatcherTest, OversizedQueryIsRejected) {
+  Fixture f(Options(2, 0));
+  Status s;
+  Submit(*f.batcher, Row({1, 2, 3}, 1), &s);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+}
+
+TEST(BatcherTest, DifferentSampleShapesAreNotMixed) {
+  Fixture f(Options(8, 0));
+  f.model->Close();
+  auto first = Submit(*f.batcher, Row({0}, 1));
+  f.model->WaitEntered(1);
+  auto a = Submit(*f.batcher, Row({1, 2}, 2));
+  auto b = Submit(*f.batcher, Row({3, 4, 5}, 3));
+  auto c = Submit(*f.batcher, Row({6, 7}, 2));
+  f.model->Open();
+  EXPECT_EQ(Floats(a.get().outputs[0]), (std::vector<float>{2, 4}));
+  EXPECT_EQ(Floats(b.get().outputs[0]), (std::vector<float>{6, 8, 10}));
+  EXPECT_EQ(Floats(c.get().outputs[0]), (std::vector<float>{12, 14}));
+  EXPECT_EQ(f.model->batch_sizes(), (std::vector<int64_t>{1, 1, 1, 1}));
+}
+
+TEST(BatcherTest, ModelErrorReachesEveryQueryInTheBatch) {
+  Fixture f(Options(8, 0));
+  f.model->fail_ = true;
+  auto r = Submit(*f.batcher, Row({1}, 1)).get();
+  EXPECT_EQ(r.status.code(), StatusCode::kInternal);
+  EXPECT_EQ(r.status.message(), "model exploded");
+}
+
+TEST(BatcherTest, StopFinishesQueuedWorkThenRefuses) {
+  Fixture f(Options(1, 0));
+  f.model->Close();
+  std::vector<std::future<Result>> r;
+  for (int i = 0; i < 4; ++i) r.push_back(Submit(*f.batcher, Row({float(i)}, 1)));
+  f.model->WaitEntered(1);
+  std::thread stopper([&] { f.batcher->Stop(); });
+  std::this_thread::sleep_for(10ms);
+  f.model->Open();
+  stopper.join();
+  for (auto& x : r) EXPECT_TRUE(x.get().status.ok());
+  Status s;
+  Submit(*f.batcher, Row({9}, 1), &s);
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+}
+
+TEST(BatcherTest, ConcurrentClientsAllGetTheirOwnAnswers) {
+  Fixture f(Options(16, 100));
+  constexpr int kClients = 8, kQueries = 300;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      for (int q = 0; q < kQueries; ++q) {
+        const float v = static_cast<float>(c * 10000 + q);
+        auto r = Submit(*f.batcher, Row({v, -v}, 2)).get();
+        if (!r.status.ok() || Floats(r.outputs[0]) != std::vector<float>{2 * v, -2 * v}) ++wrong;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  int64_t total = 0, biggest = 0;
+  for (int64_t b : f.model->batch_sizes()) {
+    total += b;
+    biggest = std::max(biggest, b);
+  }
+  EXPECT_EQ(total, kClients * kQueries);
+  EXPECT_GT(biggest, 1);
+}
+
+TEST(BatcherTest, NonBatchingModelRunsQueriesAlone) {
+  Fixture f(Options(0, 0));
+  Tensor t{"x", DataType::kFp32, {3}, std::string(12, '\0')};
+  auto r = Submit(*f.batcher, t).get();
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_EQ(r.outputs[0].shape, (Shape{3}));
+}
+
+TEST(SplitBatchTest, RejectsOutputWithWrongBatchDim) {
+  Tensor t{"y", DataType::kFp32, {3, 1}, std::string(12, '\0')};
+  std::vector<Tensor> pieces;
+  Status s = SplitBatch(t, {1, 1}, &pieces);
+  EXPECT_EQ(s.code(), StatusCode::kInternal);
+  EXPECT_NE(s.message().find("held 2 samples"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace somm
