@@ -36,6 +36,8 @@ struct LoadOptions {
   std::string model_path;  // the TorchScript file
   Device device;
   int intra_op_threads = 1;
+  // > 0: inputs carry a batch dim in front of the config's shapes.
+  int64_t max_batch_size = 0;
   // The config's signature: inputs are handed to the model in this order and
   // outputs are matched to these names (by position for tuple outputs).
   std::vector<TensorSpec> inputs;

@@ -1,0 +1,248 @@
+#include "runtime/torch/torch_backend.h"
+
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
+#include <torch/script.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <utility>
+
+namespace somm {
+namespace {
+
+StatusOr<torch::ScalarType> ToTorchType(DataType type) {
+  switch (type) {
+    case DataType::kBool: return torch::kBool;
+    case DataType::kUint8: return torch::kByte;
+    case DataType::kInt8: return torch::kChar;
+    case DataType::kInt16: return torch::kShort;
+    case DataType::kInt32: return torch::kInt;
+    case DataType::kInt64: return torch::kLong;
+    case DataType::kFp16: return torch::kHalf;
+    case DataType::kBf16: return torch::kBFloat16;
+    case DataType::kFp32: return torch::kFloat;
+    case DataType::kFp64: return torch::kDouble;
+    default:
+      return Unimplemented(std::string("datatype ") + DataTypeName(type) +
+                           " is not supported by the torchscript backend");
+  }
+}
+
+DataType FromTorchType(torch::ScalarType type) {
+  switch (type) {
+    case torch::kBool: return DataType::kBool;
+    case torch::kByte: return DataType::kUint8;
+    case torch::kChar: return DataType::kInt8;
+    case torch::kShort: return DataType::kInt16;
+    case torch::kInt: return DataType::kInt32;
+    case torch::kLong: return DataType::kInt64;
+    case torch::kHalf: return DataType::kFp16;
+    case torch::kBFloat16: return DataType::kBf16;
+    case torch::kFloat: return DataType::kFp32;
+    case torch::kDouble: return DataType::kFp64;
+    default: return DataType::kInvalid;
+  }
+}
+
+// The first line of a c10::Error is the useful part; the rest is a C++
+// backtrace that means nothing to a client.
+std::string FirstLine(const char* what) {
+  std::string s(what);
+  const auto nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+class TorchModel : public ExecutableModel {
+ public:
+  TorchModel(LoadOptions options, torch::jit::Module module, torch::Device device)
+      : options_(std::move(options)), module_(std::move(module)), device_(device) {}
+
+  void BindToThread() override {
+    at::init_num_threads();
+    at::set_num_threads(options_.intra_op_threads);
+  }
+
+  Status Execute(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override {
+    try {
+      return ExecuteOrThrow(inputs, outputs);
+    } catch (const c10::Error& e) {
+      return Internal("model '" + Label() + "' failed: " + FirstLine(e.what()));
+    } catch (const std::exception& e) {
+      return Internal("model '" + Label() + "' failed: " + e.what());
+    }
+  }
+
+ private:
+  std::string Label() const {
+    return options_.model_name + ":" + std::to_string(options_.model_version);
+  }
+
+  Status ExecuteOrThrow(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) {
+    c10::InferenceMode guard;
+    std::vector<torch::jit::IValue> args;
+    args.reserve(inputs.size());
+    for (const Tensor& in : inputs) {
+      SOMM_ASSIGN_OR_RETURN(torch::ScalarType type, ToTorchType(in.datatype));
+      // from_blob borrows the bytes without copying. The batcher owns them
+      // and drops them after Execute, so a model that writes into its input
+      // in place harms nothing.
+      auto* data = const_cast<char*>(in.data.data());
+      torch::Tensor t = torch::from_blob(data, in.shape, torch::TensorOptions().dtype(type));
+      if (device_.is_cuda()) t = t.to(device_, /*non_blocking=*/false, /*copy=*/true);
+      args.emplace_back(std::move(t));
+    }
+    torch::jit::IValue result = module_.forward(args);
+    return CollectOutputs(result, outputs);
+  }
+
+  Status CollectOutputs(const torch::jit::IValue& result, std::vector<Tensor>* outputs) {
+    const auto& specs = options_.outputs;
+    std::vector<torch::Tensor> tensors;
+    if (result.isTensor()) {
+      tensors.push_back(result.toTensor());
+    } else if (result.isTuple() || result.isList()) {
+      const auto elems = result.isTuple() ? result.toTupleRef().elements().vec()
+                                          : result.toList().vec();
+      for (const auto& e : elems) {
+        if (!e.isTensor()) return Internal("model '" + Label() + "' returned a non-tensor output");
+        tensors.push_back(e.toTensor());
+      }
+    } else if (result.isGenericDict()) {
+      auto dict = result.toGenericDict();
+      for (const auto& spec : specs) {
+        auto it = dict.find(spec.name);
+        if (it == dict.end()) {
+          return Internal("model '" + Label() + "' returned no output named '" + spec.name + "'");
+        }
+        tensors.push_back(it->value().toTensor());
+      }
+    } else {
+      return Internal("model '" + Label() + "' returned " + result.tagKind() +
+                      ", expected a tensor, a tuple, a list or a dict of tensors");
+    }
+    if (tensors.size() != specs.size()) {
+      return Internal("model '" + Label() + "' returned " + std::to_string(tensors.size()) +
+                      " outputs but its config declares " + std::to_string(specs.size()));
+    }
+    outputs->clear();
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      torch::Tensor t = tensors[i].to(torch::kCPU).contiguous();
+      const DataType type = FromTorchType(t.scalar_type());
+      if (type != specs[i].datatype) {
+        return Internal("model '" + Label() + "' returned output '" + specs[i].name + "' as " +
+                        DataTypeName(type) + " but its config declares " +
+                        DataTypeName(specs[i].datatype));
+      }
+      Tensor out;
+      out.name = specs[i].name;
+      out.datatype = type;
+      out.shape.assign(t.sizes().begin(), t.sizes().end());
+      out.data.assign(static_cast<const char*>(t.data_ptr()), t.nbytes());
+      outputs->push_back(std::move(out));
+    }
+    return Status::Ok();
+  }
+
+  const LoadOptions options_;
+  torch::jit::Module module_;
+  const torch::Device device_;
+};
+
+// A batch of one sample of zeros, for warm-up; empty when a dim is variable.
+std::vector<Tensor> WarmupInputs(const LoadOptions& options, bool batched) {
+  std::vector<Tensor> inputs;
+  for (const auto& spec : options.inputs) {
+    Tensor t;
+    t.name = spec.name;
+    t.datatype = spec.datatype;
+    if (batched) t.shape.push_back(1);
+    t.shape.insert(t.shape.end(), spec.shape.begin(), spec.shape.end());
+    const int64_t count = ElementCount(t.shape);
+    if (count < 0 || spec.datatype == DataType::kBytes) return {};
+    t.data.assign(static_cast<size_t>(count) * DataTypeSize(spec.datatype), '\0');
+    inputs.push_back(std::move(t));
+  }
+  return inputs;
+}
+
+class TorchBackend : public Backend {
+ public:
+  explicit TorchBackend(TorchBackendOptions options) : options_(options) {}
+
+  std::string Name() const override { return "torchscript"; }
+
+  std::vector<Device> Devices() const override {
+    std::vector<Device> devices = {Device{DeviceKind::kCpu, 0}};
+#ifdef SOMM_WITH_CUDA
+    const int n = static_cast<int>(torch::cuda::device_count());
+    for (int i = 0; i < n; ++i) devices.push_back(Device{DeviceKind::kCuda, i});
+#endif
+    return devices;
+  }
+
+  StatusOr<std::unique_ptr<ExecutableModel>> Load(const LoadOptions& options) override {
+    const std::string label = options.model_name + ":" + std::to_string(options.model_version);
+    for (const auto& spec : options.inputs) {
+      auto type = ToTorchType(spec.datatype);
+      if (!type.ok()) return InvalidArgument("model '" + label + "' input '" + spec.name +
+                                             "': " + type.status().message());
+    }
+    if (!std::filesystem::is_regular_file(options.model_path)) {
+      return NotFound("model '" + label + "': no model file at " + options.model_path);
+    }
+    torch::Device device(torch::kCPU);
+    if (options.device.kind == DeviceKind::kCuda) {
+#ifdef SOMM_WITH_CUDA
+      if (!torch::cuda::is_available()) {
+        return Unavailable("model '" + label + "': CUDA requested but no GPU is available");
+      }
+      device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(options.device.index));
+#else
+      return Unavailable("model '" + label + "': this build of libtorch has no CUDA");
+#endif
+    }
+    std::unique_ptr<TorchModel> model;
+    try {
+      torch::jit::Module module = torch::jit::load(options.model_path, device);
+      module.eval();
+      model = std::make_unique<TorchModel>(options, std::move(module), device);
+    } catch (const c10::Error& e) {
+      return InvalidArgument("model '" + label + "': cannot load TorchScript file " +
+                             options.model_path + ": " + FirstLine(e.what()));
+    } catch (const std::exception& e) {
+      return InvalidArgument("model '" + label + "': cannot load " + options.model_path + ": " +
+                             e.what());
+    }
+    SOMM_RETURN_IF_ERROR(Warmup(*model, options, label));
+    return std::unique_ptr<ExecutableModel>(std::move(model));
+  }
+
+ private:
+  // Warm-up doubles as a signature check: a model that cannot take one sample
+  // of its declared inputs is refused at load time, not at the first query.
+  Status Warmup(TorchModel& model, const LoadOptions& options, const std::string& label) {
+    std::vector<Tensor> inputs = WarmupInputs(options, options.max_batch_size > 0);
+    if (inputs.empty()) return Status::Ok();  // variable dims: nothing sensible to send
+    for (int i = 0; i < std::max(1, options_.warmup_runs); ++i) {
+      std::vector<Tensor> outputs;
+      Status s = model.Execute(inputs, &outputs);
+      if (!s.ok()) {
+        return InvalidArgument("model '" + label + "' does not accept its declared inputs " +
+                               "(one sample of zeros): " + s.message());
+      }
+    }
+    return Status::Ok();
+  }
+
+  const TorchBackendOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> CreateTorchBackend(TorchBackendOptions options) {
+  return std::make_unique<TorchBackend>(options);
+}
+
+}  // namespace somm

@@ -1,0 +1,127 @@
+#include "runtime/torch/torch_backend.h"
+
+#include <gtest/gtest.h>
+#include <torch/script.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace somm {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TorchBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("somm_torch_test_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Scripts `source` into a module and saves it as TorchScript.
+  std::string SaveModule(const std::string& name, const std::string& source) {
+    torch::jit::Module m(name);
+    m.define(source);
+    const std::string path = (dir_ / (name + ".pt")).string();
+    m.save(path);
+    return path;
+  }
+
+  LoadOptions Options(const std::string& path) {
+    LoadOptions o;
+    o.model_name = "m";
+    o.model_path = path;
+    o.max_batch_size = 8;
+    o.inputs = {{"x", DataType::kFp32, {3}}};
+    o.outputs = {{"y", DataType::kFp32, {3}}};
+    return o;
+  }
+
+  fs::path dir_;
+};
+
+Tensor Floats(std::vector<float> v, Shape shape) {
+  Tensor t{"x", DataType::kFp32, std::move(shape), {}};
+  t.data.assign(reinterpret_cast<const char*>(v.data()), v.size() * 4);
+  return t;
+}
+
+TEST_F(TorchBackendTest, RunsABatchAndReturnsNamedOutputs) {
+  auto backend = CreateTorchBackend();
+  auto model = backend->Load(Options(SaveModule("double", "def forward(self, x):\n  return x * 2 + 1\n")));
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  (*model)->BindToThread();
+  std::vector<Tensor> out;
+  ASSERT_TRUE((*model)->Execute({Floats({1, 2, 3, 4, 5, 6}, {2, 3})}, &out).ok());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].name, "y");
+  EXPECT_EQ(out[0].shape, (Shape{2, 3}));
+  std::vector<float> y(6);
+  std::memcpy(y.data(), out[0].data.data(), 24);
+  EXPECT_EQ(y, (std::vector<float>{3, 5, 7, 9, 11, 13}));
+}
+
+TEST_F(TorchBackendTest, TupleOutputsMapByPosition) {
+  LoadOptions o = Options(SaveModule("pair", "def forward(self, x):\n  return (x + 1, x.sum(1))\n"));
+  o.outputs = {{"plus", DataType::kFp32, {3}}, {"sum", DataType::kFp32, {-1}}};
+  auto model = CreateTorchBackend()->Load(o);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  std::vector<Tensor> out;
+  ASSERT_TRUE((*model)->Execute({Floats({1, 2, 3}, {1, 3})}, &out).ok());
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1].name, "sum");
+  float sum;
+  std::memcpy(&sum, out[1].data.data(), 4);
+  EXPECT_EQ(sum, 6.0f);
+}
+
+TEST_F(TorchBackendTest, MissingFileIsNotFound) {
+  auto model = CreateTorchBackend()->Load(Options((dir_ / "nope.pt").string()));
+  EXPECT_EQ(model.status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(TorchBackendTest, GarbageFileNamesTheModel) {
+  const auto path = dir_ / "garbage.pt";
+  std::ofstream(path) << "not a zip archive";
+  auto model = CreateTorchBackend()->Load(Options(path.string()));
+  EXPECT_EQ(model.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(model.status().message().find("model 'm:1': cannot load TorchScript"),
+            std::string::npos) << model.status().message();
+}
+
+TEST_F(TorchBackendTest, SignatureMismatchIsRefusedAtLoad) {
+  LoadOptions o = Options(SaveModule("mm", "def forward(self, x):\n  return x.mm(x)\n"));
+  auto model = CreateTorchBackend()->Load(o);  // [1,3] x [1,3] cannot multiply
+  EXPECT_EQ(model.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(model.status().message().find("does not accept its declared inputs"),
+            std::string::npos) << model.status().message();
+}
+
+TEST_F(TorchBackendTest, ThrowingModelBecomesInternalErrorNamingIt) {
+  LoadOptions o = Options(SaveModule("picky", "def forward(self, x):\n  return x.view(-1, 3) * 1\n"));
+  auto model = CreateTorchBackend()->Load(o);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  std::vector<Tensor> out;
+  Status s = (*model)->Execute({Floats({1, 2, 3, 4}, {1, 4})}, &out);
+  EXPECT_EQ(s.code(), StatusCode::kInternal);
+  EXPECT_NE(s.message().find("model 'm:1' failed"), std::string::npos) << s.message();
+}
+
+TEST_F(TorchBackendTest, OutputDatatypeMustMatchConfig) {
+  LoadOptions o = Options(SaveModule("f64", "def forward(self, x):\n  return x.double()\n"));
+  auto model = CreateTorchBackend()->Load(o);
+  EXPECT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find("as FP64 but its config declares FP32"),
+            std::string::npos) << model.status().message();
+}
+
+TEST_F(TorchBackendTest, CpuIsAlwaysADevice) {
+  auto devices = CreateTorchBackend()->Devices();
+  ASSERT_FALSE(devices.empty());
+  EXPECT_EQ(devices[0].kind, DeviceKind::kCpu);
+}
+
+}  // namespace
+}  // namespace somm
