@@ -1,0 +1,170 @@
+#include "metrics/serving_metrics.h"
+
+#include <httplib.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <thread>
+
+namespace somm {
+namespace {
+
+const prometheus::Histogram::BucketBoundaries& MicrosecondBuckets() {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {
+      10, 25, 50, 100, 250, 500, 1'000, 2'500, 5'000, 10'000, 25'000, 50'000, 100'000,
+      250'000, 500'000, 1'000'000, 2'500'000, 10'000'000};
+  return kBuckets;
+}
+
+const prometheus::Histogram::BucketBoundaries& BatchBuckets() {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {1, 2, 4, 8, 16, 32, 64,
+                                                                   128, 256, 512, 1024};
+  return kBuckets;
+}
+
+}  // namespace
+
+struct ServingMetrics::Families {
+  explicit Families(prometheus::Registry& r)
+      : success(prometheus::BuildCounter()
+                    .Name("somm_inference_request_success_total")
+                    .Help("Queries that completed successfully")
+                    .Register(r)),
+        failure(prometheus::BuildCounter()
+                    .Name("somm_inference_request_failure_total")
+                    .Help("Queries that failed, by status code")
+                    .Register(r)),
+        queue(prometheus::BuildHistogram()
+                  .Name("somm_inference_queue_duration_us")
+                  .Help("Time a query waited in its instance queue, microseconds")
+                  .Register(r)),
+        compute(prometheus::BuildHistogram()
+                    .Name("somm_inference_compute_duration_us")
+                    .Help("Backend execution time of the batch that served a query, microseconds")
+                    .Register(r)),
+        request(prometheus::BuildHistogram()
+                    .Name("somm_inference_request_duration_us")
+                    .Help("Server time from dispatch to response, microseconds")
+                    .Register(r)),
+        batch(prometheus::BuildHistogram()
+                  .Name("somm_inference_batch_size")
+                  .Help("Samples per executed batch")
+                  .Register(r)),
+        instances(prometheus::BuildGauge()
+                      .Name("somm_instances_loaded")
+                      .Help("Instances loaded per model version")
+                      .Register(r)) {}
+
+  prometheus::Family<prometheus::Counter>& success;
+  prometheus::Family<prometheus::Counter>& failure;
+  prometheus::Family<prometheus::Histogram>& queue;
+  prometheus::Family<prometheus::Histogram>& compute;
+  prometheus::Family<prometheus::Histogram>& request;
+  prometheus::Family<prometheus::Histogram>& batch;
+  prometheus::Family<prometheus::Gauge>& instances;
+};
+
+namespace {
+
+class PrometheusModelMetrics : public ModelMetrics {
+ public:
+  PrometheusModelMetrics(ServingMetrics::Families& f, prometheus::Labels labels)
+      : families_(f),
+        labels_(labels),
+        success_(f.success.Add(labels)),
+        queue_(f.queue.Add(labels, MicrosecondBuckets())),
+        compute_(f.compute.Add(labels, MicrosecondBuckets())),
+        request_(f.request.Add(labels, MicrosecondBuckets())),
+        batch_(f.batch.Add(labels, BatchBuckets())),
+        instances_(f.instances.Add(labels)) {}
+
+  void RecordSuccess(double queue_us, double compute_us, double total_us) override {
+    success_.Increment();
+    queue_.Observe(queue_us);
+    compute_.Observe(compute_us);
+    request_.Observe(total_us);
+  }
+  void RecordFailure(const std::string& reason) override {
+    auto labels = labels_;
+    labels["reason"] = reason;
+    families_.failure.Add(labels).Increment();  // Add returns the existing child
+  }
+  void RecordBatch(int64_t batch_size) override { batch_.Observe(static_cast<double>(batch_size)); }
+  void SetInstancesLoaded(int64_t count) override { instances_.Set(static_cast<double>(count)); }
+
+ private:
+  ServingMetrics::Families& families_;
+  const prometheus::Labels labels_;
+  prometheus::Counter& success_;
+  prometheus::Histogram& queue_;
+  prometheus::Histogram& compute_;
+  prometheus::Histogram& request_;
+  prometheus::Histogram& batch_;
+  prometheus::Gauge& instances_;
+};
+
+}  // namespace
+
+ServingMetrics::ServingMetrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      families_(std::make_unique<Families>(*registry_)) {}
+
+ServingMetrics::~ServingMetrics() = default;
+
+ModelMetrics* ServingMetrics::ForModel(const std::string& model, const std::string& version) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& slot = models_[{model, version}];
+  if (!slot) {
+    slot = std::make_unique<PrometheusModelMetrics>(
+        *families_, prometheus::Labels{{"model", model}, {"version", version}});
+  }
+  return slot.get();
+}
+
+std::string ServingMetrics::Serialize() const {
+  return prometheus::TextSerializer().Serialize(registry_->Collect());
+}
+
+struct MetricsEndpoint::Impl {
+  httplib::Server server;
+  std::thread thread;
+};
+
+MetricsEndpoint::MetricsEndpoint(std::unique_ptr<Impl> impl, int port)
+    : impl_(std::move(impl)), port_(port) {}
+
+MetricsEndpoint::~MetricsEndpoint() { Shutdown(); }
+
+StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(const ServingMetrics& metrics,
+                                                                  const std::string& address,
+                                                                  int port) {
+  auto impl = std::make_unique<Impl>();
+  impl->server.Get("/metrics", [&metrics](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics.Serialize(), "text/plain; version=0.0.4");
+  });
+  int bound = port;
+  if (port == 0) {
+    bound = impl->server.bind_to_any_port(address);
+  } else if (!impl->server.bind_to_port(address, port)) {
+    bound = -1;
+  }
+  if (bound < 0) {
+    return Unavailable("metrics endpoint: cannot listen on " + address + ":" +
+                       std::to_string(port));
+  }
+  Impl* raw = impl.get();
+  impl->thread = std::thread([raw] { raw->server.listen_after_bind(); });
+  return std::unique_ptr<MetricsEndpoint>(new MetricsEndpoint(std::move(impl), bound));
+}
+
+void MetricsEndpoint::Shutdown() {
+  if (!impl_) return;
+  impl_->server.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+}  // namespace somm
