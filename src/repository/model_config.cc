@@ -1,5 +1,6 @@
 #include "repository/model_config.h"
 
+#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -302,6 +303,30 @@ Shape FullShape(const ModelConfig& config, const TensorSpec& spec) {
   if (config.max_batch_size > 0) s.push_back(-1);
   s.insert(s.end(), spec.shape.begin(), spec.shape.end());
   return s;
+}
+
+std::string PreprocessingToJson(const ImagePreprocessing& p) {
+  nlohmann::json j = {{"channels", p.channels}, {"height", p.height}, {"width", p.width},
+                      {"scale", p.scale},       {"mean", p.mean},     {"std", p.stddev},
+                      {"invert", p.invert}};
+  return nlohmann::json{{"image", j}}.dump();
+}
+
+StatusOr<ImagePreprocessing> PreprocessingFromJson(const std::string& text) {
+  try {
+    const auto j = nlohmann::json::parse(text).at("image");
+    ImagePreprocessing p;
+    p.channels = j.at("channels").get<int>();
+    p.height = j.at("height").get<int>();
+    p.width = j.at("width").get<int>();
+    p.scale = j.at("scale").get<float>();
+    p.mean = j.at("mean").get<std::vector<float>>();
+    p.stddev = j.at("std").get<std::vector<float>>();
+    p.invert = j.at("invert").get<bool>();
+    return p;
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidArgument(std::string("malformed preprocessing metadata: ") + e.what());
+  }
 }
 
 }  // namespace somm

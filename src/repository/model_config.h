@@ -84,4 +84,9 @@ StatusOr<ModelConfig> LoadModelConfig(const std::string& model_dir);
 // Shape as OIP metadata reports it: [-1, ...] when the model batches.
 Shape FullShape(const ModelConfig& config, const TensorSpec& spec);
 
+// The preprocessing block travels in model metadata as a JSON string
+// (parameter "preprocessing"), so clients need no access to the repository.
+std::string PreprocessingToJson(const ImagePreprocessing& prep);
+StatusOr<ImagePreprocessing> PreprocessingFromJson(const std::string& json);
+
 }  // namespace somm

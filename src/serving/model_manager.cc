@@ -420,6 +420,9 @@ StatusOr<ModelMetadata> ModelManager::GetModelMetadata(const std::string& name,
   if (c.accuracy.value) md.parameters["accuracy"] = *c.accuracy.value;
   if (!c.accuracy.source.empty()) md.parameters["accuracy_source"] = c.accuracy.source;
   if (!c.description.empty()) md.parameters["description"] = c.description;
+  if (c.image_preprocessing) {
+    md.parameters["preprocessing"] = PreprocessingToJson(*c.image_preprocessing);
+  }
   return md;
 }
 

@@ -1,0 +1,123 @@
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "frontend/grpc/grpc_server.h"
+#include "frontend/http/http_frontend.h"
+#include "metrics/serving_metrics.h"
+#include "runtime/torch/torch_backend.h"
+#include "serving/model_manager.h"
+
+namespace somm {
+namespace {
+
+StatusOr<Device> ParseDevice(const std::string& text, const Backend& backend) {
+  if (text == "cpu") return Device{};
+  if (text.rfind("cuda", 0) == 0) {
+    int index = 0;
+    if (text.size() > 5 && text[4] == ':') index = std::atoi(text.c_str() + 5);
+    for (const Device& d : backend.Devices()) {
+      if (d.kind == DeviceKind::kCuda && d.index == index) return d;
+    }
+    return Unavailable("device '" + text + "' is not available (this machine offers: cpu" +
+                       std::string(backend.Devices().size() > 1 ? " and CUDA" : "") + ")");
+  }
+  return InvalidArgument("unknown device '" + text + "' (use cpu or cuda:N)");
+}
+
+std::string Host(const std::string& address) {
+  return address == "0.0.0.0" || address == "::" ? "127.0.0.1" : address;
+}
+
+}  // namespace
+
+int RunServe(const ServeOptions& options) {
+  spdlog::set_level(spdlog::level::from_str(options.log_level));
+  // Block the stop signals before any thread starts, so every thread inherits
+  // the mask and only sigwait below sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto backend = CreateTorchBackend();
+  auto device = ParseDevice(options.device, *backend);
+  if (!device.ok()) {
+    spdlog::error("{}", device.status().message());
+    return 2;
+  }
+  ServingMetrics metrics;
+  ModelManagerOptions mo;
+  mo.repository_path = options.model_repository;
+  mo.device = *device;
+  ModelManager manager(mo, *backend, metrics);
+  if (Status s = manager.Start(); !s.ok()) {
+    spdlog::error("{}", s.message());
+    return 2;
+  }
+
+  HttpFrontendOptions ho;
+  ho.address = options.address;
+  ho.port = options.http_port;
+  ho.max_body_bytes = static_cast<size_t>(options.max_body_bytes);
+  ho.worker_threads = options.http_threads;
+  auto http = HttpFrontend::Start(manager, ho);
+  if (!http.ok()) {
+    spdlog::error("REST frontend: {}", http.status().message());
+    return 2;
+  }
+  GrpcFrontendOptions go;
+  go.address = options.address;
+  go.port = options.grpc_port;
+  go.max_message_bytes = static_cast<int>(options.max_body_bytes);
+  auto grpc = GrpcFrontend::Start(manager, go);
+  if (!grpc.ok()) {
+    spdlog::error("gRPC frontend: {}", grpc.status().message());
+    return 2;
+  }
+  auto metrics_endpoint = MetricsEndpoint::Start(metrics, options.address, options.metrics_port);
+  if (!metrics_endpoint.ok()) {
+    spdlog::error("{}", metrics_endpoint.status().message());
+    return 2;
+  }
+
+  const std::string host = Host(options.address);
+  const int http_port = (*http)->port();
+  int ready = 0;
+  for (const auto& row : manager.RepositoryIndex(true)) ready += row.state == "READY";
+  // The first line is for scripts and tests; keep its format.
+  std::printf("somm: listening http=%d grpc=%d metrics=%d\n", http_port, (*grpc)->port(),
+              (*metrics_endpoint)->port());
+  std::printf(
+      "somm is serving %d model version(s) from %s\n"
+      "  REST (Open Inference Protocol v2): http://%s:%d/v2\n"
+      "  gRPC (Open Inference Protocol v2): %s:%d\n"
+      "  Prometheus metrics:                http://%s:%d/metrics\n"
+      "First query (a held-out digit):\n"
+      "  curl -s http://%s:%d/v2/models/digits-mlp/infer -d @%s/.examples/digit_3.json\n"
+      "List models: build/somm models --url %s:%d\n",
+      ready, options.model_repository.c_str(), host.c_str(), http_port, host.c_str(),
+      (*grpc)->port(), host.c_str(), (*metrics_endpoint)->port(), host.c_str(), http_port,
+      options.model_repository.c_str(), host.c_str(), http_port);
+  std::fflush(stdout);
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  spdlog::info("received {}; refusing new queries and finishing those in flight",
+               signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+  // Frontends first: they stop accepting and wait for their calls in flight,
+  // which the still-running instances answer. Then the instances drain.
+  (*http)->Shutdown();
+  (*grpc)->Shutdown(std::chrono::seconds(30));
+  manager.Shutdown();
+  (*metrics_endpoint)->Shutdown();
+  spdlog::info("somm stopped cleanly");
+  return 0;
+}
+
+}  // namespace somm

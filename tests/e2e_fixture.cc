@@ -1,0 +1,110 @@
+#include "e2e_fixture.h"
+
+#include <torch/script.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace somm::testing {
+namespace fs = std::filesystem;
+
+std::string DemoRepository() {
+  const char* env = std::getenv("SOMM_DEMO_REPO");
+  return env ? env : std::string(SOMM_SOURCE_DIR) + "/models/demo";
+}
+
+std::string SommBinary() { return SOMM_BINARY; }
+
+HeldOutDigits LoadHeldOutDigits(const std::string& demo_repo) {
+  HeldOutDigits d;
+  const fs::path dir = fs::path(demo_repo) / "digits-mlp" / "1" / "validation";
+  std::ifstream in(dir / "inputs.bin", std::ios::binary), lab(dir / "labels.bin", std::ios::binary);
+  std::vector<float> row(64);
+  int64_t label;
+  while (in.read(reinterpret_cast<char*>(row.data()), 64 * sizeof(float)) &&
+         lab.read(reinterpret_cast<char*>(&label), sizeof(label))) {
+    d.pixels.push_back(row);
+    d.labels.push_back(label);
+  }
+  return d;
+}
+
+std::vector<float> TorchReference(const std::string& model_file,
+                                  const std::vector<std::vector<float>>& batch) {
+  c10::InferenceMode guard;
+  auto module = torch::jit::load(model_file);
+  module.eval();
+  auto x = torch::empty({static_cast<int64_t>(batch.size()), 64});
+  for (size_t i = 0; i < batch.size(); ++i) {
+    std::memcpy(x[static_cast<int64_t>(i)].data_ptr<float>(), batch[i].data(), 64 * sizeof(float));
+  }
+  auto y = module.forward({x}).toTensor().contiguous();
+  return std::vector<float>(y.data_ptr<float>(), y.data_ptr<float>() + y.numel());
+}
+
+namespace {
+
+void WriteFile(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+// A model that raises for large inputs, to test a model failing mid-query.
+void SaveThrowingModel(const fs::path& file) {
+  torch::jit::Module m("thrower");
+  m.define(R"(
+def forward(self, x):
+    if bool(x.sum() > 1000.0):
+        raise Exception("input sum above 1000 is not supported")
+    return x * 2.0
+)");
+  fs::create_directories(file.parent_path());
+  m.save(file.string());
+}
+
+}  // namespace
+
+std::string MakeTestRepository(const std::string& demo_repo, const std::string& tag) {
+  const fs::path repo =
+      fs::temp_directory_path() / ("somm_e2e_repo_" + tag + "_" + std::to_string(getpid()));
+  fs::remove_all(repo);
+  for (const auto& m : kDigitsModels) {
+    fs::create_directories(repo / m);
+    fs::copy_file(fs::path(demo_repo) / m / "model.yaml", repo / m / "model.yaml");
+    fs::create_directory_symlink(fs::absolute(fs::path(demo_repo) / m / "1"), repo / m / "1");
+  }
+  // Holds queries for up to 1.5 s so a test can have them in flight.
+  WriteFile(repo / "slow-mlp" / "model.yaml", R"(max_batch_size: 8
+inputs: [{name: pixels, datatype: FP32, shape: [64]}]
+outputs: [{name: logits, datatype: FP32, shape: [10]}]
+dynamic_batching: {max_queue_delay_us: 1500000}
+)");
+  fs::create_directory_symlink(fs::absolute(fs::path(demo_repo) / "digits-mlp" / "1"),
+                               repo / "slow-mlp" / "1");
+  WriteFile(repo / "thrower" / "model.yaml", R"(max_batch_size: 4
+inputs: [{name: x, datatype: FP32, shape: [4]}]
+outputs: [{name: y, datatype: FP32, shape: [4]}]
+)");
+  SaveThrowingModel(repo / "thrower" / "1" / "model.pt");
+  WriteFile(repo / "broken-config" / "model.yaml", R"(max_batch_size: 4
+inputs: [{name: x, datatype: FLOAT, shape: [4]}]
+outputs: [{name: y, datatype: FP32, shape: [4]}]
+)");
+  return repo.string();
+}
+
+double MetricValue(const std::string& exposition, const std::string& name_and_labels) {
+  std::istringstream lines(exposition);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind(name_and_labels + " ", 0) == 0) {
+      return std::stod(line.substr(name_and_labels.size() + 1));
+    }
+  }
+  return -1;
+}
+
+}  // namespace somm::testing

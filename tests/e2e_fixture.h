@@ -1,0 +1,44 @@
+// Shared set-up of the end-to-end tests: a model repository in a temp folder
+// built from the demo repository's digits models plus a few models made for
+// testing (one that throws, one with a long batching delay, one with a broken
+// config), the held-out digits, and libtorch reference outputs for them.
+#pragma once
+
+#include <httplib.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server_process.h"
+
+namespace somm::testing {
+
+// The digits models every test checks.
+inline const std::vector<std::string> kDigitsModels = {"digits-logistic", "digits-mlp",
+                                                       "digits-cnn"};
+
+struct HeldOutDigits {
+  std::vector<std::vector<float>> pixels;  // each 64 values, 0..16
+  std::vector<int64_t> labels;
+};
+
+// Reads <demo>/digits-mlp/1/validation (written by tools/make_demo_repo.py).
+HeldOutDigits LoadHeldOutDigits(const std::string& demo_repo);
+
+// Runs a TorchScript file directly with libtorch: the reference every server
+// answer is compared against. Input [n, 64] -> output [n, 10], row-major.
+std::vector<float> TorchReference(const std::string& model_file,
+                                  const std::vector<std::vector<float>>& batch);
+
+// Builds the test repository (a fresh folder per process and tag) and returns its path.
+std::string MakeTestRepository(const std::string& demo_repo, const std::string& tag = "main");
+
+std::string DemoRepository();  // $SOMM_DEMO_REPO or <source>/models/demo
+std::string SommBinary();      // the built binary
+
+// The value of one Prometheus sample line, e.g.
+// somm_inference_batch_size_count{model="digits-mlp",version="1"}; -1 if absent.
+double MetricValue(const std::string& exposition, const std::string& name_and_labels);
+
+}  // namespace somm::testing
