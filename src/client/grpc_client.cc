@@ -1,0 +1,143 @@
+#include "client/grpc_client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <utility>
+
+#include "frontend/grpc/grpc_codec.h"
+#include "proto/inference.grpc.pb.h"
+
+namespace somm {
+
+using grpc_codec::FromGrpcStatus;
+
+struct GrpcClient::Impl {
+  std::string target;
+  GrpcClientOptions options;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<inference::GRPCInferenceService::Stub> stub;  // thread-safe
+
+  // A fresh context per call: gRPC contexts are single-use and not shared.
+  std::unique_ptr<grpc::ClientContext> Context() const {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    if (options.call_timeout.count() > 0) {
+      ctx->set_deadline(std::chrono::system_clock::now() + options.call_timeout);
+    }
+    return ctx;
+  }
+};
+
+StatusOr<std::unique_ptr<GrpcClient>> GrpcClient::Connect(const std::string& target,
+                                                          GrpcClientOptions options) {
+  if (target.empty()) return InvalidArgument("gRPC target is empty");
+  auto impl = std::make_unique<Impl>();
+  impl->target = target;
+  impl->options = options;
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options.max_message_bytes);
+  args.SetMaxSendMessageSize(options.max_message_bytes);
+  impl->channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  if (!impl->channel) return InvalidArgument("cannot create a gRPC channel to '" + target + "'");
+  if (options.connect_timeout.count() > 0 &&
+      !impl->channel->WaitForConnected(std::chrono::system_clock::now() +
+                                       options.connect_timeout)) {
+    return Unavailable("cannot connect to gRPC server at '" + target + "' within " +
+                       std::to_string(options.connect_timeout.count()) + " ms");
+  }
+  impl->stub = inference::GRPCInferenceService::NewStub(impl->channel);
+  return std::unique_ptr<GrpcClient>(new GrpcClient(std::move(impl)));
+}
+
+GrpcClient::GrpcClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GrpcClient::~GrpcClient() = default;
+
+const std::string& GrpcClient::target() const { return impl_->target; }
+
+StatusOr<bool> GrpcClient::ServerLive() const {
+  inference::ServerLiveResponse response;
+  SOMM_RETURN_IF_ERROR(
+      FromGrpcStatus(impl_->stub->ServerLive(impl_->Context().get(), {}, &response)));
+  return response.live();
+}
+
+StatusOr<bool> GrpcClient::ServerReady() const {
+  inference::ServerReadyResponse response;
+  SOMM_RETURN_IF_ERROR(
+      FromGrpcStatus(impl_->stub->ServerReady(impl_->Context().get(), {}, &response)));
+  return response.ready();
+}
+
+StatusOr<bool> GrpcClient::ModelReady(const std::string& name, const std::string& version) const {
+  inference::ModelReadyRequest request;
+  request.set_name(name);
+  request.set_version(version);
+  inference::ModelReadyResponse response;
+  SOMM_RETURN_IF_ERROR(
+      FromGrpcStatus(impl_->stub->ModelReady(impl_->Context().get(), request, &response)));
+  return response.ready();
+}
+
+StatusOr<ServerMetadata> GrpcClient::GetServerMetadata() const {
+  inference::ServerMetadataResponse response;
+  SOMM_RETURN_IF_ERROR(
+      FromGrpcStatus(impl_->stub->ServerMetadata(impl_->Context().get(), {}, &response)));
+  return grpc_codec::DecodeServerMetadata(response);
+}
+
+StatusOr<ModelMetadata> GrpcClient::GetModelMetadata(const std::string& name,
+                                                     const std::string& version) const {
+  inference::ModelMetadataRequest request;
+  request.set_name(name);
+  request.set_version(version);
+  inference::ModelMetadataResponse response;
+  SOMM_RETURN_IF_ERROR(
+      FromGrpcStatus(impl_->stub->ModelMetadata(impl_->Context().get(), request, &response)));
+  return grpc_codec::DecodeModelMetadata(response);
+}
+
+StatusOr<InferenceResponse> GrpcClient::Infer(const InferenceRequest& request) const {
+  inference::ModelInferRequest wire;
+  SOMM_RETURN_IF_ERROR(grpc_codec::EncodeInferRequest(request, &wire));
+  inference::ModelInferResponse response;
+  SOMM_RETURN_IF_ERROR(
+      FromGrpcStatus(impl_->stub->ModelInfer(impl_->Context().get(), wire, &response)));
+  StatusOr<InferenceResponse> decoded = grpc_codec::DecodeInferResponse(&response);
+  if (!decoded.ok()) {
+    // The server answered OK with something malformed: say whose fault it is.
+    return Internal("malformed response from '" + impl_->target +
+                    "': " + decoded.status().message());
+  }
+  return decoded;
+}
+
+StatusOr<std::vector<RepositoryEntry>> GrpcClient::RepositoryIndex(bool ready_only) const {
+  inference::RepositoryIndexRequest request;
+  request.set_ready(ready_only);
+  inference::RepositoryIndexResponse response;
+  SOMM_RETURN_IF_ERROR(
+      FromGrpcStatus(impl_->stub->RepositoryIndex(impl_->Context().get(), request, &response)));
+  std::vector<RepositoryEntry> entries;
+  entries.reserve(response.models_size());
+  for (const auto& m : response.models()) {
+    entries.push_back({m.name(), m.version(), m.state(), m.reason()});
+  }
+  return entries;
+}
+
+Status GrpcClient::LoadModel(const std::string& name) const {
+  inference::RepositoryModelLoadRequest request;
+  request.set_model_name(name);
+  inference::RepositoryModelLoadResponse response;
+  return FromGrpcStatus(
+      impl_->stub->RepositoryModelLoad(impl_->Context().get(), request, &response));
+}
+
+Status GrpcClient::UnloadModel(const std::string& name) const {
+  inference::RepositoryModelUnloadRequest request;
+  request.set_model_name(name);
+  inference::RepositoryModelUnloadResponse response;
+  return FromGrpcStatus(
+      impl_->stub->RepositoryModelUnload(impl_->Context().get(), request, &response));
+}
+
+}  // namespace somm

@@ -1,0 +1,272 @@
+#include "frontend/grpc/grpc_server.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "frontend/grpc/grpc_codec.h"
+#include "proto/inference.grpc.pb.h"
+
+namespace somm {
+namespace {
+
+using grpc::CallbackServerContext;
+using grpc::ServerUnaryReactor;
+using grpc_codec::ToGrpcStatus;
+
+// Runs slow control calls (model load and unload) one after another on one
+// thread of its own. gRPC's callback threads must not block for seconds, and
+// one thread, unlike a thread per call, cannot be multiplied by a client
+// that floods load requests. Serial loads also spare the InferenceServer
+// racing loads and unloads of one model.
+class ControlThread {
+ public:
+  ControlThread() : thread_([this] { Loop(); }) {}
+  ~ControlThread() { Stop(); }
+
+  void Post(std::function<void()> job) {
+    std::lock_guard lock(mu_);
+    jobs_.push_back(std::move(job));
+    cv_.notify_one();
+  }
+
+  // Runs every job already posted, then joins. Idempotent.
+  void Stop() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+      cv_.notify_one();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock lock(mu_);
+    while (true) {
+      cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;  // stopping, and nothing left
+      std::function<void()> job = std::move(jobs_.front());
+      jobs_.pop_front();
+      lock.unlock();
+      job();
+      lock.lock();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;  // guarded by mu_
+  bool stopping_ = false;                   // guarded by mu_
+  std::thread thread_;                      // last: starts once the rest exists
+};
+
+ServerUnaryReactor* FinishNow(CallbackServerContext* context, const Status& status) {
+  ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+// Load parameters Triton defines that somm does not implement. Failing is
+// better than loading the on-disk model while the client believes its
+// override took effect.
+Status CheckLoadParameters(const inference::RepositoryModelLoadRequest& request) {
+  for (const auto& [key, value] : request.parameters()) {
+    if (key == "config" || key.rfind("file:", 0) == 0) {
+      return Unimplemented("model '" + request.model_name() + "': load parameter '" + key +
+                           "' (model override) is not supported; edit the repository instead");
+    }
+  }
+  return Status::Ok();
+}
+
+class OipService final : public inference::GRPCInferenceService::CallbackService {
+ public:
+  OipService(InferenceServer& server, ControlThread& control)
+      : server_(server), control_(control) {}
+
+  ServerUnaryReactor* ServerLive(CallbackServerContext* context,
+                                 const inference::ServerLiveRequest*,
+                                 inference::ServerLiveResponse* response) override {
+    response->set_live(server_.IsLive());
+    return FinishNow(context, Status::Ok());
+  }
+
+  ServerUnaryReactor* ServerReady(CallbackServerContext* context,
+                                  const inference::ServerReadyRequest*,
+                                  inference::ServerReadyResponse* response) override {
+    response->set_ready(server_.IsReady());
+    return FinishNow(context, Status::Ok());
+  }
+
+  ServerUnaryReactor* ModelReady(CallbackServerContext* context,
+                                 const inference::ModelReadyRequest* request,
+                                 inference::ModelReadyResponse* response) override {
+    // An empty version means "any ready version", as InferenceServer defines.
+    StatusOr<bool> ready = server_.IsModelReady(request->name(), request->version());
+    if (ready.ok()) response->set_ready(*ready);
+    return FinishNow(context, ready.status());
+  }
+
+  ServerUnaryReactor* ServerMetadata(CallbackServerContext* context,
+                                     const inference::ServerMetadataRequest*,
+                                     inference::ServerMetadataResponse* response) override {
+    grpc_codec::EncodeServerMetadata(server_.GetServerMetadata(), response);
+    return FinishNow(context, Status::Ok());
+  }
+
+  ServerUnaryReactor* ModelMetadata(CallbackServerContext* context,
+                                    const inference::ModelMetadataRequest* request,
+                                    inference::ModelMetadataResponse* response) override {
+    StatusOr<somm::ModelMetadata> metadata =
+        server_.GetModelMetadata(request->name(), request->version());
+    if (metadata.ok()) grpc_codec::EncodeModelMetadata(*metadata, response);
+    return FinishNow(context, metadata.status());
+  }
+
+  ServerUnaryReactor* ModelInfer(CallbackServerContext* context,
+                                 const inference::ModelInferRequest* request,
+                                 inference::ModelInferResponse* response) override {
+    InferenceRequest query;
+    Status decoded = grpc_codec::DecodeInferRequest(*request, &query);
+    if (!decoded.ok()) return FinishNow(context, decoded);
+    ServerUnaryReactor* reactor = context->DefaultReactor();
+    // `request` and `response` stay valid until Finish; the callback may run
+    // on a batcher thread, or right here before Infer returns.
+    server_.Infer(std::move(query), [reactor, request,
+                                     response](StatusOr<InferenceResponse> result) {
+      if (!result.ok()) {
+        reactor->Finish(ToGrpcStatus(result.status()));
+        return;
+      }
+      InferenceResponse answer = std::move(result).value();
+      if (answer.model_name.empty()) answer.model_name = request->model_name();
+      if (answer.id.empty()) answer.id = request->id();
+      reactor->Finish(ToGrpcStatus(grpc_codec::EncodeInferResponse(std::move(answer), response)));
+    });
+    return reactor;
+  }
+
+  ServerUnaryReactor* RepositoryIndex(CallbackServerContext* context,
+                                      const inference::RepositoryIndexRequest* request,
+                                      inference::RepositoryIndexResponse* response) override {
+    // somm serves one repository, so repository_name selects nothing.
+    for (const RepositoryEntry& entry : server_.RepositoryIndex(request->ready())) {
+      auto* model = response->add_models();
+      model->set_name(entry.name);
+      model->set_version(entry.version);
+      model->set_state(entry.state);
+      model->set_reason(entry.reason);
+    }
+    return FinishNow(context, Status::Ok());
+  }
+
+  ServerUnaryReactor* RepositoryModelLoad(CallbackServerContext* context,
+                                          const inference::RepositoryModelLoadRequest* request,
+                                          inference::RepositoryModelLoadResponse*) override {
+    if (request->model_name().empty()) {
+      return FinishNow(context, InvalidArgument("load request names no model (model_name)"));
+    }
+    Status params = CheckLoadParameters(*request);
+    if (!params.ok()) return FinishNow(context, params);
+    ServerUnaryReactor* reactor = context->DefaultReactor();
+    control_.Post([this, reactor, name = request->model_name()] {
+      reactor->Finish(ToGrpcStatus(server_.LoadModel(name)));
+    });
+    return reactor;
+  }
+
+  ServerUnaryReactor* RepositoryModelUnload(CallbackServerContext* context,
+                                            const inference::RepositoryModelUnloadRequest* request,
+                                            inference::RepositoryModelUnloadResponse*) override {
+    if (request->model_name().empty()) {
+      return FinishNow(context, InvalidArgument("unload request names no model (model_name)"));
+    }
+    // Triton's one unload parameter, unload_dependents, concerns ensembles,
+    // which somm does not have; it is accepted and has nothing to do.
+    ServerUnaryReactor* reactor = context->DefaultReactor();
+    control_.Post([this, reactor, name = request->model_name()] {
+      reactor->Finish(ToGrpcStatus(server_.UnloadModel(name)));
+    });
+    return reactor;
+  }
+
+ private:
+  InferenceServer& server_;
+  ControlThread& control_;
+};
+
+std::string HostPort(const std::string& address, int port) {
+  const bool ipv6 = address.find(':') != std::string::npos && address.front() != '[';
+  return (ipv6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
+}
+
+}  // namespace
+
+struct GrpcFrontend::Impl {
+  explicit Impl(InferenceServer& server) : service(server, control) {}
+
+  void Shutdown(std::chrono::system_clock::time_point deadline) {
+    std::call_once(shutdown_once, [&] {
+      // Order matters: gRPC's Shutdown waits for in-flight reactors, and
+      // queued loads finish theirs on the control thread, so that thread
+      // stops only afterwards.
+      if (server) server->Shutdown(deadline);
+      control.Stop();
+    });
+  }
+
+  ControlThread control;
+  OipService service;
+  int port = 0;
+  std::once_flag shutdown_once;
+  std::unique_ptr<grpc::Server> server;  // last: destroyed first
+};
+
+StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& server,
+                                                            GrpcFrontendOptions options) {
+  if (options.port < 0 || options.port > 65535) {
+    return InvalidArgument("gRPC port " + std::to_string(options.port) + " is not in 0..65535");
+  }
+  if (options.max_message_bytes <= 0) {
+    return InvalidArgument("gRPC max_message_bytes must be positive, got " +
+                           std::to_string(options.max_message_bytes));
+  }
+  if (options.address.empty()) return InvalidArgument("gRPC listen address is empty");
+
+  auto impl = std::make_unique<Impl>(server);
+  const std::string where = HostPort(options.address, options.port);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(where, grpc::InsecureServerCredentials(), &impl->port);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  // gRPC turns SO_REUSEPORT on by default, which would let a second server
+  // silently share a port already in use; a taken port should be an error.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.RegisterService(&impl->service);
+  impl->server = builder.BuildAndStart();
+  if (!impl->server || impl->port == 0) {
+    if (impl->server) impl->server->Shutdown();
+    impl->server.reset();
+    return Unavailable("gRPC frontend cannot listen on " + where +
+                       " (address invalid or port in use)");
+  }
+  return std::unique_ptr<GrpcFrontend>(new GrpcFrontend(std::move(impl)));
+}
+
+GrpcFrontend::GrpcFrontend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+GrpcFrontend::~GrpcFrontend() { Shutdown(std::chrono::seconds(1)); }
+
+int GrpcFrontend::port() const { return impl_->port; }
+
+void GrpcFrontend::Shutdown(std::chrono::system_clock::time_point deadline) {
+  impl_->Shutdown(deadline);
+}
+
+}  // namespace somm

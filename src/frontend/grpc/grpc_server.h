@@ -1,0 +1,73 @@
+// GrpcFrontend: the Open Inference Protocol (KServe v2) over gRPC, plus
+// Triton's model-repository extension, in front of one InferenceServer.
+//
+// Contract:
+//   * The frontend is stateless: it decodes a call, asks the InferenceServer,
+//     and encodes the answer. It never sees models or instances.
+//   * It borrows the InferenceServer, which must outlive the frontend.
+//   * ModelInfer holds no thread while a query waits: it uses gRPC's callback
+//     API, hands the query to InferenceServer::Infer, and finishes the call
+//     from Infer's callback, on whatever thread that runs (a batcher thread).
+//     Repository load/unload, which may take seconds, run on a thread of
+//     their own so they never stall gRPC's callback threads.
+//   * Shutdown() stops accepting calls, lets calls in flight finish until
+//     the deadline and cancels the rest; it returns only when every
+//     InferenceServer callback for those calls has run. Shut the frontend
+//     down before the InferenceServer, which must still answer what is in
+//     flight.
+//   * Every method is thread-safe. Shutdown is idempotent; the destructor
+//     calls it with a short deadline if nobody has.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "serving/inference_server.h"
+
+namespace somm {
+
+struct GrpcFrontendOptions {
+  // Interface to listen on: "0.0.0.0" is every IPv4 interface, "::" every
+  // IPv6 one, "127.0.0.1" loopback only.
+  std::string address = "0.0.0.0";
+  // TCP port; 8001 is Triton's gRPC port. 0 lets the OS pick a free port,
+  // which port() then reports.
+  int port = 8001;
+  // Largest message accepted or sent, in bytes. gRPC itself answers larger
+  // ones with RESOURCE_EXHAUSTED. (The server name and version reported by
+  // ServerMetadata come from the InferenceServer, not from here.)
+  int max_message_bytes = 64 * 1024 * 1024;
+};
+
+class GrpcFrontend {
+ public:
+  // Binds and starts serving. Fails with InvalidArgument for bad options and
+  // Unavailable when the address cannot be bound (e.g. the port is taken;
+  // SO_REUSEPORT is off, so a second server on one port is an error).
+  static StatusOr<std::unique_ptr<GrpcFrontend>> Start(InferenceServer& server,
+                                                       GrpcFrontendOptions options = {});
+
+  ~GrpcFrontend();
+  GrpcFrontend(const GrpcFrontend&) = delete;
+  GrpcFrontend& operator=(const GrpcFrontend&) = delete;
+
+  // The port actually bound (the chosen one when options.port was 0).
+  int port() const;
+
+  // See the contract above. After the deadline, calls still in flight are
+  // cancelled; the wait for their InferenceServer callbacks continues.
+  void Shutdown(std::chrono::system_clock::time_point deadline);
+  void Shutdown(std::chrono::milliseconds grace) {
+    Shutdown(std::chrono::system_clock::now() + grace);
+  }
+
+ private:
+  struct Impl;
+  explicit GrpcFrontend(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace somm
