@@ -281,7 +281,9 @@ StatusOr<ModelConfig> ParseModelConfig(const std::string& yaml_text, const std::
 
 StatusOr<ModelConfig> LoadModelConfig(const std::string& model_dir) {
   namespace fs = std::filesystem;
-  const fs::path dir(model_dir);
+  // Normalised so that "repo/model/" names the folder "model", not "".
+  fs::path dir = fs::path(model_dir).lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();
   const fs::path file = dir / "model.yaml";
   std::ifstream in(file);
   if (!in) return NotFound(file.string() + ": cannot open model config");

@@ -116,6 +116,9 @@ TEST(ModelConfigTest, LoadChecksNameAgainstFolder) {
   c = LoadModelConfig(dir.string());
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->name, "digits");
+  c = LoadModelConfig(dir.string() + "/");  // regression: a trailing slash named the folder ""
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->name, "digits");
   fs::remove_all(dir.parent_path());
 }
 
