@@ -25,13 +25,21 @@ class GrpcE2ETest : public ::testing::Test {
   static void SetUpTestSuite() {
     demo_ = new std::string(DemoRepository());
     digits_ = new HeldOutDigits(LoadHeldOutDigits(*demo_));
-    ASSERT_GE(digits_->pixels.size(), 100u) << "run scripts/setup first";
     repo_ = new std::string(MakeTestRepository(*demo_));
     server_ = new ServerProcess(SommBinary(), *repo_, {"--max-body-bytes", "200000"});
+  }
+  // A failed suite set-up must fail every test, not skip it.
+  // (gtest skips, rather than fails, tests whose SetUpTestSuite asserted.)
+  void SetUp() override {
+    ASSERT_GE(digits_->pixels.size(), 100u) << "no held-out digits under " << *demo_
+                                            << " (run scripts/setup first)";
     ASSERT_TRUE(server_->ok()) << "server did not start; log: " << server_->log();
   }
+
   static void TearDownTestSuite() {
-    if (server_) EXPECT_EQ(server_->Terminate(), 0);
+    if (server_) {
+      EXPECT_EQ(server_->Terminate(), 0);
+    }
     delete server_;
     delete digits_;
     delete demo_;

@@ -19,14 +19,21 @@ class RestE2ETest : public ::testing::Test {
   static void SetUpTestSuite() {
     demo_ = new std::string(DemoRepository());
     digits_ = new HeldOutDigits(LoadHeldOutDigits(*demo_));
-    ASSERT_GE(digits_->pixels.size(), 100u) << "no held-out digits under " << *demo_
-                                            << " (run scripts/setup first)";
     repo_ = new std::string(MakeTestRepository(*demo_));
     server_ = new ServerProcess(SommBinary(), *repo_, {"--max-body-bytes", "200000"});
+  }
+  // A failed suite set-up must fail every test, not skip it.
+  // (gtest skips, rather than fails, tests whose SetUpTestSuite asserted.)
+  void SetUp() override {
+    ASSERT_GE(digits_->pixels.size(), 100u) << "no held-out digits under " << *demo_
+                                            << " (run scripts/setup first)";
     ASSERT_TRUE(server_->ok()) << "server did not start; log: " << server_->log();
   }
+
   static void TearDownTestSuite() {
-    if (server_) EXPECT_EQ(server_->Terminate(), 0);
+    if (server_) {
+      EXPECT_EQ(server_->Terminate(), 0);
+    }
     delete server_;
     delete digits_;
     delete demo_;
@@ -42,7 +49,9 @@ class RestE2ETest : public ::testing::Test {
 
   static json Request(const std::vector<std::vector<float>>& rows) {
     json data = json::array();
-    for (const auto& r : rows) data.insert(data.end(), r.begin(), r.end());
+    for (const auto& r : rows) {
+      for (float v : r) data.push_back(v);
+    }
     return {{"inputs", {{{"name", "pixels"}, {"datatype", "FP32"},
                           {"shape", {rows.size(), 64}}, {"data", data}}}}};
   }

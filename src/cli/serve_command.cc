@@ -1,4 +1,5 @@
 #include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -35,6 +36,8 @@ std::string Host(const std::string& address) {
 }  // namespace
 
 int RunServe(const ServeOptions& options) {
+  // Logs go to stderr; stdout carries only the banner that scripts read.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("somm"));
   spdlog::set_level(spdlog::level::from_str(options.log_level));
   // Block the stop signals before any thread starts, so every thread inherits
   // the mask and only sigwait below sees them.
