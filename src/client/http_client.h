@@ -1,0 +1,83 @@
+// HttpClient: a small synchronous Open Inference Protocol v2 REST client
+// (KServe v2 + Triton's binary tensor data and model repository extensions),
+// used by `somm infer`, `somm models` and the load generator.
+//
+// One HttpClient holds one keep-alive connection (cpp-httplib), opened on the
+// first call and reopened transparently when the server closes it. Calls block
+// until the answer arrives or a timeout expires.
+//
+// Errors come back as Status: HTTP error statuses map back through
+// oip::StatusCodeFromHttp (404 -> NOT_FOUND, 429 -> RESOURCE_EXHAUSTED, ...)
+// carrying the server's {"error": ...} message; a server that cannot be
+// reached, or a connection that breaks mid-call, is UNAVAILABLE. A call that
+// fails in transport is not retried, since an inference may already have run.
+//
+// Thread-safety: NOT thread-safe. Use one HttpClient per thread; they are
+// cheap (one socket each).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "serving/inference.h"
+#include "serving/inference_server.h"
+
+namespace httplib {
+class Client;
+}  // namespace httplib
+
+namespace somm {
+
+struct HttpClientOptions {
+  // Time allowed to open the TCP connection.
+  int connect_timeout_ms = 5000;
+  // Time allowed for each socket read or write once connected; an inference
+  // waiting in a long queue needs this much head room.
+  int io_timeout_ms = 60000;
+};
+
+class HttpClient {
+ public:
+  HttpClient(std::string host, int port, HttpClientOptions options = {});
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // Health: true for 200, false for a 4xx answer; errors only when the
+  // server cannot be reached (or, for ModelReady, the model is unknown).
+  StatusOr<bool> ServerLive();
+  StatusOr<bool> ServerReady();
+  StatusOr<bool> ModelReady(const std::string& name, const std::string& version = "");
+
+  StatusOr<somm::ServerMetadata> ServerMetadata();
+  // version "" lets the server choose.
+  StatusOr<somm::ModelMetadata> ModelMetadata(const std::string& name,
+                                              const std::string& version = "");
+
+  // POST /v2/models/{request.model_name}[/versions/{request.model_version}]/infer.
+  // binary = send inputs in the binary section and ask for binary outputs
+  // (the request's own binary_data_output / binary_data parameters still
+  // win); false = JSON both ways.
+  StatusOr<InferenceResponse> Infer(const InferenceRequest& request, bool binary = true);
+
+  // Model repository extension.
+  StatusOr<std::vector<RepositoryEntry>> RepositoryIndex(bool ready_only = false);
+  Status Load(const std::string& name);
+  Status Unload(const std::string& name);
+
+ private:
+  struct Reply;
+  StatusOr<Reply> Get(const std::string& path);
+  StatusOr<Reply> Post(const std::string& path, const std::string& body,
+                       std::optional<size_t> json_size);
+  StatusOr<bool> Health(const std::string& path);
+
+  std::string endpoint_;  // "host:port", for error messages
+  std::unique_ptr<httplib::Client> http_;
+};
+
+}  // namespace somm

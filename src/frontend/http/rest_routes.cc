@@ -1,0 +1,73 @@
+#include "frontend/http/rest_routes.h"
+
+#include <vector>
+
+namespace somm::oip {
+namespace {
+
+std::vector<std::string_view> Split(std::string_view path) {
+  std::vector<std::string_view> parts;
+  if (path.empty() || path.front() != '/') return parts;
+  path.remove_prefix(1);
+  if (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  while (true) {
+    const size_t slash = path.find('/');
+    parts.push_back(path.substr(0, slash));
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+  }
+  return parts;
+}
+
+RestRoute Make(RestEndpoint endpoint, const char* method, std::string_view model = {},
+               std::string_view version = {}) {
+  RestRoute route;
+  route.endpoint = endpoint;
+  route.method = method;
+  route.model = std::string(model);
+  route.version = std::string(version);
+  return route;
+}
+
+// parts = [m] | [m, "versions", v] followed by an optional action.
+RestRoute MatchModel(const std::vector<std::string_view>& parts) {
+  if (parts.empty() || parts[0].empty()) return {};
+  std::string_view model = parts[0];
+  std::string_view version;
+  size_t next = 1;
+  if (parts.size() >= 3 && parts[1] == "versions" && !parts[2].empty()) {
+    version = parts[2];
+    next = 3;
+  }
+  if (next == parts.size()) return Make(RestEndpoint::kModelMetadata, "GET", model, version);
+  if (next + 1 != parts.size()) return {};
+  if (parts[next] == "ready") return Make(RestEndpoint::kModelReady, "GET", model, version);
+  if (parts[next] == "infer") return Make(RestEndpoint::kModelInfer, "POST", model, version);
+  return {};
+}
+
+}  // namespace
+
+RestRoute MatchRestRoute(std::string_view path) {
+  const std::vector<std::string_view> p = Split(path);
+  if (p.empty() || p[0] != "v2") return {};
+  if (p.size() == 1) return Make(RestEndpoint::kServerMetadata, "GET");
+  if (p[1] == "health" && p.size() == 3) {
+    if (p[2] == "live") return Make(RestEndpoint::kServerLive, "GET");
+    if (p[2] == "ready") return Make(RestEndpoint::kServerReady, "GET");
+    return {};
+  }
+  if (p[1] == "models") {
+    return MatchModel(std::vector<std::string_view>(p.begin() + 2, p.end()));
+  }
+  if (p[1] == "repository") {
+    if (p.size() == 3 && p[2] == "index") return Make(RestEndpoint::kRepositoryIndex, "POST");
+    if (p.size() == 5 && p[2] == "models" && !p[3].empty()) {
+      if (p[4] == "load") return Make(RestEndpoint::kRepositoryLoad, "POST", p[3]);
+      if (p[4] == "unload") return Make(RestEndpoint::kRepositoryUnload, "POST", p[3]);
+    }
+  }
+  return {};
+}
+
+}  // namespace somm::oip
