@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--http-threads", serve.http_threads,
                         "REST worker threads (concurrent keep-alive connections)")
       ->capture_default_str()->check(CLI::Range(1, 4096));
-  serve_cmd->add_option("--device", serve.device, "cpu or cuda:N")->capture_default_str();
+  serve_cmd->add_option("--device", serve.device, "auto (a GPU when libtorch has CUDA and one is present), cpu or cuda:N")->capture_default_str();
   serve_cmd->add_option("--log-level", serve.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
 

@@ -14,7 +14,7 @@ struct ServeOptions {
   int metrics_port = 8002;
   int64_t max_body_bytes = 64 << 20;  // REST bodies and gRPC messages
   int http_threads = 64;
-  std::string device = "cpu";         // "cpu" or "cuda:N"
+  std::string device = "auto";        // "auto" (GPU if present), "cpu" or "cuda:N"
   std::string log_level = "info";
 };
 int RunServe(const ServeOptions& options);

@@ -17,6 +17,11 @@ namespace {
 
 StatusOr<Device> ParseDevice(const std::string& text, const Backend& backend) {
   if (text == "cpu") return Device{};
+  if (text == "auto") {
+    // The first GPU when libtorch has CUDA and the machine has one; else CPU.
+    const auto devices = backend.Devices();
+    return devices.size() > 1 ? devices[1] : devices[0];
+  }
   if (text.rfind("cuda", 0) == 0) {
     int index = 0;
     if (text.size() > 5 && text[4] == ':') index = std::atoi(text.c_str() + 5);
@@ -26,7 +31,7 @@ StatusOr<Device> ParseDevice(const std::string& text, const Backend& backend) {
     return Unavailable("device '" + text + "' is not available (this machine offers: cpu" +
                        std::string(backend.Devices().size() > 1 ? " and CUDA" : "") + ")");
   }
-  return InvalidArgument("unknown device '" + text + "' (use cpu or cuda:N)");
+  return InvalidArgument("unknown device '" + text + "' (use auto, cpu or cuda:N)");
 }
 
 std::string Host(const std::string& address) {
