@@ -1,0 +1,106 @@
+// The selector: which variant, on which hardware, on which instance serves a
+// query. A pure function of the query's requirements, a snapshot of the
+// cluster state and the time, so live serving and the simulator run the same
+// code (DESIGN.md, "the control loop").
+//
+// Rules, in order:
+//   1. A candidate below `min_accuracy` is never chosen (unknown accuracy
+//      counts as below any floor). Unusable variants are never chosen.
+//   2. Predicted latency = time until the instance is free + the profiled
+//      latency of the next batch, which carries the instance's queued samples
+//      plus this query's (more batches if they exceed max batch). A candidate
+//      with no loaded instance adds its profiled load time.
+//   3. Cost = price of the hardware per second x the profiled compute time
+//      of this query's batch; a candidate that needs loading also pays for
+//      the hardware-seconds the load takes, so loaded instances win ties.
+//   4. Among candidates that meet the latency SLO and the cost ceiling, the
+//      cheapest wins; ties go to the lower predicted latency.
+//   5. If none is feasible: best_effort picks the lowest predicted latency
+//      among those meeting the accuracy floor; otherwise the answer is an
+//      error naming the requirement that failed and the best value achievable.
+//
+// Thread-safety: stateless; SelectorState is read only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "variants/variant_profile.h"
+
+namespace somm {
+
+using SelectorClock = std::chrono::steady_clock;
+
+// Prices per hardware-second. Defaults: AWS EC2 on-demand, us-east-1 (Linux),
+// c5.large = 2 vCPU at $0.085/h -> $0.0425 per vCPU-hour; g4dn.xlarge (one
+// NVIDIA T4) at $0.526/h. See docs/selection.md.
+struct PriceList {
+  double cpu_thread_usd_per_s = 0.0425 / 3600.0;
+  double gpu_usd_per_s = 0.526 / 3600.0;
+  double PerSecond(const HardwareConfig& hw) const {
+    return hw.device == DeviceKind::kCuda ? gpu_usd_per_s
+                                          : cpu_thread_usd_per_s * static_cast<double>(hw.threads);
+  }
+};
+
+struct Requirements {
+  std::string model;  // "" = any model registered for `task`
+  std::string task;   // used when model is ""
+  std::optional<double> latency_slo_ms;
+  std::optional<double> min_accuracy;
+  std::optional<double> max_cost_usd;  // per query
+  bool best_effort = false;
+  int64_t batch = 1;  // samples this query carries
+};
+
+// One loaded instance of a candidate.
+struct InstanceState {
+  int32_t instance_id = 0;           // the serving layer's handle
+  int64_t queued_samples = 0;        // waiting, not yet executing
+  SelectorClock::time_point busy_until{};  // when its executing batch ends (past = idle)
+};
+
+// One (variant, hardware) pair that could serve a query.
+struct Candidate {
+  std::string variant_id;  // VariantProfile::Id()
+  std::string model;
+  std::string task;
+  HardwareConfig hardware;
+  std::optional<double> accuracy;
+  bool usable = true;
+  LatencyCurve latency;
+  double load_time_ms = 0;
+  int64_t max_batch_size = 1;
+  std::vector<InstanceState> instances;  // empty = not loaded
+};
+
+struct SelectorState {
+  std::vector<Candidate> candidates;
+};
+
+enum class DecisionOutcome { kLoadedInstance, kNeedsLoad, kBestEffort };
+const char* DecisionOutcomeName(DecisionOutcome outcome);
+
+struct Decision {
+  size_t candidate = 0;          // index into SelectorState::candidates
+  int32_t instance_id = -1;      // -1: load the candidate first
+  double predicted_latency_ms = 0;
+  double cost_usd = 0;
+  DecisionOutcome outcome = DecisionOutcome::kLoadedInstance;
+  std::string reason;            // one line for the response and the decision log
+};
+
+// Errors (best_effort off): NotFound when no candidate serves the model or
+// task; FailedPrecondition when no usable variant reaches min_accuracy (a
+// permanent answer); ResourceExhausted when the latency SLO or the cost
+// ceiling cannot be met now (it may be met later, under less load). Each
+// message names the requirement and the best value achievable, e.g.
+// "cannot meet latency_slo_ms=0.05: best predicted 0.21 ms (digits-mlp:1:ts-opt on cpu1)".
+StatusOr<Decision> SelectVariant(const Requirements& req, const SelectorState& state,
+                                 const PriceList& prices, SelectorClock::time_point now);
+
+}  // namespace somm
