@@ -1,0 +1,262 @@
+#include "selector/selector.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+namespace somm {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr size_t kNone = std::numeric_limits<size_t>::max();
+
+// Costs closer than this (relative) are a tie, so that two candidates whose
+// costs differ only by floating-point noise are ordered by latency instead.
+constexpr double kCostTieRelative = 1e-9;
+
+// Short numbers for messages: 0.9733, 0.05, 3.1e-10.
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.4g", v);
+  return buf;
+}
+
+// Time to run `samples` samples through batches of at most `max_batch`, one
+// batch after the other: full batches first, then the remainder.
+double BatchedLatencyMs(const LatencyCurve& curve, int64_t samples, int64_t max_batch) {
+  if (samples <= 0) return 0;
+  if (max_batch < 1) max_batch = 1;
+  if (samples <= max_batch) return curve.Predict(samples);
+  const int64_t full = samples / max_batch;
+  const int64_t rest = samples % max_batch;
+  return static_cast<double>(full) * curve.Predict(max_batch) + (rest > 0 ? curve.Predict(rest) : 0);
+}
+
+// The scan compares the query's model (or task) with every candidate's; names
+// of one cluster share prefixes ("digits-mlp", "digits-cnn"), so comparing the
+// length and the last byte inline rejects most before a memcmp call, which
+// otherwise dominates a decision.
+inline bool SameName(const std::string& a, const std::string& b) {
+  const size_t n = a.size();
+  if (n != b.size()) return false;
+  if (n == 0) return true;
+  if (a[n - 1] != b[n - 1]) return false;
+  return std::memcmp(a.data(), b.data(), n - 1) == 0;
+}
+
+// What one candidate would do with this query, at its best instance.
+struct Evaluation {
+  double latency_ms = kInf;
+  double cost_usd = kInf;
+  int32_t instance_id = -1;  // -1: needs a load
+};
+
+Evaluation Evaluate(const Candidate& c, const Requirements& req, const PriceList& prices,
+                    SelectorClock::time_point now) {
+  Evaluation e;
+  const double compute_ms = BatchedLatencyMs(c.latency, req.batch, c.max_batch_size);
+  const double usd_per_ms = prices.PerSecond(c.hardware) / 1000.0;
+  if (c.instances.empty()) {
+    // Rule 2: the load comes before the batch. Rule 3: the load's
+    // hardware-seconds are paid too, which is why a loaded instance wins a tie.
+    e.latency_ms = c.load_time_ms + compute_ms;
+    e.cost_usd = usd_per_ms * (compute_ms + c.load_time_ms);
+    return e;
+  }
+  for (const InstanceState& inst : c.instances) {
+    double wait_ms = std::chrono::duration<double, std::milli>(inst.busy_until - now).count();
+    if (wait_ms < 0) wait_ms = 0;
+    const int64_t queued = inst.queued_samples > 0 ? inst.queued_samples : 0;
+    const double latency = wait_ms + BatchedLatencyMs(c.latency, queued + req.batch, c.max_batch_size);
+    if (latency < e.latency_ms) {
+      e.latency_ms = latency;
+      e.instance_id = inst.instance_id;
+    }
+  }
+  e.cost_usd = usd_per_ms * compute_ms;
+  return e;
+}
+
+// Rule 4's order: cheaper first, then faster.
+bool CheaperThan(const Evaluation& a, const Evaluation& b) {
+  const double tol = kCostTieRelative * std::max(std::fabs(a.cost_usd), std::fabs(b.cost_usd));
+  if (a.cost_usd < b.cost_usd - tol) return true;
+  if (b.cost_usd < a.cost_usd - tol) return false;
+  return a.latency_ms < b.latency_ms;
+}
+
+// Rule 5's order for best effort: faster first, then cheaper.
+bool FasterThan(const Evaluation& a, const Evaluation& b) {
+  if (a.latency_ms != b.latency_ms) return a.latency_ms < b.latency_ms;
+  return a.cost_usd < b.cost_usd;
+}
+
+// One pass over the candidates keeps only indices and numbers; strings are
+// built afterwards, for the winner or for the error.
+struct Scan {
+  size_t matched = 0;
+  size_t usable = 0;
+  size_t best_accuracy = kNone;  // usable, highest known accuracy
+  double best_accuracy_value = -kInf;
+  size_t accurate = 0;           // usable and meeting the floor
+  size_t cheapest_feasible = kNone;
+  Evaluation cheapest_feasible_eval;
+  size_t fastest = kNone;  // among the accurate
+  Evaluation fastest_eval;
+  size_t cheapest_in_slo = kNone;  // among the accurate that meet the SLO
+  Evaluation cheapest_in_slo_eval;
+};
+
+Scan ScanCandidates(const Requirements& req, const SelectorState& state, const PriceList& prices,
+                    SelectorClock::time_point now) {
+  Scan s;
+  const bool by_model = !req.model.empty();
+  const double slo = req.latency_slo_ms.value_or(kInf);
+  const double max_cost = req.max_cost_usd.value_or(kInf);
+  for (size_t i = 0; i < state.candidates.size(); ++i) {
+    const Candidate& c = state.candidates[i];
+    if (!(by_model ? SameName(c.model, req.model) : SameName(c.task, req.task))) continue;
+    ++s.matched;
+    // Rule 1.
+    if (!c.usable) continue;
+    ++s.usable;
+    if (c.accuracy && *c.accuracy > s.best_accuracy_value) {
+      s.best_accuracy = i;
+      s.best_accuracy_value = *c.accuracy;
+    }
+    if (req.min_accuracy && (!c.accuracy || *c.accuracy < *req.min_accuracy)) continue;
+    ++s.accurate;
+    const Evaluation e = Evaluate(c, req, prices, now);
+    if (s.fastest == kNone || FasterThan(e, s.fastest_eval)) {
+      s.fastest = i;
+      s.fastest_eval = e;
+    }
+    if (e.latency_ms > slo) continue;
+    if (s.cheapest_in_slo == kNone || CheaperThan(e, s.cheapest_in_slo_eval)) {
+      s.cheapest_in_slo = i;
+      s.cheapest_in_slo_eval = e;
+    }
+    if (e.cost_usd > max_cost) continue;
+    if (s.cheapest_feasible == kNone || CheaperThan(e, s.cheapest_feasible_eval)) {
+      s.cheapest_feasible = i;
+      s.cheapest_feasible_eval = e;
+    }
+  }
+  return s;
+}
+
+std::string Scope(const Requirements& req) {
+  return req.model.empty() ? "task '" + req.task + "'" : "model '" + req.model + "'";
+}
+
+std::string Where(const Candidate& c) { return c.variant_id + " on " + c.hardware.Name(); }
+
+// "min_accuracy=0.9 and latency_slo_ms=5"; "" when nothing is required.
+std::string Constraints(const Requirements& req) {
+  std::vector<std::string> parts;
+  if (req.min_accuracy) parts.push_back("min_accuracy=" + Num(*req.min_accuracy));
+  if (req.latency_slo_ms) parts.push_back("latency_slo_ms=" + Num(*req.latency_slo_ms));
+  if (req.max_cost_usd) parts.push_back("max_cost=" + Num(*req.max_cost_usd) + " USD");
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += i + 1 == parts.size() ? " and " : ", ";
+    out += parts[i];
+  }
+  return out;
+}
+
+Decision MakeDecision(const Candidate& c, size_t index, const Evaluation& e,
+                      DecisionOutcome outcome, const std::string& why) {
+  Decision d;
+  d.candidate = index;
+  d.instance_id = e.instance_id;
+  d.predicted_latency_ms = e.latency_ms;
+  d.cost_usd = e.cost_usd;
+  d.outcome = outcome;
+  std::string how = e.instance_id >= 0
+                        ? "loaded instance " + std::to_string(e.instance_id)
+                        : "needs load of " + Num(c.load_time_ms) + " ms";
+  d.reason = why + ": " + Where(c) + " (" + how + ", predicted " + Num(e.latency_ms) + " ms, " +
+             Num(e.cost_usd) + " USD)";
+  return d;
+}
+
+Status AccuracyError(const Requirements& req, const SelectorState& state, const Scan& s) {
+  if (!req.min_accuracy) {
+    return FailedPrecondition("no usable variant for " + Scope(req) + ": all " +
+                              std::to_string(s.matched) + " candidates are marked unusable");
+  }
+  const std::string head = "cannot meet min_accuracy=" + Num(*req.min_accuracy) + " for " + Scope(req);
+  if (s.usable == 0) {
+    return FailedPrecondition(head + ": no usable variant (all " + std::to_string(s.matched) +
+                              " candidates are marked unusable)");
+  }
+  if (s.best_accuracy == kNone) {
+    return FailedPrecondition(head + ": no usable variant has a measured accuracy");
+  }
+  const Candidate& best = state.candidates[s.best_accuracy];
+  return FailedPrecondition(head + ": best usable variant reaches " + Num(*best.accuracy) + " (" +
+                            best.variant_id + ")");
+}
+
+}  // namespace
+
+const char* DecisionOutcomeName(DecisionOutcome outcome) {
+  switch (outcome) {
+    case DecisionOutcome::kLoadedInstance:
+      return "loaded_instance";
+    case DecisionOutcome::kNeedsLoad:
+      return "needs_load";
+    case DecisionOutcome::kBestEffort:
+      return "best_effort";
+  }
+  return "unknown";
+}
+
+StatusOr<Decision> SelectVariant(const Requirements& req, const SelectorState& state,
+                                 const PriceList& prices, SelectorClock::time_point now) {
+  if (req.model.empty() && req.task.empty()) {
+    return InvalidArgument("requirements name neither a model nor a task");
+  }
+  if (req.batch < 1) {
+    return InvalidArgument("batch must be at least 1, got " + std::to_string(req.batch));
+  }
+  const Scan s = ScanCandidates(req, state, prices, now);
+  if (s.matched == 0) return NotFound("no variant serves " + Scope(req));
+  if (s.accurate == 0) return AccuracyError(req, state, s);
+
+  if (s.cheapest_feasible != kNone) {
+    const Candidate& c = state.candidates[s.cheapest_feasible];
+    const Evaluation& e = s.cheapest_feasible_eval;
+    const std::string constraints = Constraints(req);
+    return MakeDecision(c, s.cheapest_feasible, e,
+                        e.instance_id >= 0 ? DecisionOutcome::kLoadedInstance
+                                           : DecisionOutcome::kNeedsLoad,
+                        constraints.empty() ? "cheapest variant for " + Scope(req)
+                                            : "cheapest variant meeting " + constraints);
+  }
+
+  // Rule 5: the SLO or the ceiling cannot be met now. Which one failed: the
+  // SLO when nothing accurate meets it, otherwise the ceiling.
+  const bool slo_failed = s.cheapest_in_slo == kNone;
+  const std::string requirement = slo_failed
+                                      ? "latency_slo_ms=" + Num(*req.latency_slo_ms)
+                                      : "max_cost=" + Num(*req.max_cost_usd) + " USD";
+  if (req.best_effort) {
+    return MakeDecision(state.candidates[s.fastest], s.fastest, s.fastest_eval,
+                        DecisionOutcome::kBestEffort,
+                        "best effort, cannot meet " + requirement + "; lowest predicted latency");
+  }
+  if (slo_failed) {
+    return ResourceExhausted("cannot meet " + requirement + ": best predicted " +
+                             Num(s.fastest_eval.latency_ms) + " ms (" +
+                             Where(state.candidates[s.fastest]) + ")");
+  }
+  return ResourceExhausted("cannot meet " + requirement + ": cheapest feasible costs " +
+                           Num(s.cheapest_in_slo_eval.cost_usd) + " USD (" +
+                           Where(state.candidates[s.cheapest_in_slo]) + ")");
+}
+
+}  // namespace somm
