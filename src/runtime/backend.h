@@ -5,9 +5,16 @@
 // somm::Tensor (raw bytes + dtype + shape). Today the only backend is
 // libtorch (runtime/torch/); ONNX Runtime or TensorRT would slot in here.
 //
-// Threading: Backend::Load may be called from any thread, concurrently.
-// One ExecutableModel is driven by one thread at a time (its batcher), which
-// calls BindToThread() once before its first Execute().
+// Threading: Backend::Load and Backend::BuildVariant may be called from any
+// thread, concurrently. One ExecutableModel is driven by one thread at a time
+// (its batcher), which calls BindToThread() once before its first Execute().
+//
+// Variants: BuildVariant derives a variant's model file from the registered
+// one (frozen, optionally at reduced precision); variants/ decides
+// which variants to build and profiles them through Load/Execute. A variant
+// built with a reduced `precision` is loaded with LoadOptions::precision set
+// to the same type, and the backend converts at the seam, so every variant
+// keeps the registered model's signature (FP32 in, FP32 out).
 #pragma once
 
 #include <memory>
@@ -42,6 +49,26 @@ struct LoadOptions {
   // outputs are matched to these names (by position for tuple outputs).
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
+  // The type the model's weights compute in. kFp32 (the default) hands
+  // inputs over as declared. kBf16 or kFp16 (a reduced-precision variant):
+  // FP32 inputs are cast to it before the model runs and its outputs are cast
+  // back to the declared FP32, so callers never see the difference.
+  DataType precision = DataType::kFp32;
+  // Run the framework's inference graph optimisations once loaded (libtorch:
+  // torch::jit::optimize_for_inference, which freezes first if needed). This
+  // happens at load, not in BuildVariant, because in torch 1.13 the optimised
+  // graph holds MKLDNN constant tensors that TorchScript cannot serialise (the
+  // saved file fails to load), and because it is specific to the device.
+  bool optimize_for_inference = false;
+};
+
+// How BuildVariant derives a variant's file from the registered model file.
+// The result is always frozen (weights become constants of the graph).
+struct VariantRecipe {
+  // Convert weights to this type: kFp32 leaves them alone; kBf16, kFp16.
+  DataType precision = DataType::kFp32;
+  // Where the variant will run; the file may only work there (fp16 on CUDA).
+  Device device;
 };
 
 class ExecutableModel {
@@ -61,6 +88,13 @@ class Backend {
   // Devices this process can run on, detected at run time. CPU is always first.
   virtual std::vector<Device> Devices() const = 0;
   virtual StatusOr<std::unique_ptr<ExecutableModel>> Load(const LoadOptions& options) = 0;
+  // Writes the variant of the model file `src_path` that `recipe` describes
+  // to `dst_path` (overwriting it). Backends without variant support keep
+  // this default.
+  virtual Status BuildVariant(const VariantRecipe& recipe, const std::string& src_path,
+                              const std::string& dst_path) {
+    return Unimplemented("backend '" + Name() + "' cannot build variants");
+  }
 };
 
 }  // namespace somm

@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <utility>
+
+#include "runtime/torch/torch_variant_builder.h"
 
 namespace somm {
 namespace {
@@ -54,10 +57,26 @@ std::string FirstLine(const char* what) {
   return nl == std::string::npos ? s : s.substr(0, nl);
 }
 
+// The type a reduced-precision variant computes in; nullopt = as declared.
+StatusOr<std::optional<torch::ScalarType>> ComputeType(DataType precision) {
+  switch (precision) {
+    case DataType::kFp32: return std::optional<torch::ScalarType>();
+    case DataType::kBf16: return std::optional<torch::ScalarType>(torch::kBFloat16);
+    case DataType::kFp16: return std::optional<torch::ScalarType>(torch::kHalf);
+    default:
+      return InvalidArgument(std::string("precision ") + DataTypeName(precision) +
+                             " is not supported (FP32, BF16 or FP16)");
+  }
+}
+
 class TorchModel : public ExecutableModel {
  public:
-  TorchModel(LoadOptions options, torch::jit::Module module, torch::Device device)
-      : options_(std::move(options)), module_(std::move(module)), device_(device) {}
+  TorchModel(LoadOptions options, torch::jit::Module module, torch::Device device,
+             std::optional<torch::ScalarType> compute_type)
+      : options_(std::move(options)),
+        module_(std::move(module)),
+        device_(device),
+        compute_type_(compute_type) {}
 
   void BindToThread() override {
     at::init_num_threads();
@@ -91,6 +110,7 @@ class TorchModel : public ExecutableModel {
       auto* data = const_cast<char*>(in.data.data());
       torch::Tensor t = torch::from_blob(data, in.shape, torch::TensorOptions().dtype(type));
       if (device_.is_cuda()) t = t.to(device_, /*non_blocking=*/false, /*copy=*/true);
+      if (compute_type_ && t.is_floating_point()) t = t.to(*compute_type_);
       args.emplace_back(std::move(t));
     }
     torch::jit::IValue result = module_.forward(args);
@@ -129,6 +149,11 @@ class TorchModel : public ExecutableModel {
     outputs->clear();
     for (size_t i = 0; i < tensors.size(); ++i) {
       torch::Tensor t = tensors[i].to(torch::kCPU).contiguous();
+      // A reduced-precision variant answers in the declared type.
+      if (compute_type_ && t.scalar_type() == *compute_type_ &&
+          specs[i].datatype == DataType::kFp32) {
+        t = t.to(torch::kFloat);
+      }
       const DataType type = FromTorchType(t.scalar_type());
       if (type != specs[i].datatype) {
         return Internal("model '" + Label() + "' returned output '" + specs[i].name + "' as " +
@@ -148,6 +173,7 @@ class TorchModel : public ExecutableModel {
   const LoadOptions options_;
   torch::jit::Module module_;
   const torch::Device device_;
+  const std::optional<torch::ScalarType> compute_type_;
 };
 
 // A batch of one sample of zeros, for warm-up; empty when a dim is variable.
@@ -189,6 +215,10 @@ class TorchBackend : public Backend {
       if (!type.ok()) return InvalidArgument("model '" + label + "' input '" + spec.name +
                                              "': " + type.status().message());
     }
+    auto compute_type = ComputeType(options.precision);
+    if (!compute_type.ok()) {
+      return InvalidArgument("model '" + label + "': " + compute_type.status().message());
+    }
     if (!std::filesystem::is_regular_file(options.model_path)) {
       return NotFound("model '" + label + "': no model file at " + options.model_path);
     }
@@ -204,19 +234,29 @@ class TorchBackend : public Backend {
 #endif
     }
     std::unique_ptr<TorchModel> model;
+    const char* step = "load TorchScript file";
     try {
       torch::jit::Module module = torch::jit::load(options.model_path, device);
       module.eval();
-      model = std::make_unique<TorchModel>(options, std::move(module), device);
+      if (options.optimize_for_inference) {
+        step = "optimize_for_inference";
+        module = torch::jit::optimize_for_inference(module);
+      }
+      model = std::make_unique<TorchModel>(options, std::move(module), device, *compute_type);
     } catch (const c10::Error& e) {
-      return InvalidArgument("model '" + label + "': cannot load TorchScript file " +
-                             options.model_path + ": " + FirstLine(e.what()));
+      return InvalidArgument("model '" + label + "': cannot " + step + " " + options.model_path +
+                             ": " + FirstLine(e.what()));
     } catch (const std::exception& e) {
       return InvalidArgument("model '" + label + "': cannot load " + options.model_path + ": " +
                              e.what());
     }
     SOMM_RETURN_IF_ERROR(Warmup(*model, options, label));
     return std::unique_ptr<ExecutableModel>(std::move(model));
+  }
+
+  Status BuildVariant(const VariantRecipe& recipe, const std::string& src_path,
+                      const std::string& dst_path) override {
+    return BuildTorchVariant(recipe, src_path, dst_path);
   }
 
  private:

@@ -1,0 +1,37 @@
+// Host probes for variant generation: what the CPU can do and how much
+// memory this process holds. Each is a tiny function over /proc so that the
+// pipeline can take a fake instead (VariantPipelineOptions::cpu_features,
+// ::resident_bytes) and tests need no particular machine.
+//
+// Thread-safe: no state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace somm {
+
+// The CPU features that make a bf16 variant worth building. Without either,
+// libtorch emulates bf16 arithmetic in fp32 registers: slower than fp32 and
+// less accurate, so the variant would never be chosen.
+struct CpuFeatures {
+  bool avx512_bf16 = false;
+  bool amx_bf16 = false;
+  bool UsefulBf16() const { return avx512_bf16 || amx_bf16; }
+};
+
+// Parses the text of /proc/cpuinfo (the "flags" lines).
+CpuFeatures ParseCpuFeatures(const std::string& cpuinfo_text);
+// Reads /proc/cpuinfo; all false when it cannot be read.
+CpuFeatures DetectCpuFeatures();
+
+// Resident set size of this process in bytes (/proc/self/statm); -1 when
+// unreadable.
+int64_t ResidentBytes();
+
+// Hands freed heap memory back to the OS (glibc malloc_trim), so that a
+// resident-set delta measures what a load adds rather than what an earlier
+// load left in the allocator's free lists.
+void ReleaseFreeMemory();
+
+}  // namespace somm
