@@ -102,6 +102,7 @@ Status Batcher::Enqueue(BatchTask task) {
                                " queries waiting); retry later");
     }
     queue_.push_back(Queued{std::move(task), samples, SteadyClock::now()});
+    queued_samples_ += samples;
   }
   cv_.notify_one();
   return Status::Ok();
@@ -119,6 +120,12 @@ void Batcher::Stop() {
 int64_t Batcher::queue_length() const {
   std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int64_t>(queue_.size());
+}
+
+Batcher::Load Batcher::load() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return Load{static_cast<int64_t>(queue_.size()), queued_samples_, executing_, executing_since_,
+              executing_samples_};
 }
 
 bool Batcher::busy() const {
@@ -180,11 +187,16 @@ void Batcher::Run() {
     }
     std::vector<Queued> batch;
     batch.reserve(n);
+    int64_t samples = 0;
     for (size_t i = 0; i < n; ++i) {
+      samples += queue_.front().samples;
       batch.push_back(std::move(queue_.front()));
       queue_.pop_front();
     }
+    queued_samples_ -= samples;
     executing_ = true;
+    executing_since_ = SteadyClock::now();
+    executing_samples_ = samples;
     lock.unlock();
     Execute(std::move(batch));
     lock.lock();

@@ -81,6 +81,16 @@ class Batcher {
 
   int64_t queue_length() const;  // queries waiting, not counting the executing batch
   bool busy() const;             // queued or executing work
+
+  // What the selector needs to predict a new query's latency here.
+  struct Load {
+    int64_t queued_queries = 0;
+    int64_t queued_samples = 0;
+    bool executing = false;
+    SteadyClock::time_point executing_since{};
+    int64_t executing_samples = 0;
+  };
+  Load load() const;
   const BatcherOptions& options() const { return options_; }
 
  private:
@@ -105,6 +115,9 @@ class Batcher {
   std::deque<Queued> queue_;  // guarded by mu_
   bool stopping_ = false;     // guarded by mu_
   bool executing_ = false;    // guarded by mu_
+  int64_t queued_samples_ = 0;                  // guarded by mu_
+  SteadyClock::time_point executing_since_{};  // guarded by mu_
+  int64_t executing_samples_ = 0;               // guarded by mu_
   std::thread worker_;
 };
 

@@ -187,6 +187,11 @@ TEST(BatcherTest, FullQueueRejectsAtOnce) {
   auto rejected = Submit(*f.batcher, Row({4}, 1), &s);
   EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
   EXPECT_NE(s.message().find("queue is full"), std::string::npos) << s.message();
+  const Batcher::Load load = f.batcher->load();
+  EXPECT_EQ(load.queued_queries, 2);
+  EXPECT_EQ(load.queued_samples, 2);
+  EXPECT_TRUE(load.executing);
+  EXPECT_EQ(load.executing_samples, 1);
   f.model->Open();
   EXPECT_TRUE(executing.get().status.ok());
   EXPECT_TRUE(q1.get().status.ok());

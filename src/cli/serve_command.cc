@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -63,6 +64,11 @@ int RunServe(const ServeOptions& options) {
   ModelManagerOptions mo;
   mo.repository_path = options.model_repository;
   mo.device = *device;
+  // tools/quantize_dynamic.py makes int8 variants; SOMM_TOOLS_DIR overrides
+  // the source tree's tools/ (the build records where that is).
+  const char* tools = std::getenv("SOMM_TOOLS_DIR");
+  mo.tools_dir = tools ? tools : SOMM_DEFAULT_TOOLS_DIR;
+  mo.auto_variants = options.auto_variants;
   ModelManager manager(mo, *backend, metrics);
   if (Status s = manager.Start(); !s.ok()) {
     spdlog::error("{}", s.message());

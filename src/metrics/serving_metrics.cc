@@ -57,6 +57,10 @@ struct ServingMetrics::Families {
         instances(prometheus::BuildGauge()
                       .Name("somm_instances_loaded")
                       .Help("Instances loaded per model version")
+                      .Register(r)),
+        decisions(prometheus::BuildCounter()
+                      .Name("somm_selector_decisions_total")
+                      .Help("Routing decisions, by outcome")
                       .Register(r)) {}
 
   prometheus::Family<prometheus::Counter>& success;
@@ -66,6 +70,7 @@ struct ServingMetrics::Families {
   prometheus::Family<prometheus::Histogram>& request;
   prometheus::Family<prometheus::Histogram>& batch;
   prometheus::Family<prometheus::Gauge>& instances;
+  prometheus::Family<prometheus::Counter>& decisions;
 };
 
 namespace {
@@ -123,6 +128,10 @@ ModelMetrics* ServingMetrics::ForModel(const std::string& model, const std::stri
         *families_, prometheus::Labels{{"model", model}, {"version", version}});
   }
   return slot.get();
+}
+
+void ServingMetrics::RecordDecision(const std::string& outcome) {
+  families_->decisions.Add({{"outcome", outcome}}).Increment();
 }
 
 std::string ServingMetrics::Serialize() const {

@@ -10,7 +10,7 @@
 //   somm_inference_queue_duration_us, somm_inference_compute_duration_us,
 //   somm_inference_request_duration_us (histograms, per query),
 //   somm_inference_batch_size (histogram, per executed batch),
-//   somm_instances_loaded (gauge).
+//   somm_instances_loaded (gauge); and somm_selector_decisions_total{outcome}.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +44,9 @@ class ServingMetrics {
   ~ServingMetrics();
 
   ModelMetrics* ForModel(const std::string& model, const std::string& version);
+  // somm_selector_decisions_total{outcome}: loaded, load, best_effort,
+  // explicit, default, rejected.
+  void RecordDecision(const std::string& outcome);
   // The Prometheus text exposition of every metric.
   std::string Serialize() const;
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }

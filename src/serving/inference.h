@@ -24,6 +24,12 @@ struct RequestedOutput {
 };
 
 struct InferenceRequest {
+  // Model-less form: when task is set (REST /v2/tasks/{task}/infer, or the
+  // gRPC parameter "task"), somm picks the model as well as the variant and
+  // model_name may be empty.
+  std::string task;
+  // A model ("digits-mlp": somm picks the variant when SLOs are given) or an
+  // exact variant ("digits-mlp:1:ts-int8", optionally "@cpu1").
   std::string model_name;
   std::string model_version;  // "" = the server picks (latest ready)
   std::string id;

@@ -7,36 +7,27 @@
 #include <filesystem>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "batching/batcher.h"
+#include "serving/model_manager_internal.h"
+#include "variants/variant_pipeline.h"
 
 namespace somm {
 namespace fs = std::filesystem;
 
-struct ModelManager::LoadedVersion {
-  ModelConfig config;
-  int64_t version = 0;
-  std::string version_str;
-  std::string device;
-  ModelMetrics* metrics = nullptr;
-  std::vector<std::unique_ptr<Batcher>> instances;
-  std::atomic<uint64_t> next_instance{0};
-
-  // Drains every instance before the executables go away.
-  ~LoadedVersion() {
-    for (auto& b : instances) b->Stop();
-    if (metrics) metrics->SetInstancesLoaded(0);
+ModelManager::LoadedVersion::~LoadedVersion() {
+  // Groups drain as they are destroyed; the base group may also sit in
+  // `groups`, and shared ownership makes it go exactly once.
+  std::map<std::string, std::shared_ptr<InstanceGroup>> drained;
+  {
+    std::lock_guard<std::mutex> lock(variants_mu);
+    drained.swap(groups);
   }
-};
-
-struct ModelManager::ModelEntry {
-  std::string name;
-  std::optional<ModelConfig> config;  // unset when model.yaml is broken
-  std::map<int64_t, std::shared_ptr<LoadedVersion>> versions;  // READY versions
-  std::vector<RepositoryEntry> problems;  // what failed to load, and why
-};
-
-namespace {
+  drained.clear();
+  base.reset();
+  if (metrics) metrics->SetInstancesLoaded(0);
+}
 
 int64_t MicrosSince(SteadyClock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - t).count();
@@ -46,6 +37,35 @@ bool IsPositiveInteger(const std::string& s) {
   return !s.empty() && s.size() < 19 && std::all_of(s.begin(), s.end(), ::isdigit) &&
          std::stoll(s) > 0;
 }
+
+StatusOr<std::shared_ptr<InstanceGroup>> LoadInstanceGroup(Backend& backend,
+                                                           const ModelConfig& config,
+                                                           const LoadOptions& load,
+                                                           const std::string& variant_id,
+                                                           const HardwareConfig& hw, int count,
+                                                           ModelMetrics* metrics) {
+  std::vector<std::unique_ptr<Batcher>> batchers;
+  for (int i = 0; i < count; ++i) {
+    SOMM_ASSIGN_OR_RETURN(std::unique_ptr<ExecutableModel> exe, backend.Load(load));
+    BatcherOptions bo;
+    bo.name = variant_id + "#" + std::to_string(i);
+    bo.max_batch_size = config.max_batch_size;
+    if (config.dynamic_batching) {
+      bo.max_queue_delay_us = config.dynamic_batching->max_queue_delay_us;
+      bo.preferred_batch_sizes = config.dynamic_batching->preferred_batch_sizes;
+      bo.max_queue_size = config.dynamic_batching->max_queue_size;
+    } else if (config.max_batch_size > 0) {
+      // Without dynamic batching a query runs with exactly the batch it
+      // brought: a preferred size of 1 sample cuts every batch at one query.
+      bo.preferred_batch_sizes = {1};
+    }
+    batchers.push_back(std::make_unique<Batcher>(
+        bo, std::move(exe), [metrics](int64_t size, int64_t, bool) { metrics->RecordBatch(size); }));
+  }
+  return std::make_shared<InstanceGroup>(variant_id, hw, std::move(batchers));
+}
+
+namespace {
 
 bool IsValidModelName(const std::string& name) {
   return !name.empty() && name.size() <= 256 && name[0] != '.' &&
@@ -129,8 +149,22 @@ std::vector<int64_t> SelectVersions(const VersionPolicy& policy, std::vector<int
 
 }  // namespace
 
+namespace {
+
+// Fills in the hardware configurations variants are profiled on: one thread,
+// every core, and each GPU.
+ModelManagerOptions WithDefaults(ModelManagerOptions o, const Backend& backend) {
+  if (o.hardware.empty()) o.hardware = DefaultHardware(backend);
+  return o;
+}
+
+}  // namespace
+
 ModelManager::ModelManager(ModelManagerOptions options, Backend& backend, ServingMetrics& metrics)
-    : options_(std::move(options)), backend_(backend), metrics_(metrics) {}
+    : options_(WithDefaults(std::move(options), backend)),
+      backend_(backend),
+      metrics_(metrics),
+      decisions_(options_.decision_log_size) {}
 
 ModelManager::~ModelManager() { Shutdown(); }
 
@@ -154,11 +188,32 @@ Status ModelManager::Start() {
     Status s = LoadModel(name);
     if (!s.ok()) spdlog::error("{}", s.message());
   }
+  if (options_.auto_variants) {
+    // Models placed in the repository by hand are managed like registered
+    // ones: variants are generated for any version that has none yet.
+    std::vector<std::pair<ModelConfig, int64_t>> todo;
+    {
+      std::shared_lock<std::shared_mutex> lock(mu_);
+      for (const auto& [_, entry] : models_) {
+        for (const auto& [v, lv] : entry->versions) {
+          std::lock_guard<std::mutex> vlock(lv->variants_mu);
+          if (lv->profiles.empty()) todo.emplace_back(lv->config, v);
+        }
+      }
+    }
+    for (const auto& [config, v] : todo) StartVariantJob(config, v);
+  }
   return Status::Ok();
 }
 
 void ModelManager::Shutdown() {
   shutting_down_ = true;
+  std::vector<std::thread> jobs;
+  {
+    std::lock_guard<std::mutex> lock(jobs_mu_);
+    jobs.swap(job_threads_);
+  }
+  for (auto& t : jobs) t.join();  // a job in progress finishes its current model
   std::lock_guard<std::mutex> load_lock(load_mu_);
   std::map<std::string, std::shared_ptr<ModelEntry>> drained;
   {
@@ -174,39 +229,33 @@ StatusOr<std::shared_ptr<ModelManager::LoadedVersion>> ModelManager::LoadVersion
   loaded->config = config;
   loaded->version = version;
   loaded->version_str = std::to_string(version);
-  loaded->device = options_.device.ToString();
-  const auto t0 = SteadyClock::now();
-  for (int i = 0; i < config.instance_count; ++i) {
-    LoadOptions lo;
-    lo.model_name = config.name;
-    lo.model_version = version;
-    lo.model_path = path;
-    lo.device = options_.device;
-    lo.intra_op_threads = config.intra_op_threads;
-    lo.max_batch_size = config.max_batch_size;
-    lo.inputs = config.inputs;
-    lo.outputs = config.outputs;
-    SOMM_ASSIGN_OR_RETURN(std::unique_ptr<ExecutableModel> exe, backend_.Load(lo));
-    BatcherOptions bo;
-    bo.name = config.name + ":" + loaded->version_str + "#" + std::to_string(i);
-    bo.max_batch_size = config.max_batch_size;
-    if (config.dynamic_batching) {
-      bo.max_queue_delay_us = config.dynamic_batching->max_queue_delay_us;
-      bo.preferred_batch_sizes = config.dynamic_batching->preferred_batch_sizes;
-      bo.max_queue_size = config.dynamic_batching->max_queue_size;
-    } else if (config.max_batch_size > 0) {
-      // Without dynamic batching a query runs with exactly the batch it
-      // brought: a preferred size of 1 sample cuts every batch at one query.
-      bo.preferred_batch_sizes = {1};
-    }
-    ModelMetrics* metrics = metrics_.ForModel(config.name, loaded->version_str);
-    loaded->instances.push_back(std::make_unique<Batcher>(
-        bo, std::move(exe), [metrics](int64_t size, int64_t, bool) { metrics->RecordBatch(size); }));
-  }
+  loaded->device = options_.device;
+  loaded->base_hardware.device = options_.device.kind;
+  loaded->base_hardware.device_index = options_.device.index;
+  loaded->base_hardware.threads = config.intra_op_threads;
   loaded->metrics = metrics_.ForModel(config.name, loaded->version_str);
+  const auto t0 = SteadyClock::now();
+  const std::string variant_id = config.name + ":" + loaded->version_str + ":" + kAsRegistered;
+  LoadOptions lo;
+  lo.model_name = config.name;
+  lo.model_version = version;
+  lo.model_path = path;
+  lo.device = options_.device;
+  lo.intra_op_threads = config.intra_op_threads;
+  lo.max_batch_size = config.max_batch_size;
+  lo.inputs = config.inputs;
+  lo.outputs = config.outputs;
+  SOMM_ASSIGN_OR_RETURN(loaded->base,
+                        LoadInstanceGroup(backend_, config, lo, variant_id, loaded->base_hardware,
+                                          config.instance_count, loaded->metrics));
+  loaded->groups[GroupKey(kAsRegistered, loaded->base_hardware)] = loaded->base;
   loaded->metrics->SetInstancesLoaded(config.instance_count);
-  spdlog::info("loaded model {} version {} ({} instance(s) on {}, {} ms)", config.name, version,
-               config.instance_count, loaded->device, MicrosSince(t0) / 1000);
+  // Profiles persisted by an earlier run (or an earlier registration).
+  auto profiles = LoadProfiles(VariantsRoot(), config.name, version);
+  if (profiles.ok()) loaded->profiles = std::move(profiles).value();
+  spdlog::info("loaded model {} version {} ({} instance(s) on {}, {} ms, {} profiled variants)",
+               config.name, version, config.instance_count, options_.device.ToString(),
+               MicrosSince(t0) / 1000, loaded->profiles.size());
   return loaded;
 }
 
@@ -325,13 +374,14 @@ void ModelManager::Infer(InferenceRequest request, InferCallback done) {
     done(Unavailable("server is shutting down"));
     return;
   }
-  auto resolved = Resolve(request.model_name, request.model_version);
-  if (!resolved.ok()) {
-    done(resolved.status());
+  auto routed = RouteQuery(request);
+  if (!routed.ok()) {
+    done(routed.status());
     return;
   }
-  std::shared_ptr<LoadedVersion> lv = std::move(resolved).value();
-  const std::string label = request.model_name + ":" + lv->version_str;
+  Route route = std::move(routed).value();
+  std::shared_ptr<LoadedVersion> lv = route.version;
+  const std::string label = lv->config.name + ":" + lv->version_str;
   ModelMetrics* metrics = lv->metrics;
   auto fail = [&](Status s) {
     metrics->RecordFailure(StatusCodeName(s.code()));
@@ -341,6 +391,8 @@ void ModelManager::Infer(InferenceRequest request, InferCallback done) {
   std::vector<Tensor> inputs;
   Status prepared = PrepareInputs(lv->config, label, std::move(request.inputs), &inputs);
   if (!prepared.ok()) return fail(std::move(prepared));
+  const int64_t samples =
+      lv->config.max_batch_size > 0 && !inputs.empty() ? inputs[0].shape[0] : 1;
 
   // Requested outputs: names must exist; empty = all.
   std::vector<bool> keep(lv->config.outputs.size(), request.outputs.empty());
@@ -353,19 +405,13 @@ void ModelManager::Infer(InferenceRequest request, InferCallback done) {
     keep[static_cast<size_t>(it - lv->config.outputs.begin())] = true;
   }
 
-  // The instance with the shortest queue; ties go round-robin.
-  const size_t n = lv->instances.size();
-  const size_t first = static_cast<size_t>(lv->next_instance.fetch_add(1)) % n;
-  size_t chosen = first;
-  for (size_t i = 1; i < n; ++i) {
-    const size_t c = (first + i) % n;
-    if (lv->instances[c]->queue_length() < lv->instances[chosen]->queue_length()) chosen = c;
-  }
-
+  auto chosen = std::make_shared<int>(-1);
   BatchTask task;
   task.inputs = std::move(inputs);
-  task.done = [metrics, done, keep = std::move(keep), start, device = lv->device, chosen,
-               name = request.model_name, version = lv->version_str,
+  task.done = [metrics, done, keep = std::move(keep), start, chosen, samples,
+               device = lv->device.ToString(),
+               decision = route.decision, price = route.price_per_s,
+               name = lv->config.name, version = lv->version_str,
                id = std::move(request.id)](Status s, std::vector<Tensor> outputs,
                                             const BatchStats& stats) {
     if (!s.ok()) {
@@ -381,16 +427,27 @@ void ModelManager::Infer(InferenceRequest request, InferCallback done) {
       if (keep[i]) response.outputs.push_back(std::move(outputs[i]));
     }
     const int64_t total_us = MicrosSince(start);
-    response.parameters["somm_queue_us"] = stats.queue_ns / 1000;
-    response.parameters["somm_compute_us"] = stats.compute_ns / 1000;
-    response.parameters["somm_server_us"] = total_us;
-    response.parameters["somm_batch_size"] = stats.batch_size;
-    response.parameters["somm_device"] = device;
-    response.parameters["somm_instance"] = static_cast<int64_t>(chosen);
+    auto& p = response.parameters;
+    p["somm_queue_us"] = stats.queue_ns / 1000;
+    p["somm_compute_us"] = stats.compute_ns / 1000;
+    p["somm_server_us"] = total_us;
+    p["somm_batch_size"] = stats.batch_size;
+    p["somm_instance"] = static_cast<int64_t>(*chosen);
+    p["somm_variant"] = decision.variant;
+    p["somm_hardware"] = decision.hardware;
+    p["somm_device"] = device;
+    p["somm_decision"] = decision.outcome;
+    p["somm_predicted_latency_ms"] = decision.predicted_latency_ms;
+    p["somm_latency_ms"] = static_cast<double>(total_us) / 1000.0;
+    // This query's share of its batch's hardware time, at the hardware price.
+    p["somm_cost_usd"] = price * (static_cast<double>(stats.compute_ns) / 1e9) *
+                         static_cast<double>(samples) /
+                         static_cast<double>(std::max<int64_t>(stats.batch_size, 1));
+    p["somm_reason"] = decision.reason;
     metrics->RecordSuccess(stats.queue_ns / 1e3, stats.compute_ns / 1e3, static_cast<double>(total_us));
     done(std::move(response));
   };
-  Status enqueued = lv->instances[chosen]->Enqueue(std::move(task));
+  Status enqueued = route.group->Enqueue(std::move(task), route.instance, chosen.get());
   if (!enqueued.ok()) fail(std::move(enqueued));
 }
 
@@ -460,7 +517,8 @@ int64_t ModelManager::QueuedQueries() const {
   int64_t total = 0;
   for (const auto& [_, entry] : models_) {
     for (const auto& [__, lv] : entry->versions) {
-      for (const auto& b : lv->instances) total += b->queue_length();
+      std::lock_guard<std::mutex> vlock(lv->variants_mu);
+      for (const auto& [___, group] : lv->groups) total += group->QueuedQueries();
     }
   }
   return total;

@@ -1,14 +1,27 @@
 // ModelManager: the embedded InferenceServer. It owns the models of one model
-// repository, their loaded versions and each version's instances (an
-// ExecutableModel plus its Batcher), and it routes queries to them.
+// repository, their loaded versions, each version's variants (with their
+// profiles) and the instance groups those variants run in, and it routes
+// queries to them.
 //
-// Lifecycle: Start() scans the repository and loads every model it finds; a
-// model whose config or file is broken is recorded as UNAVAILABLE with the
-// reason and does not stop the others. LoadModel() (re)loads one model from
-// disk: the new versions come up first, then replace the old ones, which
-// finish their queued queries before they are destroyed. UnloadModel() does
-// the same without a replacement. Shutdown() refuses new queries and drains
-// every queue.
+// Routing (see docs/architecture.md):
+//   * a model named without SLOs runs on the version's configured instances
+//     (the variant as registered, on the configured threads);
+//   * a model with SLOs in the request parameters (latency_slo_ms,
+//     min_accuracy, max_cost, best_effort), a task (/v2/tasks/{task}/infer),
+//     or an exact variant ("model:version:variant[@hardware]") goes through
+//     the selector (selector/selector.h) over the profiled variants; a chosen
+//     variant that is not loaded is loaded on demand.
+//   Every response says what ran and why (somm_* response parameters), and
+//   every selector decision goes to the decision log and the metrics.
+//
+// Lifecycle: Start() scans the repository and loads every model; a broken
+// model is recorded as UNAVAILABLE with the reason and does not stop the
+// others. LoadModel() (re)loads one model: the new versions come up first,
+// then replace the old, which finish their queued queries before they are
+// destroyed. RegisterModel() validates a new model synchronously, moves it
+// into the repository and loads it; variant generation and profiling then
+// run on a background thread (model_registration.cc). Shutdown() refuses new
+// queries and drains every queue.
 //
 // Thread-safety: all methods may be called concurrently. Queries hold no lock
 // while they wait; the models map is guarded by a shared mutex.
@@ -20,10 +33,13 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "metrics/serving_metrics.h"
 #include "runtime/backend.h"
+#include "selector/selector.h"
+#include "serving/decision_log.h"
 #include "serving/inference_server.h"
 
 namespace somm {
@@ -32,8 +48,20 @@ struct ModelManagerOptions {
   std::string repository_path;
   std::string server_name = "somm";
   std::string server_version = "0.1.0";
-  // Device every instance is placed on; CPU unless told otherwise.
+  // Device every configured instance is placed on.
   Device device;
+  // Hardware configurations variants are profiled on and may be placed on.
+  // Empty = one thread, every core, and each GPU the backend reports.
+  std::vector<HardwareConfig> hardware;
+  // Generate and profile variants for repository models that have none yet
+  // (registered models always get them).
+  bool auto_variants = true;
+  // A variant more than this below the as-registered accuracy is unusable.
+  double accuracy_tolerance = 0.02;
+  // Where tools/quantize_dynamic.py lives (int8 variants).
+  std::string tools_dir;
+  PriceList prices;
+  size_t decision_log_size = 1000;
 };
 
 class ModelManager : public InferenceServer {
@@ -57,12 +85,20 @@ class ModelManager : public InferenceServer {
   std::vector<RepositoryEntry> RepositoryIndex(bool ready_only) const override;
   Status LoadModel(const std::string& name) override;
   Status UnloadModel(const std::string& name) override;
+  Status RegisterModel(RegistrationRequest request) override;
+  StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) const override;
+  std::vector<DecisionRecord> RecentDecisions(size_t limit) const override;
 
   // Total queries waiting in all queues (for tests and status).
   int64_t QueuedQueries() const;
+  // Installs profiled variants of a loaded model version (the registration
+  // job calls this; so can tests).
+  Status SetVariantProfiles(const std::string& name, int64_t version,
+                            std::vector<VariantProfile> profiles);
 
-  struct LoadedVersion;  // opaque: defined in model_manager.cc
-  struct ModelEntry;     // opaque: defined in model_manager.cc
+  struct LoadedVersion;  // opaque: defined in model_manager_internal.h
+  struct ModelEntry;
+  struct Route;
 
  private:
   StatusOr<std::shared_ptr<LoadedVersion>> Resolve(const std::string& name,
@@ -71,6 +107,22 @@ class ModelManager : public InferenceServer {
   StatusOr<std::shared_ptr<LoadedVersion>> LoadVersion(const ModelConfig& config, int64_t version,
                                                        const std::string& path);
   std::vector<std::string> ListModelFolders() const;
+  std::string VariantsRoot() const { return options_.repository_path + "/.somm/variants"; }
+
+  // model_selection.cc
+  StatusOr<Route> RouteQuery(const InferenceRequest& request);
+  StatusOr<Route> RouteExplicitVariant(const std::string& name, const std::string& version);
+  StatusOr<Route> RouteWithSelector(const InferenceRequest& request,
+                                    std::vector<std::shared_ptr<LoadedVersion>> versions,
+                                    const std::string& target);
+  StatusOr<std::shared_ptr<class InstanceGroup>> GetOrLoadGroup(LoadedVersion& lv,
+                                                                const VariantProfile& profile,
+                                                                const HardwareConfig& hw);
+  void LogDecision(DecisionRecord record);
+
+  // model_registration.cc
+  void StartVariantJob(const ModelConfig& config, int64_t version);
+  void RunVariantJob(ModelConfig config, int64_t version);
 
   const ModelManagerOptions options_;
   Backend& backend_;
@@ -79,6 +131,11 @@ class ModelManager : public InferenceServer {
   std::mutex load_mu_;  // serialises Load/Unload so two reloads never interleave
   mutable std::shared_mutex mu_;
   std::map<std::string, std::shared_ptr<ModelEntry>> models_;  // guarded by mu_
+  DecisionLog decisions_;
+
+  mutable std::mutex jobs_mu_;
+  std::map<std::string, RegistrationStatus> jobs_;  // guarded by jobs_mu_
+  std::vector<std::thread> job_threads_;            // guarded by jobs_mu_
 };
 
 }  // namespace somm

@@ -63,6 +63,7 @@ class ModelManagerTest : public ::testing::Test {
   void Start() {
     ModelManagerOptions o;
     o.repository_path = repo_.string();
+    o.auto_variants = false;  // variant generation has its own tests
     manager_ = std::make_unique<ModelManager>(o, backend_, metrics_);
     ASSERT_TRUE(manager_->Start().ok());
   }
