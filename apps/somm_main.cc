@@ -2,6 +2,10 @@
 // Triton has them (--model-repository, --http-port, --grpc-port, --metrics-port).
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
+#include <filesystem>
+#include <utility>
+
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
@@ -29,19 +33,90 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--device", serve.device, "auto (a GPU when libtorch has CUDA and one is present), cpu or cuda:N")->capture_default_str();
   serve_cmd->add_option("--log-level", serve.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
+  serve_cmd->add_option("--auto-variants", serve.auto_variants,
+                        "Generate and profile variants of repository models that have none")
+      ->capture_default_str();
 
   somm::InferOptions infer;
-  auto* infer_cmd = app.add_subcommand("infer", "Send one query and print the result");
-  infer_cmd->add_option("model", infer.model, "Model name")->required();
+  auto* infer_cmd = app.add_subcommand(
+      "infer", "Send one query and print the result: `somm infer MODEL FILE`, or task form "
+               "`somm infer --task TASK FILE` where somm picks the model");
+  // Both positionals are optional to CLI11, which fills them in order: with
+  // --task, the one given is the input (sorted out after parsing).
+  infer_cmd->add_option("model", infer.model,
+                        "Model name (a variant id also works); omit with --task");
   infer_cmd->add_option("input", infer.input,
                         "A JSON request body (OIP v2) or an image (.png/.jpg) that is "
-                        "preprocessed per the model's config")->required()->check(CLI::ExistingFile);
+                        "preprocessed per the model's config");
+  infer_cmd->add_option("--task", infer.task,
+                        "Task-form query (e.g. classification/digits): somm picks the model "
+                        "that meets the --param SLOs");
+  infer_cmd->add_option("--param", infer.params,
+                        "Request parameter key=value, repeatable: latency_slo_ms=5, "
+                        "min_accuracy=0.95, max_cost=1e-6, best_effort=true (numbers become "
+                        "doubles, true/false booleans, the rest strings)")
+      ->allow_extra_args(false);
   infer_cmd->add_option("--url,-u", infer.client.url, "host:port of the server")->capture_default_str();
   infer_cmd->add_option("--protocol,-i", infer.client.protocol, "http or grpc")
       ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
   infer_cmd->add_option("--model-version", infer.version, "Version (default: latest)");
   infer_cmd->add_option("--top-k", infer.top_k, "Classes to show for classifiers")->capture_default_str();
   infer_cmd->add_flag("--binary", infer.binary, "REST: use the binary tensor data extension");
+
+  somm::RegisterOptions reg;
+  auto* register_cmd = app.add_subcommand(
+      "register", "Register a TorchScript model for a task; somm then generates and profiles "
+                  "its variants in the background");
+  register_cmd->add_option("name", reg.name, "Name of the new model")->required();
+  register_cmd->add_option("--model", reg.model_file, "The TorchScript file (.pt)")
+      ->required()->check(CLI::ExistingFile);
+  register_cmd->add_option("--task", reg.task, "Task it serves, task/dataset "
+                                               "(e.g. classification/digits)")->required();
+  register_cmd->add_option("--input", reg.inputs,
+                           "An input as name:DATATYPE:dims, per sample (e.g. pixels:FP32:64, "
+                           "image:FP32:3x224x224; -1 = variable); repeatable")
+      ->required()->allow_extra_args(false);
+  register_cmd->add_option("--output", reg.outputs,
+                           "An output as name:DATATYPE:dims (e.g. logits:FP32:10); repeatable")
+      ->required()->allow_extra_args(false);
+  register_cmd->add_option("--max-batch-size", reg.max_batch_size,
+                           "Largest batch the model takes (0 = it does not batch)")
+      ->required()->check(CLI::Range(int64_t{0}, int64_t{65536}));
+  register_cmd->add_option("--validation", reg.validation_dir,
+                           "Folder with meta.json (count), inputs.bin and labels.bin (INT64) to "
+                           "measure each variant's accuracy on")->check(CLI::ExistingDirectory);
+  register_cmd->add_option("--preprocessing-from", reg.preprocessing_from,
+                           "A model.yaml whose preprocessing block (image input) is copied")
+      ->check(CLI::ExistingFile);
+  register_cmd->add_option("--description", reg.description, "Free text shown in metadata");
+  register_cmd->add_flag("--wait", reg.wait,
+                         "Show progress until the variants are READY (or FAILED), then print "
+                         "them");
+  register_cmd->add_option("--url,-u", reg.client.url, "host:port of the server")
+      ->capture_default_str();
+  register_cmd->add_option("--protocol,-i", reg.client.protocol, "http or grpc")
+      ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
+
+  somm::VariantsOptions variants;
+  auto* variants_cmd = app.add_subcommand(
+      "variants", "Show a registered model's variants: precision, accuracy, latency at batch 1 "
+                  "per hardware, load time, memory; or the progress of their generation");
+  variants_cmd->add_option("name", variants.name, "Model name")->required();
+  variants_cmd->add_option("--url,-u", variants.client.url, "host:port of the server")
+      ->capture_default_str();
+  variants_cmd->add_option("--protocol,-i", variants.client.protocol, "http or grpc")
+      ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
+
+  somm::DecisionsOptions decisions;
+  auto* decisions_cmd = app.add_subcommand(
+      "decisions", "Show the selector's recent decisions: which variant and hardware served "
+                   "each query, and why");
+  decisions_cmd->add_option("--limit,-n", decisions.limit, "How many, newest first")
+      ->capture_default_str()->check(CLI::Range(1, 10000));
+  decisions_cmd->add_option("--url,-u", decisions.client.url, "host:port of the server")
+      ->capture_default_str();
+  decisions_cmd->add_option("--protocol,-i", decisions.client.protocol, "http or grpc")
+      ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
 
   somm::ClientOptions models;
   auto* models_cmd = app.add_subcommand("models", "List the server's model repository and status");
@@ -51,7 +126,21 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   if (serve_cmd->parsed()) return somm::RunServe(serve);
-  if (infer_cmd->parsed()) return somm::RunInfer(infer);
+  if (infer_cmd->parsed()) {
+    if (infer.input.empty()) std::swap(infer.input, infer.model);
+    if (infer.input.empty() || (infer.model.empty() == infer.task.empty())) {
+      std::fprintf(stderr, "error: give MODEL FILE, or --task TASK FILE\n");
+      return 2;
+    }
+    if (!std::filesystem::is_regular_file(infer.input)) {
+      std::fprintf(stderr, "error: input file '%s' does not exist\n", infer.input.c_str());
+      return 2;
+    }
+    return somm::RunInfer(infer);
+  }
+  if (register_cmd->parsed()) return somm::RunRegister(reg);
+  if (variants_cmd->parsed()) return somm::RunVariants(variants);
+  if (decisions_cmd->parsed()) return somm::RunDecisions(decisions);
   if (models_cmd->parsed()) return somm::RunModels(models);
   return 1;
 }

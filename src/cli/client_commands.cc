@@ -6,43 +6,14 @@
 #include <numeric>
 #include <sstream>
 
+#include "cli/any_client.h"
 #include "cli/commands.h"
 #include "cli/image_input.h"
-#include "client/grpc_client.h"
-#include "client/http_client.h"
+#include "cli/model_less_format.h"
 #include "frontend/http/oip_json.h"
 
 namespace somm {
 namespace {
-
-// One interface over both protocols, so each command is written once.
-class AnyClient {
- public:
-  static StatusOr<AnyClient> Create(const ClientOptions& o) {
-    AnyClient c;
-    if (o.protocol == "grpc") {
-      SOMM_ASSIGN_OR_RETURN(c.grpc_, GrpcClient::Connect(o.url));
-      return c;
-    }
-    const auto colon = o.url.rfind(':');
-    if (colon == std::string::npos) return InvalidArgument("--url must be host:port, got '" + o.url + "'");
-    c.http_ = std::make_unique<HttpClient>(o.url.substr(0, colon), std::atoi(o.url.c_str() + colon + 1));
-    return c;
-  }
-  StatusOr<ModelMetadata> Metadata(const std::string& model, const std::string& version) {
-    return grpc_ ? grpc_->GetModelMetadata(model, version) : http_->ModelMetadata(model, version);
-  }
-  StatusOr<InferenceResponse> Infer(const InferenceRequest& r, bool binary) {
-    return grpc_ ? grpc_->Infer(r) : http_->Infer(r, binary);
-  }
-  StatusOr<std::vector<RepositoryEntry>> Index() {
-    return grpc_ ? grpc_->RepositoryIndex(false) : http_->RepositoryIndex();
-  }
-
- private:
-  std::unique_ptr<GrpcClient> grpc_;
-  std::unique_ptr<HttpClient> http_;
-};
 
 bool IsImage(const std::string& path) {
   std::string ext = path.substr(path.find_last_of('.') + 1);
@@ -50,24 +21,50 @@ bool IsImage(const std::string& path) {
   return ext == "png" || ext == "jpg" || ext == "jpeg" || ext == "bmp";
 }
 
+bool HasPreprocessing(const ModelMetadata& md) {
+  const auto it = md.parameters.find("preprocessing");
+  return it != md.parameters.end() && std::holds_alternative<std::string>(it->second);
+}
+
+// Task form: the image is preprocessed as the first ready model of the task
+// declares (a task's models share one dataset, hence one input form).
+StatusOr<ModelMetadata> MetadataForTask(AnyClient& client, const std::string& task) {
+  SOMM_ASSIGN_OR_RETURN(const std::vector<RepositoryEntry> index, client.Index());
+  for (const RepositoryEntry& e : index) {
+    if (e.state != "READY") continue;
+    StatusOr<ModelMetadata> md = client.Metadata(e.name, "");
+    if (!md.ok()) continue;
+    const auto it = md->parameters.find("task");
+    if (it == md->parameters.end() || it->second != Parameter(task)) continue;
+    if (HasPreprocessing(*md)) return md;
+  }
+  return NotFound("no ready model of task '" + task + "' declares image preprocessing");
+}
+
 StatusOr<InferenceRequest> BuildRequest(AnyClient& client, const InferOptions& o) {
   if (IsImage(o.input)) {
-    SOMM_ASSIGN_OR_RETURN(ModelMetadata md, client.Metadata(o.model, o.version));
-    auto it = md.parameters.find("preprocessing");
-    if (it == md.parameters.end() || !std::holds_alternative<std::string>(it->second)) {
-      return FailedPrecondition("model '" + o.model + "' declares no image preprocessing" +
+    ModelMetadata md;
+    if (o.task.empty()) {
+      SOMM_ASSIGN_OR_RETURN(md, client.Metadata(o.model, o.version));
+    } else {
+      SOMM_ASSIGN_OR_RETURN(md, MetadataForTask(client, o.task));
+    }
+    const std::string whose = o.task.empty() ? "model '" + o.model + "'" : "task '" + o.task + "'";
+    if (!HasPreprocessing(md)) {
+      return FailedPrecondition(whose + " declares no image preprocessing" +
                                 (o.client.protocol == "grpc"
                                      ? " (gRPC metadata carries none: use --protocol http)"
                                      : ""));
     }
+    auto it = md.parameters.find("preprocessing");
     if (md.inputs.size() != 1) {
       return FailedPrecondition("image input needs a model with exactly one input");
     }
     SOMM_ASSIGN_OR_RETURN(ImagePreprocessing prep,
                           PreprocessingFromJson(std::get<std::string>(it->second)));
     InferenceRequest r;
-    SOMM_ASSIGN_OR_RETURN(Tensor t, LoadImageAsTensor(o.input, prep, md.inputs[0].name,
-                                                      md.inputs[0].shape));
+    SOMM_ASSIGN_OR_RETURN(Tensor t,
+                          LoadImageAsTensor(o.input, prep, md.inputs[0].name, md.inputs[0].shape));
     r.inputs.push_back(std::move(t));
     return r;
   }
@@ -78,12 +75,22 @@ StatusOr<InferenceRequest> BuildRequest(AnyClient& client, const InferOptions& o
 }
 
 std::string FormatParameter(const Parameter& p) {
-  return std::visit([](const auto& v) -> std::string {
-    using T = std::decay_t<decltype(v)>;
-    if constexpr (std::is_same_v<T, std::string>) return v;
-    else if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
-    else return std::to_string(v);
-  }, p);
+  return std::visit(
+      [](const auto& v) -> std::string {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::string>)
+          return v;
+        else if constexpr (std::is_same_v<T, bool>)
+          return v ? "true" : "false";
+        else if constexpr (std::is_same_v<T, double>) {
+          // %g: costs of 1e-9 USD stay visible, where to_string prints 0.000000.
+          char buf[32];
+          std::snprintf(buf, sizeof(buf), "%.6g", v);
+          return buf;
+        } else
+          return std::to_string(v);
+      },
+      p);
 }
 
 void PrintTensor(const Tensor& t, int top_k) {
@@ -118,9 +125,15 @@ int RunInfer(const InferOptions& o) {
   if (!client.ok()) return Fail(client.status());
   auto request = BuildRequest(*client, o);
   if (!request.ok()) return Fail(request.status());
+  for (const std::string& flag : o.params) {
+    auto param = ParseParamFlag(flag);
+    if (!param.ok()) return Fail(param.status());
+    request->parameters[param->first] = param->second;
+  }
   request->model_name = o.model;
   request->model_version = o.version;
-  auto response = client->Infer(*request, o.binary);
+  auto response = o.task.empty() ? client->Infer(*request, o.binary)
+                                 : client->InferTask(o.task, *request, o.binary);
   if (!response.ok()) return Fail(response.status());
   std::printf("model %s version %s\n", response->model_name.c_str(),
               response->model_version.c_str());
@@ -136,10 +149,15 @@ int RunModels(const ClientOptions& o) {
   if (!client.ok()) return Fail(client.status());
   auto index = client->Index();
   if (!index.ok()) return Fail(index.status());
-  std::printf("%-24s %-8s %-12s %s\n", "MODEL", "VERSION", "STATE", "REASON");
+  std::printf("%-24s %-8s %-12s %-20s %s\n", "MODEL", "VERSION", "STATE", "VARIANTS", "REASON");
   for (const auto& e : *index) {
-    std::printf("%-24s %-8s %-12s %s\n", e.name.c_str(), e.version.empty() ? "-" : e.version.c_str(),
-                e.state.c_str(), e.reason.c_str());
+    // Models that were never registered through somm (or a server without
+    // the model-less extension) have no variant state: "-".
+    auto variants = client->GetVariants(e.name);
+    const std::string summary = variants.ok() ? VariantsSummary(*variants) : "-";
+    std::printf("%-24s %-8s %-12s %-20s %s\n", e.name.c_str(),
+                e.version.empty() ? "-" : e.version.c_str(), e.state.c_str(), summary.c_str(),
+                e.reason.c_str());
   }
   return 0;
 }

@@ -2,7 +2,9 @@
 // structs (CLI11) and calls Run*; each returns the process exit code.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace somm {
 
@@ -16,6 +18,8 @@ struct ServeOptions {
   int http_threads = 64;
   std::string device = "auto";        // "auto" (GPU if present), "cpu" or "cuda:N"
   std::string log_level = "info";
+  // Generate and profile variants for repository models that have none.
+  bool auto_variants = true;
 };
 int RunServe(const ServeOptions& options);
 
@@ -26,14 +30,45 @@ struct ClientOptions {
 
 struct InferOptions {
   ClientOptions client;
-  std::string model;
+  std::string model;  // empty when `task` is set
+  std::string task;   // task form: somm picks the model ("classification/digits")
   std::string version;
   std::string input;  // .json (OIP request body) or .png/.jpg/.jpeg
+  std::vector<std::string> params;  // "key=value" request parameters (SLOs)
   int top_k = 3;
   bool binary = false;  // REST binary tensor extension
 };
 int RunInfer(const InferOptions& options);
 
+// `somm models`: the repository index plus each model's variant state.
 int RunModels(const ClientOptions& options);
+
+struct RegisterOptions {
+  ClientOptions client;
+  std::string name;
+  std::string model_file;           // the TorchScript file
+  std::string task;                 // "task/dataset"
+  std::vector<std::string> inputs;  // name:DATATYPE:dims, per sample
+  std::vector<std::string> outputs;
+  int64_t max_batch_size = 0;
+  std::string validation_dir;      // meta.json + inputs.bin + labels.bin; optional
+  std::string preprocessing_from;  // a model.yaml whose preprocessing is copied; optional
+  std::string description;
+  bool wait = false;  // poll the variants until READY or FAILED, then print them
+  int poll_ms = 500;
+};
+int RunRegister(const RegisterOptions& options);
+
+struct VariantsOptions {
+  ClientOptions client;
+  std::string name;
+};
+int RunVariants(const VariantsOptions& options);
+
+struct DecisionsOptions {
+  ClientOptions client;
+  int limit = 100;
+};
+int RunDecisions(const DecisionsOptions& options);
 
 }  // namespace somm

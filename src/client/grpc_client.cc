@@ -5,7 +5,9 @@
 #include <utility>
 
 #include "frontend/grpc/grpc_codec.h"
+#include "frontend/grpc/somm_codec.h"
 #include "proto/inference.grpc.pb.h"
+#include "proto/somm.grpc.pb.h"
 
 namespace somm {
 
@@ -16,6 +18,7 @@ struct GrpcClient::Impl {
   GrpcClientOptions options;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<inference::GRPCInferenceService::Stub> stub;  // thread-safe
+  std::unique_ptr<somm::SommControl::Stub> control;             // thread-safe
 
   // A fresh context per call: gRPC contexts are single-use and not shared.
   std::unique_ptr<grpc::ClientContext> Context() const {
@@ -45,6 +48,7 @@ StatusOr<std::unique_ptr<GrpcClient>> GrpcClient::Connect(const std::string& tar
                        std::to_string(options.connect_timeout.count()) + " ms");
   }
   impl->stub = inference::GRPCInferenceService::NewStub(impl->channel);
+  impl->control = somm::SommControl::NewStub(impl->channel);
   return std::unique_ptr<GrpcClient>(new GrpcClient(std::move(impl)));
 }
 
@@ -138,6 +142,50 @@ Status GrpcClient::UnloadModel(const std::string& name) const {
   inference::RepositoryModelUnloadResponse response;
   return FromGrpcStatus(
       impl_->stub->RepositoryModelUnload(impl_->Context().get(), request, &response));
+}
+
+StatusOr<InferenceResponse> GrpcClient::InferTask(const std::string& task,
+                                                  const InferenceRequest& request) const {
+  if (task.empty()) return InvalidArgument("task-form inference names no task");
+  InferenceRequest task_form = request;
+  task_form.model_name.clear();
+  task_form.model_version.clear();
+  task_form.parameters["task"] = task;
+  return Infer(task_form);
+}
+
+Status GrpcClient::Register(const RegistrationRequest& request) const {
+  somm::RegisterModelRequest wire;
+  grpc_codec::EncodeRegistration(request, &wire);
+  somm::RegisterModelResponse response;
+  return FromGrpcStatus(impl_->control->RegisterModel(impl_->Context().get(), wire, &response));
+}
+
+StatusOr<RegistrationStatus> GrpcClient::GetVariants(const std::string& name) const {
+  somm::GetVariantsRequest request;
+  request.set_name(name);
+  somm::GetVariantsResponse response;
+  SOMM_RETURN_IF_ERROR(
+      FromGrpcStatus(impl_->control->GetVariants(impl_->Context().get(), request, &response)));
+  StatusOr<RegistrationStatus> status = grpc_codec::DecodeRegistrationStatus(response);
+  if (!status.ok()) {
+    return Internal("malformed response from '" + impl_->target +
+                    "': " + status.status().message());
+  }
+  return status;
+}
+
+StatusOr<std::vector<DecisionRecord>> GrpcClient::RecentDecisions(size_t limit) const {
+  if (limit < 1 || limit > grpc_codec::kMaxDecisionLimit) {
+    return InvalidArgument("decision limit must be between 1 and " +
+                           std::to_string(grpc_codec::kMaxDecisionLimit));
+  }
+  somm::RecentDecisionsRequest request;
+  request.set_limit(static_cast<uint32_t>(limit));
+  somm::RecentDecisionsResponse response;
+  SOMM_RETURN_IF_ERROR(FromGrpcStatus(
+      impl_->control->RecentDecisions(impl_->Context().get(), request, &response)));
+  return grpc_codec::DecodeDecisions(response);
 }
 
 }  // namespace somm

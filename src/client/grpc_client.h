@@ -1,6 +1,7 @@
 // GrpcClient: a small synchronous Open Inference Protocol (KServe v2) gRPC
-// client, used by `somm infer` and the load generator. It speaks the same
-// service as Triton's and KServe's servers, so it works against them too.
+// client, used by the somm CLI and the load generator. It speaks the same
+// service as Triton's and KServe's servers, so it works against them too; the
+// model-less calls use somm's own SommControl service on the same channel.
 //
 // Contract:
 //   * Every call blocks until the server answers or the call's deadline
@@ -63,6 +64,17 @@ class GrpcClient {
   StatusOr<std::vector<RepositoryEntry>> RepositoryIndex(bool ready_only = false) const;
   Status LoadModel(const std::string& name) const;
   Status UnloadModel(const std::string& name) const;
+
+  // somm's model-less extension (proto/somm.proto, same channel).
+  // Task form: ModelInfer with no model name and the parameter "task"; the
+  // response names the model somm picked.
+  StatusOr<InferenceResponse> InferTask(const std::string& task,
+                                        const InferenceRequest& request) const;
+  // OK once the server has accepted the model; generation runs on.
+  Status Register(const RegistrationRequest& request) const;
+  StatusOr<RegistrationStatus> GetVariants(const std::string& name) const;
+  // limit: 1..10000.
+  StatusOr<std::vector<DecisionRecord>> RecentDecisions(size_t limit = 100) const;
 
  private:
   struct Impl;

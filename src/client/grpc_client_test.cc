@@ -158,5 +158,48 @@ TEST(GrpcClientConnect, NobodyListeningIsUnavailable) {
   EXPECT_EQ(client.status().code(), StatusCode::kUnavailable);
 }
 
+TEST_F(GrpcClientTest, InferTaskSendsTheTaskParameter) {
+  InferenceRequest request;
+  request.model_name = "ignored";
+  request.inputs.push_back(FloatTensor("INPUT0", {1, 2, 3}));
+  request.parameters["min_accuracy"] = 0.95;
+  auto response = client_->InferTask("classification/digits", request);
+  ASSERT_TRUE(response.ok()) << response.status().ToString();
+  EXPECT_EQ(response->model_name, "digits");
+  const InferenceRequest seen = fake_.calls().last_request;
+  EXPECT_EQ(seen.task, "classification/digits");
+  EXPECT_EQ(seen.model_name, "");
+  EXPECT_DOUBLE_EQ(std::get<double>(seen.parameters.at("min_accuracy")), 0.95);
+}
+
+TEST_F(GrpcClientTest, RegisterVariantsDecisions) {
+  RegistrationRequest r;
+  r.name = "fresh";
+  r.task = "classification/digits";
+  r.inputs = {{"pixels", DataType::kFp32, {64}}};
+  r.outputs = {{"logits", DataType::kFp32, {10}}};
+  r.model_bytes = "model";
+  ASSERT_TRUE(client_->Register(r).ok());
+  EXPECT_EQ(fake_.calls().last_registration.model_bytes, "model");
+
+  StatusOr<RegistrationStatus> status = client_->GetVariants("fresh");
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_EQ(status->state, "GENERATING");
+  EXPECT_EQ(status->total, 3);
+  EXPECT_EQ(client_->GetVariants("nope").status().code(), StatusCode::kNotFound);
+
+  fake_.Configure([](FakeInferenceServer::Config& c) {
+    c.register_status = AlreadyExists("model 'fresh' already exists");
+    c.decisions = {{1, "fresh", "none", "default", "fresh:1:ts-fp32", "cpu1", 0.1, 0, "only"},
+                   {2, "fresh", "none", "default", "fresh:1:ts-fp32", "cpu1", 0.1, 0, "only"}};
+  });
+  EXPECT_EQ(client_->Register(r).code(), StatusCode::kAlreadyExists);
+  auto decisions = client_->RecentDecisions(1);
+  ASSERT_TRUE(decisions.ok()) << decisions.status().ToString();
+  ASSERT_EQ(decisions->size(), 1u);
+  EXPECT_EQ((*decisions)[0].variant, "fresh:1:ts-fp32");
+  EXPECT_EQ(client_->RecentDecisions(0).status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace somm

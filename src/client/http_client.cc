@@ -2,38 +2,38 @@
 
 #include <httplib.h>
 
-#include <cctype>
 #include <chrono>
 #include <utility>
 
 #include "frontend/http/http_status.h"
 #include "frontend/http/oip_json.h"
 #include "frontend/http/oip_metadata_json.h"
+#include "frontend/http/rest_routes.h"
+#include "frontend/http/somm_json.h"
 
 namespace somm {
 namespace {
 
-// Percent-encodes a path segment (RFC 3986 unreserved characters pass), so a
-// model name can never change the shape of the URL.
-std::string EncodeSegment(const std::string& s) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
+using oip::EncodePathSegment;
 
 std::string ModelPath(const std::string& name, const std::string& version) {
-  std::string path = "/v2/models/" + EncodeSegment(name);
-  if (!version.empty()) path += "/versions/" + EncodeSegment(version);
+  std::string path = "/v2/models/" + EncodePathSegment(name);
+  if (!version.empty()) path += "/versions/" + EncodePathSegment(version);
   return path;
+}
+
+// "/v2/tasks/classification/digits/infer": each segment of the task is
+// encoded, the slash between them kept.
+std::string TaskPath(const std::string& task) {
+  std::string path = "/v2/tasks";
+  size_t start = 0;
+  while (true) {
+    const size_t slash = task.find('/', start);
+    path += "/" + EncodePathSegment(task.substr(start, slash - start));
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return path + "/infer";
 }
 
 }  // namespace
@@ -51,7 +51,7 @@ HttpClient::HttpClient(std::string host, int port, HttpClientOptions options)
   // Headers and body go out in separate writes; without TCP_NODELAY every
   // POST would wait for the server's delayed ACK (~40 ms).
   http_->set_tcp_nodelay(true);
-  // Paths are encoded by EncodeSegment; httplib's own pass would re-encode.
+  // Paths are encoded by EncodePathSegment; httplib's own pass would re-encode.
   http_->set_url_encode(false);
   http_->set_connection_timeout(std::chrono::milliseconds(options.connect_timeout_ms));
   http_->set_read_timeout(std::chrono::milliseconds(options.io_timeout_ms));
@@ -134,11 +134,20 @@ StatusOr<somm::ModelMetadata> HttpClient::ModelMetadata(const std::string& name,
 
 StatusOr<InferenceResponse> HttpClient::Infer(const InferenceRequest& request, bool binary) {
   if (request.model_name.empty()) return InvalidArgument("inference request names no model");
+  return InferAt(ModelPath(request.model_name, request.model_version) + "/infer", request, binary);
+}
+
+StatusOr<InferenceResponse> HttpClient::InferTask(const std::string& task,
+                                                  const InferenceRequest& request, bool binary) {
+  if (task.empty()) return InvalidArgument("task-form inference names no task");
+  return InferAt(TaskPath(task), request, binary);
+}
+
+StatusOr<InferenceResponse> HttpClient::InferAt(const std::string& path,
+                                                const InferenceRequest& request, bool binary) {
   SOMM_ASSIGN_OR_RETURN(const oip::EncodedBody encoded,
                         oip::EncodeInferRequest(request, {binary, binary}));
-  SOMM_ASSIGN_OR_RETURN(const Reply reply,
-                        Post(ModelPath(request.model_name, request.model_version) + "/infer",
-                             encoded.body, encoded.json_size));
+  SOMM_ASSIGN_OR_RETURN(const Reply reply, Post(path, encoded.body, encoded.json_size));
   if (reply.status != 200) return ErrorFrom(reply.status, reply.body);
   StatusOr<InferenceResponse> response = oip::DecodeInferResponse(reply.body, reply.json_size);
   if (!response.ok()) {
@@ -159,7 +168,7 @@ StatusOr<std::vector<RepositoryEntry>> HttpClient::RepositoryIndex(bool ready_on
 Status HttpClient::Load(const std::string& name) {
   SOMM_ASSIGN_OR_RETURN(
       const Reply reply,
-      Post("/v2/repository/models/" + EncodeSegment(name) + "/load", "", std::nullopt));
+      Post("/v2/repository/models/" + EncodePathSegment(name) + "/load", "", std::nullopt));
   if (reply.status != 200) return ErrorFrom(reply.status, reply.body);
   return Status::Ok();
 }
@@ -167,9 +176,42 @@ Status HttpClient::Load(const std::string& name) {
 Status HttpClient::Unload(const std::string& name) {
   SOMM_ASSIGN_OR_RETURN(
       const Reply reply,
-      Post("/v2/repository/models/" + EncodeSegment(name) + "/unload", "", std::nullopt));
+      Post("/v2/repository/models/" + EncodePathSegment(name) + "/unload", "", std::nullopt));
   if (reply.status != 200) return ErrorFrom(reply.status, reply.body);
   return Status::Ok();
+}
+
+Status HttpClient::Register(const RegistrationRequest& request) {
+  if (request.name.empty()) return InvalidArgument("registration names no model");
+  SOMM_ASSIGN_OR_RETURN(
+      const Reply reply,
+      Post("/v2/repository/models/" + EncodePathSegment(request.name) + "/register",
+           oip::EncodeRegistrationRequest(request), std::nullopt));
+  if (reply.status < 200 || reply.status >= 300) return ErrorFrom(reply.status, reply.body);
+  return Status::Ok();
+}
+
+StatusOr<RegistrationStatus> HttpClient::GetVariants(const std::string& name) {
+  SOMM_ASSIGN_OR_RETURN(const Reply reply, Get(oip::VariantsPath(name)));
+  if (reply.status != 200) return ErrorFrom(reply.status, reply.body);
+  StatusOr<RegistrationStatus> status = oip::DecodeRegistrationStatus(reply.body);
+  if (!status.ok()) {
+    return Internal("malformed response from http://" + endpoint_ + ": " +
+                    status.status().message());
+  }
+  return status;
+}
+
+StatusOr<std::vector<DecisionRecord>> HttpClient::RecentDecisions(size_t limit) {
+  SOMM_ASSIGN_OR_RETURN(const Reply reply,
+                        Get("/v2/somm/decisions?limit=" + std::to_string(limit)));
+  if (reply.status != 200) return ErrorFrom(reply.status, reply.body);
+  StatusOr<std::vector<DecisionRecord>> decisions = oip::DecodeDecisions(reply.body);
+  if (!decisions.ok()) {
+    return Internal("malformed response from http://" + endpoint_ + ": " +
+                    decisions.status().message());
+  }
+  return decisions;
 }
 
 }  // namespace somm

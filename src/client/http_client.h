@@ -1,6 +1,7 @@
 // HttpClient: a small synchronous Open Inference Protocol v2 REST client
-// (KServe v2 + Triton's binary tensor data and model repository extensions),
-// used by `somm infer`, `somm models` and the load generator.
+// (KServe v2 + Triton's binary tensor data and model repository extensions,
+// plus somm's model-less extension), used by the somm CLI and the load
+// generator.
 //
 // One HttpClient holds one keep-alive connection (cpp-httplib), opened on the
 // first call and reopened transparently when the server closes it. Calls block
@@ -69,12 +70,27 @@ class HttpClient {
   Status Load(const std::string& name);
   Status Unload(const std::string& name);
 
+  // somm's model-less extension (frontend/http/somm_json.h).
+  // POST /v2/tasks/{task}/infer: somm picks the model (request.model_name and
+  // model_version are ignored); the response names the model that served.
+  StatusOr<InferenceResponse> InferTask(const std::string& task, const InferenceRequest& request,
+                                        bool binary = true);
+  // POST /v2/repository/models/{request.name}/register; OK once the server
+  // has accepted the model (202). Generation then runs in the background.
+  Status Register(const RegistrationRequest& request);
+  // GET /v2/repository/models/{name}/variants.
+  StatusOr<RegistrationStatus> GetVariants(const std::string& name);
+  // GET /v2/somm/decisions?limit=N (at most 10000).
+  StatusOr<std::vector<DecisionRecord>> RecentDecisions(size_t limit = 100);
+
  private:
   struct Reply;
   StatusOr<Reply> Get(const std::string& path);
   StatusOr<Reply> Post(const std::string& path, const std::string& body,
                        std::optional<size_t> json_size);
   StatusOr<bool> Health(const std::string& path);
+  StatusOr<InferenceResponse> InferAt(const std::string& path, const InferenceRequest& request,
+                                      bool binary);
 
   std::string endpoint_;  // "host:port", for error messages
   std::unique_ptr<httplib::Client> http_;

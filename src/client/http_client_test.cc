@@ -181,5 +181,76 @@ TEST_F(HttpClientTest, UnreachableServerIsUnavailable) {
   EXPECT_NE(live.status().message().find("127.0.0.1:" + std::to_string(port)), std::string::npos);
 }
 
+RegistrationRequest Registration(const std::string& name) {
+  RegistrationRequest r;
+  r.name = name;
+  r.task = "classification/digits";
+  r.inputs = {{"pixels", DataType::kFp32, {64}}};
+  r.outputs = {{"logits", DataType::kFp32, {10}}};
+  r.max_batch_size = 16;
+  r.model_bytes = std::string("\0\1\2 model", 9);
+  r.validation_count = 1;
+  r.validation_inputs = std::string(256, '\7');
+  r.validation_labels = Raw<int64_t>({4});
+  r.preprocessing = ImagePreprocessing{1, 8, 8, 0.0625f, {}, {}, false};
+  return r;
+}
+
+TEST_F(HttpClientTest, InferTaskLetsTheServerPickTheModel) {
+  InferenceRequest request = EchoRequest();
+  request.model_name = "ignored";
+  request.parameters["latency_slo_ms"] = 2.5;
+  auto response = client_->InferTask("test/echo", request);
+  ASSERT_TRUE(response.ok()) << response.status().ToString();
+  EXPECT_EQ(response->model_name, "echo");
+  EXPECT_EQ(response->outputs.size(), request.inputs.size());
+  const InferenceRequest seen = server_.last_request();
+  EXPECT_EQ(seen.task, "test/echo");
+  EXPECT_EQ(seen.model_name, "");
+  EXPECT_DOUBLE_EQ(std::get<double>(seen.parameters.at("latency_slo_ms")), 2.5);
+
+  const auto unknown = client_->InferTask("test/other", request, /*binary=*/false);
+  EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(client_->InferTask("", request).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(HttpClientTest, RegisterThenWatchTheVariants) {
+  ASSERT_TRUE(client_->Register(Registration("fresh")).ok());
+  const RegistrationRequest seen = server_.last_registration();
+  EXPECT_EQ(seen.name, "fresh");
+  EXPECT_EQ(seen.model_bytes, Registration("fresh").model_bytes);
+  EXPECT_EQ(seen.validation_inputs, std::string(256, '\7'));
+  ASSERT_TRUE(seen.preprocessing.has_value());
+  EXPECT_FLOAT_EQ(seen.preprocessing->scale, 0.0625f);
+
+  StatusOr<RegistrationStatus> status = client_->GetVariants("fresh");
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_EQ(status->state, "GENERATING");
+
+  const Status again = client_->Register(Registration("fresh"));
+  EXPECT_EQ(again.code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(again.message(), "model 'fresh' already exists");
+  EXPECT_EQ(client_->GetVariants("nope").status().code(), StatusCode::kNotFound);
+
+  RegistrationRequest bad = Registration("bad");
+  bad.validation_labels.pop_back();  // the frontend names the field
+  const Status refused = client_->Register(bad);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("field 'validation.labels'"), std::string::npos)
+      << refused.message();
+}
+
+TEST_F(HttpClientTest, RecentDecisions) {
+  std::vector<DecisionRecord> log(5);
+  for (int i = 0; i < 5; ++i) log[i] = {i, "digits", "none", "default", "v", "cpu1", 1, 0, "r"};
+  server_.set_decisions(log);
+  auto got = client_->RecentDecisions(3);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->size(), 3u);
+  EXPECT_EQ((*got)[2].unix_ms, 2);
+  EXPECT_EQ((*got)[2].hardware, "cpu1");
+  EXPECT_EQ(client_->RecentDecisions(20000).status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace somm

@@ -7,9 +7,17 @@
 // thread of the fake's own, as a batcher thread would, unless `inline_callback`
 // is set. Configuration and recorded calls are guarded by one mutex, so tests
 // may read and change them while the frontend runs.
+//
+// Model-less extension: a task-form query (no model name) is answered as if
+// `task_model` served it. RegisterModel records the request and answers
+// `register_status`; on success the model appears in `registrations` as
+// GENERATING 0/3, which GetRegistrationStatus reports (NOT_FOUND for names
+// not there). RecentDecisions answers the first `limit` of `decisions`.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <map>
 #include <mutex>
 #include <string>
@@ -35,6 +43,10 @@ class FakeInferenceServer : public InferenceServer {
     std::vector<RepositoryEntry> index;
     Status load_status;
     Status unload_status;
+    std::string task_model = "digits";  // answers task-form queries
+    Status register_status;
+    std::map<std::string, RegistrationStatus> registrations;  // by name
+    std::vector<DecisionRecord> decisions;
   };
 
   // What the fake was asked, for assertions.
@@ -45,6 +57,8 @@ class FakeInferenceServer : public InferenceServer {
     std::vector<std::string> loaded;
     std::vector<std::string> unloaded;
     bool last_index_ready_only = false;
+    RegistrationRequest last_registration;
+    size_t last_decision_limit = 0;
   };
 
   ~FakeInferenceServer() override {
@@ -107,6 +121,9 @@ class FakeInferenceServer : public InferenceServer {
         done(config.infer_status);
         return;
       }
+      if (request.model_name.empty() && !request.task.empty()) {
+        request.model_name = config.task_model;
+      }
       done(Echo(std::move(request), config.corrupt_output));
     };
     if (config.inline_callback) {
@@ -131,6 +148,29 @@ class FakeInferenceServer : public InferenceServer {
     std::lock_guard lock(mu_);
     calls_.unloaded.push_back(name);
     return config_.unload_status;
+  }
+  Status RegisterModel(RegistrationRequest request) override {
+    std::lock_guard lock(mu_);
+    calls_.last_registration = request;
+    if (!config_.register_status.ok()) return config_.register_status;
+    RegistrationStatus status;
+    status.name = request.name;
+    status.state = "GENERATING";
+    status.total = 3;
+    config_.registrations[request.name] = std::move(status);
+    return Status::Ok();
+  }
+  StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) const override {
+    std::lock_guard lock(mu_);
+    const auto it = config_.registrations.find(name);
+    if (it == config_.registrations.end()) return NotFound("no registered model '" + name + "'");
+    return it->second;
+  }
+  std::vector<DecisionRecord> RecentDecisions(size_t limit) const override {
+    std::lock_guard lock(mu_);
+    calls_.last_decision_limit = limit;
+    const auto& all = config_.decisions;
+    return {all.begin(), all.begin() + static_cast<std::ptrdiff_t>(std::min(limit, all.size()))};
   }
 
  private:

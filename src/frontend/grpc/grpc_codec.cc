@@ -377,11 +377,23 @@ StatusOr<Tensor> TensorFromContents(const std::string& role, const std::string& 
 }
 
 Status DecodeInferRequest(const inference::ModelInferRequest& in, InferenceRequest* out) {
-  if (in.model_name().empty()) return InvalidArgument("request names no model (model_name)");
   out->model_name = in.model_name();
   out->model_version = in.model_version();
   out->id = in.id();
   SOMM_RETURN_IF_ERROR(DecodeParameters(in.parameters(), "request", &out->parameters));
+  if (in.model_name().empty()) {
+    // Task form: the string parameter "task" names what the query needs and
+    // somm picks the model. The parameter stays in `parameters` too, as it
+    // does when a REST request carries it.
+    const auto task = out->parameters.find("task");
+    const std::string* name =
+        task == out->parameters.end() ? nullptr : std::get_if<std::string>(&task->second);
+    if (name == nullptr || name->empty()) {
+      return InvalidArgument(
+          "request names no model (model_name) and no task (string parameter 'task')");
+    }
+    out->task = *name;
+  }
 
   const bool raw = in.raw_input_contents_size() > 0;
   if (raw && in.raw_input_contents_size() != in.inputs_size()) {

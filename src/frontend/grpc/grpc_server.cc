@@ -10,7 +10,9 @@
 #include <utility>
 
 #include "frontend/grpc/grpc_codec.h"
+#include "frontend/grpc/somm_codec.h"
 #include "proto/inference.grpc.pb.h"
+#include "proto/somm.grpc.pb.h"
 
 namespace somm {
 namespace {
@@ -201,6 +203,63 @@ class OipService final : public inference::GRPCInferenceService::CallbackService
   ControlThread& control_;
 };
 
+// somm's model-less control service (proto/somm.proto), beside the OIP one.
+class SommControlService final : public somm::SommControl::CallbackService {
+ public:
+  SommControlService(InferenceServer& server, ControlThread& control)
+      : server_(server), control_(control) {}
+
+  ServerUnaryReactor* RegisterModel(CallbackServerContext* context,
+                                    const somm::RegisterModelRequest* request,
+                                    somm::RegisterModelResponse* response) override {
+    RegistrationRequest registration;
+    Status decoded = grpc_codec::DecodeRegistration(*request, &registration);
+    if (!decoded.ok()) return FinishNow(context, decoded);
+    // Registration writes the model to the repository and validates it, which
+    // may take a while: it runs on the control thread, like a model load.
+    ServerUnaryReactor* reactor = context->DefaultReactor();
+    control_.Post([this, reactor, response, r = std::move(registration)]() mutable {
+      const std::string name = r.name;
+      const Status status = server_.RegisterModel(std::move(r));
+      if (status.ok()) {
+        response->set_name(name);
+        response->set_state("GENERATING");
+      }
+      reactor->Finish(ToGrpcStatus(status));
+    });
+    return reactor;
+  }
+
+  ServerUnaryReactor* GetVariants(CallbackServerContext* context,
+                                  const somm::GetVariantsRequest* request,
+                                  somm::GetVariantsResponse* response) override {
+    if (request->name().empty()) {
+      return FinishNow(context, InvalidArgument("variants request names no model (name)"));
+    }
+    StatusOr<RegistrationStatus> status = server_.GetRegistrationStatus(request->name());
+    if (status.ok()) grpc_codec::EncodeRegistrationStatus(*status, response);
+    return FinishNow(context, status.status());
+  }
+
+  ServerUnaryReactor* RecentDecisions(CallbackServerContext* context,
+                                      const somm::RecentDecisionsRequest* request,
+                                      somm::RecentDecisionsResponse* response) override {
+    const uint32_t limit =
+        request->limit() == 0 ? grpc_codec::kDefaultDecisionLimit : request->limit();
+    if (limit > grpc_codec::kMaxDecisionLimit) {
+      return FinishNow(context, InvalidArgument("limit must be at most " +
+                                                std::to_string(grpc_codec::kMaxDecisionLimit) +
+                                                ", got " + std::to_string(limit)));
+    }
+    grpc_codec::EncodeDecisions(server_.RecentDecisions(limit), response);
+    return FinishNow(context, Status::Ok());
+  }
+
+ private:
+  InferenceServer& server_;
+  ControlThread& control_;
+};
+
 std::string HostPort(const std::string& address, int port) {
   const bool ipv6 = address.find(':') != std::string::npos && address.front() != '[';
   return (ipv6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
@@ -209,7 +268,8 @@ std::string HostPort(const std::string& address, int port) {
 }  // namespace
 
 struct GrpcFrontend::Impl {
-  explicit Impl(InferenceServer& server) : service(server, control) {}
+  explicit Impl(InferenceServer& server)
+      : service(server, control), somm_service(server, control) {}
 
   void Shutdown(std::chrono::system_clock::time_point deadline) {
     std::call_once(shutdown_once, [&] {
@@ -223,6 +283,7 @@ struct GrpcFrontend::Impl {
 
   ControlThread control;
   OipService service;
+  SommControlService somm_service;
   int port = 0;
   std::once_flag shutdown_once;
   std::unique_ptr<grpc::Server> server;  // last: destroyed first
@@ -249,6 +310,7 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& ser
   // silently share a port already in use; a taken port should be an error.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(&impl->service);
+  builder.RegisterService(&impl->somm_service);
   impl->server = builder.BuildAndStart();
   if (!impl->server || impl->port == 0) {
     if (impl->server) impl->server->Shutdown();

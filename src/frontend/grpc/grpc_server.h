@@ -1,5 +1,8 @@
 // GrpcFrontend: the Open Inference Protocol (KServe v2) over gRPC, plus
-// Triton's model-repository extension, in front of one InferenceServer.
+// Triton's model-repository extension, in front of one InferenceServer. The
+// same port also serves somm's model-less control service (somm.SommControl,
+// proto/somm.proto: RegisterModel, GetVariants, RecentDecisions); task-form
+// queries are ModelInfer calls with the string parameter "task" and no model.
 //
 // Contract:
 //   * The frontend is stateless: it decodes a call, asks the InferenceServer,
@@ -8,8 +11,8 @@
 //   * ModelInfer holds no thread while a query waits: it uses gRPC's callback
 //     API, hands the query to InferenceServer::Infer, and finishes the call
 //     from Infer's callback, on whatever thread that runs (a batcher thread).
-//     Repository load/unload, which may take seconds, run on a thread of
-//     their own so they never stall gRPC's callback threads.
+//     Repository load/unload and RegisterModel, which may take seconds, run
+//     on a thread of their own so they never stall gRPC's callback threads.
 //   * Shutdown() stops accepting calls, lets calls in flight finish until
 //     the deadline and cancels the rest; it returns only when every
 //     InferenceServer callback for those calls has run. Shut the frontend

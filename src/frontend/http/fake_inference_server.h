@@ -13,10 +13,20 @@
 // It records the last request it saw so tests can check what a frontend
 // decoded.
 //
+// Model-less extension: task-form queries (request.task set, no model name)
+// for task "test/echo" are served by "echo"; other tasks are NOT_FOUND.
+// RegisterModel records the request and answers ALREADY_EXISTS for "echo" or a
+// name registered before (or set_register_status's Status); a registered model
+// then reports GENERATING 0/3 until set_registration_status replaces it.
+// RecentDecisions answers the first `limit` of set_decisions's records.
+//
 // Thread-safety: every method may be called concurrently.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -49,6 +59,27 @@ class FakeInferenceServer : public InferenceServer {
   std::vector<std::string> load_calls() const {
     std::lock_guard<std::mutex> lock(mu_);
     return load_calls_;
+  }
+
+  void set_register_status(Status status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    register_status_ = std::move(status);
+  }
+  void set_registration_status(RegistrationStatus status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    registrations_[status.name] = std::move(status);
+  }
+  void set_decisions(std::vector<DecisionRecord> decisions) {
+    std::lock_guard<std::mutex> lock(mu_);
+    decisions_ = std::move(decisions);
+  }
+  RegistrationRequest last_registration() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_registration_;
+  }
+  size_t last_decision_limit() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_decision_limit_;
   }
 
   bool IsLive() const override { return live; }
@@ -102,6 +133,37 @@ class FakeInferenceServer : public InferenceServer {
     return NotFound("no model '" + name + "' in the repository");
   }
 
+  Status RegisterModel(RegistrationRequest request) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_registration_ = request;
+    if (!register_status_.ok()) return register_status_;
+    if (request.name == "echo" || registrations_.count(request.name) > 0) {
+      return AlreadyExists("model '" + request.name + "' already exists");
+    }
+    RegistrationStatus status;
+    status.name = request.name;
+    status.state = "GENERATING";
+    status.phase = "queued";
+    status.total = 3;
+    registrations_[request.name] = std::move(status);
+    return Status::Ok();
+  }
+
+  StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = registrations_.find(name);
+    if (it == registrations_.end()) return NotFound("no registered model '" + name + "'");
+    return it->second;
+  }
+
+  std::vector<DecisionRecord> RecentDecisions(size_t limit) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_decision_limit_ = limit;
+    return std::vector<DecisionRecord>(
+        decisions_.begin(), decisions_.begin() + static_cast<std::ptrdiff_t>(
+                                                      std::min(limit, decisions_.size())));
+  }
+
   Status UnloadModel(const std::string& name) override {
     std::lock_guard<std::mutex> lock(mu_);
     load_calls_.push_back("unload " + name);
@@ -130,9 +192,16 @@ class FakeInferenceServer : public InferenceServer {
       std::lock_guard<std::mutex> lock(mu_);
       if (!infer_status_.ok()) return infer_status_;
     }
-    SOMM_RETURN_IF_ERROR(CheckModel(request.model_name, request.model_version));
+    std::string model = request.model_name;
+    if (!request.task.empty() && model.empty()) {
+      if (request.task != "test/echo") {
+        return NotFound("no loaded model serves task '" + request.task + "'");
+      }
+      model = "echo";
+    }
+    SOMM_RETURN_IF_ERROR(CheckModel(model, request.model_version));
     InferenceResponse response;
-    response.model_name = request.model_name;
+    response.model_name = model;
     response.model_version = request.model_version.empty() ? "2" : request.model_version;
     response.id = request.id;
     response.parameters["somm_device"] = std::string("cpu");
@@ -152,6 +221,11 @@ class FakeInferenceServer : public InferenceServer {
   std::atomic<bool> async_{false};
   InferenceRequest last_request_;
   std::vector<std::string> load_calls_;
+  Status register_status_;
+  RegistrationRequest last_registration_;
+  std::map<std::string, RegistrationStatus> registrations_;
+  std::vector<DecisionRecord> decisions_;
+  mutable size_t last_decision_limit_ = 0;
   std::vector<std::thread> threads_;
 };
 

@@ -19,6 +19,7 @@
 #include "frontend/http/oip_json.h"
 #include "frontend/http/oip_metadata_json.h"
 #include "frontend/http/rest_routes.h"
+#include "frontend/http/somm_json.h"
 
 namespace somm {
 namespace {
@@ -103,6 +104,9 @@ struct HttpFrontend::Impl {
                     Response& res);
   void IndexHandler(std::string_view body, Response& res);
   void LoadUnloadHandler(const oip::RestRoute& route, std::string_view body, Response& res);
+  void RegisterHandler(const oip::RestRoute& route, std::string_view body, Response& res);
+  void VariantsHandler(const oip::RestRoute& route, Response& res);
+  void DecisionsHandler(const Request& req, Response& res);
 };
 
 void HttpFrontend::Impl::Install() {
@@ -233,12 +237,19 @@ void HttpFrontend::Impl::Dispatch(const Request& req, Response& res, std::string
     case RestEndpoint::kModelReady:
       return ModelReadyHandler(route, res);
     case RestEndpoint::kModelInfer:
+    case RestEndpoint::kTaskInfer:
       return InferHandler(route, req, body, res);
     case RestEndpoint::kRepositoryIndex:
       return IndexHandler(body, res);
     case RestEndpoint::kRepositoryLoad:
     case RestEndpoint::kRepositoryUnload:
       return LoadUnloadHandler(route, body, res);
+    case RestEndpoint::kRepositoryRegister:
+      return RegisterHandler(route, body, res);
+    case RestEndpoint::kModelVariants:
+      return VariantsHandler(route, res);
+    case RestEndpoint::kDecisions:
+      return DecisionsHandler(req, res);
     case RestEndpoint::kNone:
       break;
   }
@@ -277,6 +288,9 @@ void HttpFrontend::Impl::InferHandler(const oip::RestRoute& route, const Request
   }
   StatusOr<InferenceRequest> request = oip::DecodeInferRequest(body, header_length);
   if (!request.ok()) return ReplyStatus(res, request.status());
+  // Task form (/v2/tasks/{task}/infer): route.model is empty and the server
+  // picks the model; the response names the one it chose.
+  request->task = route.task;
   request->model_name = route.model;
   request->model_version = route.version;
   // Validated by DecodeInferRequest; read before the request is moved away.
@@ -328,6 +342,32 @@ void HttpFrontend::Impl::LoadUnloadHandler(const oip::RestRoute& route, std::str
   const Status status = load ? server.LoadModel(route.model) : server.UnloadModel(route.model);
   if (!status.ok()) return ReplyStatus(res, status);
   res.status = 200;
+}
+
+void HttpFrontend::Impl::RegisterHandler(const oip::RestRoute& route, std::string_view body,
+                                         Response& res) {
+  StatusOr<RegistrationRequest> request = oip::DecodeRegistrationRequest(body, route.model);
+  if (!request.ok()) return ReplyStatus(res, request.status());
+  const Status status = server.RegisterModel(std::move(request).value());
+  if (!status.ok()) return ReplyStatus(res, status);
+  // 202: the model is registered; its variants are generated in the
+  // background and status_url shows the progress.
+  res.set_header("Location", oip::VariantsPath(route.model));
+  ReplyJson(res, 202, oip::EncodeRegistrationAccepted(route.model));
+}
+
+void HttpFrontend::Impl::VariantsHandler(const oip::RestRoute& route, Response& res) {
+  const StatusOr<RegistrationStatus> status = server.GetRegistrationStatus(route.model);
+  if (!status.ok()) return ReplyStatus(res, status.status());
+  ReplyJson(res, 200, oip::EncodeRegistrationStatus(status.value()));
+}
+
+void HttpFrontend::Impl::DecisionsHandler(const Request& req, Response& res) {
+  std::optional<std::string> limit_text;
+  if (req.has_param("limit")) limit_text = req.get_param_value("limit");
+  const StatusOr<size_t> limit = oip::ParseDecisionLimit(limit_text);
+  if (!limit.ok()) return ReplyStatus(res, limit.status());
+  ReplyJson(res, 200, oip::EncodeDecisions(server.RecentDecisions(limit.value())));
 }
 
 HttpFrontend::HttpFrontend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

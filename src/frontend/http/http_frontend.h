@@ -16,6 +16,14 @@
 // method 405. Health endpoints answer 200 (true) or 400 (false) with an empty
 // body, as the spec asks.
 //
+// somm's model-less extension (routes in rest_routes.h, bodies in
+// somm_json.h): /v2/tasks/{task}/infer is an ordinary inference with
+// InferenceRequest::task set and no model name; .../register answers 202 once
+// InferenceServer::RegisterModel has accepted the model (generation goes on in
+// the background); .../variants and /v2/somm/decisions read state. A
+// registration body carries the model file in base64 (4/3 of its size) and
+// counts against max_body_bytes like any other body.
+//
 // Thread-safety: port() may be called from any thread; Shutdown() from any
 // thread but one of the frontend's own handlers, and it is idempotent.
 #pragma once

@@ -1,5 +1,7 @@
 #include "frontend/http/rest_routes.h"
 
+#include <cctype>
+#include <utility>
 #include <vector>
 
 namespace somm::oip {
@@ -46,6 +48,23 @@ RestRoute MatchModel(const std::vector<std::string_view>& parts) {
   return {};
 }
 
+// p = ["v2", "tasks", <one or two task segments>, "infer"]. Tasks are named
+// "task/dataset" (docs/architecture.md), so the task spans two segments; a
+// single segment is accepted for tasks without a dataset.
+RestRoute MatchTask(const std::vector<std::string_view>& p) {
+  if (p.size() != 4 && p.size() != 5) return {};
+  if (p.back() != "infer") return {};
+  std::string task;
+  for (size_t i = 2; i + 1 < p.size(); ++i) {
+    if (p[i].empty()) return {};
+    if (!task.empty()) task += '/';
+    task += p[i];
+  }
+  RestRoute route = Make(RestEndpoint::kTaskInfer, "POST");
+  route.task = std::move(task);
+  return route;
+}
+
 }  // namespace
 
 RestRoute MatchRestRoute(std::string_view path) {
@@ -65,9 +84,33 @@ RestRoute MatchRestRoute(std::string_view path) {
     if (p.size() == 5 && p[2] == "models" && !p[3].empty()) {
       if (p[4] == "load") return Make(RestEndpoint::kRepositoryLoad, "POST", p[3]);
       if (p[4] == "unload") return Make(RestEndpoint::kRepositoryUnload, "POST", p[3]);
+      if (p[4] == "register") return Make(RestEndpoint::kRepositoryRegister, "POST", p[3]);
+      if (p[4] == "variants") return Make(RestEndpoint::kModelVariants, "GET", p[3]);
     }
+    return {};
+  }
+  if (p[1] == "tasks") return MatchTask(p);
+  if (p[1] == "somm" && p.size() == 3 && p[2] == "decisions") {
+    return Make(RestEndpoint::kDecisions, "GET");
   }
   return {};
+}
+
+std::string EncodePathSegment(std::string_view segment) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(segment.size());
+  for (const char ch : segment) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += ch;
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
 }
 
 }  // namespace somm::oip

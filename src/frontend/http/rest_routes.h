@@ -9,6 +9,13 @@
 //   POST /v2/models/{m}[/versions/{v}]/infer              inference
 //   POST /v2/repository/index                             repository index
 //   POST /v2/repository/models/{m}/load | /unload         load / unload
+// and somm's model-less extension (see somm_json.h for the bodies):
+//   POST /v2/tasks/{task}/infer                           task-form inference;
+//                                                         {task} is one or two
+//                                                         segments ("classification/digits")
+//   POST /v2/repository/models/{m}/register               register a model
+//   GET  /v2/repository/models/{m}/variants               variant generation status
+//   GET  /v2/somm/decisions                               the selector's decision log
 // A single trailing slash is tolerated. Matching is on the decoded path and
 // is independent of the HTTP method, so the caller can tell "no such path"
 // (404) from "wrong method" (405).
@@ -32,16 +39,25 @@ enum class RestEndpoint {
   kRepositoryIndex,
   kRepositoryLoad,
   kRepositoryUnload,
+  kTaskInfer,
+  kRepositoryRegister,
+  kModelVariants,
+  kDecisions,
 };
 
 struct RestRoute {
   RestEndpoint endpoint = RestEndpoint::kNone;
   std::string model;    // "" when the endpoint has none
   std::string version;  // "" = not given in the path
+  std::string task;     // kTaskInfer only: "classification/digits"
   // "GET" or "POST": the one method the endpoint accepts (HEAD goes with GET).
   const char* method = "";
 };
 
 RestRoute MatchRestRoute(std::string_view path);
+
+// Percent-encodes one path segment (RFC 3986 unreserved characters pass
+// through), so that a model or task name can never change the shape of a URL.
+std::string EncodePathSegment(std::string_view segment);
 
 }  // namespace somm::oip

@@ -44,10 +44,42 @@ TEST(RestRoutesTest, RejectsOtherPaths) {
        {"", "/", "/v1", "/v2/health", "/v2/health/dead", "/v2/models", "/v2/models/",
         "/v2/models/m/versions", "/v2/models/m/predict", "/v2/models/m/versions//infer",
         "/v2/models/m/infer/x", "/v2/repository", "/v2/repository/models/m",
-        "/v2/repository/models//load", "v2/health/live", "/v2//health/live"}) {
+        "/v2/repository/models//load", "v2/health/live", "/v2//health/live", "/v2/tasks",
+        "/v2/tasks/infer", "/v2/tasks/a/b/c/infer", "/v2/tasks//b/infer", "/v2/tasks/a//infer",
+        "/v2/tasks/a/b", "/v2/somm", "/v2/somm/decisions/x", "/v2/repository/models//register",
+        "/v2/repository/models/m/variants/x"}) {
     SCOPED_TRACE(path);
     EXPECT_EQ(MatchRestRoute(path).endpoint, RestEndpoint::kNone);
   }
+}
+
+TEST(RestRoutesTest, MatchesTheModelLessExtension) {
+  RestRoute r = MatchRestRoute("/v2/tasks/classification/digits/infer");
+  EXPECT_EQ(r.endpoint, RestEndpoint::kTaskInfer);
+  EXPECT_EQ(r.task, "classification/digits");
+  EXPECT_EQ(r.model, "");
+  EXPECT_STREQ(r.method, "POST");
+  r = MatchRestRoute("/v2/tasks/classification/infer/");
+  EXPECT_EQ(r.endpoint, RestEndpoint::kTaskInfer);
+  EXPECT_EQ(r.task, "classification");
+
+  r = MatchRestRoute("/v2/repository/models/m/register");
+  EXPECT_EQ(r.endpoint, RestEndpoint::kRepositoryRegister);
+  EXPECT_EQ(r.model, "m");
+  EXPECT_STREQ(r.method, "POST");
+  r = MatchRestRoute("/v2/repository/models/m/variants");
+  EXPECT_EQ(r.endpoint, RestEndpoint::kModelVariants);
+  EXPECT_EQ(r.model, "m");
+  EXPECT_STREQ(r.method, "GET");
+  r = MatchRestRoute("/v2/somm/decisions");
+  EXPECT_EQ(r.endpoint, RestEndpoint::kDecisions);
+  EXPECT_STREQ(r.method, "GET");
+}
+
+TEST(RestRoutesTest, EncodePathSegmentKeepsUnreservedOnly) {
+  EXPECT_EQ(EncodePathSegment("digits-mlp_1.0~"), "digits-mlp_1.0~");
+  EXPECT_EQ(EncodePathSegment("a/b c?%"), "a%2Fb%20c%3F%25");
+  EXPECT_EQ(EncodePathSegment("\xff"), "%FF");
 }
 
 }  // namespace
