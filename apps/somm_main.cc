@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "bench/bench.h"
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
@@ -124,6 +125,60 @@ int main(int argc, char** argv) {
   models_cmd->add_option("--protocol,-i", models.protocol, "http or grpc")
       ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
 
+  somm::bench::BenchOptions bench;
+  auto* bench_cmd = app.add_subcommand(
+      "bench", "Generate load against an OIP server (REST or gRPC) and report throughput, "
+               "latency percentiles, SLO attainment and the server-side split");
+  bench_cmd->add_option("model", bench.model, "Model name")->required();
+  bench_cmd->add_option("--url,-u", bench.url, "host:port of the server")->capture_default_str();
+  bench_cmd->add_option("--protocol,-i", bench.protocol, "http or grpc")
+      ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
+  auto* bench_conc = bench_cmd->add_option("--concurrency", bench.concurrency,
+                                           "Closed loop: N senders, each sends, waits, sends "
+                                           "(the default load is 1)")->check(CLI::PositiveNumber);
+  auto* bench_range = bench_cmd->add_option(
+      "--concurrency-range", bench.concurrency_range,
+      "Closed-loop sweep START:END[:STEP]; STEP multiplies (1:16:2 = 1 2 4 8 16, default 2), "
+      "+STEP adds (1:16:+5 = 1 6 11 16)");
+  auto* bench_rate = bench_cmd->add_option("--request-rate", bench.request_rate,
+                                           "Open loop: Poisson arrivals at R queries/s")
+                         ->check(CLI::PositiveNumber);
+  auto* bench_trace = bench_cmd->add_option(
+      "--trace", bench.trace,
+      "Replay a CSV trace once: header row, timestamp_ms required; model, task, latency_slo_ms, "
+      "min_accuracy, max_cost optional")->check(CLI::ExistingFile);
+  bench_conc->excludes(bench_range, bench_rate, bench_trace);
+  bench_range->excludes(bench_rate, bench_trace);
+  bench_rate->excludes(bench_trace);
+  bench_cmd->add_option("--duration-s", bench.duration_s,
+                        "Poisson: measure exactly this long instead of until stable");
+  bench_cmd->add_option("--warmup-s", bench.warmup_s, "Load before measuring (discarded)")
+      ->capture_default_str();
+  bench_cmd->add_option("--window-s", bench.window_s, "Length of one measurement window")
+      ->capture_default_str();
+  bench_cmd->add_option("--stability-pct", bench.stability_pct,
+                        "Stop when the last 3 windows' throughput and p99 are each within this "
+                        "% of their mean")->capture_default_str();
+  bench_cmd->add_option("--max-windows", bench.max_windows, "Stop after this many windows")
+      ->capture_default_str();
+  bench_cmd->add_option("--slo-ms", bench.slo_ms,
+                        "Latency SLO of every query; attained = succeeded within it");
+  bench_cmd->add_option("--input", bench.input,
+                        "OIP REST request body (.json) to send; default: random inputs built "
+                        "from the model's metadata")->check(CLI::ExistingFile);
+  bench_cmd->add_option("--batch-size,-b", bench.batch_size, "Samples per query")
+      ->capture_default_str();
+  bench_cmd->add_flag("--binary", bench.binary, "REST: use the binary tensor data extension");
+  bench_cmd->add_option("--senders", bench.senders, "Open loop / trace: sender threads")
+      ->capture_default_str();
+  bench_cmd->add_option("--seed", bench.seed, "Seed of the Poisson schedule and random inputs")
+      ->capture_default_str();
+  bench_cmd->add_option("--time-scale", bench.time_scale,
+                        "Trace: replay X times faster (arrival offsets divided by X)")
+      ->capture_default_str();
+  bench_cmd->add_option("--label", bench.label, "Name of the target in the report (default: url)");
+  bench_cmd->add_option("--json", bench.json_path, "Also write the report as JSON to this file");
+
   CLI11_PARSE(app, argc, argv);
   if (serve_cmd->parsed()) return somm::RunServe(serve);
   if (infer_cmd->parsed()) {
@@ -142,5 +197,6 @@ int main(int argc, char** argv) {
   if (variants_cmd->parsed()) return somm::RunVariants(variants);
   if (decisions_cmd->parsed()) return somm::RunDecisions(decisions);
   if (models_cmd->parsed()) return somm::RunModels(models);
+  if (bench_cmd->parsed()) return somm::bench::RunBench(bench);
   return 1;
 }
