@@ -1,0 +1,272 @@
+#!/usr/bin/env bash
+# Side-by-side performance of somm against raw libtorch and a plain FastAPI
+# server, on digits-mlp (tiny) and resnet18 (compute-heavy), in one go.
+#
+# For each model it measures, closed loop, one sample per query:
+#   raw-libtorch-b1, raw-libtorch-bMAX   bench_raw_libtorch: libtorch in process
+#                                        on the same TorchScript file with the
+#                                        model's intra_op_threads, at batch 1
+#                                        and at the model's max batch (the limit)
+#   somm-rest, somm-grpc                 somm bench -> somm serve (JSON / gRPC)
+#   fastapi-peer                         somm bench -> /work/shared/peers/
+#                                        fastapi_torchscript.py (JSON)
+# over a concurrency sweep (digits-mlp: 1 2 4 8 16; resnet18: 1 2 4 8), and
+# writes bench/out/<timestamp>/ (every JSON, logs, /metrics snapshots, the
+# report.md from bench/report.py and one SVG plot per model, also copied to
+# docs/performance-<model>.svg). It starts somm once and the peer once per
+# model, on free ports, and kills them on exit. About 7 minutes.
+#
+# Usage: bench/compare.sh [--quick] [--skip-build] [--no-docs] [-j N] [--out DIR]
+#   --quick       short windows (a smoke test of the script; figures are rough)
+#   --skip-build  use the binaries as they are
+#   --no-docs     do not copy the plots into docs/
+# Environment: SOMM_BUILD_DIR=<dir> (default build), SOMM_PEER=<path to the
+# FastAPI peer> (default /work/shared/peers/fastapi_torchscript.py).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+COMMAND="bench/compare.sh${*:+ $*}"
+for var in SOMM_BUILD_DIR SOMM_PEER $(compgen -e | grep -E '^(OMP|MKL|GOMP|KMP)_' || true); do
+  [[ -n "${!var:-}" ]] && COMMAND="$var=${!var} $COMMAND"
+done
+BUILD_DIR="${SOMM_BUILD_DIR:-build}"
+PEER="${SOMM_PEER:-/work/shared/peers/fastapi_torchscript.py}"
+PY=/usr/bin/python3
+REPO=models/demo
+JOBS=2
+QUICK=0
+DO_BUILD=1
+DO_DOCS=1
+OUT=""
+while (($#)); do
+  case "$1" in
+    --quick) QUICK=1; shift ;;
+    --skip-build) DO_BUILD=0; shift ;;
+    --no-docs) DO_DOCS=0; shift ;;
+    -j) JOBS="${2:?-j needs a number}"; shift 2 ;;
+    --out) OUT="${2:?--out needs a folder}"; shift 2 ;;
+    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench/compare.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+die() { echo "bench/compare.sh: $*" >&2; exit 1; }
+heading() { printf '\n==> %s\n' "$*"; }
+
+# ---- measurement settings: warm-up s, window s, max windows (min is 3)
+if ((QUICK)); then
+  DIGITS_TIMING=(0.5 0.5 3); RESNET_TIMING=(1 1 3); RAW_RESNET_TIMING=(1 2 3)
+else
+  DIGITS_TIMING=(1 2 5); RESNET_TIMING=(2 3 4); RAW_RESNET_TIMING=(2 5 4)
+fi
+STABILITY_PCT=10
+
+# ---- children: every process started here is killed on exit
+PIDS=()
+cleanup() {
+  local pid
+  for pid in "${PIDS[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then
+      kill "$pid" 2>/dev/null || true
+    fi
+  done
+  for pid in "${PIDS[@]}"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  PIDS=()
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+stop_pid() {
+  local pid="$1" keep=() p
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  for p in "${PIDS[@]}"; do [[ "$p" == "$pid" ]] || keep+=("$p"); done
+  PIDS=("${keep[@]}")
+}
+
+alive_or_die() {  # pid name log
+  kill -0 "$1" 2>/dev/null || { tail -n 20 "$3" >&2; die "$2 exited (log: $3)"; }
+}
+
+free_port() {
+  "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# ---- 1. binaries and the demo repository
+if [[ ! -f "$REPO/digits-mlp/1/model.pt" || ! -f "$REPO/resnet18/1/model.pt" ]]; then
+  heading "demo model repository (scripts/setup --skip-packages --skip-build)"
+  scripts/setup --skip-packages --skip-build
+fi
+if ((DO_BUILD)); then
+  heading "build ($BUILD_DIR: somm, bench_raw_libtorch)"
+  if [[ ! -f "$BUILD_DIR/build.ninja" && ! -f "$BUILD_DIR/Makefile" ]]; then
+    cmake -S . -B "$BUILD_DIR" -G Ninja
+  fi
+  cmake --build "$BUILD_DIR" --target somm bench_raw_libtorch -j "$JOBS"
+fi
+SOMM="$BUILD_DIR/somm"
+RAW="$BUILD_DIR/bench_raw_libtorch"
+[[ -x "$SOMM" ]] || die "no $SOMM (build it, or set SOMM_BUILD_DIR)"
+[[ -x "$RAW" ]] || die "no $RAW (build target bench_raw_libtorch)"
+"$SOMM" --help 2>/dev/null | grep -qE '^ +bench ' ||
+  die "$SOMM has no 'bench' subcommand (an older build? rebuild it)"
+[[ -f "$PEER" ]] || die "no FastAPI peer at $PEER (set SOMM_PEER)"
+
+OUT="${OUT:-bench/out/$(date -u +%Y%m%d-%H%M%S)}"
+mkdir -p "$OUT"
+: >"$OUT/commands.txt"
+LOADAVG_START="$(cut -d' ' -f1-3 /proc/loadavg)"
+START_S=$SECONDS
+
+# run LOG CMD...: records the command, runs it with its output in LOG, dies loudly on failure.
+run() {
+  local log="$1"; shift
+  printf '%s\n' "$*" >>"$OUT/commands.txt"
+  if ! "$@" >"$log" 2>&1; then
+    tail -n 20 "$log" >&2
+    die "failed: $* (log: $log)"
+  fi
+}
+
+# model_field MODEL EXPR: a value from the model's model.yaml (python expression over `c`).
+model_field() {
+  "$PY" -c "import sys, yaml; c = yaml.safe_load(open(sys.argv[1])); print($2)" \
+    "$REPO/$1/model.yaml"
+}
+
+# ---- 2. somm, once, on free ports
+heading "somm serve $REPO"
+"$SOMM" serve --model-repository "$REPO" --http-port 0 --grpc-port 0 --metrics-port 0 \
+  >"$OUT/somm.stdout" 2>"$OUT/somm.stderr" &
+SOMM_PID=$!
+PIDS+=("$SOMM_PID")
+BANNER=""
+for _ in $(seq 1200); do  # 120 s: every demo model loads and warms up first
+  BANNER="$(head -n 1 "$OUT/somm.stdout" 2>/dev/null || true)"
+  [[ "$BANNER" == "somm: listening "* ]] && break
+  alive_or_die "$SOMM_PID" "somm serve" "$OUT/somm.stderr"
+  sleep 0.1
+done
+[[ "$BANNER" =~ http=([0-9]+)\ grpc=([0-9]+)\ metrics=([0-9]+) ]] ||
+  die "somm serve printed no 'somm: listening' banner in 120 s (log: $OUT/somm.stderr)"
+HTTP_PORT="${BASH_REMATCH[1]}"; GRPC_PORT="${BASH_REMATCH[2]}"; METRICS_PORT="${BASH_REMATCH[3]}"
+for model in digits-mlp resnet18; do
+  curl -sf "http://127.0.0.1:$HTTP_PORT/v2/models/$model/ready" >/dev/null ||
+    die "somm serves no ready '$model' (see $SOMM models --url 127.0.0.1:$HTTP_PORT)"
+done
+echo "$BANNER (pid $SOMM_PID)"
+
+# ---- 3. per model: raw libtorch, somm REST, somm gRPC, the peer
+# bench_model MODEL INPUT "CONCURRENCIES" WARMUP WINDOW MAXWIN RAW_WARMUP RAW_WINDOW RAW_MAXWIN
+bench_model() {
+  local model="$1" input="$2" concs="$3" warm="$4" win="$5" maxw="$6"
+  local rwarm="$7" rwin="$8" rmaxw="$9"
+  local dir="$OUT/$model" threads max_batch shape file c
+  mkdir -p "$dir"
+  threads="$(model_field "$model" "c.get('intra_op_threads', 1)")"
+  max_batch="$(model_field "$model" "c['max_batch_size']")"
+  shape="$(model_field "$model" "','.join(str(d) for d in c['inputs'][0]['shape'])")"
+  heading "$model: intra_op_threads $threads, max batch $max_batch, input shape [$shape]"
+
+  local b
+  for b in 1 "$max_batch"; do
+    file="$dir/raw-libtorch-b$b"
+    run "$file.log" "$RAW" --model "$REPO/$model/1/model.pt" --name "$model" --shape "$shape" \
+      --batch-size "$b" --threads "$threads" --concurrency 1 --warmup-s "$rwarm" \
+      --window-s "$rwin" --max-windows "$rmaxw" --stability-pct "$STABILITY_PCT" \
+      --label "raw-libtorch-b$b" --json "$file.json"
+    "$PY" bench/report.py --brief "$file.json"
+  done
+
+  local proto label port
+  for label in somm-rest somm-grpc; do
+    if [[ "$label" == somm-rest ]]; then proto=http; port="$HTTP_PORT"; else proto=grpc; port="$GRPC_PORT"; fi
+    for c in $concs; do
+      file="$dir/$label-c$c"
+      curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" >"$file.metrics.before" || die "no /metrics"
+      run "$file.log" "$SOMM" bench "$model" --url "127.0.0.1:$port" -i "$proto" \
+        --concurrency "$c" --warmup-s "$warm" --window-s "$win" --max-windows "$maxw" \
+        --stability-pct "$STABILITY_PCT" --input "$input" --label "$label" --json "$file.json"
+      curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" >"$file.metrics.after" || die "no /metrics"
+      alive_or_die "$SOMM_PID" "somm serve" "$OUT/somm.stderr"
+      "$PY" bench/report.py --brief "$file.json"
+    done
+  done
+
+  local peer_port peer_pid peer_log="$dir/fastapi-peer.server.log"
+  peer_port="$(free_port)"
+  "$PY" "$PEER" --model "$REPO/$model/1/model.pt" --name "$model" --port "$peer_port" \
+    --threads "$threads" >"$peer_log" 2>&1 &
+  peer_pid=$!
+  PIDS+=("$peer_pid")
+  for _ in $(seq 600); do  # 60 s
+    curl -sf "http://127.0.0.1:$peer_port/v2/health/ready" >/dev/null 2>&1 && break
+    alive_or_die "$peer_pid" "FastAPI peer" "$peer_log"
+    sleep 0.1
+  done
+  curl -sf "http://127.0.0.1:$peer_port/v2/health/ready" >/dev/null ||
+    die "FastAPI peer not ready on port $peer_port in 60 s (log: $peer_log)"
+  echo "FastAPI peer for $model on port $peer_port (pid $peer_pid, --threads $threads)"
+  for c in $concs; do
+    file="$dir/fastapi-peer-c$c"
+    run "$file.log" "$SOMM" bench "$model" --url "127.0.0.1:$peer_port" -i http \
+      --concurrency "$c" --warmup-s "$warm" --window-s "$win" --max-windows "$maxw" \
+      --stability-pct "$STABILITY_PCT" --input "$input" --label fastapi-peer --json "$file.json"
+    alive_or_die "$peer_pid" "FastAPI peer" "$peer_log"
+    "$PY" bench/report.py --brief "$file.json"
+  done
+  stop_pid "$peer_pid"
+}
+
+bench_model digits-mlp "$REPO/.examples/digit_3.json" "1 2 4 8 16" \
+  "${DIGITS_TIMING[@]}" "${DIGITS_TIMING[@]}"
+bench_model resnet18 "$REPO/.examples/resnet_input.json" "1 2 4 8" \
+  "${RESNET_TIMING[@]}" "${RAW_RESNET_TIMING[@]}"
+
+stop_pid "$SOMM_PID"
+
+# ---- 4. the report
+heading "report"
+COMMAND="$COMMAND" LOADAVG_START="$LOADAVG_START" ELAPSED_S=$((SECONDS - START_S)) \
+SETTINGS="closed loop, one sample per server query; warm-up s / window s / max windows: \
+digits-mlp ${DIGITS_TIMING[*]}, resnet18 ${RESNET_TIMING[*]} (raw libtorch ${RAW_RESNET_TIMING[*]}); \
+a point is stable when its last 3 windows agree within $STABILITY_PCT% on throughput and p99; \
+REST bodies are JSON" \
+  "$PY" - "$OUT/meta.json" <<'EOF'
+import json, os, platform, subprocess, sys, time
+env = os.environ
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
+            if l.startswith("model name")), "?")
+mem = int(next(l.split()[1] for l in open("/proc/meminfo") if l.startswith("MemTotal"))) // 2**20
+def git(*args):
+    return subprocess.run(["git", *args], capture_output=True, text=True).stdout.strip()
+dirty = git("status", "--porcelain", "--untracked-files=no")
+json.dump({
+    "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    "command": env["COMMAND"],
+    "git": git("rev-parse", "--short", "HEAD") + (" + uncommitted changes" if dirty else ""),
+    "cores": os.cpu_count(),
+    "machine": f"{os.cpu_count()} cores ({cpu}), {mem} GiB, {platform.system()} "
+               f"{platform.release()}; load generator, servers and peer share these cores",
+    "loadavg_start": env["LOADAVG_START"],
+    "loadavg_end": " ".join(open("/proc/loadavg").read().split()[:3]),
+    "elapsed_s": int(env["ELAPSED_S"]),
+    "settings": env["SETTINGS"],
+    # Threading knobs change libtorch's behaviour; a report names the ones set.
+    "env": {k: v for k, v in env.items() if k.startswith(("OMP_", "MKL_", "GOMP_", "KMP_"))},
+}, open(sys.argv[1], "w"), indent=2)
+EOF
+DOCS_ARGS=()
+if ((DO_DOCS)); then DOCS_ARGS=(--docs-dir docs); fi
+"$PY" bench/report.py "$OUT" "${DOCS_ARGS[@]}"
+echo
+echo "report:  $OUT/report.md (plots: $OUT/performance-*.svg$( ((DO_DOCS)) && echo ', copied to docs/'))"
+echo "command: $COMMAND   ($((SECONDS - START_S)) s, load average before $LOADAVG_START)"

@@ -1,0 +1,562 @@
+#!/usr/bin/python3
+"""Report of one bench/compare.sh run: markdown tables, ratios, targets, SVG plots.
+
+Usage: /usr/bin/python3 bench/report.py OUT_DIR [--docs-dir docs]
+
+OUT_DIR is what bench/compare.sh wrote:
+  meta.json                      date, command, machine, settings, models
+  <model>/<target>[-cN].json     `somm bench --json` / `bench_raw_libtorch --json`
+  <model>/<target>-cN.metrics.before|after   somm /metrics around that run
+Writes OUT_DIR/report.md and OUT_DIR/performance-<model>.svg (copied to
+--docs-dir when given) and prints the summary tables to stdout.
+
+Definitions (they are repeated in report.md):
+  best point     the point of a target with the highest samples/s
+  overhead p50   somm's server-side time that is neither queueing nor model
+                 execution: somm_server_us - somm_queue_us - somm_compute_us,
+                 median over the queries of the point (from `somm bench`)
+  mean batch     samples per batch somm executed during that run (its
+                 /metrics somm_inference_batch_size sum/count difference;
+                 the run's warm-up included)
+Standard library only: this runs on /usr/bin/python3 with nothing installed.
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import re
+import shutil
+import sys
+
+PEER = "fastapi-peer"
+REST = "somm-rest"
+GRPC = "somm-grpc"
+SERVER_TARGETS = [REST, GRPC, PEER]
+COLORS = {REST: "#1f77b4", GRPC: "#2ca02c", PEER: "#d62728"}
+RAW_COLORS = ["#7f7f7f", "#000000"]
+
+
+# ---------------------------------------------------------------- loading
+
+def parse_batch_metric(path, model):
+    """(sum, count) of somm_inference_batch_size for `model` in a /metrics text."""
+    total = {"sum": 0.0, "count": 0.0}
+    if not os.path.exists(path):
+        return None
+    pat = re.compile(r'^somm_inference_batch_size_(sum|count)\{([^}]*)\}\s+(\S+)')
+    with open(path) as f:
+        for line in f:
+            m = pat.match(line)
+            if m and f'model="{model}"' in m.group(2):
+                total[m.group(1)] += float(m.group(3))
+    return total
+
+
+def mean_batch(json_path, model):
+    stem = json_path[:-len(".json")]
+    before = parse_batch_metric(stem + ".metrics.before", model)
+    after = parse_batch_metric(stem + ".metrics.after", model)
+    if not before or not after:
+        return None
+    batches = after["count"] - before["count"]
+    return (after["sum"] - before["sum"]) / batches if batches > 0 else None
+
+
+def load_run(out_dir):
+    """{model: {target: {"batch_size", "protocol", "points": [...]}}} sorted by concurrency."""
+    runs = {}
+    for path in sorted(glob.glob(os.path.join(out_dir, "*", "*.json"))):
+        model_dir = os.path.basename(os.path.dirname(path))
+        with open(path) as f:
+            doc = json.load(f)
+        model = doc.get("model") or model_dir
+        target = doc["target"]
+        entry = runs.setdefault(model, {}).setdefault(
+            target, {"batch_size": doc["batch_size"], "protocol": doc["protocol"], "points": []})
+        mb = mean_batch(path, model)
+        for p in doc["points"]:
+            p = dict(p)
+            p["mean_batch"] = mb
+            entry["points"].append(p)
+    for targets in runs.values():
+        for t in targets.values():
+            t["points"].sort(key=lambda p: p["concurrency"] or 0)
+    return runs
+
+
+def target_order(targets):
+    raws = sorted((t for t in targets if t.startswith("raw-libtorch")),
+                  key=lambda t: int(re.sub(r"\D", "", t) or 0))
+    return raws + [t for t in SERVER_TARGETS if t in targets] + \
+        sorted(t for t in targets if t not in raws and t not in SERVER_TARGETS)
+
+
+# ---------------------------------------------------------------- figures
+
+def best(points):
+    return max(points, key=lambda p: p["throughput_sps"]) if points else None
+
+
+def at_conc(points, c):
+    for p in points:
+        if p["concurrency"] == c:
+            return p
+    return None
+
+
+def fmt(v, nd=1):
+    if v is None:
+        return "n/a"
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return "n/a"
+    if abs(v) >= 100 or nd == 0:
+        return f"{v:,.0f}"
+    return f"{v:,.{nd}f}"
+
+
+def ms(us):
+    return None if us is None else us / 1000.0
+
+
+def server(p, key):
+    s = p.get("server_us")
+    return None if not s else s.get(key)
+
+
+def errors_text(p):
+    e = p.get("errors") or {}
+    return ", ".join(f"{k} {v}" for k, v in sorted(e.items())) or "0"
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+# ---------------------------------------------------------------- tables
+
+SUMMARY_HEAD = ("| model | target | point | concurrency | batch/query | queries/s | samples/s "
+                "| p50 ms | p99 ms | queue p50 µs | compute p50 µs | overhead p50 µs "
+                "| mean batch formed | errors | windows |\n"
+                "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+
+
+def summary_row(model, target, label, t, p):
+    lat = p["latency_us"]
+    mb = p.get("mean_batch")
+    return (f"| {model} | {target} | {label} | {p['concurrency']} | {t['batch_size']} "
+            f"| {fmt(p['throughput_qps'])} | {fmt(p['throughput_sps'])} "
+            f"| {fmt(ms(lat['p50']), 2)} | {fmt(ms(lat['p99']), 2)} "
+            f"| {fmt(server(p, 'queue_p50'), 0)} | {fmt(server(p, 'compute_p50'), 0)} "
+            f"| {fmt(server(p, 'overhead_p50'), 0)} | {fmt(mb, 1) if mb else 'n/a'} "
+            f"| {errors_text(p)} | {p['windows']}{'' if p['stable'] else ' (not stable)'} |")
+
+
+def summary_table(runs):
+    rows = [SUMMARY_HEAD]
+    for model in runs:
+        targets = runs[model]
+        for target in target_order(targets):
+            t = targets[target]
+            c1 = at_conc(t["points"], 1)
+            b = best(t["points"])
+            if c1 is not None:
+                rows.append(summary_row(model, target, "c=1", t, c1))
+            if b is not None and b is not c1:
+                rows.append(summary_row(model, target, "best", t, b))
+    return "\n".join(rows)
+
+
+def sweep_table(model, targets):
+    rows = [f"#### {model}\n",
+            "| target | concurrency | queries/s | samples/s | p50 ms | p90 ms | p99 ms | p99.9 ms "
+            "| queue p50 µs | compute p50 µs | overhead p50 µs | client overhead p50 µs "
+            "| mean batch formed | errors | windows |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    for target in target_order(targets):
+        t = targets[target]
+        for p in t["points"]:
+            lat = p["latency_us"]
+            mb = p.get("mean_batch")
+            name = target if t["batch_size"] == 1 else f"{target} (batch {t['batch_size']})"
+            rows.append(
+                f"| {name} | {p['concurrency']} | {fmt(p['throughput_qps'])} "
+                f"| {fmt(p['throughput_sps'])} | {fmt(ms(lat['p50']), 2)} | {fmt(ms(lat['p90']), 2)} "
+                f"| {fmt(ms(lat['p99']), 2)} | {fmt(ms(lat['p999']), 2)} "
+                f"| {fmt(server(p, 'queue_p50'), 0)} | {fmt(server(p, 'compute_p50'), 0)} "
+                f"| {fmt(server(p, 'overhead_p50'), 0)} "
+                f"| {fmt(server(p, 'client_overhead_p50'), 0)} "
+                f"| {fmt(mb, 1) if mb else 'n/a'} | {errors_text(p)} "
+                f"| {p['windows']}{'' if p['stable'] else ' (not stable)'} |")
+    return "\n".join(rows)
+
+
+def raw_targets(targets):
+    """(raw at batch 1, raw at the largest batch) target names, either may be None."""
+    raws = [t for t in target_order(targets) if t.startswith("raw-libtorch")]
+    b1 = next((t for t in raws if targets[t]["batch_size"] == 1), None)
+    bmax = max(raws, key=lambda t: targets[t]["batch_size"], default=None)
+    return b1, (bmax if bmax != b1 else None)
+
+
+def throughput_at_p99_no_worse(somm, peer):
+    """somm's best samples/s over the points whose p99 is no worse than the
+    peer's p99 at the same concurrency; (point, peer point) or (None, None)."""
+    chosen, peer_at = None, None
+    for p in somm:
+        q = at_conc(peer, p["concurrency"])
+        if q is None or p["latency_us"]["p99"] > q["latency_us"]["p99"]:
+            continue
+        if chosen is None or p["throughput_sps"] > chosen["throughput_sps"]:
+            chosen, peer_at = p, q
+    return chosen, peer_at
+
+
+def ratios(model, targets):
+    """Lines of the ratio table for one model, plus verdict facts for targets."""
+    rows = [f"#### {model}\n", "| figure | somm-rest | somm-grpc |", "|---|---:|---:|"]
+    facts = {}
+    peer = targets.get(PEER, {}).get("points", [])
+    peer_best = best(peer)
+    b1, bmax = raw_targets(targets)
+    raw1 = best(targets[b1]["points"]) if b1 else None
+    rawm = best(targets[bmax]["points"]) if bmax else None
+
+    def cell(target, fn):
+        pts = targets.get(target, {}).get("points", [])
+        if not pts:
+            return "n/a"
+        return fn(pts)
+
+    def best_ratio(pts):
+        return f"{fmt(ratio(best(pts)['throughput_sps'], peer_best and peer_best['throughput_sps']), 2)}x"
+
+    def p99_at_best(pts):
+        b = best(pts)
+        q = at_conc(peer, b["concurrency"])
+        r = ratio(b["latency_us"]["p99"], q and q["latency_us"]["p99"])
+        return f"{fmt(r, 2)}x (c={b['concurrency']})"
+
+    def p99_c1(pts):
+        p, q = at_conc(pts, 1), at_conc(peer, 1)
+        return f"{fmt(ratio(p and p['latency_us']['p99'], q and q['latency_us']['p99']), 2)}x"
+
+    def no_worse(pts):
+        p, q = throughput_at_p99_no_worse(pts, peer)
+        if p is None or not peer_best:
+            return "none (p99 worse at every concurrency)"
+        return f"{fmt(p['throughput_sps'] / peer_best['throughput_sps'], 2)}x (c={p['concurrency']})"
+
+    def overhead_c1(pts):
+        p = at_conc(pts, 1)
+        return f"{fmt(server(p, 'overhead_p50'), 0)} µs" if p else "n/a"
+
+    def added_c1(pts):
+        p = at_conc(pts, 1)
+        if not p or not raw1:
+            return "n/a"
+        return f"{fmt(p['latency_us']['p50'] - raw1['latency_us']['p50'], 0)} µs"
+
+    def vs_raw(raw):
+        def f(pts):
+            return f"{fmt(100 * ratio(best(pts)['throughput_sps'], raw and raw['throughput_sps']), 1)}%"
+        return f
+
+    lines = [
+        ("throughput, best / peer best", best_ratio),
+        ("throughput at p99 no worse than the peer's at the same concurrency / peer best",
+         no_worse),
+        ("p99 / peer p99, at somm's best concurrency", p99_at_best),
+        ("p99 / peer p99, concurrency 1", p99_c1),
+        ("server overhead p50, concurrency 1", overhead_c1),
+        ("end-to-end p50 minus raw libtorch p50 (batch 1), concurrency 1", added_c1),
+    ]
+    if raw1:
+        lines.append((f"best samples/s / raw libtorch batch 1 ({fmt(raw1['throughput_sps'])}/s)",
+                      vs_raw(raw1)))
+    if rawm:
+        lines.append((f"best samples/s / raw libtorch batch {targets[bmax]['batch_size']} "
+                      f"({fmt(rawm['throughput_sps'])}/s)", vs_raw(rawm)))
+    if not peer:
+        lines = [l for l in lines if "peer" not in l[0]]
+    for label, fn in lines:
+        rows.append(f"| {label} | {cell(REST, fn)} | {cell(GRPC, fn)} |")
+
+    for target in (REST, GRPC):
+        pts = targets.get(target, {}).get("points", [])
+        if not pts:
+            continue
+        p, _ = throughput_at_p99_no_worse(pts, peer)
+        facts[target] = {
+            "vs_peer": ratio(p["throughput_sps"], peer_best["throughput_sps"])
+            if p and peer_best else None,
+            "vs_peer_conc": p["concurrency"] if p else None,
+            "overhead_c1": server(at_conc(pts, 1), "overhead_p50") if at_conc(pts, 1) else None,
+            "vs_raw_max": ratio(best(pts)["throughput_sps"], rawm and rawm["throughput_sps"]),
+            "vs_raw_1": ratio(best(pts)["throughput_sps"], raw1 and raw1["throughput_sps"]),
+            "best_conc": best(pts)["concurrency"],
+            "best_mean_batch": best(pts).get("mean_batch"),
+            "raw_max_batch": targets[bmax]["batch_size"] if bmax else None,
+        }
+    return "\n".join(rows), facts
+
+
+def verdict(ok):
+    return "n/a" if ok is None else ("**met**" if ok else "**missed**")
+
+
+def targets_table(facts, tiny, heavy):
+    rows = ["| target (from the issue) | protocol | measured | verdict |", "|---|---|---|---|"]
+    for proto in (REST, GRPC):
+        f = facts.get(tiny, {}).get(proto)
+        if f:
+            v = f["vs_peer"]
+            where = f" at c={f['vs_peer_conc']}" if f["vs_peer_conc"] else ""
+            rows.append(f"| {tiny}: somm ≥ 10x the peer's throughput at a p99 no worse | {proto} "
+                        f"| {fmt(v, 2)}x{where} | {verdict(None if v is None else v >= 10)} |")
+    for model in (tiny, heavy):
+        for proto in (REST, GRPC):
+            f = facts.get(model, {}).get(proto)
+            if f:
+                o = f["overhead_c1"]
+                rows.append(f"| {model}: server overhead p50 ≤ 50 µs at concurrency 1 | {proto} "
+                            f"| {fmt(o, 0)} µs | {verdict(None if o is None else o <= 50)} |")
+    for proto in (REST, GRPC):
+        f = facts.get(heavy, {}).get(proto)
+        if f:
+            v = f["vs_raw_max"]
+            mb = f["best_mean_batch"]
+            rows.append(
+                f"| {heavy}: somm ≥ 95% of raw libtorch throughput (best samples/s vs raw "
+                f"libtorch at max batch {f['raw_max_batch']}; somm formed mean batch "
+                f"{fmt(mb, 1) if mb else 'n/a'} at c={f['best_conc']}) | {proto} "
+                f"| {fmt(None if v is None else 100 * v, 1)}% "
+                f"(vs batch 1: {fmt(None if f['vs_raw_1'] is None else 100 * f['vs_raw_1'], 1)}%) "
+                f"| {verdict(None if v is None else v >= 0.95)} |")
+    return "\n".join(rows)
+
+
+# ---------------------------------------------------------------- SVG
+
+def nice_ticks(lo, hi):
+    """Log-scale ticks 1-2-5 per decade within [lo, hi]."""
+    ticks = []
+    e = math.floor(math.log10(lo))
+    while 10 ** e <= hi * 1.0001:
+        for m in (1, 2, 5):
+            v = m * 10 ** e
+            if lo * 0.9999 <= v <= hi * 1.0001:
+                ticks.append(v)
+        e += 1
+    return ticks
+
+
+def tick_label(v):
+    if v >= 1000:
+        return f"{v / 1000:g}k"
+    return f"{v:g}"
+
+
+def esc(s):
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def svg_plot(model, targets, meta):
+    """p99 latency (ms, log) against throughput (samples/s, log), one line per target."""
+    series = []
+    raw_i = 0
+    for target in target_order(targets):
+        t = targets[target]
+        pts = [(p["throughput_sps"], p["latency_us"]["p99"] / 1000.0, p["concurrency"])
+               for p in t["points"] if p["throughput_sps"] > 0 and p["latency_us"]["p99"] > 0]
+        if not pts:
+            continue
+        if target.startswith("raw-libtorch"):
+            color = RAW_COLORS[raw_i % len(RAW_COLORS)]
+            raw_i += 1
+            name = f"raw libtorch, batch {t['batch_size']}"
+        else:
+            color = COLORS.get(target, "#9467bd")
+            name = {REST: "somm REST (JSON)", GRPC: "somm gRPC", PEER: "FastAPI peer (JSON)"}.get(
+                target, target)
+        series.append((name, color, pts, target.startswith("raw-libtorch")))
+    if not series:
+        return None
+    xs = [x for _, _, pts, _ in series for x, _, _ in pts]
+    ys = [y for _, _, pts, _ in series for _, y, _ in pts]
+    x_lo, x_hi = 10 ** math.floor(math.log10(min(xs))), 10 ** math.ceil(math.log10(max(xs)))
+    y_lo, y_hi = 10 ** math.floor(math.log10(min(ys))), 10 ** math.ceil(math.log10(max(ys)))
+    W, H = 860, 520
+    L, R, T, B = 80, 280, 50, 60
+    pw, ph = W - L - R, H - T - B
+
+    def sx(x):
+        return L + pw * (math.log10(x) - math.log10(x_lo)) / (math.log10(x_hi) - math.log10(x_lo))
+
+    def sy(y):
+        return T + ph - ph * (math.log10(y) - math.log10(y_lo)) / (math.log10(y_hi) - math.log10(y_lo))
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
+           f'viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">',
+           f'<rect width="{W}" height="{H}" fill="white"/>',
+           f'<text x="{L + pw / 2}" y="22" text-anchor="middle" font-size="15" font-weight="bold">'
+           f'{esc(model)}: p99 latency against throughput (closed loop, log-log)</text>',
+           f'<text x="{L + pw / 2}" y="38" text-anchor="middle" font-size="11" fill="#555">'
+           f'{esc(meta.get("date", ""))}; {meta.get("cores", "?")} CPU cores shared by the '
+           f'load generator and the server; point labels are concurrency</text>']
+    for v in nice_ticks(x_lo, x_hi):
+        x = sx(v)
+        major = abs(math.log10(v) - round(math.log10(v))) < 1e-9
+        out.append(f'<line x1="{x:.1f}" y1="{T}" x2="{x:.1f}" y2="{T + ph}" '
+                   f'stroke="{"#ccc" if major else "#eee"}"/>')
+        out.append(f'<line x1="{x:.1f}" y1="{T + ph}" x2="{x:.1f}" y2="{T + ph + 5}" stroke="black"/>')
+        out.append(f'<text x="{x:.1f}" y="{T + ph + 18}" text-anchor="middle">{tick_label(v)}</text>')
+    for v in nice_ticks(y_lo, y_hi):
+        y = sy(v)
+        major = abs(math.log10(v) - round(math.log10(v))) < 1e-9
+        out.append(f'<line x1="{L}" y1="{y:.1f}" x2="{L + pw}" y2="{y:.1f}" '
+                   f'stroke="{"#ccc" if major else "#eee"}"/>')
+        out.append(f'<line x1="{L - 5}" y1="{y:.1f}" x2="{L}" y2="{y:.1f}" stroke="black"/>')
+        out.append(f'<text x="{L - 8}" y="{y + 4:.1f}" text-anchor="end">{tick_label(v)}</text>')
+    out.append(f'<rect x="{L}" y="{T}" width="{pw}" height="{ph}" fill="none" stroke="black"/>')
+    out.append(f'<text x="{L + pw / 2}" y="{H - 18}" text-anchor="middle">'
+               f'throughput (samples/s, log scale)</text>')
+    out.append(f'<text x="18" y="{T + ph / 2}" text-anchor="middle" '
+               f'transform="rotate(-90 18 {T + ph / 2})">p99 latency (ms, log scale)</text>')
+    for name, color, pts, is_raw in series:
+        coords = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y, _ in pts)
+        if len(pts) > 1:
+            out.append(f'<polyline points="{coords}" fill="none" stroke="{color}" stroke-width="2"/>')
+        for x, y, c in pts:
+            if is_raw:
+                out.append(f'<rect x="{sx(x) - 5:.1f}" y="{sy(y) - 5:.1f}" width="10" height="10" '
+                           f'fill="{color}"/>')
+            else:
+                out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="4" fill="{color}"/>')
+                out.append(f'<text x="{sx(x) + 6:.1f}" y="{sy(y) - 6:.1f}" font-size="10" '
+                           f'fill="{color}">{c}</text>')
+    lx, ly = L + pw + 20, T + 10
+    out.append(f'<text x="{lx}" y="{ly}" font-weight="bold">target</text>')
+    for i, (name, color, _, is_raw) in enumerate(series):
+        y = ly + 22 + 22 * i
+        if is_raw:
+            out.append(f'<rect x="{lx + 10}" y="{y - 9}" width="10" height="10" fill="{color}"/>')
+        else:
+            out.append(f'<line x1="{lx}" y1="{y - 4}" x2="{lx + 30}" y2="{y - 4}" stroke="{color}" '
+                       f'stroke-width="2"/><circle cx="{lx + 15}" cy="{y - 4}" r="4" fill="{color}"/>')
+        out.append(f'<text x="{lx + 38}" y="{y}">{esc(name)}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------- main
+
+DEFINITIONS = """\
+- **target**: `raw-libtorch-bN` is `bench_raw_libtorch` (libtorch called in process on the same
+  TorchScript file, same intra-op threads, N samples per forward call, concurrency 1, no server);
+  `somm-rest` / `somm-grpc` are `somm bench` against `somm serve` over REST (JSON tensors) and gRPC;
+  `fastapi-peer` is `somm bench` over REST (JSON) against `/work/shared/peers/fastapi_torchscript.py`.
+  Every server query carries one sample; somm batches them server-side.
+- **point**: `c=1` is the concurrency-1 point, `best` the point with the highest samples/s.
+- **concurrency**: closed loop, that many queries in flight (one client thread each).
+- **queries/s, samples/s**: successful queries (forward calls for raw libtorch) per second over
+  the last 3 measurement windows; samples/s = queries/s × samples per query.
+- **p50/p99 ms**: client-side latency percentiles (nearest rank), send to answer.
+- **queue / compute / overhead p50 µs**: the server's own timing from the response parameters
+  (`somm_queue_us`, `somm_compute_us`, and `somm_server_us − queue − compute`), medians over the
+  point's queries; n/a where the target reports none.
+- **client overhead p50**: client-side call time minus `somm_server_us` (wire, encode/decode,
+  client).
+- **mean batch formed**: samples per batch that somm executed during that run (difference of its
+  `somm_inference_batch_size` histogram's sum and count; warm-up included).
+- **windows**: measurement windows run; "(not stable)" when the last 3 did not agree within the
+  stability percentage before the window limit."""
+
+
+def brief(path):
+    with open(path) as f:
+        doc = json.load(f)
+    for p in doc["points"]:
+        lat = p["latency_us"]
+        extra = ""
+        if p.get("server_us"):
+            s = p["server_us"]
+            extra = (f", server queue/compute/overhead p50 {s['queue_p50']:.0f}/"
+                     f"{s['compute_p50']:.0f}/{s['overhead_p50']:.0f} µs")
+        errs = sum((p.get("errors") or {}).values())
+        print(f"  {doc['model']} {doc['target']:<18} batch {doc['batch_size']:<3} c={p['concurrency']:<3} "
+              f"{p['throughput_sps']:>10,.1f} samples/s  p50 {lat['p50'] / 1000:8.2f} ms  "
+              f"p99 {lat['p99'] / 1000:8.2f} ms{extra}{f', {errs} errors' if errs else ''}"
+              f"{'' if p['stable'] else ' (not stable)'}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("out_dir", nargs="?")
+    ap.add_argument("--docs-dir", help="also copy performance-<model>.svg here")
+    ap.add_argument("--tiny", default="digits-mlp")
+    ap.add_argument("--heavy", default="resnet18")
+    ap.add_argument("--brief", metavar="FILE.json", help="print one line per point of FILE and exit")
+    a = ap.parse_args()
+    if a.brief:
+        brief(a.brief)
+        return
+    if not a.out_dir:
+        ap.error("OUT_DIR is required")
+
+    meta_path = os.path.join(a.out_dir, "meta.json")
+    meta = json.load(open(meta_path)) if os.path.exists(meta_path) else {}
+    runs = load_run(a.out_dir)
+    if not runs:
+        sys.exit(f"report.py: no bench JSON under {a.out_dir}/<model>/")
+
+    summary = summary_table(runs)
+    ratio_blocks, facts = [], {}
+    for model in runs:
+        text, facts[model] = ratios(model, runs[model])
+        ratio_blocks.append(text)
+    verdicts = targets_table(facts, a.tiny, a.heavy)
+
+    svgs = []
+    for model in runs:
+        svg = svg_plot(model, runs[model], meta)
+        if svg is None:
+            continue
+        name = f"performance-{model}.svg"
+        with open(os.path.join(a.out_dir, name), "w") as f:
+            f.write(svg)
+        svgs.append(name)
+        if a.docs_dir:
+            shutil.copy(os.path.join(a.out_dir, name), os.path.join(a.docs_dir, name))
+
+    md = [f"# somm performance comparison ({meta.get('date', 'undated')})", ""]
+    if meta:
+        md += [f"- command: `{meta.get('command', '?')}`",
+               f"- commit: `{meta.get('git', '?')}`",
+               f"- machine: {meta.get('machine', '?')}; load average before/after: "
+               f"{meta.get('loadavg_start', '?')} / {meta.get('loadavg_end', '?')}",
+               f"- measurement: {meta.get('settings', '?')}",
+               f"- threading environment: "
+               f"{', '.join(f'{k}={v}' for k, v in meta.get('env', {}).items()) or 'none set'}",
+               ""]
+    md += ["## Summary", "", summary, "", "## Ratios", ""]
+    for block in ratio_blocks:
+        md += [block, ""]
+    md += ["## Targets", "", verdicts, "", "## What the columns mean", "", DEFINITIONS, "",
+           "## Full sweeps", ""]
+    for model in runs:
+        md += [sweep_table(model, runs[model]), ""]
+    md += ["## Plots", ""] + [f"![{s}]({s})" for s in svgs] + [""]
+    with open(os.path.join(a.out_dir, "report.md"), "w") as f:
+        f.write("\n".join(md))
+
+    print(summary)
+    print()
+    for block in ratio_blocks:
+        print(block)
+        print()
+    print(verdicts)
+
+
+if __name__ == "__main__":
+    main()
