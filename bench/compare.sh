@@ -124,6 +124,7 @@ OUT="${OUT:-bench/out/$(date -u +%Y%m%d-%H%M%S)}"
 mkdir -p "$OUT"
 : >"$OUT/commands.txt"
 LOADAVG_START="$(cut -d' ' -f1-3 /proc/loadavg)"
+DATE_START="$(date -u '+%Y-%m-%d %H:%M UTC')"
 START_S=$SECONDS
 
 # run LOG CMD...: records the command, runs it with its output in LOG, dies loudly on failure.
@@ -134,6 +135,26 @@ run() {
     tail -n 20 "$log" >&2
     die "failed: $* (log: $log)"
   fi
+}
+
+# CPU seconds (user + system, all threads) a process has used so far.
+cpu_s() {
+  sed 's/.*) //' "/proc/$1/stat" | awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($12 + $13) / hz}'
+}
+
+# load SERVER_PID FILE CMD...: runs one load-generator command like `run`, and
+# writes FILE.cpu.json: the server's and the load generator's CPU seconds over
+# the run and its wall time, so the report can say how busy each one was.
+load() {
+  local pid="$1" file="$2"; shift 2
+  local cpu0 t0 cpu1 t1 user sys
+  cpu0="$(cpu_s "$pid")"; t0="$EPOCHREALTIME"
+  run "$file.log" /usr/bin/time -o "$file.time" -f '%U %S' "$@"
+  cpu1="$(cpu_s "$pid")"; t1="$EPOCHREALTIME"
+  read -r user sys <"$file.time"
+  awk -v c0="$cpu0" -v c1="$cpu1" -v u="$user" -v s="$sys" -v t0="$t0" -v t1="$t1" 'BEGIN {
+    printf "{\"server_cpu_s\": %.2f, \"loadgen_cpu_s\": %.2f, \"wall_s\": %.3f}\n", c1 - c0, u + s, t1 - t0
+  }' >"$file.cpu.json"
 }
 
 # model_field MODEL EXPR: a value from the model's model.yaml (python expression over `c`).
@@ -192,7 +213,7 @@ bench_model() {
     for c in $concs; do
       file="$dir/$label-c$c"
       curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" >"$file.metrics.before" || die "no /metrics"
-      run "$file.log" "$SOMM" bench "$model" --url "127.0.0.1:$port" -i "$proto" \
+      load "$SOMM_PID" "$file" "$SOMM" bench "$model" --url "127.0.0.1:$port" -i "$proto" \
         --concurrency "$c" --warmup-s "$warm" --window-s "$win" --max-windows "$maxw" \
         --stability-pct "$STABILITY_PCT" --input "$input" --label "$label" --json "$file.json"
       curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" >"$file.metrics.after" || die "no /metrics"
@@ -217,7 +238,7 @@ bench_model() {
   echo "FastAPI peer for $model on port $peer_port (pid $peer_pid, --threads $threads)"
   for c in $concs; do
     file="$dir/fastapi-peer-c$c"
-    run "$file.log" "$SOMM" bench "$model" --url "127.0.0.1:$peer_port" -i http \
+    load "$peer_pid" "$file" "$SOMM" bench "$model" --url "127.0.0.1:$peer_port" -i http \
       --concurrency "$c" --warmup-s "$warm" --window-s "$win" --max-windows "$maxw" \
       --stability-pct "$STABILITY_PCT" --input "$input" --label fastapi-peer --json "$file.json"
     alive_or_die "$peer_pid" "FastAPI peer" "$peer_log"
@@ -235,13 +256,13 @@ stop_pid "$SOMM_PID"
 
 # ---- 4. the report
 heading "report"
-COMMAND="$COMMAND" LOADAVG_START="$LOADAVG_START" ELAPSED_S=$((SECONDS - START_S)) \
+COMMAND="$COMMAND" DATE_START="$DATE_START" LOADAVG_START="$LOADAVG_START" ELAPSED_S=$((SECONDS - START_S)) \
 SETTINGS="closed loop, one sample per server query; warm-up s / window s / max windows: \
 digits-mlp ${DIGITS_TIMING[*]}, resnet18 ${RESNET_TIMING[*]} (raw libtorch ${RAW_RESNET_TIMING[*]}); \
 a point is stable when its last 3 windows agree within $STABILITY_PCT% on throughput and p99; \
 REST bodies are JSON" \
   "$PY" - "$OUT/meta.json" <<'EOF'
-import json, os, platform, subprocess, sys, time
+import json, os, platform, subprocess, sys
 env = os.environ
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
             if l.startswith("model name")), "?")
@@ -250,7 +271,7 @@ def git(*args):
     return subprocess.run(["git", *args], capture_output=True, text=True).stdout.strip()
 dirty = git("status", "--porcelain", "--untracked-files=no")
 json.dump({
-    "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    "date": env["DATE_START"],
     "command": env["COMMAND"],
     "git": git("rev-parse", "--short", "HEAD") + (" + uncommitted changes" if dirty else ""),
     "cores": os.cpu_count(),

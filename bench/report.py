@@ -63,10 +63,34 @@ def mean_batch(json_path, model):
     return (after["sum"] - before["sum"]) / batches if batches > 0 else None
 
 
+def load_cpu(json_path):
+    """The run's CPU use from <stem>.cpu.json (bench/compare.sh), or None."""
+    path = json_path[:-len(".json")] + ".cpu.json"
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        c = json.load(f)
+    if not c.get("wall_s"):
+        return None
+    return {"server_cores": c["server_cpu_s"] / c["wall_s"],
+            "loadgen_cores": c["loadgen_cpu_s"] / c["wall_s"]}
+
+
+def cpu_per_query_us(p):
+    """Server CPU µs per query: cores busy over the run / the measured rate.
+    The run includes warm-up, so this assumes its rate held throughout."""
+    c = p.get("cpu")
+    if not c or not p["throughput_qps"]:
+        return None
+    return c["server_cores"] / p["throughput_qps"] * 1e6
+
+
 def load_run(out_dir):
     """{model: {target: {"batch_size", "protocol", "points": [...]}}} sorted by concurrency."""
     runs = {}
     for path in sorted(glob.glob(os.path.join(out_dir, "*", "*.json"))):
+        if path.endswith(".cpu.json"):
+            continue
         model_dir = os.path.basename(os.path.dirname(path))
         with open(path) as f:
             doc = json.load(f)
@@ -75,9 +99,11 @@ def load_run(out_dir):
         entry = runs.setdefault(model, {}).setdefault(
             target, {"batch_size": doc["batch_size"], "protocol": doc["protocol"], "points": []})
         mb = mean_batch(path, model)
+        cpu = load_cpu(path)
         for p in doc["points"]:
             p = dict(p)
             p["mean_batch"] = mb
+            p["cpu"] = cpu
             entry["points"].append(p)
     for targets in runs.values():
         for t in targets.values():
@@ -137,8 +163,8 @@ def ratio(a, b):
 
 SUMMARY_HEAD = ("| model | target | point | concurrency | batch/query | queries/s | samples/s "
                 "| p50 ms | p99 ms | queue p50 µs | compute p50 µs | overhead p50 µs "
-                "| mean batch formed | errors | windows |\n"
-                "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+                "| mean batch formed | server CPU µs/query | errors | windows |\n"
+                "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
 
 
 def summary_row(model, target, label, t, p):
@@ -149,6 +175,7 @@ def summary_row(model, target, label, t, p):
             f"| {fmt(ms(lat['p50']), 2)} | {fmt(ms(lat['p99']), 2)} "
             f"| {fmt(server(p, 'queue_p50'), 0)} | {fmt(server(p, 'compute_p50'), 0)} "
             f"| {fmt(server(p, 'overhead_p50'), 0)} | {fmt(mb, 1) if mb else 'n/a'} "
+            f"| {fmt(cpu_per_query_us(p), 0)} "
             f"| {errors_text(p)} | {p['windows']}{'' if p['stable'] else ' (not stable)'} |")
 
 
@@ -161,7 +188,7 @@ def summary_table(runs):
             c1 = at_conc(t["points"], 1)
             b = best(t["points"])
             if c1 is not None:
-                rows.append(summary_row(model, target, "c=1", t, c1))
+                rows.append(summary_row(model, target, "c=1, best" if b is c1 else "c=1", t, c1))
             if b is not None and b is not c1:
                 rows.append(summary_row(model, target, "best", t, b))
     return "\n".join(rows)
@@ -171,8 +198,9 @@ def sweep_table(model, targets):
     rows = [f"#### {model}\n",
             "| target | concurrency | queries/s | samples/s | p50 ms | p90 ms | p99 ms | p99.9 ms "
             "| queue p50 µs | compute p50 µs | overhead p50 µs | client overhead p50 µs "
-            "| mean batch formed | errors | windows |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+            "| mean batch formed | server cores busy | server CPU µs/query | load-generator cores busy "
+            "| errors | windows |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for target in target_order(targets):
         t = targets[target]
         for p in t["points"]:
@@ -186,7 +214,11 @@ def sweep_table(model, targets):
                 f"| {fmt(server(p, 'queue_p50'), 0)} | {fmt(server(p, 'compute_p50'), 0)} "
                 f"| {fmt(server(p, 'overhead_p50'), 0)} "
                 f"| {fmt(server(p, 'client_overhead_p50'), 0)} "
-                f"| {fmt(mb, 1) if mb else 'n/a'} | {errors_text(p)} "
+                f"| {fmt(mb, 1) if mb else 'n/a'} "
+                f"| {fmt(p['cpu']['server_cores'], 2) if p.get('cpu') else 'n/a'} "
+                f"| {fmt(cpu_per_query_us(p), 0)} "
+                f"| {fmt(p['cpu']['loadgen_cores'], 2) if p.get('cpu') else 'n/a'} "
+                f"| {errors_text(p)} "
                 f"| {p['windows']}{'' if p['stable'] else ' (not stable)'} |")
     return "\n".join(rows)
 
@@ -262,6 +294,15 @@ def ratios(model, targets):
             return f"{fmt(100 * ratio(best(pts)['throughput_sps'], raw and raw['throughput_sps']), 1)}%"
         return f
 
+    def cpu_best(pts):
+        b = best(pts)
+        mine, theirs = cpu_per_query_us(b), peer_best and cpu_per_query_us(peer_best)
+        if mine is None:
+            return "n/a"
+        if theirs is None:
+            return f"{fmt(mine, 0)} µs"
+        return f"{fmt(mine, 0)} µs ({fmt(theirs / mine, 1)}x less than the peer's {fmt(theirs, 0)} µs)"
+
     lines = [
         ("throughput, best / peer best", best_ratio),
         ("throughput at p99 no worse than the peer's at the same concurrency / peer best",
@@ -270,6 +311,7 @@ def ratios(model, targets):
         ("p99 / peer p99, concurrency 1", p99_c1),
         ("server overhead p50, concurrency 1", overhead_c1),
         ("end-to-end p50 minus raw libtorch p50 (batch 1), concurrency 1", added_c1),
+        ("server CPU per query at the best point (peer: at its best point)", cpu_best),
     ]
     if raw1:
         lines.append((f"best samples/s / raw libtorch batch 1 ({fmt(raw1['throughput_sps'])}/s)",
@@ -457,7 +499,8 @@ DEFINITIONS = """\
   `somm-rest` / `somm-grpc` are `somm bench` against `somm serve` over REST (JSON tensors) and gRPC;
   `fastapi-peer` is `somm bench` over REST (JSON) against `/work/shared/peers/fastapi_torchscript.py`.
   Every server query carries one sample; somm batches them server-side.
-- **point**: `c=1` is the concurrency-1 point, `best` the point with the highest samples/s.
+- **point**: `c=1` is the concurrency-1 point, `best` the point with the highest samples/s
+  (`c=1, best` when they are the same).
 - **concurrency**: closed loop, that many queries in flight (one client thread each).
 - **queries/s, samples/s**: successful queries (forward calls for raw libtorch) per second over
   the last 3 measurement windows; samples/s = queries/s × samples per query.
@@ -469,6 +512,11 @@ DEFINITIONS = """\
   client).
 - **mean batch formed**: samples per batch that somm executed during that run (difference of its
   `somm_inference_batch_size` histogram's sum and count; warm-up included).
+- **server cores busy / server CPU µs per query / load-generator cores busy**: CPU time (user +
+  system, all threads, from `/proc`) that the server process and the `somm bench` process used
+  during that run, divided by its wall time; per query = cores busy / queries/s. The run includes
+  its warm-up, so this assumes the rate held throughout. On this machine the load generator and
+  the server compete for the same cores, so CPU per query is the figure least bent by that.
 - **windows**: measurement windows run; "(not stable)" when the last 3 did not agree within the
   stability percentage before the window limit."""
 
