@@ -21,7 +21,10 @@ ServerProcess::ServerProcess(const std::string& binary, const std::string& repo,
   if (pipe(out) != 0) return;
   std::vector<std::string> args = {binary, "serve", "--model-repository", repo,
                                    "--http-port", "0", "--grpc-port", "0",
-                                   "--metrics-port", "0", "--address", "127.0.0.1"};
+                                   "--metrics-port", "0", "--address", "127.0.0.1",
+                                   // Registered models still get variants; these tests
+                                   // do not need any for the repository's own models.
+                                   "--auto-variants", "false"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   pid_ = fork();
   if (pid_ == 0) {

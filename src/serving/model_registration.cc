@@ -210,11 +210,13 @@ void ModelManager::RunVariantJob(ModelConfig config, int64_t version) {
   // small machine would measure each other.
   static std::mutex one_at_a_time;
   std::lock_guard<std::mutex> serial(one_at_a_time);
+  if (shutting_down_) return;
   VariantPipelineOptions po;
   po.variants_root = VariantsRoot();
   po.hardware = options_.hardware;
   po.accuracy_tolerance = options_.accuracy_tolerance;
   po.tools_dir = options_.tools_dir;
+  po.cancelled = [this] { return shutting_down_.load(); };
   const std::string model_dir = options_.repository_path + "/" + config.name;
   auto result = GenerateAndProfile(
       config, version, model_dir, backend_, po, [this, &config](const VariantProgress& p) {

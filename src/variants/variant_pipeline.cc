@@ -251,6 +251,7 @@ class Pipeline {
     accuracy_ = FindValidation(config_, (version_dir_ / "validation").string());
 
     for (Plan& plan : plans) {
+      if (Cancelled()) return Unavailable("variant generation for '" + Label() + "' cancelled");
       Report("build", plan.name);
       const fs::path dir = out_dir_ / plan.name;
       fs::create_directories(dir, ec);
@@ -267,6 +268,7 @@ class Pipeline {
         continue;
       }
       VariantProfile profile = ProfileAll(plan, file);
+      if (Cancelled()) return Unavailable("variant generation for '" + Label() + "' cancelled");
       if (plan.name == kVariantFp32 && profile.hardware.empty()) {
         return FailedPrecondition("model '" + Label() + "' as registered " +
                                   profile.unusable_reason);
@@ -281,6 +283,8 @@ class Pipeline {
 
  private:
   std::string Label() const { return config_.name + ":" + std::to_string(version_); }
+
+  bool Cancelled() const { return options_.cancelled && options_.cancelled(); }
 
   void Report(const std::string& phase, const std::string& current) {
     if (progress_) progress_(VariantProgress{phase, done_, total_, current});
@@ -314,6 +318,7 @@ class Pipeline {
     std::string accuracy_error, failures;
     bool accuracy_done = false;
     for (const HardwareConfig& hw : plan.hardware) {
+      if (Cancelled()) break;
       Report("profile", plan.name + " on " + hw.Name());
       const ValidationData* data = accuracy_done || !accuracy_.data ? nullptr : &*accuracy_.data;
       auto m = ProfileVariantOn(backend_, BaseLoadOptions(plan, file), hw, popts, data);

@@ -76,6 +76,9 @@ struct VariantPipelineOptions {
   double point_budget_ms = 250;
   // ts-int8: `python` runs <tools_dir>/quantize_dynamic.py. An empty
   // tools_dir skips ts-int8 (with that reason).
+  // Polled between steps; true stops the run with UNAVAILABLE ("cancelled"),
+  // so a server shutting down does not wait for a whole profiling run.
+  std::function<bool()> cancelled;
   std::string python = "/usr/bin/python3";
   std::string tools_dir;
   // Seams for tests. Unset: /proc/cpuinfo and /proc/self/statm.
