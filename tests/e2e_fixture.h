@@ -4,7 +4,10 @@
 // config), the held-out digits, and libtorch reference outputs for them.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <httplib.h>
+
+#include <filesystem>
 
 #include <memory>
 #include <string>
@@ -40,5 +43,41 @@ std::string SommBinary();      // the built binary
 // The value of one Prometheus sample line, e.g.
 // somm_inference_batch_size_count{model="digits-mlp",version="1"}; -1 if absent.
 double MetricValue(const std::string& exposition, const std::string& name_and_labels);
+
+// A test suite sharing one somm server, started on the test repository with
+// `--max-body-bytes 200000`. Each suite (the CRTP parameter) has its own
+// server and repository.
+template <typename Suite>
+class DemoServerSuite : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    demo_ = new std::string(DemoRepository());
+    digits_ = new HeldOutDigits(LoadHeldOutDigits(*demo_));
+    repo_ = new std::string(MakeTestRepository(*demo_));
+    server_ = new ServerProcess(SommBinary(), *repo_, {"--max-body-bytes", "200000"});
+  }
+  // A failed suite set-up must fail every test, not skip it.
+  // (gtest skips, rather than fails, tests whose SetUpTestSuite asserted.)
+  void SetUp() override {
+    ASSERT_GE(digits_->pixels.size(), 100u) << "no held-out digits under " << *demo_
+                                            << " (run scripts/setup first)";
+    ASSERT_TRUE(server_->ok()) << "server did not start; log: " << server_->log();
+  }
+  static void TearDownTestSuite() {
+    if (server_) {
+      EXPECT_EQ(server_->Terminate(), 0);
+    }
+    delete server_;
+    delete digits_;
+    delete demo_;
+    if (repo_) std::filesystem::remove_all(*repo_);
+    delete repo_;
+  }
+
+  static inline std::string* demo_ = nullptr;
+  static inline std::string* repo_ = nullptr;
+  static inline HeldOutDigits* digits_ = nullptr;
+  static inline ServerProcess* server_ = nullptr;
+};
 
 }  // namespace somm::testing

@@ -20,32 +20,8 @@ namespace {
 
 using inference::GRPCInferenceService;
 
-class GrpcE2ETest : public ::testing::Test {
+class GrpcE2ETest : public DemoServerSuite<GrpcE2ETest> {
  protected:
-  static void SetUpTestSuite() {
-    demo_ = new std::string(DemoRepository());
-    digits_ = new HeldOutDigits(LoadHeldOutDigits(*demo_));
-    repo_ = new std::string(MakeTestRepository(*demo_));
-    server_ = new ServerProcess(SommBinary(), *repo_, {"--max-body-bytes", "200000"});
-  }
-  // A failed suite set-up must fail every test, not skip it.
-  // (gtest skips, rather than fails, tests whose SetUpTestSuite asserted.)
-  void SetUp() override {
-    ASSERT_GE(digits_->pixels.size(), 100u) << "no held-out digits under " << *demo_
-                                            << " (run scripts/setup first)";
-    ASSERT_TRUE(server_->ok()) << "server did not start; log: " << server_->log();
-  }
-
-  static void TearDownTestSuite() {
-    if (server_) {
-      EXPECT_EQ(server_->Terminate(), 0);
-    }
-    delete server_;
-    delete digits_;
-    delete demo_;
-    if (repo_) std::filesystem::remove_all(*repo_);
-    delete repo_;
-  }
 
   static std::unique_ptr<GRPCInferenceService::Stub> Stub() {
     grpc::ChannelArguments args;
@@ -76,16 +52,7 @@ class GrpcE2ETest : public ::testing::Test {
     return out;
   }
 
-  static std::string* demo_;
-  static std::string* repo_;
-  static HeldOutDigits* digits_;
-  static ServerProcess* server_;
 };
-
-std::string* GrpcE2ETest::demo_ = nullptr;
-std::string* GrpcE2ETest::repo_ = nullptr;
-HeldOutDigits* GrpcE2ETest::digits_ = nullptr;
-ServerProcess* GrpcE2ETest::server_ = nullptr;
 
 TEST_F(GrpcE2ETest, HealthAndMetadata) {
   auto stub = Stub();

@@ -14,32 +14,8 @@ namespace {
 
 using nlohmann::json;
 
-class RestE2ETest : public ::testing::Test {
+class RestE2ETest : public DemoServerSuite<RestE2ETest> {
  protected:
-  static void SetUpTestSuite() {
-    demo_ = new std::string(DemoRepository());
-    digits_ = new HeldOutDigits(LoadHeldOutDigits(*demo_));
-    repo_ = new std::string(MakeTestRepository(*demo_));
-    server_ = new ServerProcess(SommBinary(), *repo_, {"--max-body-bytes", "200000"});
-  }
-  // A failed suite set-up must fail every test, not skip it.
-  // (gtest skips, rather than fails, tests whose SetUpTestSuite asserted.)
-  void SetUp() override {
-    ASSERT_GE(digits_->pixels.size(), 100u) << "no held-out digits under " << *demo_
-                                            << " (run scripts/setup first)";
-    ASSERT_TRUE(server_->ok()) << "server did not start; log: " << server_->log();
-  }
-
-  static void TearDownTestSuite() {
-    if (server_) {
-      EXPECT_EQ(server_->Terminate(), 0);
-    }
-    delete server_;
-    delete digits_;
-    delete demo_;
-    if (repo_) std::filesystem::remove_all(*repo_);
-    delete repo_;
-  }
 
   httplib::Client Client() {
     httplib::Client c("127.0.0.1", server_->http_port());
@@ -56,16 +32,7 @@ class RestE2ETest : public ::testing::Test {
                           {"shape", {rows.size(), 64}}, {"data", data}}}}};
   }
 
-  static std::string* demo_;
-  static std::string* repo_;
-  static HeldOutDigits* digits_;
-  static ServerProcess* server_;
 };
-
-std::string* RestE2ETest::demo_ = nullptr;
-std::string* RestE2ETest::repo_ = nullptr;
-HeldOutDigits* RestE2ETest::digits_ = nullptr;
-ServerProcess* RestE2ETest::server_ = nullptr;
 
 TEST_F(RestE2ETest, HealthAndMetadata) {
   auto c = Client();
