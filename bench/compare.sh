@@ -10,11 +10,12 @@
 #   somm-rest, somm-grpc                 somm bench -> somm serve (JSON / gRPC)
 #   fastapi-peer                         somm bench -> /work/shared/peers/
 #                                        fastapi_torchscript.py (JSON)
-# over a concurrency sweep (digits-mlp: 1 2 4 8 16; resnet18: 1 2 4 8), and
+# over a concurrency sweep (digits-mlp: 1 2 4 8 16; resnet18: 1 2 4 8; raw
+# libtorch before and after the servers, the better run counting), and
 # writes bench/out/<timestamp>/ (every JSON, logs, /metrics snapshots, the
 # report.md from bench/report.py and one SVG plot per model, also copied to
 # docs/performance-<model>.svg). It starts somm once and the peer once per
-# model, on free ports, and kills them on exit. About 7 minutes.
+# model, on free ports, and kills them on exit. About 8 minutes.
 #
 # Usage: bench/compare.sh [--quick] [--skip-build] [--no-docs] [-j N] [--out DIR]
 #   --quick       short windows (a smoke test of the script; figures are rough)
@@ -47,7 +48,7 @@ while (($#)); do
     --no-docs) DO_DOCS=0; shift ;;
     -j) JOBS="${2:?-j needs a number}"; shift 2 ;;
     --out) OUT="${2:?--out needs a folder}"; shift 2 ;;
-    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench/compare.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -142,18 +143,31 @@ cpu_s() {
   sed 's/.*) //' "/proc/$1/stat" | awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($12 + $13) / hz}'
 }
 
-# load SERVER_PID FILE CMD...: runs one load-generator command like `run`, and
-# writes FILE.cpu.json: the server's and the load generator's CPU seconds over
-# the run and its wall time, so the report can say how busy each one was.
+# CPU seconds the whole machine has been busy so far (all cores, /proc/stat).
+machine_busy_s() {
+  awk -v hz="$(getconf CLK_TCK)" '/^cpu / {printf "%.2f", ($2 + $3 + $4 + $7 + $8 + $9) / hz}' /proc/stat
+}
+
+# load SERVER_PID|- FILE CMD...: runs one measuring command like `run`, and
+# writes FILE.cpu.json: the CPU seconds of the server (none for -), of the
+# measuring process, and of everything else on the machine over the run, and
+# its wall time. The report turns them into cores busy, CPU per query, and a
+# flag on points measured while other work loaded the (shared) machine.
 load() {
   local pid="$1" file="$2"; shift 2
-  local cpu0 t0 cpu1 t1 user sys
-  cpu0="$(cpu_s "$pid")"; t0="$EPOCHREALTIME"
+  local cpu0=0 cpu1=0 busy0 busy1 t0 t1 user sys
+  [[ "$pid" == - ]] || cpu0="$(cpu_s "$pid")"
+  busy0="$(machine_busy_s)"; t0="$EPOCHREALTIME"
   run "$file.log" /usr/bin/time -o "$file.time" -f '%U %S' "$@"
-  cpu1="$(cpu_s "$pid")"; t1="$EPOCHREALTIME"
+  busy1="$(machine_busy_s)"; t1="$EPOCHREALTIME"
+  [[ "$pid" == - ]] || cpu1="$(cpu_s "$pid")"
   read -r user sys <"$file.time"
-  awk -v c0="$cpu0" -v c1="$cpu1" -v u="$user" -v s="$sys" -v t0="$t0" -v t1="$t1" 'BEGIN {
-    printf "{\"server_cpu_s\": %.2f, \"loadgen_cpu_s\": %.2f, \"wall_s\": %.3f}\n", c1 - c0, u + s, t1 - t0
+  awk -v c0="$cpu0" -v c1="$cpu1" -v u="$user" -v s="$sys" -v t0="$t0" -v t1="$t1" \
+      -v b0="$busy0" -v b1="$busy1" -v has_server="$([[ "$pid" == - ]] && echo 0 || echo 1)" 'BEGIN {
+    server = has_server ? sprintf("%.2f", c1 - c0) : "null"
+    other = (b1 - b0) - (c1 - c0) - (u + s); if (other < 0) other = 0
+    printf "{\"server_cpu_s\": %s, \"loadgen_cpu_s\": %.2f, \"other_cpu_s\": %.2f, \"wall_s\": %.3f}\n",
+           server, u + s, other, t1 - t0
   }' >"$file.cpu.json"
 }
 
@@ -197,15 +211,20 @@ bench_model() {
   shape="$(model_field "$model" "','.join(str(d) for d in c['inputs'][0]['shape'])")"
   heading "$model: intra_op_threads $threads, max batch $max_batch, input shape [$shape]"
 
-  local b
-  for b in 1 "$max_batch"; do
-    file="$dir/raw-libtorch-b$b"
-    run "$file.log" "$RAW" --model "$REPO/$model/1/model.pt" --name "$model" --shape "$shape" \
-      --batch-size "$b" --threads "$threads" --concurrency 1 --warmup-s "$rwarm" \
-      --window-s "$rwin" --max-windows "$rmaxw" --stability-pct "$STABILITY_PCT" \
-      --label "raw-libtorch-b$b" --json "$file.json"
-    "$PY" bench/report.py --brief "$file.json"
-  done
+  # The limit is measured before and after the servers: other work on a
+  # shared machine comes and goes, and the report takes the better of the two.
+  raw_limit() {
+    local b
+    for b in 1 "$max_batch"; do
+      file="$dir/raw-libtorch-b$b-$1"
+      load - "$file" "$RAW" --model "$REPO/$model/1/model.pt" --name "$model" --shape "$shape" \
+        --batch-size "$b" --threads "$threads" --concurrency 1 --warmup-s "$rwarm" \
+        --window-s "$rwin" --max-windows "$rmaxw" --stability-pct "$STABILITY_PCT" \
+        --label "raw-libtorch-b$b" --json "$file.json"
+      "$PY" bench/report.py --brief "$file.json"
+    done
+  }
+  raw_limit before
 
   local proto label port
   for label in somm-rest somm-grpc; do
@@ -245,6 +264,7 @@ bench_model() {
     "$PY" bench/report.py --brief "$file.json"
   done
   stop_pid "$peer_pid"
+  raw_limit after
 }
 
 bench_model digits-mlp "$REPO/.examples/digit_3.json" "1 2 4 8 16" \

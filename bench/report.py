@@ -72,15 +72,17 @@ def load_cpu(json_path):
         c = json.load(f)
     if not c.get("wall_s"):
         return None
-    return {"server_cores": c["server_cpu_s"] / c["wall_s"],
-            "loadgen_cores": c["loadgen_cpu_s"] / c["wall_s"]}
+    server = c.get("server_cpu_s")
+    return {"server_cores": None if server is None else server / c["wall_s"],
+            "loadgen_cores": c["loadgen_cpu_s"] / c["wall_s"],
+            "other_cores": c["other_cpu_s"] / c["wall_s"] if "other_cpu_s" in c else None}
 
 
 def cpu_per_query_us(p):
     """Server CPU µs per query: cores busy over the run / the measured rate.
     The run includes warm-up, so this assumes its rate held throughout."""
     c = p.get("cpu")
-    if not c or not p["throughput_qps"]:
+    if not c or c["server_cores"] is None or not p["throughput_qps"]:
         return None
     return c["server_cores"] / p["throughput_qps"] * 1e6
 
@@ -104,6 +106,7 @@ def load_run(out_dir):
             p = dict(p)
             p["mean_batch"] = mb
             p["cpu"] = cpu
+            p["source"] = os.path.basename(path)[:-len(".json")]
             entry["points"].append(p)
     for targets in runs.values():
         for t in targets.values():
@@ -163,8 +166,8 @@ def ratio(a, b):
 
 SUMMARY_HEAD = ("| model | target | point | concurrency | batch/query | queries/s | samples/s "
                 "| p50 ms | p99 ms | queue p50 µs | compute p50 µs | overhead p50 µs "
-                "| mean batch formed | server CPU µs/query | errors | windows |\n"
-                "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+                "| mean batch formed | server CPU µs/query | other cores busy | errors | windows |\n"
+                "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
 
 
 def summary_row(model, target, label, t, p):
@@ -176,6 +179,7 @@ def summary_row(model, target, label, t, p):
             f"| {fmt(server(p, 'queue_p50'), 0)} | {fmt(server(p, 'compute_p50'), 0)} "
             f"| {fmt(server(p, 'overhead_p50'), 0)} | {fmt(mb, 1) if mb else 'n/a'} "
             f"| {fmt(cpu_per_query_us(p), 0)} "
+            f"| {fmt(p['cpu']['other_cores'] if p.get('cpu') else None, 2)} "
             f"| {errors_text(p)} | {p['windows']}{'' if p['stable'] else ' (not stable)'} |")
 
 
@@ -187,6 +191,11 @@ def summary_table(runs):
             t = targets[target]
             c1 = at_conc(t["points"], 1)
             b = best(t["points"])
+            if target.startswith("raw-libtorch"):  # one point per run, the better counts
+                n = len(t["points"])
+                rows.append(summary_row(model, target, f"best of {n} runs" if n > 1 else "c=1",
+                                        t, b))
+                continue
             if c1 is not None:
                 rows.append(summary_row(model, target, "c=1, best" if b is c1 else "c=1", t, c1))
             if b is not None and b is not c1:
@@ -196,26 +205,28 @@ def summary_table(runs):
 
 def sweep_table(model, targets):
     rows = [f"#### {model}\n",
-            "| target | concurrency | queries/s | samples/s | p50 ms | p90 ms | p99 ms | p99.9 ms "
+            "| target | run | other cores busy | concurrency | queries/s | samples/s | p50 ms | p90 ms | p99 ms | p99.9 ms "
             "| queue p50 µs | compute p50 µs | overhead p50 µs | client overhead p50 µs "
             "| mean batch formed | server cores busy | server CPU µs/query | load-generator cores busy "
             "| errors | windows |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for target in target_order(targets):
         t = targets[target]
         for p in t["points"]:
             lat = p["latency_us"]
             mb = p.get("mean_batch")
             name = target if t["batch_size"] == 1 else f"{target} (batch {t['batch_size']})"
+            la = p["cpu"]["other_cores"] if p.get("cpu") else None
             rows.append(
-                f"| {name} | {p['concurrency']} | {fmt(p['throughput_qps'])} "
+                f"| {name} | {p['source']} | {fmt(la, 2)} | {p['concurrency']} "
+                f"| {fmt(p['throughput_qps'])} "
                 f"| {fmt(p['throughput_sps'])} | {fmt(ms(lat['p50']), 2)} | {fmt(ms(lat['p90']), 2)} "
                 f"| {fmt(ms(lat['p99']), 2)} | {fmt(ms(lat['p999']), 2)} "
                 f"| {fmt(server(p, 'queue_p50'), 0)} | {fmt(server(p, 'compute_p50'), 0)} "
                 f"| {fmt(server(p, 'overhead_p50'), 0)} "
                 f"| {fmt(server(p, 'client_overhead_p50'), 0)} "
                 f"| {fmt(mb, 1) if mb else 'n/a'} "
-                f"| {fmt(p['cpu']['server_cores'], 2) if p.get('cpu') else 'n/a'} "
+                f"| {fmt(p['cpu']['server_cores'] if p.get('cpu') else None, 2)} "
                 f"| {fmt(cpu_per_query_us(p), 0)} "
                 f"| {fmt(p['cpu']['loadgen_cores'], 2) if p.get('cpu') else 'n/a'} "
                 f"| {errors_text(p)} "
@@ -467,7 +478,7 @@ def svg_plot(model, targets, meta):
                f'transform="rotate(-90 18 {T + ph / 2})">p99 latency (ms, log scale)</text>')
     for name, color, pts, is_raw in series:
         coords = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y, _ in pts)
-        if len(pts) > 1:
+        if len(pts) > 1 and not is_raw:  # raw libtorch: separate runs, not a curve
             out.append(f'<polyline points="{coords}" fill="none" stroke="{color}" stroke-width="2"/>')
         for x, y, c in pts:
             if is_raw:
@@ -500,7 +511,12 @@ DEFINITIONS = """\
   `fastapi-peer` is `somm bench` over REST (JSON) against `/work/shared/peers/fastapi_torchscript.py`.
   Every server query carries one sample; somm batches them server-side.
 - **point**: `c=1` is the concurrency-1 point, `best` the point with the highest samples/s
-  (`c=1, best` when they are the same).
+  (`c=1, best` when they are the same). Raw libtorch runs before and after the servers (the
+  machine is shared; other work comes and goes) and its better run is the limit everywhere.
+- **run, other cores busy**: the file a row comes from, and how many cores' worth of CPU the
+  rest of the machine (neither the server nor the load generator; other users' builds, the idle
+  peer or somm) used during that run, from `/proc/stat`. Anything well above 0 means the point
+  was measured on a loaded machine.
 - **concurrency**: closed loop, that many queries in flight (one client thread each).
 - **queries/s, samples/s**: successful queries (forward calls for raw libtorch) per second over
   the last 3 measurement windows; samples/s = queries/s × samples per query.
