@@ -179,7 +179,10 @@ model_field() {
 
 # ---- 2. somm, once, on free ports
 heading "somm serve $REPO"
+# --auto-variants false: variant generation would profile every demo model
+# in the background and measure itself into these figures.
 "$SOMM" serve --model-repository "$REPO" --http-port 0 --grpc-port 0 --metrics-port 0 \
+  --auto-variants false \
   >"$OUT/somm.stdout" 2>"$OUT/somm.stderr" &
 SOMM_PID=$!
 PIDS+=("$SOMM_PID")
