@@ -14,13 +14,14 @@
 # libtorch before and after the servers, the better run counting), and
 # writes bench/out/<timestamp>/ (every JSON, logs, /metrics snapshots, the
 # report.md from bench/report.py and one SVG plot per model, also copied to
-# docs/performance-<model>.svg). It starts somm once and the peer once per
+# docs/performance-<model>.svg; the figures in docs/performance.md are
+# replaced with this run's). It starts somm once and the peer once per
 # model, on free ports, and kills them on exit. About 8 minutes.
 #
 # Usage: bench/compare.sh [--quick] [--skip-build] [--no-docs] [-j N] [--out DIR]
 #   --quick       short windows (a smoke test of the script; figures are rough)
 #   --skip-build  use the binaries as they are
-#   --no-docs     do not copy the plots into docs/
+#   --no-docs     leave docs/ alone (plots and docs/performance.md figures)
 # Environment: SOMM_BUILD_DIR=<dir> (default build), SOMM_PEER=<path to the
 # FastAPI peer> (default /work/shared/peers/fastapi_torchscript.py).
 set -euo pipefail
@@ -309,8 +310,11 @@ json.dump({
 }, open(sys.argv[1], "w"), indent=2)
 EOF
 DOCS_ARGS=()
-if ((DO_DOCS)); then DOCS_ARGS=(--docs-dir docs); fi
+if ((DO_DOCS)); then
+  DOCS_ARGS=(--docs-dir docs)
+  [[ -f docs/performance.md ]] && DOCS_ARGS+=(--update-doc docs/performance.md)
+fi
 "$PY" bench/report.py "$OUT" "${DOCS_ARGS[@]}"
 echo
-echo "report:  $OUT/report.md (plots: $OUT/performance-*.svg$( ((DO_DOCS)) && echo ', copied to docs/'))"
+echo "report:  $OUT/report.md (plots: $OUT/performance-*.svg$( ((DO_DOCS)) && echo '; copied to docs/, figures in docs/performance.md updated'))"
 echo "command: $COMMAND   ($((SECONDS - START_S)) s, load average before $LOADAVG_START)"

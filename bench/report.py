@@ -8,7 +8,9 @@ OUT_DIR is what bench/compare.sh wrote:
   <model>/<target>[-cN].json     `somm bench --json` / `bench_raw_libtorch --json`
   <model>/<target>-cN.metrics.before|after   somm /metrics around that run
 Writes OUT_DIR/report.md and OUT_DIR/performance-<model>.svg (copied to
---docs-dir when given) and prints the summary tables to stdout.
+--docs-dir when given), with --update-doc FILE.md replaces the part of FILE.md
+between its two "bench/report.py" marks with the same figures, and prints the
+summary tables to stdout.
 
 Definitions (they are repeated in report.md):
   best point     the point of a target with the highest samples/s
@@ -537,6 +539,49 @@ DEFINITIONS = """\
   stability percentage before the window limit."""
 
 
+def report_body(meta, summary, ratio_blocks, verdicts, sweeps, svgs, h, details=False):
+    """The report's lines under headings of level `h` ("##" or "###")."""
+    md = []
+    if meta:
+        md += [f"- date: {meta.get('date', '?')}",
+               f"- command: `{meta.get('command', '?')}`",
+               f"- commit: `{meta.get('git', '?')}`",
+               f"- machine: {meta.get('machine', '?')}; load average before/after: "
+               f"{meta.get('loadavg_start', '?')} / {meta.get('loadavg_end', '?')}",
+               f"- measurement: {meta.get('settings', '?')}",
+               f"- threading environment: "
+               f"{', '.join(f'{k}={v}' for k, v in meta.get('env', {}).items()) or 'none set'}",
+               ""]
+    md += [f"{h} Summary", "", summary, "", f"{h} Ratios", ""]
+    for block in ratio_blocks:
+        md += [block.replace("#### ", h + "# "), ""]
+    md += [f"{h} Targets", "", verdicts, "", f"{h} What the columns mean", "", DEFINITIONS, ""]
+    md += [f"{h} Plots", ""] + [f"![{s}]({s})" for s in svgs] + [""]
+    md += [f"{h} Full sweeps", ""]
+    if details:
+        md += ["<details><summary>every point of every target</summary>", ""]
+    md += [t.replace("#### ", h + "# ") + "\n" for t in sweeps]
+    if details:
+        md += ["</details>", ""]
+    return md
+
+
+BEGIN_MARK = "<!-- bench/report.py: generated from here -->"
+END_MARK = "<!-- bench/report.py: generated up to here -->"
+
+
+def update_doc(path, lines):
+    """Replaces what lies between the two marks in `path` with `lines`."""
+    with open(path) as f:
+        text = f.read()
+    if BEGIN_MARK not in text or END_MARK not in text:
+        sys.exit(f"report.py: {path} lacks the marks {BEGIN_MARK} ... {END_MARK}")
+    head, rest = text.split(BEGIN_MARK, 1)
+    _, tail = rest.split(END_MARK, 1)
+    with open(path, "w") as f:
+        f.write(head + BEGIN_MARK + "\n" + "\n".join(lines) + "\n" + END_MARK + tail)
+
+
 def brief(path):
     with open(path) as f:
         doc = json.load(f)
@@ -558,6 +603,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out_dir", nargs="?")
     ap.add_argument("--docs-dir", help="also copy performance-<model>.svg here")
+    ap.add_argument("--update-doc", metavar="FILE.md",
+                    help="replace the generated part of FILE.md (between its marks) with this run")
     ap.add_argument("--tiny", default="digits-mlp")
     ap.add_argument("--heavy", default="resnet18")
     ap.add_argument("--brief", metavar="FILE.json", help="print one line per point of FILE and exit")
@@ -593,26 +640,14 @@ def main():
         if a.docs_dir:
             shutil.copy(os.path.join(a.out_dir, name), os.path.join(a.docs_dir, name))
 
+    sweeps = [sweep_table(model, runs[model]) for model in runs]
     md = [f"# somm performance comparison ({meta.get('date', 'undated')})", ""]
-    if meta:
-        md += [f"- command: `{meta.get('command', '?')}`",
-               f"- commit: `{meta.get('git', '?')}`",
-               f"- machine: {meta.get('machine', '?')}; load average before/after: "
-               f"{meta.get('loadavg_start', '?')} / {meta.get('loadavg_end', '?')}",
-               f"- measurement: {meta.get('settings', '?')}",
-               f"- threading environment: "
-               f"{', '.join(f'{k}={v}' for k, v in meta.get('env', {}).items()) or 'none set'}",
-               ""]
-    md += ["## Summary", "", summary, "", "## Ratios", ""]
-    for block in ratio_blocks:
-        md += [block, ""]
-    md += ["## Targets", "", verdicts, "", "## What the columns mean", "", DEFINITIONS, "",
-           "## Full sweeps", ""]
-    for model in runs:
-        md += [sweep_table(model, runs[model]), ""]
-    md += ["## Plots", ""] + [f"![{s}]({s})" for s in svgs] + [""]
+    md += report_body(meta, summary, ratio_blocks, verdicts, sweeps, svgs, "##")
     with open(os.path.join(a.out_dir, "report.md"), "w") as f:
         f.write("\n".join(md))
+    if a.update_doc:
+        update_doc(a.update_doc, report_body(meta, summary, ratio_blocks, verdicts, sweeps,
+                                             svgs, "###", details=True))
 
     print(summary)
     print()
