@@ -127,6 +127,10 @@ mkdir -p "$OUT"
 : >"$OUT/commands.txt"
 LOADAVG_START="$(cut -d' ' -f1-3 /proc/loadavg)"
 DATE_START="$(date -u '+%Y-%m-%d %H:%M UTC')"
+GIT_START="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+if [[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]]; then
+  GIT_START="$GIT_START + uncommitted changes"
+fi
 START_S=$SECONDS
 
 # run LOG CMD...: records the command, runs it with its output in LOG, dies loudly on failure.
@@ -280,24 +284,21 @@ stop_pid "$SOMM_PID"
 
 # ---- 4. the report
 heading "report"
-COMMAND="$COMMAND" DATE_START="$DATE_START" LOADAVG_START="$LOADAVG_START" ELAPSED_S=$((SECONDS - START_S)) \
+COMMAND="$COMMAND" DATE_START="$DATE_START" GIT_START="$GIT_START" LOADAVG_START="$LOADAVG_START" ELAPSED_S=$((SECONDS - START_S)) \
 SETTINGS="closed loop, one sample per server query; warm-up s / window s / max windows: \
 digits-mlp ${DIGITS_TIMING[*]}, resnet18 ${RESNET_TIMING[*]} (raw libtorch ${RAW_RESNET_TIMING[*]}); \
 a point is stable when its last 3 windows agree within $STABILITY_PCT% on throughput and p99; \
 REST bodies are JSON" \
   "$PY" - "$OUT/meta.json" <<'EOF'
-import json, os, platform, subprocess, sys
+import json, os, platform, sys
 env = os.environ
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
             if l.startswith("model name")), "?")
 mem = int(next(l.split()[1] for l in open("/proc/meminfo") if l.startswith("MemTotal"))) // 2**20
-def git(*args):
-    return subprocess.run(["git", *args], capture_output=True, text=True).stdout.strip()
-dirty = git("status", "--porcelain", "--untracked-files=no")
 json.dump({
     "date": env["DATE_START"],
     "command": env["COMMAND"],
-    "git": git("rev-parse", "--short", "HEAD") + (" + uncommitted changes" if dirty else ""),
+    "git": env["GIT_START"],
     "cores": os.cpu_count(),
     "machine": f"{os.cpu_count()} cores ({cpu}), {mem} GiB, {platform.system()} "
                f"{platform.release()}; load generator, servers and peer share these cores",
