@@ -21,18 +21,17 @@
 #include <torch/script.h>
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
-#include <cmath>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <sstream>
 #include <string>
@@ -44,17 +43,17 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct RawBenchOptions {
-  std::string model_path;        // the TorchScript file, e.g. models/demo/resnet18/1/model.pt
-  std::string model_name;        // written as "model"; default: the repository folder name
-  std::string shape;             // per-sample input shape, "64" or "3,224,224"
-  int batch_size = 1;            // samples per forward call
-  int threads = 1;               // at::set_num_threads on every calling thread
-  int concurrency = 1;           // closed-loop threads, each with its own module clone
-  double warmup_s = 2.0;         // discarded before the first window
-  double window_s = 2.0;         // length of one measurement window
-  double stability_pct = 10.0;   // last 3 windows within this % of their mean
-  int max_windows = 10;          // stop here even when not stable
-  std::string json_path;         // empty: no JSON file
+  std::string model_path;       // the TorchScript file, e.g. models/demo/resnet18/1/model.pt
+  std::string model_name;       // written as "model"; default: the repository folder name
+  std::string shape;            // per-sample input shape, "64" or "3,224,224"
+  int batch_size = 1;           // samples per forward call
+  int threads = 1;              // at::set_num_threads on every calling thread
+  int concurrency = 1;          // closed-loop threads, each with its own module clone
+  double warmup_s = 2.0;        // discarded before the first window
+  double window_s = 2.0;        // length of one measurement window
+  double stability_pct = 10.0;  // last 3 windows within this % of their mean
+  int max_windows = 10;         // stop here even when not stable
+  std::string json_path;        // empty: no JSON file
   std::string label = "raw-libtorch";
 };
 
@@ -196,9 +195,7 @@ std::vector<Window> Measure(const torch::jit::Module& module, const RawBenchOpti
     }
     return all;
   };
-  auto sleep_s = [](double s) {
-    std::this_thread::sleep_for(std::chrono::duration<double>(s));
-  };
+  auto sleep_s = [](double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); };
 
   sleep_s(options.warmup_s);
   drain_all();
@@ -322,19 +319,26 @@ int main(int argc, char** argv) {
   app.add_option("--name", o.model_name, "Model name for the report (default: from the path)");
   app.add_option("--shape", o.shape, "Per-sample input shape, e.g. 64 or 3,224,224")->required();
   app.add_option("--batch-size,-b", o.batch_size, "Samples per forward call")
-      ->capture_default_str()->check(CLI::Range(1, 1 << 16));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
   app.add_option("--threads,-t", o.threads, "Intra-op threads (at::set_num_threads)")
-      ->capture_default_str()->check(CLI::Range(1, 1024));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   app.add_option("--concurrency,-c", o.concurrency, "Closed-loop threads, one module clone each")
-      ->capture_default_str()->check(CLI::Range(1, 1024));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   app.add_option("--warmup-s", o.warmup_s, "Warm-up seconds (discarded)")
-      ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--window-s", o.window_s, "Measurement window seconds")
-      ->capture_default_str()->check(CLI::Range(0.05, 3600.0));
+      ->capture_default_str()
+      ->check(CLI::Range(0.05, 3600.0));
   app.add_option("--stability-pct", o.stability_pct, "Last 3 windows within this percentage")
-      ->capture_default_str()->check(CLI::Range(0.1, 100.0));
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 100.0));
   app.add_option("--max-windows", o.max_windows, "Stop after this many windows")
-      ->capture_default_str()->check(CLI::Range(1, 1000));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   app.add_option("--json", o.json_path, "Write the report here (somm bench's schema)");
   app.add_option("--label", o.label, "Target name in the report")->capture_default_str();
   CLI11_PARSE(app, argc, argv);

@@ -406,6 +406,18 @@ def nice_ticks(lo, hi):
     return ticks
 
 
+def nice_below(v):
+    """The largest 1-2-5 step value at or below v (an axis bound)."""
+    e = math.floor(math.log10(v))
+    return max(m * 10 ** e for m in (1, 2, 5) if m * 10 ** e <= v * 1.0001)
+
+
+def nice_above(v):
+    """The smallest 1-2-5 step value at or above v."""
+    e = math.floor(math.log10(v))
+    return min(m * 10 ** k for k in (e, e + 1) for m in (1, 2, 5) if m * 10 ** k >= v * 0.9999)
+
+
 def tick_label(v):
     if v >= 1000:
         return f"{v / 1000:g}k"
@@ -439,8 +451,8 @@ def svg_plot(model, targets, meta):
         return None
     xs = [x for _, _, pts, _ in series for x, _, _ in pts]
     ys = [y for _, _, pts, _ in series for _, y, _ in pts]
-    x_lo, x_hi = 10 ** math.floor(math.log10(min(xs))), 10 ** math.ceil(math.log10(max(xs)))
-    y_lo, y_hi = 10 ** math.floor(math.log10(min(ys))), 10 ** math.ceil(math.log10(max(ys)))
+    x_lo, x_hi = nice_below(min(xs)), nice_above(max(xs))
+    y_lo, y_hi = nice_below(min(ys)), nice_above(max(ys))
     W, H = 860, 520
     L, R, T, B = 80, 280, 50, 60
     pw, ph = W - L - R, H - T - B
