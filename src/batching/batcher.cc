@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 namespace somm {
@@ -28,6 +29,33 @@ bool SameSampleShape(const BatchTask& a, const BatchTask& b) {
 
 int64_t ElapsedNs(SteadyClock::time_point from, SteadyClock::time_point to) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count();
+}
+
+bool HasSlo(const BatchTask& task) {
+  return !task.best_effort && task.deadline != SteadyClock::time_point::max();
+}
+
+SteadyClock::duration Micros(double us) {
+  return std::chrono::duration_cast<SteadyClock::duration>(
+      std::chrono::duration<double, std::micro>(us));
+}
+
+// "4.2 ms": milliseconds for people, from microseconds or a duration.
+std::string Ms(double us) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f ms", us / 1000.0);
+  return text;
+}
+std::string Ms(SteadyClock::duration d) {
+  return Ms(std::chrono::duration<double, std::micro>(d).count());
+}
+
+// The largest batch the cutting rules can form: a preferred size below
+// max_batch_size is where batches are cut anyway.
+int64_t CapCeiling(const BatcherOptions& o) {
+  if (o.max_batch_size <= 0) return 1;
+  if (o.preferred_batch_sizes.empty()) return o.max_batch_size;
+  return std::clamp<int64_t>(o.preferred_batch_sizes.back(), 1, o.max_batch_size);
 }
 
 }  // namespace
@@ -80,7 +108,11 @@ Status SplitBatch(Tensor batched, const std::vector<int64_t>& sizes, std::vector
 
 Batcher::Batcher(BatcherOptions options, std::unique_ptr<ExecutableModel> model,
                  BatchObserver observer)
-    : options_(std::move(options)), model_(std::move(model)), observer_(std::move(observer)) {
+    : options_(std::move(options)),
+      model_(std::move(model)),
+      observer_(std::move(observer)),
+      predictor_(options_.max_batch_size, options_.predict_compute_us),
+      cap_(CapCeiling(options_)) {
   worker_ = std::thread([this] { Run(); });
 }
 
@@ -101,7 +133,12 @@ Status Batcher::Enqueue(BatchTask task) {
                                std::to_string(options_.max_queue_size) +
                                " queries waiting); retry later");
     }
-    queue_.push_back(Queued{std::move(task), samples, SteadyClock::now()});
+    const auto now = SteadyClock::now();
+    if (HasSlo(task)) {
+      SOMM_RETURN_IF_ERROR(AdmitForDeadline(task, samples, now));
+      ++slo_queued_;
+    }
+    queue_.push_back(Queued{std::move(task), samples, now});
     queued_samples_ += samples;
   }
   cv_.notify_one();
@@ -117,6 +154,72 @@ void Batcher::Stop() {
   if (worker_.joinable()) worker_.join();
 }
 
+Status Batcher::AdmitForDeadline(const BatchTask& task, int64_t samples,
+                                 SteadyClock::time_point now) {
+  if (task.deadline <= now) {
+    ++rejected_slo_;
+    return DeadlineExceeded(options_.name + ": deadline passed " + Ms(now - task.deadline) +
+                            " before the query was queued");
+  }
+  const std::optional<double> predicted = PredictBacklogUs(queued_samples_ + samples, now);
+  if (!predicted || now + Micros(*predicted) <= task.deadline) return Status::Ok();
+  ++rejected_slo_;
+  return ResourceExhausted("cannot meet latency SLO on " + options_.name + ": predicted " +
+                           Ms(*predicted) + ", deadline in " + Ms(task.deadline - now) +
+                           " (queue " + std::to_string(queue_.size()) + " queries)");
+}
+
+std::optional<double> Batcher::PredictBacklogUs(int64_t samples,
+                                                SteadyClock::time_point now) const {
+  const std::optional<double> queued = PredictQueueUs(predictor_, samples, cap_.cap());
+  if (!queued || !executing_) return queued;
+  // Known here because the predictor knows something. A batch running past
+  // its prediction is taken to end now.
+  const double batch_us = predictor_.PredictUs(executing_samples_).value_or(0.0);
+  const auto left = executing_since_ + Micros(batch_us) - now;
+  return *queued + std::max(0.0, std::chrono::duration<double, std::micro>(left).count());
+}
+
+std::vector<Batcher::Expired> Batcher::TakeExpired(SteadyClock::time_point now) {
+  std::vector<Expired> expired;
+  if (slo_queued_ == 0) return expired;
+  auto keep = queue_.begin();
+  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+    std::string why;
+    if (HasSlo(it->task)) {
+      const std::optional<double> alone = predictor_.PredictUs(it->samples);
+      if (now >= it->task.deadline) {
+        why = "deadline passed " + Ms(now - it->task.deadline) + " ago while queued on " +
+              options_.name;
+      } else if (alone && now + Micros(*alone) > it->task.deadline) {
+        why = "deadline in " + Ms(it->task.deadline - now) + " but a batch of " +
+              std::to_string(it->samples) + " is predicted to take " + Ms(*alone) + " on " +
+              options_.name;
+      }
+    }
+    if (!why.empty()) {
+      expired.push_back(
+          Expired{std::move(*it), DeadlineExceeded("dropped before compute: " + why)});
+    } else {
+      if (keep != it) *keep = std::move(*it);
+      ++keep;
+    }
+  }
+  queue_.erase(keep, queue_.end());
+  for (const Expired& e : expired) queued_samples_ -= e.queued.samples;
+  slo_queued_ -= static_cast<int64_t>(expired.size());
+  dropped_expired_ += static_cast<int64_t>(expired.size());
+  return expired;
+}
+
+void Batcher::FailExpired(std::vector<Expired> expired) {
+  const auto now = SteadyClock::now();
+  for (Expired& e : expired) {
+    BatchStats stats{ElapsedNs(e.queued.enqueued, now), 0, 0};
+    e.queued.task.done(std::move(e.why), {}, stats);
+  }
+}
+
 int64_t Batcher::queue_length() const {
   std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int64_t>(queue_.size());
@@ -124,8 +227,29 @@ int64_t Batcher::queue_length() const {
 
 Batcher::Load Batcher::load() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return Load{static_cast<int64_t>(queue_.size()), queued_samples_, executing_, executing_since_,
-              executing_samples_};
+  const std::optional<double> backlog = PredictBacklogUs(queued_samples_, SteadyClock::now());
+  return Load{static_cast<int64_t>(queue_.size()),
+              queued_samples_,
+              executing_,
+              executing_since_,
+              executing_samples_,
+              cap_.cap(),
+              backlog ? *backlog : -1.0};
+}
+
+int64_t Batcher::batch_cap() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cap_.cap();
+}
+
+int64_t Batcher::rejected_slo() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rejected_slo_;
+}
+
+int64_t Batcher::dropped_expired() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dropped_expired_;
 }
 
 bool Batcher::busy() const {
@@ -139,35 +263,33 @@ size_t Batcher::TasksForNextBatch(bool* ready, SteadyClock::time_point* wake_at)
     *ready = true;
     return 1;
   }
-  // The longest prefix of compatible tasks that fits in max_batch_size.
+  // The longest prefix of compatible tasks within the cap; the head always
+  // goes, even when it alone exceeds the cap.
+  const int64_t cap = cap_.cap();
   size_t count = 0;
   int64_t samples = 0;
   bool blocked = false;  // the prefix ends before the queue does
+  auto tightest = SteadyClock::time_point::max();
   for (const Queued& q : queue_) {
-    if (samples + q.samples > options_.max_batch_size || !SameSampleShape(head.task, q.task)) {
+    if ((count > 0 && samples + q.samples > cap) || !SameSampleShape(head.task, q.task)) {
       blocked = true;
       break;
     }
     samples += q.samples;
+    tightest = std::min(tightest, q.task.deadline);
     ++count;
   }
-  const auto& preferred = options_.preferred_batch_sizes;
-  if (!preferred.empty() && samples >= preferred.back()) {
-    // Cut at the largest preferred size the prefix can fill exactly or pass.
-    int64_t cut = 0;
-    size_t n = 0;
-    for (const Queued& q : queue_) {
-      if (cut + q.samples > preferred.back()) break;
-      cut += q.samples;
-      ++n;
-    }
-    *ready = true;
-    return std::max<size_t>(n, 1);
+  const auto now = SteadyClock::now();
+  *wake_at = head.enqueued + std::chrono::microseconds(options_.max_queue_delay_us);
+  if (tightest != SteadyClock::time_point::max()) {
+    // Start late enough to gather company, early enough that a full batch
+    // still ends by the tightest deadline.
+    const double full_us = predictor_.PredictUs(cap).value_or(0.0);
+    const double margin_us = std::max(50.0, 0.05 * full_us);
+    *wake_at = std::min(*wake_at, tightest - Micros(full_us + margin_us));
   }
-  const auto deadline = head.enqueued + std::chrono::microseconds(options_.max_queue_delay_us);
-  *ready = blocked || samples >= options_.max_batch_size || stopping_ ||
-           options_.max_queue_delay_us == 0 || SteadyClock::now() >= deadline;
-  *wake_at = deadline;
+  *ready =
+      blocked || samples >= cap || stopping_ || options_.max_queue_delay_us == 0 || now >= *wake_at;
   return count;
 }
 
@@ -178,6 +300,13 @@ void Batcher::Run() {
   while (true) {
     cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) break;  // stopping and drained
+    std::vector<Expired> expired = TakeExpired(SteadyClock::now());
+    if (!expired.empty()) {
+      lock.unlock();  // done callbacks may call back into this batcher
+      FailExpired(std::move(expired));
+      lock.lock();
+      continue;
+    }
     bool ready = false;
     SteadyClock::time_point wake_at;
     const size_t n = TasksForNextBatch(&ready, &wake_at);
@@ -190,6 +319,7 @@ void Batcher::Run() {
     int64_t samples = 0;
     for (size_t i = 0; i < n; ++i) {
       samples += queue_.front().samples;
+      if (HasSlo(queue_.front().task)) --slo_queued_;
       batch.push_back(std::move(queue_.front()));
       queue_.pop_front();
     }
@@ -240,12 +370,25 @@ void Batcher::Execute(std::vector<Queued> batch) {
   } else if (status.ok()) {
     per_task[0] = std::move(outputs);
   }
+  if (status.ok()) LearnFromBatch(batch, total, compute_ns, end);
   if (observer_) observer_(total, compute_ns, status.ok());
   for (size_t i = 0; i < batch.size(); ++i) {
     BatchStats stats{ElapsedNs(batch[i].enqueued, start), compute_ns, total};
-    batch[i].task.done(status, status.ok() ? std::move(per_task[i]) : std::vector<Tensor>{},
-                       stats);
+    batch[i].task.done(status, status.ok() ? std::move(per_task[i]) : std::vector<Tensor>{}, stats);
   }
+}
+
+void Batcher::LearnFromBatch(const std::vector<Queued>& batch, int64_t samples, int64_t compute_ns,
+                             SteadyClock::time_point end) {
+  bool has_slo = false, on_time = true;
+  for (const Queued& q : batch) {
+    if (!HasSlo(q.task)) continue;
+    has_slo = true;
+    on_time = on_time && end <= q.task.deadline;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  predictor_.Observe(samples, static_cast<double>(compute_ns) / 1000.0);
+  if (has_slo) cap_.OnBatch(on_time);
 }
 
 }  // namespace somm

@@ -3,18 +3,44 @@
 // Queries (BatchTask) wait in a bounded FIFO queue. One worker thread owned by
 // the Batcher cuts batches from the head of the queue and runs them on the
 // instance's ExecutableModel, then splits the outputs back to their queries.
-// A batch is cut
-//   * at once when the waiting samples reach max_batch_size, or the largest
-//     preferred batch size (cut at that preferred size);
+// A batch holds at most batch_cap() samples (see "Deadlines"; without
+// deadline queries the cap stays at max_batch_size, or at the largest
+// preferred batch size when that is smaller) and is cut
+//   * at once when the waiting samples reach the cap;
 //   * when the oldest query has waited max_queue_delay_us (everything that
-//     fits, up to max_batch_size).
-// Only queries whose non-batch dims agree go into one batch.
+//     fits), or earlier when a deadline in the batch requires (below).
+// Only queries whose non-batch dims agree go into one batch. A query larger
+// than the cap runs alone; queries are never split.
+//
+// Deadlines. A query may carry a deadline (its latency SLO). A predictor
+// (slo_policy.h) estimates the compute time of a batch of n samples: online
+// from this instance's executed batches, else from
+// BatcherOptions::predict_compute_us, else unknown. A query with a deadline
+// that is not best_effort is
+//   * rejected by Enqueue, RESOURCE_EXHAUSTED, when the predicted finish (the
+//     rest of the executing batch, then the queued samples in batches of the
+//     cap, then its own) is after its deadline; DEADLINE_EXCEEDED when the
+//     deadline has already passed. With no prediction only the latter applies;
+//   * dropped unexecuted, DEADLINE_EXCEEDED, when the worker finds that its
+//     deadline has passed or that even a batch of its own would end after it;
+//   * counted in the batch cap's AIMD: after each successful batch holding
+//     such queries, cap + 1 (up to the ceiling above) when the batch ended by
+//     every such deadline, floor(0.9 cap) (at least 1) when not.
+// Waiting for company also respects deadlines, best_effort ones included: a
+// batch is cut no later than min(deadline) - predicted(cap) - margin, where
+// margin = max(50 us, 5% of predicted(cap)) (predicted 0 when unknown), so a
+// batch that then fills up to the cap still ends in time. Deadlines only
+// ever shorten the wait: max_queue_delay_us = 0 still means "never hold a
+// query back", because an operator who chose that values latency over
+// batch size, and waiting until just before each deadline would push every
+// query's latency up to its SLO at low load.
 //
 // Enqueue never blocks: a full queue is RESOURCE_EXHAUSTED at once, a stopped
 // batcher is UNAVAILABLE. Each task's `done` runs exactly once, on the worker
 // thread (or in Enqueue's caller when Enqueue fails, which then returns the
 // error instead of calling done). Stop() stops intake, executes everything
-// already queued, and joins. All methods are thread-safe.
+// already queued (dropping expired queries as above), and joins. All methods
+// are thread-safe.
 #pragma once
 
 #include <chrono>
@@ -24,10 +50,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "batching/slo_policy.h"
 #include "common/status.h"
 #include "common/tensor.h"
 #include "runtime/backend.h"
@@ -48,6 +76,11 @@ struct BatcherOptions {
   std::vector<int64_t> preferred_batch_sizes;
   // Queries waiting (not yet executing) beyond this are rejected.
   int64_t max_queue_size = 1024;
+  // Predicted compute time in microseconds of a batch of `batch` samples on
+  // this instance, e.g. from the variant's profile; seeds the predictor (see
+  // "Deadlines"). Called only in the constructor, once per batch size
+  // 1..max(1, max_batch_size). Empty: nothing known until batches have run.
+  std::function<double(int64_t batch)> predict_compute_us;
 };
 
 // What one query experienced.
@@ -63,6 +96,11 @@ struct BatchTask {
   std::vector<Tensor> inputs;
   // Called once with the query's outputs (sliced from the batch) or an error.
   std::function<void(Status, std::vector<Tensor>, const BatchStats&)> done;
+  // When the answer is due; max() = no latency SLO.
+  SteadyClock::time_point deadline = SteadyClock::time_point::max();
+  // Run whatever the prediction: never rejected, dropped or counted in the
+  // batch cap for its deadline (which then only shortens waiting).
+  bool best_effort = false;
 };
 
 // Called on the worker thread after every executed batch (for metrics).
@@ -79,8 +117,11 @@ class Batcher {
   Status Enqueue(BatchTask task);
   void Stop();
 
-  int64_t queue_length() const;  // queries waiting, not counting the executing batch
-  bool busy() const;             // queued or executing work
+  int64_t queue_length() const;     // queries waiting, not counting the executing batch
+  bool busy() const;                // queued or executing work
+  int64_t batch_cap() const;        // the most samples a batch may hold (1 without batch dim)
+  int64_t rejected_slo() const;     // Enqueue refusals for a deadline, since construction
+  int64_t dropped_expired() const;  // queries dropped unexecuted for their deadline
 
   // What the selector needs to predict a new query's latency here.
   struct Load {
@@ -89,6 +130,10 @@ class Batcher {
     bool executing = false;
     SteadyClock::time_point executing_since{};
     int64_t executing_samples = 0;
+    int64_t batch_cap = 0;
+    // Predicted microseconds until everything executing and queued now has
+    // been computed; -1 while the predictor knows nothing.
+    double predicted_backlog_us = -1;
   };
   Load load() const;
   const BatcherOptions& options() const { return options_; }
@@ -101,10 +146,26 @@ class Batcher {
   };
 
   void Run();
+  // The rejection of a task with a deadline that the queue cannot meet, or
+  // OK. Requires mu_.
+  Status AdmitForDeadline(const BatchTask& task, int64_t samples, SteadyClock::time_point now);
+  // Predicted microseconds until the executing batch and `samples` queued
+  // samples are computed. Requires mu_.
+  std::optional<double> PredictBacklogUs(int64_t samples, SteadyClock::time_point now) const;
+  struct Expired {
+    Queued queued;
+    Status why;
+  };
+  // Removes the queued tasks that can no longer meet their deadline. Requires mu_.
+  std::vector<Expired> TakeExpired(SteadyClock::time_point now);
+  void FailExpired(std::vector<Expired> expired);
   // How many queued tasks from the head form the next batch, and whether it
   // should run now. Requires mu_.
   size_t TasksForNextBatch(bool* ready, SteadyClock::time_point* wake_at) const;
   void Execute(std::vector<Queued> batch);
+  // Feeds a finished batch to the predictor and the cap. Takes mu_.
+  void LearnFromBatch(const std::vector<Queued>& batch, int64_t samples, int64_t compute_ns,
+                      SteadyClock::time_point end);
 
   const BatcherOptions options_;
   const std::unique_ptr<ExecutableModel> model_;
@@ -112,12 +173,17 @@ class Batcher {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Queued> queue_;  // guarded by mu_
-  bool stopping_ = false;     // guarded by mu_
-  bool executing_ = false;    // guarded by mu_
-  int64_t queued_samples_ = 0;                  // guarded by mu_
+  std::deque<Queued> queue_;                   // guarded by mu_
+  bool stopping_ = false;                      // guarded by mu_
+  bool executing_ = false;                     // guarded by mu_
+  int64_t queued_samples_ = 0;                 // guarded by mu_
   SteadyClock::time_point executing_since_{};  // guarded by mu_
-  int64_t executing_samples_ = 0;               // guarded by mu_
+  int64_t executing_samples_ = 0;              // guarded by mu_
+  int64_t slo_queued_ = 0;       // queued tasks with a deadline, not best_effort; guarded by mu_
+  ComputePredictor predictor_;   // guarded by mu_
+  BatchCapAimd cap_;             // guarded by mu_
+  int64_t rejected_slo_ = 0;     // guarded by mu_
+  int64_t dropped_expired_ = 0;  // guarded by mu_
   std::thread worker_;
 };
 
@@ -125,7 +191,6 @@ class Batcher {
 // other dims). Exposed for tests.
 Tensor ConcatenateBatch(const std::vector<const Tensor*>& parts);
 // Splits `batched` (dim 0 == sum of sizes) into pieces of `sizes` samples.
-Status SplitBatch(Tensor batched, const std::vector<int64_t>& sizes,
-                  std::vector<Tensor>* pieces);
+Status SplitBatch(Tensor batched, const std::vector<int64_t>& sizes, std::vector<Tensor>* pieces);
 
 }  // namespace somm

@@ -26,6 +26,7 @@ class DoublingModel : public ExecutableModel {
       gate_cv_.wait(lock, [this] { return open_; });
       batch_sizes_.push_back(inputs[0].shape.empty() ? 1 : inputs[0].shape[0]);
     }
+    std::this_thread::sleep_for(std::chrono::microseconds(compute_us.load()));
     if (fail_) return Internal("model exploded");
     Tensor out = inputs[0];
     out.name = "y";
@@ -54,6 +55,7 @@ class DoublingModel : public ExecutableModel {
     return batch_sizes_;
   }
   bool fail_ = false;
+  std::atomic<int64_t> compute_us{0};  // how long each Execute takes once past the gate
 
  private:
   std::mutex mu_;
@@ -81,12 +83,25 @@ struct Result {
   BatchStats stats;
 };
 
+// A query's latency SLO; the default is none.
+struct Slo {
+  SteadyClock::time_point deadline = SteadyClock::time_point::max();
+  bool best_effort = false;
+};
+
+Slo DueIn(SteadyClock::duration d, bool best_effort = false) {
+  return Slo{SteadyClock::now() + d, best_effort};
+}
+
 // Enqueues and returns a future for the query's result.
-std::future<Result> Submit(Batcher& b, Tensor input, Status* enqueue_status = nullptr) {
+std::future<Result> Submit(Batcher& b, Tensor input, Status* enqueue_status = nullptr,
+                           Slo slo = {}) {
   auto promise = std::make_shared<std::promise<Result>>();
   auto future = promise->get_future();
   BatchTask task;
   task.inputs.push_back(std::move(input));
+  task.deadline = slo.deadline;
+  task.best_effort = slo.best_effort;
   task.done = [promise](Status s, std::vector<Tensor> out, const BatchStats& st) {
     promise->set_value(Result{s, std::move(out), st});
   };
@@ -275,6 +290,211 @@ TEST(BatcherTest, NonBatchingModelRunsQueriesAlone) {
   auto r = Submit(*f.batcher, t).get();
   ASSERT_TRUE(r.status.ok());
   EXPECT_EQ(r.outputs[0].shape, (Shape{3}));
+}
+
+// Deadlines. Timing margins are wide (hundreds of ms): the tests run on
+// loaded 2-core machines and under TSan, and none asserts how fast anything is.
+
+BatcherOptions WithSeed(BatcherOptions o, double us_per_sample) {
+  o.predict_compute_us = [us_per_sample](int64_t n) { return us_per_sample * double(n); };
+  return o;
+}
+
+TEST(BatcherDeadlineTest, DeadlineTheQueueCannotMeetIsRejectedAtOnce) {
+  Fixture f(WithSeed(Options(1, 0), 100'000));  // 100 ms a sample
+  f.model->Close();
+  auto executing = Submit(*f.batcher, Row({1}, 1));
+  f.model->WaitEntered(1);
+  std::vector<std::future<Result>> queued;
+  for (int i = 0; i < 3; ++i) queued.push_back(Submit(*f.batcher, Row({2}, 1)));
+  // Three queued batches and its own take at least 400 ms.
+  Status s;
+  auto rejected = Submit(*f.batcher, Row({3}, 1), &s, DueIn(250ms));
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(s.message().find("cannot meet latency SLO on test:1#0: predicted "), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("(queue 3 queries)"), std::string::npos) << s.message();
+  auto roomy = Submit(*f.batcher, Row({4}, 1), &s, DueIn(60s));
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  auto past = Submit(*f.batcher, Row({5}, 1), &s, DueIn(-1ms));
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(f.batcher->rejected_slo(), 2);
+  f.model->Open();
+  EXPECT_TRUE(roomy.get().status.ok());
+  EXPECT_EQ(f.model->batch_sizes().size(), 5u);  // the rejected two never ran
+}
+
+TEST(BatcherDeadlineTest, BestEffortQueryIsAdmittedAndRunsWhateverItsDeadline) {
+  Fixture f(WithSeed(Options(1, 0), 100'000));
+  f.model->Close();
+  auto executing = Submit(*f.batcher, Row({1}, 1));
+  f.model->WaitEntered(1);
+  std::vector<std::future<Result>> queued;
+  for (int i = 0; i < 3; ++i) queued.push_back(Submit(*f.batcher, Row({2}, 1)));
+  Status s;
+  auto best = Submit(*f.batcher, Row({3}, 1), &s, DueIn(1ms, /*best_effort=*/true));
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  std::this_thread::sleep_for(20ms);  // its deadline passes while it waits
+  f.model->Open();
+  auto r = best.get();
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(Floats(r.outputs[0]), (std::vector<float>{6}));
+  EXPECT_EQ(f.batcher->rejected_slo(), 0);
+  EXPECT_EQ(f.batcher->dropped_expired(), 0);
+}
+
+TEST(BatcherDeadlineTest, ExpiredQueryIsDroppedAndNeverExecuted) {
+  Fixture f(WithSeed(Options(8, 0), 1'000));
+  f.model->Close();
+  auto executing = Submit(*f.batcher, Row({1}, 1));
+  f.model->WaitEntered(1);
+  Status s;
+  auto late = Submit(*f.batcher, Row({7}, 1), &s, DueIn(300ms));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  auto other = Submit(*f.batcher, Row({8}, 1));
+  std::this_thread::sleep_for(600ms);
+  f.model->Open();
+  auto r = late.get();
+  EXPECT_EQ(r.status.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(r.status.message().find("dropped before compute: deadline passed "), std::string::npos)
+      << r.status.message();
+  EXPECT_NE(r.status.message().find("ago while queued on test:1#0"), std::string::npos);
+  EXPECT_EQ(r.stats.compute_ns, 0);
+  auto o = other.get();
+  ASSERT_TRUE(o.status.ok());
+  EXPECT_EQ(Floats(o.outputs[0]), (std::vector<float>{16}));
+  EXPECT_EQ(o.stats.batch_size, 1);
+  EXPECT_EQ(f.model->batch_sizes(), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(f.batcher->dropped_expired(), 1);
+}
+
+TEST(BatcherDeadlineTest, QueryThatCannotFinishEvenAloneIsDropped) {
+  Fixture f(WithSeed(Options(8, 0), 1'000'000));  // 1 s a sample
+  f.model->Close();
+  auto executing = Submit(*f.batcher, Row({1}, 1));
+  f.model->WaitEntered(1);
+  std::this_thread::sleep_for(1100ms);  // the executing batch overruns its prediction
+  Status s;
+  auto tight = Submit(*f.batcher, Row({7}, 1), &s, DueIn(3s));  // predicted 1 s: admitted
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::this_thread::sleep_for(2500ms);  // now 1 s of compute would end after the deadline
+  f.model->Open();
+  auto r = tight.get();
+  EXPECT_EQ(r.status.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(r.status.message().find("dropped before compute: "), std::string::npos)
+      << r.status.message();
+  EXPECT_EQ(f.model->batch_sizes(), (std::vector<int64_t>{1}));
+  EXPECT_EQ(f.batcher->dropped_expired(), 1);
+}
+
+TEST(BatcherDeadlineTest, LateBatchCutsTheCapByATenthOnTimeOnesRaiseItByOne) {
+  Fixture f(WithSeed(Options(20, 0), 1'000));
+  EXPECT_EQ(f.batcher->batch_cap(), 20);
+  f.model->compute_us = 1'200'000;
+  auto late = Submit(*f.batcher, Row({1}, 1), nullptr, DueIn(400ms)).get();
+  EXPECT_TRUE(late.status.ok()) << late.status.ToString();  // computed, if late
+  EXPECT_EQ(f.batcher->batch_cap(), 18);
+  f.model->compute_us = 0;
+  EXPECT_TRUE(Submit(*f.batcher, Row({2}, 1), nullptr, DueIn(60s)).get().status.ok());
+  EXPECT_EQ(f.batcher->batch_cap(), 19);
+  EXPECT_TRUE(Submit(*f.batcher, Row({3}, 1)).get().status.ok());  // no deadline: no change
+  EXPECT_EQ(f.batcher->batch_cap(), 19);
+  EXPECT_TRUE(Submit(*f.batcher, Row({4}, 1), nullptr, DueIn(60s)).get().status.ok());
+  EXPECT_TRUE(Submit(*f.batcher, Row({5}, 1), nullptr, DueIn(60s)).get().status.ok());
+  EXPECT_EQ(f.batcher->batch_cap(), 20);  // never above max_batch_size
+  EXPECT_EQ(f.batcher->load().batch_cap, 20);
+}
+
+TEST(BatcherDeadlineTest, BatchesAreCutAtTheCap) {
+  Fixture f(WithSeed(Options(20, 0), 1'000));
+  f.model->compute_us = 1'200'000;
+  EXPECT_TRUE(Submit(*f.batcher, Row({1}, 1), nullptr, DueIn(400ms)).get().status.ok());
+  f.model->compute_us = 0;
+  ASSERT_EQ(f.batcher->batch_cap(), 18);
+  f.model->Close();
+  auto executing = Submit(*f.batcher, Row({1}, 1));
+  f.model->WaitEntered(2);
+  std::vector<std::future<Result>> queued;
+  for (int i = 0; i < 20; ++i) queued.push_back(Submit(*f.batcher, Row({float(i)}, 1)));
+  f.model->Open();
+  for (auto& q : queued) EXPECT_TRUE(q.get().status.ok());
+  EXPECT_EQ(f.model->batch_sizes(), (std::vector<int64_t>{1, 1, 18, 2}));
+}
+
+TEST(BatcherDeadlineTest, SlackInTheDeadlineIsSpentGatheringABatch) {
+  // A full batch of 8 is predicted at 800 ms, so queries due in 2 s wait for
+  // company about 1.2 s (not the minute of the delay). The 700 ms between a
+  // batch of 3 and one of 8 absorb a late wake-up on a loaded machine.
+  Fixture f(WithSeed(Options(8, 60'000'000), 100'000));
+  const auto deadline = SteadyClock::now() + 2s;
+  std::vector<std::future<Result>> r;
+  for (int i = 0; i < 3; ++i)
+    r.push_back(Submit(*f.batcher, Row({float(i)}, 1), nullptr, {deadline}));
+  for (auto& x : r) ASSERT_EQ(x.wait_for(30s), std::future_status::ready);
+  for (auto& x : r) {
+    auto result = x.get();
+    EXPECT_TRUE(result.status.ok()) << result.status.ToString();
+    EXPECT_EQ(result.stats.batch_size, 3);
+    EXPECT_GE(result.stats.queue_ns, 500'000'000);  // held back for company
+  }
+  EXPECT_EQ(f.model->batch_sizes(), (std::vector<int64_t>{3}));
+}
+
+TEST(BatcherDeadlineTest, TightDeadlineCutsTheBatchLongBeforeTheQueueDelay) {
+  // A full batch of 8 is predicted at 800 ms, so a query due in 1 s may wait
+  // for company only about 150 ms, then runs alone.
+  Fixture f(WithSeed(Options(8, 60'000'000), 100'000));
+  auto r = Submit(*f.batcher, Row({1}, 1), nullptr, DueIn(1s));
+  ASSERT_EQ(r.wait_for(30s), std::future_status::ready);
+  EXPECT_TRUE(r.get().status.ok());
+  EXPECT_EQ(f.model->batch_sizes(), (std::vector<int64_t>{1}));
+}
+
+TEST(BatcherDeadlineTest, QueriesWithoutDeadlineIgnoreThePrediction) {
+  Fixture f(WithSeed(Options(4, 0), 3.6e9));  // an hour a sample
+  f.model->Close();
+  auto executing = Submit(*f.batcher, Row({0}, 1));
+  f.model->WaitEntered(1);
+  std::vector<std::future<Result>> queued;
+  Status s;
+  for (int i = 0; i < 6; ++i) {
+    queued.push_back(Submit(*f.batcher, Row({float(i)}, 1), &s));
+    EXPECT_TRUE(s.ok());
+  }
+  const Batcher::Load load = f.batcher->load();
+  EXPECT_EQ(load.batch_cap, 4);
+  EXPECT_GT(load.predicted_backlog_us, 3 * 3.6e9);  // batches of 4 and 2, and most of the first
+  f.model->Open();
+  for (auto& q : queued) EXPECT_TRUE(q.get().status.ok());
+  EXPECT_EQ(f.model->batch_sizes(), (std::vector<int64_t>{1, 4, 2}));
+  EXPECT_EQ(f.batcher->batch_cap(), 4);
+  EXPECT_EQ(f.batcher->rejected_slo(), 0);
+  EXPECT_EQ(f.batcher->dropped_expired(), 0);
+}
+
+TEST(BatcherDeadlineTest, UnknownPredictionAdmitsEveryDeadlineStillDropsExpired) {
+  Fixture f(Options(1, 0));
+  EXPECT_EQ(f.batcher->load().predicted_backlog_us, -1);
+  f.model->Close();
+  auto executing = Submit(*f.batcher, Row({0}, 1));
+  f.model->WaitEntered(1);
+  std::vector<std::future<Result>> queued;
+  for (int i = 0; i < 5; ++i) queued.push_back(Submit(*f.batcher, Row({1}, 1)));
+  Status s;
+  auto due = Submit(*f.batcher, Row({2}, 1), &s, DueIn(100ms));
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  std::this_thread::sleep_for(300ms);
+  f.model->Open();
+  EXPECT_EQ(due.get().status.code(), StatusCode::kDeadlineExceeded);
+  for (auto& q : queued) EXPECT_TRUE(q.get().status.ok());
+  EXPECT_EQ(f.model->batch_sizes().size(), 6u);
+}
+
+TEST(BatcherDeadlineTest, PreferredSizeBoundsTheCap) {
+  BatcherOptions o = Options(16, 0);
+  o.preferred_batch_sizes = {2, 4};
+  Fixture f(o);
+  EXPECT_EQ(f.batcher->batch_cap(), 4);
 }
 
 TEST(SplitBatchTest, RejectsOutputWithWrongBatchDim) {
