@@ -1,0 +1,124 @@
+// ClusterState and Action: the input and the output of the control policies
+// (placement, eviction, autoscaling). ClusterState is a plain snapshot that
+// the live controller (or the simulator) assembles once per tick; the
+// policies read it and return Actions, which a mechanism elsewhere carries
+// out. Nothing here owns a thread, a clock or a model (DESIGN.md, "the control
+// loop").
+//
+// Contract for whoever fills ClusterState:
+//   - `groups` lists every instance group that is loaded *or loading*: a group
+//     counts from the moment its load starts, with `replicas` already at the
+//     requested count, so a policy never asks for the same load twice.
+//   - `DeviceState::used_bytes` is the authority on memory in use (it may
+//     include memory that belongs to no group); per-group `memory_bytes` is
+//     what unloading one replica would give back.
+//   - Actions are ordered and must be carried out in order. A kUnload whose
+//     reason starts "replaced by" follows the kLoad or kSetReplicas that
+//     replaces it and should run only once that load has succeeded (make
+//     before break); a kUnload whose reason starts "evict" precedes the load
+//     that needs its memory.
+//
+// Plain values; no locking.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "variants/variant_profile.h"
+
+namespace somm::control {
+
+using Clock = std::chrono::steady_clock;
+using TimePoint = Clock::time_point;
+
+// One memory pool with its compute. For "cpu", `cores` is the number of CPU
+// cores instances may use; for a GPU it is the number of instances allowed to
+// share it (each GPU instance has HardwareConfig::threads == 1).
+struct DeviceState {
+  std::string name;          // "cpu", "cuda:0"
+  int64_t budget_bytes = 0;  // see DefaultMemoryBudget() in placement.h
+  int64_t used_bytes = 0;
+  int cores = 1;
+};
+
+// One usable, profiled variant of one model version on one HardwareConfig.
+struct VariantOption {
+  std::string model;
+  int64_t version = 1;
+  std::string variant;  // "ts-int8"
+  HardwareConfig hardware;
+  std::string device;              // the memory pool it lives in: "cpu", "cuda:0"
+  std::optional<double> accuracy;  // unset fails any accuracy floor
+  LatencyCurve latency;
+  int64_t max_batch = 1;
+  int64_t memory_bytes = 0;  // per instance
+  double load_ms = 0;
+};
+
+// A loaded (or loading) instance group: `replicas` instances of one option.
+struct GroupState {
+  std::string model;
+  int64_t version = 1;
+  std::string variant;
+  HardwareConfig hardware;
+  std::string device;
+  int replicas = 1;
+  int64_t memory_bytes = 0;    // per replica
+  int64_t queued = 0;          // queries waiting now
+  int64_t executing = 0;       // queries executing now
+  bool loading = false;        // load started, not finished: never evicted
+  TimePoint last_used{};       // last query finished or started
+  double recent_rate_qps = 0;  // queries/s over the recent window
+  double load_ms = 0;
+  bool pinned = false;  // loaded explicitly (static mode): never evicted or unloaded
+};
+
+// What one model version is being asked for.
+struct ModelDemand {
+  std::string model;
+  int64_t version = 1;
+  double rate_qps = 0;                 // observed arrivals over the last tick
+  double latency_slo_ms = 0;           // tightest seen recently; 0 = none
+  std::optional<double> min_accuracy;  // strictest seen recently
+};
+
+struct ClusterState {
+  std::vector<DeviceState> devices;
+  std::vector<VariantOption> options;
+  std::vector<GroupState> groups;
+  std::vector<ModelDemand> demand;
+};
+
+struct Action {
+  enum Kind { kLoad, kUnload, kSetReplicas };
+  Kind kind = kLoad;
+  std::string model;
+  int64_t version = 1;
+  std::string variant;
+  HardwareConfig hardware;
+  std::string device;
+  int replicas = 0;    // kLoad, kSetReplicas: the group's new count; kUnload: 0
+  std::string reason;  // one line with the numbers, for the decision log
+};
+
+const char* ActionKindName(Action::Kind kind);
+// "load digits-mlp:1:ts-int8@cpu2 on cpu x2: upgrade: ..."
+std::string ToString(const Action& action);
+
+// "digits-mlp:1:ts-int8@cpu2": the name a group and its actions go by.
+std::string GroupLabel(const std::string& model, int64_t version, const std::string& variant,
+                       const HardwareConfig& hardware);
+inline std::string GroupLabel(const GroupState& g) {
+  return GroupLabel(g.model, g.version, g.variant, g.hardware);
+}
+inline std::string GroupLabel(const VariantOption& o) {
+  return GroupLabel(o.model, o.version, o.variant, o.hardware);
+}
+
+// "1.5 GiB", "64.0 MiB", "512 B": memory in reasons.
+std::string FormatBytes(int64_t bytes);
+
+}  // namespace somm::control
