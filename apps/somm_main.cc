@@ -37,6 +37,22 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--auto-variants", serve.auto_variants,
                         "Generate and profile variants of repository models that have none")
       ->capture_default_str();
+  serve_cmd->add_option("--managed", serve.managed,
+                        "Managed runtime: autoscale replicas and variants, evict, load on demand "
+                        "(false = static provisioning: the configured instances only)")
+      ->capture_default_str();
+  serve_cmd->add_option("--control-tick-ms", serve.control_tick_ms,
+                        "How often the controller looks at the load")
+      ->check(CLI::Range(10, 3600000))
+      ->capture_default_str();
+  serve_cmd->add_option("--memory-budget-mb", serve.memory_budget_mb,
+                        "Memory for instances (0 = half the memory available at start)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  serve_cmd->add_option("--idle-unload-s", serve.idle_unload_s,
+                        "Unload a model's instances after this long without queries (0 = 30 s)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 
   somm::InferOptions infer;
   auto* infer_cmd = app.add_subcommand(

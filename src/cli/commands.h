@@ -22,6 +22,12 @@ struct ServeOptions {
   std::string log_level = "info";
   // Generate and profile variants for repository models that have none.
   bool auto_variants = true;
+  // The managed runtime (docs/managed.md): autoscaling, eviction, on-demand
+  // loads. false = static provisioning (the configured instances only).
+  bool managed = true;
+  int control_tick_ms = 1000;
+  double memory_budget_mb = 0;    // 0 = a fraction of the memory available at start
+  double idle_unload_s = 0;      // 0 = the autoscaler's default
 };
 int RunServe(const ServeOptions& options);
 

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -69,6 +70,10 @@ int RunServe(const ServeOptions& options) {
   const char* tools = std::getenv("SOMM_TOOLS_DIR");
   mo.tools_dir = tools ? tools : SOMM_DEFAULT_TOOLS_DIR;
   mo.auto_variants = options.auto_variants;
+  mo.managed = options.managed;
+  mo.control_tick_ms = std::max(options.control_tick_ms, 10);
+  mo.memory_budget_bytes = static_cast<int64_t>(options.memory_budget_mb * 1024 * 1024);
+  mo.idle_unload_s = options.idle_unload_s;
   ModelManager manager(mo, *backend, metrics);
   if (Status s = manager.Start(); !s.ok()) {
     spdlog::error("{}", s.message());

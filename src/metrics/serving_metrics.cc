@@ -61,7 +61,44 @@ struct ServingMetrics::Families {
         decisions(prometheus::BuildCounter()
                       .Name("somm_selector_decisions_total")
                       .Help("Routing decisions, by outcome")
-                      .Register(r)) {}
+                      .Register(r)),
+        replicas(prometheus::BuildGauge()
+                     .Name("somm_instances")
+                     .Help("Loaded replicas per variant and hardware")
+                     .Register(r)),
+        instance_memory(prometheus::BuildGauge()
+                            .Name("somm_instance_memory_bytes")
+                            .Help("Memory accounted to the loaded replicas of a variant")
+                            .Register(r)),
+        instance_seconds(prometheus::BuildCounter()
+                             .Name("somm_instance_seconds_total")
+                             .Help("Replica-seconds loaded, summed over every instance group")
+                             .Register(r)),
+        cold_starts(prometheus::BuildCounter()
+                        .Name("somm_cold_starts_total")
+                        .Help("Queries that waited for an instance to load")
+                        .Register(r)),
+        control_actions(prometheus::BuildCounter()
+                            .Name("somm_control_actions_total")
+                            .Help("Actions the controller carried out, by kind")
+                            .Register(r)),
+        memory_used(prometheus::BuildGauge()
+                        .Name("somm_memory_used_bytes")
+                        .Help("Memory accounted to loaded instances, per device")
+                        .Register(r)),
+        memory_budget(prometheus::BuildGauge()
+                          .Name("somm_memory_budget_bytes")
+                          .Help("Memory budget for instances, per device")
+                          .Register(r)),
+        arrival_rate(prometheus::BuildGauge()
+                         .Name("somm_arrival_rate_qps")
+                         .Help("Arrival rate observed in the last control tick")
+                         .Register(r)),
+        forecast_rate(prometheus::BuildGauge()
+                          .Name("somm_forecast_rate_qps")
+                          .Help("The autoscaler's forecast arrival rate")
+                          .Register(r)),
+        instance_seconds_total(instance_seconds.Add({})) {}
 
   prometheus::Family<prometheus::Counter>& success;
   prometheus::Family<prometheus::Counter>& failure;
@@ -71,6 +108,16 @@ struct ServingMetrics::Families {
   prometheus::Family<prometheus::Histogram>& batch;
   prometheus::Family<prometheus::Gauge>& instances;
   prometheus::Family<prometheus::Counter>& decisions;
+  prometheus::Family<prometheus::Gauge>& replicas;
+  prometheus::Family<prometheus::Gauge>& instance_memory;
+  prometheus::Family<prometheus::Counter>& instance_seconds;
+  prometheus::Family<prometheus::Counter>& cold_starts;
+  prometheus::Family<prometheus::Counter>& control_actions;
+  prometheus::Family<prometheus::Gauge>& memory_used;
+  prometheus::Family<prometheus::Gauge>& memory_budget;
+  prometheus::Family<prometheus::Gauge>& arrival_rate;
+  prometheus::Family<prometheus::Gauge>& forecast_rate;
+  prometheus::Counter& instance_seconds_total;
 };
 
 namespace {
@@ -132,6 +179,38 @@ ModelMetrics* ServingMetrics::ForModel(const std::string& model, const std::stri
 
 void ServingMetrics::RecordDecision(const std::string& outcome) {
   families_->decisions.Add({{"outcome", outcome}}).Increment();
+}
+
+void ServingMetrics::SetReplicas(const std::string& model, const std::string& version,
+                                 const std::string& variant, const std::string& hardware,
+                                 int64_t replicas, int64_t memory_bytes_each) {
+  const prometheus::Labels labels = {
+      {"model", model}, {"version", version}, {"variant", variant}, {"hardware", hardware}};
+  families_->replicas.Add(labels).Set(static_cast<double>(replicas));
+  families_->instance_memory.Add(labels).Set(static_cast<double>(replicas * memory_bytes_each));
+}
+
+void ServingMetrics::AddInstanceSeconds(double seconds) {
+  if (seconds > 0) families_->instance_seconds_total.Increment(seconds);
+}
+
+void ServingMetrics::RecordColdStart(const std::string& model) {
+  families_->cold_starts.Add({{"model", model}}).Increment();
+}
+
+void ServingMetrics::RecordControlAction(const std::string& kind) {
+  families_->control_actions.Add({{"kind", kind}}).Increment();
+}
+
+void ServingMetrics::SetMemory(const std::string& device, int64_t used_bytes,
+                               int64_t budget_bytes) {
+  families_->memory_used.Add({{"device", device}}).Set(static_cast<double>(used_bytes));
+  families_->memory_budget.Add({{"device", device}}).Set(static_cast<double>(budget_bytes));
+}
+
+void ServingMetrics::SetRates(const std::string& model, double arrival_qps, double forecast_qps) {
+  families_->arrival_rate.Add({{"model", model}}).Set(arrival_qps);
+  families_->forecast_rate.Add({{"model", model}}).Set(forecast_qps);
 }
 
 std::string ServingMetrics::Serialize() const {

@@ -11,6 +11,14 @@
 //   somm_inference_request_duration_us (histograms, per query),
 //   somm_inference_batch_size (histogram, per executed batch),
 //   somm_instances_loaded (gauge); and somm_selector_decisions_total{outcome}.
+// The managed runtime's families (see docs/managed.md):
+//   somm_instances{model,version,variant,hardware} (gauge, loaded replicas),
+//   somm_instance_memory_bytes{model,version,variant,hardware} (gauge, all replicas),
+//   somm_instance_seconds_total (replica-seconds loaded, all groups),
+//   somm_cold_starts_total{model} (queries that waited for a load),
+//   somm_control_actions_total{kind} (load, unload, evict, set_replicas),
+//   somm_memory_used_bytes{device}, somm_memory_budget_bytes{device},
+//   somm_arrival_rate_qps{model} and somm_forecast_rate_qps{model} (gauges).
 #pragma once
 
 #include <cstdint>
@@ -47,6 +55,15 @@ class ServingMetrics {
   // somm_selector_decisions_total{outcome}: loaded, load, best_effort,
   // explicit, default, rejected.
   void RecordDecision(const std::string& outcome);
+  // The managed runtime's signals (families listed above).
+  void SetReplicas(const std::string& model, const std::string& version,
+                   const std::string& variant, const std::string& hardware, int64_t replicas,
+                   int64_t memory_bytes_each);
+  void AddInstanceSeconds(double seconds);
+  void RecordColdStart(const std::string& model);
+  void RecordControlAction(const std::string& kind);
+  void SetMemory(const std::string& device, int64_t used_bytes, int64_t budget_bytes);
+  void SetRates(const std::string& model, double arrival_qps, double forecast_qps);
   // The Prometheus text exposition of every metric.
   std::string Serialize() const;
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }

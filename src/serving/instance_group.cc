@@ -3,27 +3,43 @@
 namespace somm {
 
 InstanceGroup::InstanceGroup(std::string variant_id, HardwareConfig hardware,
-                             std::vector<std::unique_ptr<Batcher>> instances)
+                             std::vector<std::unique_ptr<Batcher>> instances, int64_t memory_bytes)
     : variant_id_(std::move(variant_id)),
       hardware_(hardware),
-      instances_(std::move(instances)) {}
+      memory_bytes_(memory_bytes),
+      last_used_ns_(SteadyClock::now().time_since_epoch().count()) {
+  auto r = std::make_shared<Replicas>();
+  for (auto& b : instances) r->push_back(std::shared_ptr<Batcher>(std::move(b)));
+  replicas_ = std::move(r);
+}
 
 InstanceGroup::~InstanceGroup() {
-  for (auto& b : instances_) b->Stop();
+  for (auto& b : *replicas()) b->Stop();
+}
+
+std::shared_ptr<const InstanceGroup::Replicas> InstanceGroup::replicas() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return replicas_;
 }
 
 Status InstanceGroup::Enqueue(BatchTask task, int instance, int* chosen) {
-  const size_t n = instances_.size();
+  uses_.fetch_add(1, std::memory_order_relaxed);
+  last_used_ns_.store(SteadyClock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  // Held shared across pick + Enqueue: RemoveReplicas swaps the set under the
+  // exclusive lock, so no query can reach a replica after it starts stopping.
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  const Replicas& set = *replicas_;
+  const size_t n = set.size();
   size_t pick;
   if (instance >= 0 && static_cast<size_t>(instance) < n) {
     pick = static_cast<size_t>(instance);
   } else {
     const size_t first = static_cast<size_t>(next_.fetch_add(1)) % n;
     pick = first;
-    int64_t best = instances_[first]->queue_length();
+    int64_t best = set[first]->queue_length();
     for (size_t i = 1; i < n && best > 0; ++i) {
       const size_t c = (first + i) % n;
-      const int64_t q = instances_[c]->queue_length();
+      const int64_t q = set[c]->queue_length();
       if (q < best) {
         best = q;
         pick = c;
@@ -31,14 +47,39 @@ Status InstanceGroup::Enqueue(BatchTask task, int instance, int* chosen) {
     }
   }
   if (chosen) *chosen = static_cast<int>(pick);
-  return instances_[pick]->Enqueue(std::move(task));
+  return set[pick]->Enqueue(std::move(task));
+}
+
+void InstanceGroup::AddReplicas(std::vector<std::unique_ptr<Batcher>> more) {
+  if (more.empty()) return;
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  auto r = std::make_shared<Replicas>(*replicas_);
+  for (auto& b : more) r->push_back(std::shared_ptr<Batcher>(std::move(b)));
+  replicas_ = std::move(r);
+}
+
+int InstanceGroup::RemoveReplicas(int count) {
+  std::vector<std::shared_ptr<Batcher>> removed;
+  {
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    auto r = std::make_shared<Replicas>(*replicas_);
+    while (count-- > 0 && r->size() > 1) {
+      removed.push_back(r->back());
+      r->pop_back();
+    }
+    replicas_ = std::move(r);
+  }
+  // Outside the lock: Stop() executes what the replica had already queued.
+  for (auto& b : removed) b->Stop();
+  return static_cast<int>(removed.size());
 }
 
 std::vector<InstanceState> InstanceGroup::Snapshot(const LatencyCurve& curve) const {
+  const auto set = replicas();
   std::vector<InstanceState> states;
-  states.reserve(instances_.size());
-  for (size_t i = 0; i < instances_.size(); ++i) {
-    const Batcher::Load load = instances_[i]->load();
+  states.reserve(set->size());
+  for (size_t i = 0; i < set->size(); ++i) {
+    const Batcher::Load load = (*set)[i]->load();
     InstanceState s;
     s.instance_id = static_cast<int32_t>(i);
     s.queued_samples = load.queued_samples;
@@ -54,8 +95,24 @@ std::vector<InstanceState> InstanceGroup::Snapshot(const LatencyCurve& curve) co
 
 int64_t InstanceGroup::QueuedQueries() const {
   int64_t total = 0;
-  for (const auto& b : instances_) total += b->queue_length();
+  for (const auto& b : *replicas()) total += b->queue_length();
   return total;
+}
+
+int64_t InstanceGroup::InFlight() const {
+  int64_t total = 0;
+  for (const auto& b : *replicas()) {
+    const Batcher::Load load = b->load();
+    total += load.queued_queries + (load.executing ? 1 : 0);
+  }
+  return total;
+}
+
+size_t InstanceGroup::size() const { return replicas()->size(); }
+
+SteadyClock::time_point InstanceGroup::last_used() const {
+  return SteadyClock::time_point(
+      SteadyClock::duration(last_used_ns_.load(std::memory_order_relaxed)));
 }
 
 }  // namespace somm

@@ -4,12 +4,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <set>
 #include <thread>
 
+#include <unistd.h>
+
 #include "batching/batcher.h"
+#include "control/placement.h"
 #include "serving/model_manager_internal.h"
 #include "variants/variant_pipeline.h"
 
@@ -17,15 +21,14 @@ namespace somm {
 namespace fs = std::filesystem;
 
 ModelManager::LoadedVersion::~LoadedVersion() {
-  // Groups drain as they are destroyed; the base group may also sit in
-  // `groups`, and shared ownership makes it go exactly once.
+  // Groups drain as they are destroyed (a query in flight keeps its group
+  // alive through its Route until it completes).
   std::map<std::string, std::shared_ptr<InstanceGroup>> drained;
   {
     std::lock_guard<std::mutex> lock(variants_mu);
     drained.swap(groups);
   }
   drained.clear();
-  base.reset();
   if (metrics) metrics->SetInstancesLoaded(0);
 }
 
@@ -38,17 +41,17 @@ bool IsPositiveInteger(const std::string& s) {
          std::stoll(s) > 0;
 }
 
-StatusOr<std::shared_ptr<InstanceGroup>> LoadInstanceGroup(Backend& backend,
-                                                           const ModelConfig& config,
-                                                           const LoadOptions& load,
-                                                           const std::string& variant_id,
-                                                           const HardwareConfig& hw, int count,
-                                                           ModelMetrics* metrics) {
+StatusOr<std::vector<std::unique_ptr<Batcher>>> LoadReplicas(Backend& backend,
+                                                             const ModelConfig& config,
+                                                             const LoadOptions& load,
+                                                             const std::string& variant_id,
+                                                             const LatencyCurve& curve, int first,
+                                                             int count, ModelMetrics* metrics) {
   std::vector<std::unique_ptr<Batcher>> batchers;
   for (int i = 0; i < count; ++i) {
     SOMM_ASSIGN_OR_RETURN(std::unique_ptr<ExecutableModel> exe, backend.Load(load));
     BatcherOptions bo;
-    bo.name = variant_id + "#" + std::to_string(i);
+    bo.name = variant_id + "#" + std::to_string(first + i);
     bo.max_batch_size = config.max_batch_size;
     if (config.dynamic_batching) {
       bo.max_queue_delay_us = config.dynamic_batching->max_queue_delay_us;
@@ -59,10 +62,22 @@ StatusOr<std::shared_ptr<InstanceGroup>> LoadInstanceGroup(Backend& backend,
       // brought: a preferred size of 1 sample cuts every batch at one query.
       bo.preferred_batch_sizes = {1};
     }
+    if (!curve.points.empty()) {
+      bo.predict_compute_us = [curve](int64_t batch) { return curve.Predict(batch) * 1000.0; };
+    }
     batchers.push_back(std::make_unique<Batcher>(
         bo, std::move(exe), [metrics](int64_t size, int64_t, bool) { metrics->RecordBatch(size); }));
   }
-  return std::make_shared<InstanceGroup>(variant_id, hw, std::move(batchers));
+  return batchers;
+}
+
+int64_t ProcessResidentBytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  long long pages = 0, resident = 0;
+  const int n = std::fscanf(f, "%lld %lld", &pages, &resident);
+  std::fclose(f);
+  return n == 2 ? resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE)) : 0;
 }
 
 namespace {
@@ -164,7 +179,16 @@ ModelManager::ModelManager(ModelManagerOptions options, Backend& backend, Servin
     : options_(WithDefaults(std::move(options), backend)),
       backend_(backend),
       metrics_(metrics),
-      decisions_(options_.decision_log_size) {}
+      decisions_(options_.decision_log_size) {
+  memory_budget_bytes_ = options_.memory_budget_bytes > 0
+                             ? options_.memory_budget_bytes
+                             : control::DefaultMemoryBudget(AvailableMemoryBytes(),
+                                                            control::kDefaultCpuBudgetFraction);
+  metrics_.SetMemory("cpu", 0, memory_budget_bytes_);
+  spdlog::info("memory budget for instances: {} MiB ({})", memory_budget_bytes_ / (1024 * 1024),
+               options_.memory_budget_bytes > 0 ? "--memory-budget-mb"
+                                                : "default fraction of the memory available now");
+}
 
 ModelManager::~ModelManager() { Shutdown(); }
 
@@ -203,11 +227,18 @@ Status ModelManager::Start() {
     }
     for (const auto& [config, v] : todo) StartVariantJob(config, v);
   }
+  if (options_.managed) control_thread_ = std::thread([this] { ControlLoop(); });
   return Status::Ok();
 }
 
 void ModelManager::Shutdown() {
   shutting_down_ = true;
+  {
+    std::lock_guard<std::mutex> lock(control_mu_);
+    control_stop_ = true;
+  }
+  control_cv_.notify_all();
+  if (control_thread_.joinable()) control_thread_.join();
   std::vector<std::thread> jobs;
   {
     std::lock_guard<std::mutex> lock(jobs_mu_);
@@ -234,9 +265,7 @@ StatusOr<std::shared_ptr<ModelManager::LoadedVersion>> ModelManager::LoadVersion
   loaded->base_hardware.device_index = options_.device.index;
   loaded->base_hardware.threads = config.intra_op_threads;
   loaded->metrics = metrics_.ForModel(config.name, loaded->version_str);
-  const auto t0 = SteadyClock::now();
-  const std::string variant_id = config.name + ":" + loaded->version_str + ":" + kAsRegistered;
-  LoadOptions lo;
+  LoadOptions& lo = loaded->base_load;
   lo.model_name = config.name;
   lo.model_version = version;
   lo.model_path = path;
@@ -245,14 +274,15 @@ StatusOr<std::shared_ptr<ModelManager::LoadedVersion>> ModelManager::LoadVersion
   lo.max_batch_size = config.max_batch_size;
   lo.inputs = config.inputs;
   lo.outputs = config.outputs;
-  SOMM_ASSIGN_OR_RETURN(loaded->base,
-                        LoadInstanceGroup(backend_, config, lo, variant_id, loaded->base_hardware,
-                                          config.instance_count, loaded->metrics));
-  loaded->groups[GroupKey(kAsRegistered, loaded->base_hardware)] = loaded->base;
-  loaded->metrics->SetInstancesLoaded(config.instance_count);
+  loaded->pinned = !options_.managed;
   // Profiles persisted by an earlier run (or an earlier registration).
   auto profiles = LoadProfiles(VariantsRoot(), config.name, version);
   if (profiles.ok()) loaded->profiles = std::move(profiles).value();
+  const auto t0 = SteadyClock::now();
+  SOMM_RETURN_IF_ERROR(EnsureGroup(*loaded, kAsRegistered, loaded->base_hardware,
+                                   config.instance_count, "configured instances (model.yaml)",
+                                   /*on_critical_path=*/false)
+                           .status());
   spdlog::info("loaded model {} version {} ({} instance(s) on {}, {} ms, {} profiled variants)",
                config.name, version, config.instance_count, options_.device.ToString(),
                MicrosSince(t0) / 1000, loaded->profiles.size());
@@ -338,6 +368,13 @@ Status ModelManager::UnloadModel(const std::string& name) {
     removed = std::move(it->second);
     models_.erase(it);
   }
+  for (const auto& [_, lv] : removed->versions) {
+    std::lock_guard<std::mutex> lock(lv->variants_mu);
+    for (const auto& [key, group] : lv->groups) {
+      metrics_.SetReplicas(name, lv->version_str, key.substr(0, key.find('@')),
+                           group->hardware().Name(), 0, 0);
+    }
+  }
   removed.reset();
   spdlog::info("unloaded model {}", name);
   return Status::Ok();
@@ -408,6 +445,12 @@ void ModelManager::Infer(InferenceRequest request, InferCallback done) {
   auto chosen = std::make_shared<int>(-1);
   BatchTask task;
   task.inputs = std::move(inputs);
+  if (route.latency_slo_ms) {
+    // The SLO runs from arrival: the batcher admits, batches and drops by it.
+    task.deadline = start + std::chrono::duration_cast<SteadyClock::duration>(
+                                std::chrono::duration<double, std::milli>(*route.latency_slo_ms));
+  }
+  task.best_effort = route.best_effort;
   task.done = [metrics, done, keep = std::move(keep), start, chosen, samples,
                device = lv->device.ToString(),
                decision = route.decision, price = route.price_per_s,

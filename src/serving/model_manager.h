@@ -28,6 +28,8 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -62,6 +64,22 @@ struct ModelManagerOptions {
   std::string tools_dir;
   PriceList prices;
   size_t decision_log_size = 1000;
+
+  // The managed runtime (docs/managed.md). On: a control loop ticks every
+  // control_tick_ms and carries out the autoscaler's actions (replicas,
+  // upgrades and downgrades, preloads, idle unloads); loads make room by
+  // cost-aware eviction within the memory budget; plain queries reload an
+  // evicted model on demand. Off (static provisioning): the configured
+  // instances are all there is; the selector only picks loaded variants
+  // (an exact variant named in the request still loads on demand).
+  bool managed = true;
+  int control_tick_ms = 1000;
+  // Memory instances may use on the CPU; 0 = the default fraction of the
+  // memory available at start (control/placement.h).
+  int64_t memory_budget_bytes = 0;
+  // Seconds without a query after which the controller unloads a model's
+  // instances (0 = the autoscaler's default).
+  double idle_unload_s = 0;
 };
 
 class ModelManager : public InferenceServer {
@@ -96,6 +114,10 @@ class ModelManager : public InferenceServer {
   Status SetVariantProfiles(const std::string& name, int64_t version,
                             std::vector<VariantProfile> profiles);
 
+  // Actions the controller has carried out, newest last, for tests and
+  // status: "load digits-mlp:1:ts-int8@cpu1 x1: preload: ...".
+  std::vector<std::string> RecentControlActions(size_t limit) const;
+
   struct LoadedVersion;  // opaque: defined in model_manager_internal.h
   struct ModelEntry;
   struct Route;
@@ -115,10 +137,33 @@ class ModelManager : public InferenceServer {
   StatusOr<Route> RouteWithSelector(const InferenceRequest& request,
                                     std::vector<std::shared_ptr<LoadedVersion>> versions,
                                     const std::string& target);
-  StatusOr<std::shared_ptr<class InstanceGroup>> GetOrLoadGroup(LoadedVersion& lv,
-                                                                const VariantProfile& profile,
-                                                                const HardwareConfig& hw);
+  void RecordDemand(LoadedVersion& lv, const Requirements& req);
   void LogDecision(DecisionRecord record);
+
+  // model_control.cc: the managed runtime's mechanism.
+  // The group of `variant` on `hw`, loading it (with `replicas`) if absent.
+  // Loading makes room first (evicting by the placement policy when managed)
+  // and is logged with `reason`; *cold is set when a load happened.
+  StatusOr<std::shared_ptr<class InstanceGroup>> EnsureGroup(LoadedVersion& lv,
+                                                            const std::string& variant,
+                                                            const HardwareConfig& hw, int replicas,
+                                                            const std::string& reason,
+                                                            bool on_critical_path,
+                                                            bool* cold = nullptr);
+  // Evicts (by the placement policy) until `bytes` more fit in the budget;
+  // the group labelled `protect` is never a victim.
+  Status MakeRoom(int64_t bytes, const std::string& for_what, const std::string& protect = "");
+  Status SetGroupReplicas(LoadedVersion& lv, const std::string& variant, const HardwareConfig& hw,
+                          int replicas, const std::string& reason);
+  Status UnloadGroup(LoadedVersion& lv, const std::string& variant, const HardwareConfig& hw,
+                     const std::string& reason, bool only_if_idle);
+  struct ControlSnapshot;
+  ControlSnapshot Snapshot(double tick_s);
+  void ControlLoop();
+  void RecordControl(const std::string& kind, const std::string& model, const std::string& group,
+                     const std::string& hardware, const std::string& reason);
+  void PublishReplicaMetrics(LoadedVersion& lv);
+  int64_t MemoryBudgetBytes() const { return memory_budget_bytes_; }
 
   // model_registration.cc
   void StartVariantJob(const ModelConfig& config, int64_t version);
@@ -132,6 +177,20 @@ class ModelManager : public InferenceServer {
   mutable std::shared_mutex mu_;
   std::map<std::string, std::shared_ptr<ModelEntry>> models_;  // guarded by mu_
   DecisionLog decisions_;
+
+  int64_t memory_budget_bytes_ = 0;
+  // Serialises loads, evictions and replica changes, so two loads never
+  // count the same free memory. Taken before any LoadedVersion lock.
+  std::mutex placement_mu_;
+  // Memory measured when an unprofiled variant loaded ("file@cpu2" -> bytes).
+  std::map<std::string, int64_t> measured_bytes_;  // guarded by placement_mu_
+  std::mutex control_mu_;  // the control loop's sleep
+  std::condition_variable control_cv_;
+  bool control_stop_ = false;  // guarded by control_mu_
+  std::thread control_thread_;
+  mutable std::mutex control_log_mu_;
+  std::deque<std::string> control_log_;  // guarded by control_log_mu_
+  std::chrono::steady_clock::time_point last_tick_{};
 
   mutable std::mutex jobs_mu_;
   std::map<std::string, RegistrationStatus> jobs_;  // guarded by jobs_mu_

@@ -2,6 +2,8 @@
 // (model_manager.cc, model_selection.cc, model_registration.cc) share.
 #pragma once
 
+#include <atomic>
+#include <climits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,14 +31,22 @@ struct ModelManager::LoadedVersion {
   Device device;
   HardwareConfig base_hardware;  // where the configured instances run
   ModelMetrics* metrics = nullptr;
-  // The configured instances: the variant as registered, instance_count
-  // replicas on base_hardware. Plain queries run here.
-  std::shared_ptr<InstanceGroup> base;
+  // How the variant as registered loads (plain queries run it, with
+  // instance_count replicas on base_hardware at first). Its group lives in
+  // `groups` under GroupKey(kAsRegistered, base_hardware); in managed mode the
+  // controller may evict it, and the next plain query loads it again.
+  LoadOptions base_load;
+  // Static mode: the configured instances never change (nothing is evicted).
+  bool pinned = false;
+
+  // Demand signals, reset by the controller every tick.
+  std::atomic<int64_t> arrivals{0};
+  std::atomic<int64_t> tightest_slo_us{INT64_MAX};
+  std::atomic<int64_t> strictest_accuracy_ppm{0};
 
   mutable std::mutex variants_mu;
   std::vector<VariantProfile> profiles;                         // guarded by variants_mu
   std::map<std::string, std::shared_ptr<InstanceGroup>> groups;  // guarded by variants_mu
-  std::mutex group_load_mu;  // one on-demand load at a time per version
 
   ~LoadedVersion();
 };
@@ -55,18 +65,26 @@ struct ModelManager::Route {
   int instance = -1;
   DecisionRecord decision;
   double price_per_s = 0;  // of the chosen hardware, for the actual cost
+  std::optional<double> latency_slo_ms;  // the query's deadline, from its arrival
+  bool best_effort = false;
 };
 
 int64_t MicrosSince(SteadyClock::time_point t);
 bool IsPositiveInteger(const std::string& s);
 
-// Builds `count` batcher-backed instances of one variant, each loaded with
-// `load` (file, precision, device, threads), batching as `config` says.
-StatusOr<std::shared_ptr<InstanceGroup>> LoadInstanceGroup(Backend& backend,
-                                                           const ModelConfig& config,
-                                                           const LoadOptions& load,
-                                                           const std::string& variant_id,
-                                                           const HardwareConfig& hw, int count,
-                                                           ModelMetrics* metrics);
+// Loads `count` batcher-backed instances of one variant, each loaded with
+// `load` (file, precision, device, threads), batching as `config` says;
+// `curve` (may be empty) seeds the batcher's latency predictions.
+StatusOr<std::vector<std::unique_ptr<Batcher>>> LoadReplicas(Backend& backend,
+                                                             const ModelConfig& config,
+                                                             const LoadOptions& load,
+                                                             const std::string& variant_id,
+                                                             const LatencyCurve& curve, int first,
+                                                             int count, ModelMetrics* metrics);
+
+// Resident memory of this process, bytes (/proc/self/statm).
+int64_t ProcessResidentBytes();
+// MemAvailable from /proc/meminfo, bytes (0 if unknown).
+int64_t AvailableMemoryBytes();
 
 }  // namespace somm

@@ -121,20 +121,62 @@ StatusOr<ModelManager::Route> ModelManager::RouteQuery(const InferenceRequest& r
                         Resolve(request.model_name, request.model_version));
   bool has_slo = false;
   SOMM_ASSIGN_OR_RETURN(Requirements req, ParseRequirements(request.parameters, &has_slo));
+  RecordDemand(*lv, req);
   if (has_slo || req.best_effort) return RouteWithSelector(request, {lv}, request.model_name);
 
   Route route;
   route.version = lv;
-  route.group = lv->base;
-  route.price_per_s = options_.prices.PerSecond(lv->base_hardware);
   route.decision.target = request.model_name;
   route.decision.requirements = "none";
   route.decision.outcome = "default";
-  route.decision.variant = lv->base->variant_id();
-  route.decision.hardware = lv->base_hardware.Name();
   route.decision.reason = "model named without SLOs: its configured instances run it as registered";
-  metrics_.RecordDecision("default");
+  const std::string base_key = GroupKey(kAsRegistered, lv->base_hardware);
+  HardwareConfig hw = lv->base_hardware;
+  {
+    std::lock_guard<std::mutex> lock(lv->variants_mu);
+    auto g = lv->groups.find(base_key);
+    if (g != lv->groups.end()) {
+      route.group = g->second;
+    } else if (options_.managed && !lv->groups.empty()) {
+      // The controller replaced the as-registered instances (an upgrade under
+      // load): the replicas it keeps serve the model's plain queries too.
+      for (const auto& [key, group] : lv->groups) {
+        if (!route.group || group->size() > route.group->size()) route.group = group;
+      }
+      hw = route.group->hardware();
+      route.decision.outcome = "managed";
+      route.decision.reason = "model named without SLOs; the controller replaced its as-registered "
+                              "instances with " + route.group->variant_id() + "@" + hw.Name();
+    }
+  }
+  if (!route.group) {
+    bool cold = false;
+    SOMM_ASSIGN_OR_RETURN(route.group,
+                          EnsureGroup(*lv, kAsRegistered, hw, lv->config.instance_count,
+                                      "a query for a model with no instance loaded", true, &cold));
+    if (cold) route.decision.reason += " (loaded on demand: cold start)";
+  }
+  route.price_per_s = options_.prices.PerSecond(hw);
+  route.decision.variant = route.group->variant_id();
+  route.decision.hardware = hw.Name();
+  metrics_.RecordDecision(route.decision.outcome);
   return route;
+}
+
+void ModelManager::RecordDemand(LoadedVersion& lv, const Requirements& req) {
+  lv.arrivals.fetch_add(1, std::memory_order_relaxed);
+  if (req.latency_slo_ms) {
+    const auto us = static_cast<int64_t>(*req.latency_slo_ms * 1000.0);
+    int64_t cur = lv.tightest_slo_us.load(std::memory_order_relaxed);
+    while (us < cur && !lv.tightest_slo_us.compare_exchange_weak(cur, us)) {
+    }
+  }
+  if (req.min_accuracy) {
+    const auto ppm = static_cast<int64_t>(*req.min_accuracy * 1e6);
+    int64_t cur = lv.strictest_accuracy_ppm.load(std::memory_order_relaxed);
+    while (ppm > cur && !lv.strictest_accuracy_ppm.compare_exchange_weak(cur, ppm)) {
+    }
+  }
 }
 
 StatusOr<ModelManager::Route> ModelManager::RouteExplicitVariant(const std::string& name,
@@ -171,9 +213,11 @@ StatusOr<ModelManager::Route> ModelManager::RouteExplicitVariant(const std::stri
   }
   if (!profile) {
     if (variant == kAsRegistered && (hw_name.empty() || hw_name == lv->base_hardware.Name())) {
-      route.group = lv->base;
+      SOMM_ASSIGN_OR_RETURN(route.group,
+                            EnsureGroup(*lv, kAsRegistered, lv->base_hardware, 1,
+                                        "variant named explicitly", true));
       route.price_per_s = options_.prices.PerSecond(lv->base_hardware);
-      route.decision.variant = lv->base->variant_id();
+      route.decision.variant = route.group->variant_id();
       route.decision.hardware = lv->base_hardware.Name();
       route.decision.reason = "variant named explicitly";
       LogDecision(route.decision);
@@ -199,7 +243,8 @@ StatusOr<ModelManager::Route> ModelManager::RouteExplicitVariant(const std::stri
   if (!chosen) {
     return NotFound("variant '" + profile->Id() + "' was not profiled on hardware '" + hw_name + "'");
   }
-  SOMM_ASSIGN_OR_RETURN(route.group, GetOrLoadGroup(*lv, *profile, chosen->hardware));
+  SOMM_ASSIGN_OR_RETURN(route.group, EnsureGroup(*lv, variant, chosen->hardware, 1,
+                                                 "variant named explicitly", true));
   route.price_per_s = options_.prices.PerSecond(chosen->hardware);
   route.decision.variant = profile->Id();
   route.decision.hardware = chosen->hardware.Name();
@@ -248,7 +293,11 @@ StatusOr<ModelManager::Route> ModelManager::RouteWithSelector(
         c.load_time_ms = hp.load_time_ms;
         c.max_batch_size = std::max<int64_t>(lv.config.max_batch_size, 1);
         auto g = lv.groups.find(GroupKey(profile.variant, hp.hardware));
-        if (g != lv.groups.end()) c.instances = g->second->Snapshot(hp.latency);
+        if (g != lv.groups.end()) {
+          c.instances = g->second->Snapshot(hp.latency);
+        } else if (!options_.managed) {
+          continue;  // static provisioning: only what is loaded serves
+        }
         state.candidates.push_back(std::move(c));
         origins.push_back({&lv, v, profile, hp.hardware});
       }
@@ -281,9 +330,14 @@ StatusOr<ModelManager::Route> ModelManager::RouteWithSelector(
     route.instance = decision->instance_id;
   }
   if (!route.group) {
-    SOMM_ASSIGN_OR_RETURN(route.group, GetOrLoadGroup(*origin.version, origin.profile, origin.hardware));
+    SOMM_ASSIGN_OR_RETURN(route.group,
+                          EnsureGroup(*origin.version, origin.profile.variant, origin.hardware, 1,
+                                      "chosen by the selector for " + target, true));
     route.instance = -1;
   }
+  if (task_form) RecordDemand(*route.version, req);
+  route.latency_slo_ms = req.latency_slo_ms;
+  route.best_effort = req.best_effort;
   route.price_per_s = options_.prices.PerSecond(origin.hardware);
   record.outcome = DecisionOutcomeName(decision->outcome);
   record.variant = origin.profile.Id();
@@ -294,33 +348,6 @@ StatusOr<ModelManager::Route> ModelManager::RouteWithSelector(
   route.decision = record;
   LogDecision(std::move(record));
   return route;
-}
-
-StatusOr<std::shared_ptr<InstanceGroup>> ModelManager::GetOrLoadGroup(LoadedVersion& lv,
-                                                                     const VariantProfile& profile,
-                                                                     const HardwareConfig& hw) {
-  const std::string key = GroupKey(profile.variant, hw);
-  {
-    std::lock_guard<std::mutex> lock(lv.variants_mu);
-    auto g = lv.groups.find(key);
-    if (g != lv.groups.end()) return g->second;
-  }
-  std::lock_guard<std::mutex> load_lock(lv.group_load_mu);
-  {
-    std::lock_guard<std::mutex> lock(lv.variants_mu);  // another query may have loaded it
-    auto g = lv.groups.find(key);
-    if (g != lv.groups.end()) return g->second;
-  }
-  const auto t0 = SteadyClock::now();
-  SOMM_ASSIGN_OR_RETURN(std::shared_ptr<InstanceGroup> group,
-                        LoadInstanceGroup(backend_, lv.config,
-                                          LoadOptionsForVariant(lv.config, profile, hw),
-                                          profile.Id(), hw, 1, lv.metrics));
-  spdlog::info("loaded variant {} on {} on demand ({} ms)", profile.Id(), hw.Name(),
-               MicrosSince(t0) / 1000);
-  std::lock_guard<std::mutex> lock(lv.variants_mu);
-  lv.groups[key] = group;
-  return group;
 }
 
 Status ModelManager::SetVariantProfiles(const std::string& name, int64_t version,
