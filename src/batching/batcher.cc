@@ -247,6 +247,11 @@ int64_t Batcher::rejected_slo() const {
   return rejected_slo_;
 }
 
+std::optional<double> Batcher::PredictComputeUs(int64_t batch) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return predictor_.PredictUs(batch);
+}
+
 int64_t Batcher::dropped_expired() const {
   std::lock_guard<std::mutex> lock(mu_);
   return dropped_expired_;

@@ -122,6 +122,9 @@ class Batcher {
   int64_t batch_cap() const;        // the most samples a batch may hold (1 without batch dim)
   int64_t rejected_slo() const;     // Enqueue refusals for a deadline, since construction
   int64_t dropped_expired() const;  // queries dropped unexecuted for their deadline
+  // What the predictor (seed plus what it observed) expects a batch of
+  // `batch` samples to take, µs; nullopt when unknown.
+  std::optional<double> PredictComputeUs(int64_t batch) const;
 
   // What the selector needs to predict a new query's latency here.
   struct Load {

@@ -98,6 +98,12 @@ struct ServingMetrics::Families {
                           .Name("somm_forecast_rate_qps")
                           .Help("The autoscaler's forecast arrival rate")
                           .Register(r)),
+        slowdown(prometheus::BuildGauge()
+                     .Name("somm_profile_slowdown")
+                     .Help("Live batch latency over the profiled latency; the controller scales "
+                           "profiles by it")
+                     .Register(r)
+                     .Add({})),
         instance_seconds_total(instance_seconds.Add({})) {}
 
   prometheus::Family<prometheus::Counter>& success;
@@ -117,6 +123,7 @@ struct ServingMetrics::Families {
   prometheus::Family<prometheus::Gauge>& memory_budget;
   prometheus::Family<prometheus::Gauge>& arrival_rate;
   prometheus::Family<prometheus::Gauge>& forecast_rate;
+  prometheus::Gauge& slowdown;
   prometheus::Counter& instance_seconds_total;
 };
 
@@ -212,6 +219,8 @@ void ServingMetrics::SetRates(const std::string& model, double arrival_qps, doub
   families_->arrival_rate.Add({{"model", model}}).Set(arrival_qps);
   families_->forecast_rate.Add({{"model", model}}).Set(forecast_qps);
 }
+
+void ServingMetrics::SetSlowdown(double factor) { families_->slowdown.Set(factor); }
 
 std::string ServingMetrics::Serialize() const {
   return prometheus::TextSerializer().Serialize(registry_->Collect());

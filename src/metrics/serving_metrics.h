@@ -64,6 +64,8 @@ class ServingMetrics {
   void RecordControlAction(const std::string& kind);
   void SetMemory(const std::string& device, int64_t used_bytes, int64_t budget_bytes);
   void SetRates(const std::string& model, double arrival_qps, double forecast_qps);
+  // somm_profile_slowdown: live batch latency over the profiled one.
+  void SetSlowdown(double factor);
   // The Prometheus text exposition of every metric.
   std::string Serialize() const;
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }

@@ -93,6 +93,15 @@ std::vector<InstanceState> InstanceGroup::Snapshot(const LatencyCurve& curve) co
   return states;
 }
 
+std::optional<double> InstanceGroup::ObservedSlowdown(const LatencyCurve& curve,
+                                                      int64_t batch) const {
+  const double profiled_us = curve.Predict(batch) * 1000.0;
+  if (curve.points.empty() || !(profiled_us > 0)) return std::nullopt;
+  const auto predicted = (*replicas())[0]->PredictComputeUs(batch);
+  if (!predicted) return std::nullopt;
+  return *predicted / profiled_us;
+}
+
 int64_t InstanceGroup::QueuedQueries() const {
   int64_t total = 0;
   for (const auto& b : *replicas()) total += b->queue_length();

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -44,6 +45,11 @@ class InstanceGroup {
   // Per-instance load for the selector: when each becomes free, predicted
   // with `curve`, and what is queued.
   std::vector<InstanceState> Snapshot(const LatencyCurve& curve) const;
+
+  // How much slower than `curve` its first replica's batches have run lately
+  // (the batcher's learned prediction over the profile's, at batch `batch`);
+  // nullopt when unknown. The controller calibrates profiles with it.
+  std::optional<double> ObservedSlowdown(const LatencyCurve& curve, int64_t batch) const;
 
   int64_t QueuedQueries() const;
   // Queued plus executing queries over all replicas: 0 means idle.

@@ -71,6 +71,7 @@ std::shared_ptr<InstanceGroup> FindGroup(ModelManager::LoadedVersion& lv, const 
 struct ModelManager::ControlSnapshot {
   control::ClusterState state;
   std::map<std::string, std::shared_ptr<LoadedVersion>> versions;  // "model:version"
+  double slowdown = 1.0;  // live batches over profiled latency (>= 1)
 };
 
 ModelManager::ControlSnapshot ModelManager::Snapshot(double tick_s) {
@@ -87,6 +88,27 @@ ModelManager::ControlSnapshot ModelManager::Snapshot(double tick_s) {
       for (const auto& [__, lv] : entry->versions) all.push_back(lv);
     }
   }
+  // Profiles are measured on a quiet machine; live batches run slower when the
+  // machine is busy (the load generator, other models, other processes). The
+  // batchers learn how much slower; the slowest recently used group's factor
+  // calibrates every option's latency, so capacity is planned on what the
+  // machine delivers now, not on the profile alone.
+  double slowdown = 1.0;
+  for (const auto& lv : all) {
+    std::lock_guard<std::mutex> lock(lv->variants_mu);
+    for (const auto& p : lv->profiles) {
+      for (const auto& hp : p.hardware) {
+        auto g = lv->groups.find(GroupKey(p.variant, hp.hardware));
+        if (g == lv->groups.end()) continue;
+        if (now - g->second->last_used() > std::chrono::seconds(10)) continue;
+        const int64_t batch = std::max<int64_t>(lv->config.max_batch_size, 1) >= 8 ? 8 : 1;
+        if (auto f = g->second->ObservedSlowdown(hp.latency, batch)) {
+          slowdown = std::max(slowdown, std::min(*f, 20.0));
+        }
+      }
+    }
+  }
+  snap.slowdown = slowdown;
   for (const auto& lv : all) {
     snap.versions[lv->config.name + ":" + lv->version_str] = lv;
     const int64_t max_batch = std::max<int64_t>(lv->config.max_batch_size, 1);
@@ -104,6 +126,9 @@ ModelManager::ControlSnapshot ModelManager::Snapshot(double tick_s) {
         o.device = DeviceName(hp.hardware);
         o.accuracy = p.accuracy;
         o.latency = hp.latency;
+        for (auto& point : o.latency.points) point.latency_ms *= slowdown;
+        o.latency.intercept_ms *= slowdown;
+        o.latency.slope_ms *= slowdown;
         o.max_batch = max_batch;
         o.memory_bytes = static_cast<int64_t>(hp.peak_memory_mb * kMiB);
         o.load_ms = hp.load_time_ms;
@@ -142,7 +167,6 @@ ModelManager::ControlSnapshot ModelManager::Snapshot(double tick_s) {
     }
   }
   snap.state.devices.push_back(cpu);
-  (void)now;
   return snap;
 }
 
@@ -373,6 +397,7 @@ void ModelManager::ControlLoop() {
 
     control::AutoscalerDecision decision = control::Decide(snap.state, memory, now, config);
     memory = std::move(decision.memory);
+    metrics_.SetSlowdown(snap.slowdown);
     for (const auto& d : snap.state.demand) {
       auto m = memory.models.find(d.model + ":" + std::to_string(d.version));
       metrics_.SetRates(d.model, d.rate_qps,
