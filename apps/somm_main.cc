@@ -194,6 +194,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench_cmd->add_option("--label", bench.label, "Name of the target in the report (default: url)");
   bench_cmd->add_option("--json", bench.json_path, "Also write the report as JSON to this file");
+  bench_cmd->add_option("--query-log", bench.query_log_path,
+                        "Trace: write every query (due/sent/done ms, model, SLO, status code, "
+                        "server timing) as CSV to this file");
+  bench_cmd->add_option("--timeline", bench.timeline_path,
+                        "Trace: write per (second, model) counts (sent, ok, SLO met, late, "
+                        "rejected, failed, p50, p99) as CSV to this file");
 
   CLI11_PARSE(app, argc, argv);
   if (serve_cmd->parsed()) return somm::RunServe(serve);

@@ -1,6 +1,7 @@
 #include "bench/bench.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <tuple>
 
 #include "bench/load_driver.h"
+#include "bench/query_log.h"
 #include "bench/request_builder.h"
 #include "bench/schedule.h"
 #include "bench/trace.h"
@@ -196,6 +198,29 @@ std::vector<PlannedQuery> PlanTrace(const Trace& trace, const BenchOptions& o,
   return plan;
 }
 
+// Writes --query-log and --timeline (query_log.h) of a finished replay.
+Status WriteReplayLogs(const BenchOptions& o, const std::vector<QueryRecord>& records,
+                       int64_t origin_ns, std::optional<double> default_slo_ms) {
+  auto write = [](const std::string& path, const char* flag, auto&& fill) -> Status {
+    if (path.empty()) return Status::Ok();
+    std::ofstream out(path);
+    fill(out);
+    out.flush();
+    if (!out) return Internal(std::string("cannot write ") + flag + " file '" + path + "'");
+    return Status::Ok();
+  };
+  SOMM_RETURN_IF_ERROR(write(o.query_log_path, "--query-log", [&](std::ostream& out) {
+    WriteQueryLogCsv(records, origin_ns, default_slo_ms, out);
+  }));
+  return write(o.timeline_path, "--timeline", [&](std::ostream& out) {
+    WriteTimelineCsv(BuildTimeline(records, origin_ns, default_slo_ms), out);
+  });
+}
+
+// How often a trace replay reports progress: a 10-minute replay should not
+// run silent.
+constexpr double kTraceProgressS = 10;
+
 StatusOr<PointResult> ReplayTrace(const BenchOptions& o, const Trace& trace,
                                   const RequestSet& requests, const AggregateOptions& aggregate,
                                   ClientFactory& factory, std::ostream& progress) {
@@ -210,20 +235,61 @@ StatusOr<PointResult> ReplayTrace(const BenchOptions& o, const Trace& trace,
   }
   std::map<TraceKey, InferenceRequest> shared;
   const std::vector<PlannedQuery> plan = PlanTrace(trace, o, requests, &shared);
-  size_t next = 0;
+  if (plan.empty()) return InvalidArgument("trace '" + o.trace + "' has no queries");
+  // Read by this thread for progress while the dispatcher advances it.
+  std::atomic<size_t> next{0};
   RecordSink sink;
   OpenLoop loop(
       &factory,
       [&]() -> std::optional<PlannedQuery> {
-        if (next == plan.size()) return std::nullopt;
-        return plan[next++];
+        const size_t i = next.load();
+        if (i == plan.size()) return std::nullopt;
+        next.store(i + 1);
+        return plan[i];
       },
       o.senders, &sink);
   progress << "trace: replaying " << plan.size() << " queries over "
            << static_cast<double>(plan.back().offset_ns) / 1e9 << " s" << std::endl;
   SOMM_RETURN_IF_ERROR(loop.Start());
+  {
+    // The origin on the wall clock, so that tools can line the query log up
+    // with what they sampled elsewhere (bench/managed.sh reads this line).
+    const double now_unix_s =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    char line[64];
+    std::snprintf(line, sizeof line, "trace: origin unix_s=%.3f",
+                  now_unix_s - static_cast<double>(NowNs() - loop.origin_ns()) / 1e9);
+    progress << line << std::endl;
+  }
+  std::vector<QueryRecord> records;
+  records.reserve(plan.size());
+  const int64_t end_ns = loop.origin_ns() + plan.back().offset_ns;
+  int64_t last_tick_ns = loop.origin_ns();
+  for (int tick = 1; last_tick_ns < end_ns; ++tick) {
+    const int64_t tick_ns = std::min(last_tick_ns + SecondsToNs(kTraceProgressS), end_ns);
+    SleepUntilNs(tick_ns);
+    std::vector<QueryRecord> done = sink.Drain();
+    AggregateOptions a = aggregate;
+    a.duration_s = static_cast<double>(tick_ns - last_tick_ns) / 1e9;
+    const PointResult w = Aggregate(done, a);
+    char label[96];
+    std::snprintf(label, sizeof label, "trace %.0f s (%zu/%zu due)",
+                  static_cast<double>(tick_ns - loop.origin_ns()) / 1e9, next.load(), plan.size());
+    std::string line = FormatWindowLine(label, tick, w);
+    if (w.slo_attainment) {
+      char slo[48];
+      std::snprintf(slo, sizeof slo, ", SLO met %.2f%%", *w.slo_attainment * 100);
+      line += slo;
+    }
+    progress << line << std::endl;
+    records.insert(records.end(), std::make_move_iterator(done.begin()),
+                   std::make_move_iterator(done.end()));
+    last_tick_ns = tick_ns;
+  }
   loop.WaitUntilDone();
-  std::vector<QueryRecord> records = sink.Drain();
+  std::vector<QueryRecord> rest = sink.Drain();
+  records.insert(records.end(), std::make_move_iterator(rest.begin()),
+                 std::make_move_iterator(rest.end()));
   int64_t last_ns = loop.origin_ns() + plan.back().offset_ns;
   for (const QueryRecord& r : records) last_ns = std::max(last_ns, r.done_ns);
   AggregateOptions a = aggregate;
@@ -231,6 +297,7 @@ StatusOr<PointResult> ReplayTrace(const BenchOptions& o, const Trace& trace,
   PointResult result = Aggregate(records, a);
   result.windows = 1;
   result.stop_reason = "trace";
+  SOMM_RETURN_IF_ERROR(WriteReplayLogs(o, records, loop.origin_ns(), aggregate.default_slo_ms));
   return result;
 }
 
@@ -257,6 +324,9 @@ Status ValidateBenchOptions(const BenchOptions& o) {
   if (o.batch_size < 1) return InvalidArgument("--batch-size must be at least 1");
   if (o.senders < 1) return InvalidArgument("--senders must be at least 1");
   if (o.time_scale <= 0) return InvalidArgument("--time-scale must be positive");
+  if ((!o.query_log_path.empty() || !o.timeline_path.empty()) && o.trace.empty()) {
+    return InvalidArgument("--query-log and --timeline apply to --trace runs");
+  }
   if (!o.concurrency_range.empty()) {
     SOMM_RETURN_IF_ERROR(ParseConcurrencyRange(o.concurrency_range).status());
   }

@@ -14,7 +14,11 @@
 // windows. A Poisson run with --duration-s instead measures exactly that long
 // (split into windows, all reported). A trace is replayed once, after a
 // closed-loop warm-up of each model it names; its row covers the whole
-// replay. Latency conventions: measurement.h. Report formats: report.h.
+// replay, and it can also write every query (--query-log) and a per-second
+// timeline (--timeline) as CSV (query_log.h); a replay prints its origin on
+// the wall clock ("trace: origin unix_s=S.mmm", for tools that line the logs
+// up with samples taken elsewhere) and a progress line every 10 s. Latency
+// conventions: measurement.h. Report formats: report.h.
 //
 // RunBench returns the process exit code: 0 when the run completed (even if
 // queries failed: errors are part of the result), 1 for bad options or a
@@ -58,6 +62,9 @@ struct BenchOptions {
 
   std::string label;      // names the target in the report; "" = the URL
   std::string json_path;  // write the JSON report here; "" = none
+  // Trace only (query_log.h): every query, and per (second, model) counts.
+  std::string query_log_path;  // "" = none
+  std::string timeline_path;   // "" = none
 };
 
 // Checks the options alone (no I/O): InvalidArgument naming the flag.

@@ -284,6 +284,61 @@ TEST(MeasureBenchTest, TraceReplaysEveryRowWithItsModelAndSlo) {
   std::remove(path.c_str());
 }
 
+// Lines of a file, the header first.
+std::vector<std::string> ReadLines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST(MeasureBenchTest, TraceWritesQueryLogAndTimeline) {
+  const std::string dir = ::testing::TempDir();
+  const std::string trace = dir + "/bench_driver_log_trace.csv";
+  {
+    std::ofstream out(trace);
+    out << "timestamp_ms,model,latency_slo_ms\n";
+    // Seconds 0 and 1 (at time scale 10: 0 to 0.2 s of wall time).
+    for (int i = 0; i < 20; ++i) out << i * 100 << "," << (i % 2 ? "digits-cnn" : "") << ",50\n";
+  }
+  FakeServer server;
+  FakeFactory factory(&server);
+  BenchOptions o = FastOptions();
+  o.trace = trace;
+  o.warmup_s = 0;
+  o.time_scale = 10;
+  o.senders = 4;
+  o.query_log_path = dir + "/bench_driver_queries.csv";
+  o.timeline_path = dir + "/bench_driver_timeline.csv";
+  std::ostringstream progress;
+  auto report = MeasureBench(o, factory, progress);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_THAT(progress.str(), HasSubstr("/20 due), window 1: "));
+
+  const std::vector<std::string> queries = ReadLines(o.query_log_path);
+  ASSERT_EQ(queries.size(), 21u);
+  EXPECT_THAT(queries[0], HasSubstr("scheduled_ms,sent_ms,done_ms,latency_ms,model,slo_ms,code"));
+  // Offsets are the trace's, divided by the time scale; server timing kept.
+  EXPECT_THAT(queries[1], ::testing::StartsWith("0.000,"));
+  EXPECT_THAT(queries[1], HasSubstr(",digits-mlp,50,OK,10,150,180,"));
+  EXPECT_THAT(queries[2], ::testing::StartsWith("10.000,"));
+  EXPECT_THAT(queries[2], HasSubstr(",digits-cnn,50,OK,"));
+
+  // Replayed 10x faster, all 20 rows fall in wall-clock second 0.
+  const std::vector<std::string> timeline = ReadLines(o.timeline_path);
+  ASSERT_EQ(timeline.size(), 3u);
+  EXPECT_EQ(timeline[0], "second,model,sent,ok,slo_met,late,rejected,failed,p50_ms,p99_ms");
+  EXPECT_THAT(timeline[1], ::testing::StartsWith("0,digits-cnn,10,10,"));
+  EXPECT_THAT(timeline[2], ::testing::StartsWith("0,digits-mlp,10,10,"));
+  for (const std::string& f : {trace, o.query_log_path, o.timeline_path}) std::remove(f.c_str());
+}
+
+TEST(MeasureBenchTest, QueryLogNeedsATrace) {
+  BenchOptions o = FastOptions();
+  o.timeline_path = "/tmp/x.csv";
+  EXPECT_THAT(ValidateBenchOptions(o).message(), HasSubstr("apply to --trace runs"));
+}
+
 TEST(MeasureBenchTest, UnknownModelFailsAtTheProbe) {
   FakeServer server;
   FakeFactory factory(&server);

@@ -27,6 +27,7 @@ QueryRecord SendQuery(BenchClient& client, const InferenceRequest& request,
                       std::optional<int64_t> scheduled_ns, std::optional<double> slo_ms) {
   QueryRecord record;
   record.slo_ms = slo_ms;
+  record.model = request.model_name;
   record.sent_ns = NowNs();
   record.scheduled_ns = scheduled_ns.value_or(record.sent_ns);
   StatusOr<InferenceResponse> response = client.Infer(request);

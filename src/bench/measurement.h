@@ -39,6 +39,7 @@ struct QueryRecord {
   int64_t scheduled_ns = 0;
   int64_t sent_ns = 0;
   int64_t done_ns = 0;
+  std::string model;  // the request's model name
   StatusCode code = StatusCode::kOk;
   std::string error_message;     // set only when code is not OK
   std::optional<double> slo_ms;  // the query's own SLO (trace column)

@@ -1,0 +1,347 @@
+#!/usr/bin/python3
+"""Synthetic, reproducible query traces for `somm bench --trace`.
+
+Usage: /usr/bin/python3 bench/make_trace.py --out trace.csv [options]
+
+The trace is the arrivals of several models, each a non-homogeneous Poisson
+process whose rate is the product of:
+  popularity  the model's share of --base-rate (queries/s over the whole
+              trace, bursts left out): weights given as NAME:WEIGHT, or Zipf
+              (1/rank^s, --zipf s) in the order the models are named;
+  a diurnal   1 + A sin(2 pi days t / T - pi/2): --days "days" compressed
+  curve       into the --duration-s T, starting at the trough (night), with
+              amplitude A = --diurnal-amplitude (0 = flat);
+  bursts      --bursts N intervals of --burst-seconds LO:HI seconds at random
+              times, each multiplying one model's rate by a factor drawn from
+              --burst-factor LO:HI (the models take turns, in a seeded
+              shuffled order, so each gets a burst when N >= models).
+Arrivals are drawn by thinning (Lewis and Shedler): candidate arrivals at the
+model's highest rate, each kept with probability rate(t) / highest rate.
+Every query gets a latency SLO drawn from its model's --slo-mix, and a
+min_accuracy column when --min-accuracy names the model.
+
+The CSV has the columns somm bench --trace reads (src/bench/trace.h):
+timestamp_ms (3 decimals), model, latency_slo_ms and, only when some model
+has one, min_accuracy. The same arguments give a byte-identical file: only
+Python's `random` (Mersenne Twister, stable across versions) is used. Each
+model's arrivals have their own generator, seeded from --seed and the model's
+name, so they depend only on that model's rate curve (adding a model changes
+the others only through the weights and the bursts' order).
+
+It prints a summary (queries, mean and peak-second rate per model, the
+bursts) and with --summary-json writes it, with per-second counts, as JSON.
+Standard library only.
+"""
+import argparse
+import json
+import math
+import random
+import sys
+
+DEFAULT_MODELS = ["digits-mlp", "digits-cnn", "mobilenet_v3_small"]
+
+# Default SLO mixes (latency_slo_ms: share) for the demo models, chosen
+# against their profiled latencies (models/demo/.somm/variants/): about 1%
+# of queries ask for less than any variant's batch-1 latency (infeasible:
+# a correct server rejects them, and reports leave them out), the rest
+# split between a tight and a loose SLO. Other models get DEFAULT_MIX.
+DEFAULT_SLO_MIX = {
+    "digits-logistic": {0.01: 0.01, 20: 0.39, 200: 0.60},
+    "digits-mlp": {0.01: 0.01, 20: 0.39, 200: 0.60},
+    "digits-cnn": {0.05: 0.01, 25: 0.39, 250: 0.60},
+    "mobilenet_v3_small": {1: 0.01, 150: 0.39, 1000: 0.60},
+    "resnet18": {5: 0.01, 300: 0.39, 2000: 0.60},
+}
+DEFAULT_MIX = {100: 0.5, 1000: 0.5}
+
+
+def parse_range(text, name):
+    try:
+        lo, hi = (float(v) for v in text.split(":"))
+    except ValueError:
+        sys.exit(f"make_trace.py: {name} '{text}' must be LO:HI (two numbers)")
+    if not 0 < lo <= hi:
+        sys.exit(f"make_trace.py: {name} '{text}' needs 0 < LO <= HI")
+    return lo, hi
+
+
+def parse_models(items, zipf_s):
+    """[(name, weight)] with weights summing to 1."""
+    named = []
+    for rank, item in enumerate(items, start=1):
+        name, sep, weight = item.partition(":")
+        if not name:
+            sys.exit(f"make_trace.py: --models '{item}' has no model name")
+        try:
+            w = float(weight) if sep else 1.0 / rank ** zipf_s
+        except ValueError:
+            sys.exit(f"make_trace.py: --models '{item}': weight '{weight}' is not a number")
+        if w <= 0:
+            sys.exit(f"make_trace.py: --models '{item}': weight must be positive")
+        named.append((name, w))
+    if len({n for n, _ in named}) != len(named):
+        sys.exit("make_trace.py: --models names a model twice")
+    total = sum(w for _, w in named)
+    return [(n, w / total) for n, w in named]
+
+
+def parse_slo_mix(items, models):
+    """{model: [(slo_ms, cumulative share)]}; MODEL=MS:SHARE[,MS:SHARE...], '*' for the rest."""
+    given = {}
+    for item in items:
+        model, sep, mix = item.partition("=")
+        if not sep or not model:
+            sys.exit(f"make_trace.py: --slo-mix '{item}' must be MODEL=MS:SHARE[,MS:SHARE...]")
+        entries = {}
+        for part in mix.split(","):
+            try:
+                ms, share = (float(v) for v in part.split(":"))
+            except ValueError:
+                sys.exit(f"make_trace.py: --slo-mix '{item}': '{part}' must be MS:SHARE")
+            if ms <= 0 or share < 0:
+                sys.exit(f"make_trace.py: --slo-mix '{item}': '{part}' needs MS > 0, SHARE >= 0")
+            entries[ms] = entries.get(ms, 0.0) + share
+        if sum(entries.values()) <= 0:
+            sys.exit(f"make_trace.py: --slo-mix '{item}': the shares add up to 0")
+        given[model] = entries
+    out = {}
+    for name in models:
+        mix = given.get(name) or given.get("*") or DEFAULT_SLO_MIX.get(name) or DEFAULT_MIX
+        total = sum(mix.values())
+        acc, cum = 0.0, []
+        for ms in sorted(mix):
+            acc += mix[ms] / total
+            cum.append((ms, acc))
+        cum[-1] = (cum[-1][0], 1.0)
+        out[name] = cum
+    unknown = set(given) - set(models) - {"*"}
+    if unknown:
+        sys.exit(f"make_trace.py: --slo-mix names models not in --models: {', '.join(sorted(unknown))}")
+    return out
+
+
+def parse_accuracy(items, models):
+    out = {}
+    for item in items:
+        model, sep, value = item.partition("=")
+        try:
+            v = float(value)
+        except ValueError:
+            v = -1
+        if not sep or model not in models or not 0 <= v <= 1:
+            sys.exit(f"make_trace.py: --min-accuracy '{item}' must be MODEL=X, MODEL in --models, "
+                     "0 <= X <= 1")
+        out[model] = v
+    return out
+
+
+def plan_bursts(rng, n, models, duration, factor_range, seconds_range):
+    """[{model, start_s, end_s, factor}], sorted by start."""
+    order = list(models)
+    rng.shuffle(order)
+    bursts = []
+    for i in range(n):
+        length = rng.uniform(*seconds_range)
+        length = min(length, duration * 0.5)
+        # Away from the very start and end, so a burst is always whole.
+        lo, hi = duration * 0.03, duration * 0.97 - length
+        start = rng.uniform(lo, max(lo, hi))
+        bursts.append({"model": order[i % len(order)], "start_s": round(start, 3),
+                       "end_s": round(start + length, 3),
+                       "factor": round(rng.uniform(*factor_range), 2)})
+    return sorted(bursts, key=lambda b: (b["start_s"], b["model"]))
+
+
+class RateCurve:
+    """Queries/s of one model at time t (seconds)."""
+
+    def __init__(self, mean_rate, duration, days, amplitude, bursts):
+        self.mean_rate = mean_rate
+        self.duration = duration
+        self.days = days
+        self.amplitude = amplitude
+        self.bursts = bursts
+
+    def diurnal(self, t):
+        phase = 2 * math.pi * self.days * t / self.duration - math.pi / 2
+        return 1 + self.amplitude * math.sin(phase)
+
+    def burst(self, t):
+        # Overlapping bursts of one model do not multiply: the larger wins.
+        return max([b["factor"] for b in self.bursts if b["start_s"] <= t < b["end_s"]],
+                   default=1.0)
+
+    def rate(self, t):
+        return self.mean_rate * self.diurnal(t) * self.burst(t)
+
+    def bound(self):
+        top = max([b["factor"] for b in self.bursts], default=1.0)
+        return self.mean_rate * (1 + self.amplitude) * top
+
+
+def arrivals(rng, curve, duration):
+    """Arrival times in [0, duration) by thinning a Poisson process at curve.bound()."""
+    lam = curve.bound()
+    if lam <= 0:
+        return []
+    out, t = [], 0.0
+    while True:
+        t += rng.expovariate(lam)
+        if t >= duration:
+            return out
+        if rng.random() * lam < curve.rate(t):
+            out.append(t)
+
+
+def draw_slo(rng, cum):
+    u = rng.random()
+    for ms, c in cum:
+        if u < c:
+            return ms
+    return cum[-1][0]
+
+
+def fmt_num(v):
+    return f"{v:g}"
+
+
+def build(args):
+    models = parse_models(args.models, args.zipf)
+    names = [n for n, _ in models]
+    slo_mix = parse_slo_mix(args.slo_mix, names)
+    accuracy = parse_accuracy(args.min_accuracy, names)
+    factor_range = parse_range(args.burst_factor, "--burst-factor")
+    seconds_range = parse_range(args.burst_seconds, "--burst-seconds")
+    if args.duration_s <= 0 or args.base_rate <= 0:
+        sys.exit("make_trace.py: --duration-s and --base-rate must be positive")
+    if not 0 <= args.diurnal_amplitude < 1:
+        sys.exit("make_trace.py: --diurnal-amplitude must be in [0, 1)")
+    if args.days <= 0 or args.bursts < 0:
+        sys.exit("make_trace.py: --days must be positive and --bursts not negative")
+
+    bursts = plan_bursts(random.Random(f"{args.seed}/bursts"), args.bursts, names,
+                         args.duration_s, factor_range, seconds_range)
+    rows = []
+    curves = {}
+    for name, weight in models:
+        rng = random.Random(f"{args.seed}/{name}")
+        curve = RateCurve(args.base_rate * weight, args.duration_s, args.days,
+                          args.diurnal_amplitude, [b for b in bursts if b["model"] == name])
+        curves[name] = curve
+        for t in arrivals(rng, curve, args.duration_s):
+            rows.append((round(t * 1000, 3), name, draw_slo(rng, slo_mix[name])))
+    rows.sort()
+    return models, slo_mix, accuracy, bursts, curves, rows
+
+
+def summarize(args, models, slo_mix, bursts, curves, rows):
+    seconds = int(math.ceil(args.duration_s))
+    per_second = {n: [0] * seconds for n, _ in models}
+    slo_counts = {n: {} for n, _ in models}
+    for ts, name, slo in rows:
+        per_second[name][min(int(ts // 1000), seconds - 1)] += 1
+        slo_counts[name][slo] = slo_counts[name].get(slo, 0) + 1
+    out = {"seed": args.seed, "duration_s": args.duration_s, "base_rate": args.base_rate,
+           "days": args.days, "diurnal_amplitude": args.diurnal_amplitude,
+           "queries": len(rows), "bursts": bursts, "models": {}}
+    total = [sum(c) for c in zip(*per_second.values())] if per_second else []
+    for name, weight in models:
+        counts = per_second[name]
+        n = sum(counts)
+        peak = max(counts) if counts else 0
+        out["models"][name] = {
+            "weight": round(weight, 6),
+            "queries": n,
+            "mean_qps": round(n / args.duration_s, 3),
+            "peak_qps": peak,  # the busiest one-second bin
+            "peak_second": counts.index(peak) if counts else 0,
+            "peak_rate_qps": round(max(curves[name].rate(t + 0.5) for t in range(seconds)), 3),
+            "slo_mix": {fmt_num(ms): round(c - (slo_mix[name][i - 1][1] if i else 0), 4)
+                        for i, (ms, c) in enumerate(slo_mix[name])},
+            "slo_queries": {fmt_num(ms): c for ms, c in sorted(slo_counts[name].items())},
+            "per_second": counts,
+        }
+    out["total"] = {"mean_qps": round(len(rows) / args.duration_s, 3),
+                    "peak_qps": max(total) if total else 0}
+    return out
+
+
+def print_summary(s, out_path):
+    print(f"{out_path}: {s['queries']} queries over {s['duration_s']:g} s "
+          f"(seed {s['seed']}, base rate {s['base_rate']:g}/s, {s['days']:g} day(s), "
+          f"diurnal amplitude {s['diurnal_amplitude']:g})")
+    w = max([len(m) for m in s["models"]] + [5])
+    print(f"  {'model':<{w}}  {'share':>6}  {'queries':>8}  {'mean/s':>8}  {'peak/s':>7}  "
+          f"{'at s':>5}  {'peak/mean':>9}  SLO mix (ms: share)")
+    for name, m in s["models"].items():
+        ratio = m["peak_qps"] / m["mean_qps"] if m["mean_qps"] else 0
+        mix = ", ".join(f"{ms}: {share:g}" for ms, share in m["slo_mix"].items())
+        print(f"  {name:<{w}}  {m['weight']:>6.3f}  {m['queries']:>8}  {m['mean_qps']:>8.2f}  "
+              f"{m['peak_qps']:>7}  {m['peak_second']:>5}  {ratio:>9.1f}  {mix}")
+    t = s["total"]
+    print(f"  {'total':<{w}}  {1:>6.3f}  {s['queries']:>8}  {t['mean_qps']:>8.2f}  {t['peak_qps']:>7}")
+    for b in s["bursts"]:
+        print(f"  burst: {b['model']} x{b['factor']:g} from {b['start_s']:.1f} s to {b['end_s']:.1f} s")
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Example: bench/make_trace.py --seed 7 --base-rate 40 --out /tmp/t.csv "
+               "--models digits-mlp digits-cnn mobilenet_v3_small "
+               "--slo-mix 'mobilenet_v3_small=100:0.4,1000:0.6'")
+    ap.add_argument("--out", required=True, help="CSV to write ('-' = stdout, summary to stderr)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--duration-s", type=float, default=600)
+    ap.add_argument("--base-rate", type=float, default=40,
+                    help="mean queries/s of all models together, bursts left out (default 40)")
+    ap.add_argument("--models", nargs="+", default=DEFAULT_MODELS, metavar="NAME[:WEIGHT]",
+                    help="models, most popular first; without weights Zipf (default: "
+                         + " ".join(DEFAULT_MODELS) + ")")
+    ap.add_argument("--zipf", type=float, default=1.0, help="Zipf exponent s (default 1)")
+    ap.add_argument("--days", type=float, default=1, help="diurnal cycles in the trace (default 1)")
+    ap.add_argument("--diurnal-amplitude", type=float, default=0.6,
+                    help="A in 1 + A sin(...): peak/trough = (1+A)/(1-A) (default 0.6)")
+    ap.add_argument("--bursts", type=int, default=6, help="number of bursts (default 6)")
+    ap.add_argument("--burst-factor", default="5:10", help="rate multiplier LO:HI (default 5:10)")
+    ap.add_argument("--burst-seconds", default="3:8", help="burst length LO:HI s (default 3:8)")
+    ap.add_argument("--slo-mix", action="append", default=[], metavar="MODEL=MS:SHARE[,...]",
+                    help="latency SLO mix of a model ('*' = every model not named); repeatable; "
+                         "defaults: per demo model, see DEFAULT_SLO_MIX")
+    ap.add_argument("--min-accuracy", action="append", default=[], metavar="MODEL=X",
+                    help="add a min_accuracy column with X for MODEL's queries; repeatable")
+    ap.add_argument("--summary-json", help="also write the summary, with per-second counts, here")
+    ap.add_argument("--quiet", action="store_true", help="print no summary")
+    args = ap.parse_args()
+
+    models, slo_mix, accuracy, bursts, curves, rows = build(args)
+    header = "timestamp_ms,model,latency_slo_ms" + (",min_accuracy" if accuracy else "")
+    lines = [header]
+    for ts, name, slo in rows:
+        line = f"{ts:.3f},{name},{fmt_num(slo)}"
+        if accuracy:
+            line += "," + (fmt_num(accuracy[name]) if name in accuracy else "")
+        lines.append(line)
+    text = "\n".join(lines) + "\n"
+    if args.out == "-":
+        sys.stdout.write(text)
+    else:
+        with open(args.out, "w", newline="\n") as f:
+            f.write(text)
+    summary = summarize(args, models, slo_mix, bursts, curves, rows)
+    summary["args"] = {k: v for k, v in vars(args).items() if k not in ("quiet",)}
+    if args.summary_json:
+        with open(args.summary_json, "w") as f:
+            json.dump(summary, f, indent=1)
+            f.write("\n")
+    if not args.quiet:
+        old = sys.stdout
+        if args.out == "-":
+            sys.stdout = sys.stderr
+        print_summary(summary, args.out)
+        sys.stdout = old
+
+
+if __name__ == "__main__":
+    main()

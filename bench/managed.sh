@@ -1,0 +1,391 @@
+#!/usr/bin/env bash
+# Managed against static provisioning (issue #5): one bursty, diurnal,
+# multi-model trace with mixed SLOs, replayed against three servers started
+# one after another on this machine:
+#   somm-managed   somm serve --managed true (autoscaling, on-demand loading,
+#                  eviction; SOMM_MEMORY_BUDGET_MB / SOMM_CONTROL_TICK_MS pass
+#                  --memory-budget-mb / --control-tick-ms)
+#   static-peak    somm serve --managed false, instance_count per model = the
+#                  replicas of its as-registered variant that the trace's
+#                  peak second needs
+#   static-avg     the same for the trace's mean rate (at least 1)
+# Steps: bench/make_trace.py writes the trace (seeded); a calibration server
+# (one replica per model) measures each model's capacity closed loop at
+# concurrency = max_batch_size (or, with --capacity profile, the variant
+# profiles give it); bench/managed_plan.py turns peak and mean rates into
+# replicas and the profiles into each model's feasibility threshold; each
+# target then replays the trace (`somm bench --trace --time-scale`, gRPC)
+# while bench/managed_sample.py samples /metrics and the server's memory
+# every second; bench/managed_report.py writes the table, the targets and a
+# three-panel SVG timeline (offered load, replicas, SLO attainment).
+#
+# Output: bench/out/managed-<timestamp>/ (trace, plan, per target the query
+# log, timeline, samples, /metrics before and after, logs; report.md,
+# managed-timeline.svg, copied to docs/; the generated part of
+# docs/managed-results.md is replaced). About 13 minutes (--quick: 3-4).
+#
+# A somm whose `serve` has no --managed flag (a build from before the managed
+# runtime) still runs the two static targets, without the flag, as a
+# stand-in: the managed target is skipped and the report says so.
+#
+# Usage: bench/managed.sh [--quick] [--skip-build] [--no-docs] [--out DIR] [--repo DIR]
+#                         [--seed N] [--base-rate R] [--duration-s S] [--time-scale X]
+#                         [--capacity measure|profile] [--targets LIST] [--require-managed]
+#   --quick            a 150-s trace (50 s per target) and short calibration
+#   --skip-build       use the binaries as they are
+#   --no-docs          leave docs/ alone
+#   --repo DIR         model repository (default models/demo, from scripts/setup)
+#   --seed N, --base-rate R, --duration-s S   passed to bench/make_trace.py
+#                      (trace seconds; defaults 1, 18, 600)
+#   --time-scale X     replay X times faster than the trace (default 3: a
+#                      600-s trace takes 200 s per target; rates triple)
+#   --capacity         measure (default) or profile
+#   --targets LIST     comma-separated subset of somm-managed,static-peak,static-avg
+#   --require-managed  fail instead of skipping the managed target
+# Environment: SOMM_BUILD_DIR=<dir> (default build): its somm is the load
+# generator and, unless SOMM_SERVE_BIN names another binary, the server;
+# SOMM_MODELS (default "digits-mlp digits-cnn mobilenet_v3_small", most
+# popular first); SOMM_MEMORY_BUDGET_MB, SOMM_CONTROL_TICK_MS (managed target).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+COMMAND="bench/managed.sh${*:+ $*}"
+for var in SOMM_BUILD_DIR SOMM_SERVE_BIN SOMM_MODELS SOMM_MEMORY_BUDGET_MB SOMM_CONTROL_TICK_MS \
+    $(compgen -e | grep -E '^(OMP|MKL|GOMP|KMP)_' || true); do
+  [[ -n "${!var:-}" ]] && COMMAND="$var=${!var} $COMMAND"
+done
+BUILD_DIR="${SOMM_BUILD_DIR:-build}"
+PY=/usr/bin/python3
+REPO=models/demo
+read -r -a MODELS <<<"${SOMM_MODELS:-digits-mlp digits-cnn mobilenet_v3_small}"
+QUICK=0
+DO_BUILD=1
+DO_DOCS=1
+OUT=""
+SEED=1
+BASE_RATE=18
+DURATION_S=""
+TIME_SCALE=3
+CAPACITY=measure
+TARGETS="somm-managed,static-peak,static-avg"
+REQUIRE_MANAGED=0
+while (($#)); do
+  case "$1" in
+    --quick) QUICK=1; shift ;;
+    --skip-build) DO_BUILD=0; shift ;;
+    --no-docs) DO_DOCS=0; shift ;;
+    --out) OUT="${2:?--out needs a folder}"; shift 2 ;;
+    --repo) REPO="${2:?--repo needs a folder}"; shift 2 ;;
+    --seed) SEED="${2:?--seed needs a number}"; shift 2 ;;
+    --base-rate) BASE_RATE="${2:?--base-rate needs a number}"; shift 2 ;;
+    --duration-s) DURATION_S="${2:?--duration-s needs a number}"; shift 2 ;;
+    --time-scale) TIME_SCALE="${2:?--time-scale needs a number}"; shift 2 ;;
+    --capacity) CAPACITY="${2:?--capacity needs measure or profile}"; shift 2 ;;
+    --targets) TARGETS="${2:?--targets needs a list}"; shift 2 ;;
+    --require-managed) REQUIRE_MANAGED=1; shift ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench/managed.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+die() { echo "bench/managed.sh: $*" >&2; exit 1; }
+heading() { printf '\n==> %s\n' "$*"; }
+
+[[ "$CAPACITY" == measure || "$CAPACITY" == profile ]] || die "--capacity must be measure or profile"
+for t in ${TARGETS//,/ }; do
+  [[ "$t" =~ ^(somm-managed|static-peak|static-avg)$ ]] || die "unknown target '$t' in --targets"
+done
+
+# ---- settings: trace seconds and bursts; calibration warm-up s / window s / max windows
+if ((QUICK)); then
+  DURATION_S="${DURATION_S:-150}"; BURSTS=3; CAL_TIMING=(1 2 3)
+else
+  DURATION_S="${DURATION_S:-600}"; BURSTS=6; CAL_TIMING=(2 3 4)
+fi
+BURST_SECONDS="6:15"  # trace seconds: 2-5 s of replay at --time-scale 3
+SENDERS=256           # open-loop sender threads: enough that a burst waits in the server, not here
+WARMUP_S=1            # somm bench's closed-loop warm-up of each model before the replay
+
+# ---- children: every process started here is killed on exit
+PIDS=()
+cleanup() {
+  local pid
+  for pid in "${PIDS[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${PIDS[@]}"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  PIDS=()
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+stop_pid() {
+  local pid="$1" keep=() p
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  for p in "${PIDS[@]}"; do [[ "$p" == "$pid" ]] || keep+=("$p"); done
+  PIDS=("${keep[@]}")
+}
+
+alive_or_die() {  # pid name log
+  kill -0 "$1" 2>/dev/null || { tail -n 20 "$3" >&2; die "$2 exited (log: $3)"; }
+}
+
+# ---- 1. binaries and the repository
+if [[ "$REPO" == models/demo && ! -f "$REPO/${MODELS[0]}/model.yaml" ]]; then
+  heading "demo model repository (scripts/setup --skip-packages --skip-build)"
+  scripts/setup --skip-packages --skip-build
+fi
+for m in "${MODELS[@]}"; do
+  [[ -f "$REPO/$m/model.yaml" ]] || die "no model '$m' in $REPO (set --repo or SOMM_MODELS)"
+done
+if ((DO_BUILD)); then
+  heading "build ($BUILD_DIR: somm)"
+  if [[ ! -f "$BUILD_DIR/build.ninja" && ! -f "$BUILD_DIR/Makefile" ]]; then
+    cmake -S . -B "$BUILD_DIR" -G Ninja
+  fi
+  cmake --build "$BUILD_DIR" --target somm -j 2
+fi
+SOMM="$BUILD_DIR/somm"
+SERVE_BIN="${SOMM_SERVE_BIN:-$SOMM}"
+[[ -x "$SOMM" ]] || die "no $SOMM (build it, or set SOMM_BUILD_DIR)"
+[[ -x "$SERVE_BIN" ]] || die "no server binary $SERVE_BIN"
+"$SOMM" bench --help 2>/dev/null | grep -q -- --query-log ||
+  die "$SOMM bench has no --query-log (an older build? rebuild it)"
+HAS_MANAGED=0
+if "$SERVE_BIN" serve --help 2>/dev/null | grep -q -- --managed; then
+  HAS_MANAGED=1
+elif ((REQUIRE_MANAGED)); then
+  die "$SERVE_BIN serve has no --managed flag (the managed runtime is not in this build)"
+else
+  cat >&2 <<EOF
+
+bench/managed.sh: NOTE: $SERVE_BIN serve has no --managed flag: this build
+predates the managed runtime. The somm-managed target is SKIPPED; the static
+targets run without the flag, as a stand-in: their configured instances serve,
+but this server's selector may still load other variants on demand for
+queries with SLOs. Figures from such a run test the harness, not the design.
+
+EOF
+fi
+
+OUT="${OUT:-bench/out/managed-$(date -u +%Y%m%d-%H%M%S)}"
+mkdir -p "$OUT"
+: >"$OUT/commands.txt"
+LOADAVG_START="$(cut -d' ' -f1-3 /proc/loadavg)"
+DATE_START="$(date -u '+%Y-%m-%d %H:%M UTC')"
+GIT_START="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+if [[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]]; then
+  GIT_START="$GIT_START + uncommitted changes"
+fi
+START_S=$SECONDS
+
+# run LOG CMD...: records the command, runs it with its output in LOG, dies loudly on failure.
+run() {
+  local log="$1"; shift
+  printf '%s\n' "$*" >>"$OUT/commands.txt"
+  if ! "$@" >"$log" 2>&1; then
+    tail -n 20 "$log" >&2
+    die "failed: $* (log: $log)"
+  fi
+}
+
+cpu_s() {  # CPU seconds (user + system, all threads) a process has used so far
+  sed 's/.*) //' "/proc/$1/stat" | awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($12 + $13) / hz}'
+}
+
+machine_busy_s() {  # CPU seconds the whole machine has been busy so far
+  awk -v hz="$(getconf CLK_TCK)" '/^cpu / {printf "%.2f", ($2 + $3 + $4 + $7 + $8 + $9) / hz}' /proc/stat
+}
+
+model_field() {  # model_field MODEL EXPR: a value from MODEL's model.yaml (python over `c`)
+  "$PY" -c "import sys, yaml; c = yaml.safe_load(open(sys.argv[1])); print($2)" \
+    "$REPO/$1/model.yaml"
+}
+
+# start_server NAME REPO FLAGS...: starts SERVE_BIN on free ports; sets SERVER_PID,
+# HTTP_PORT, GRPC_PORT, METRICS_PORT, READY_S.
+start_server() {
+  local name="$1" repo="$2" dir="$OUT/$1"; shift 2
+  mkdir -p "$dir"
+  printf '%s\n' "$SERVE_BIN serve --model-repository $repo --http-port 0 --grpc-port 0 \
+--metrics-port 0 --auto-variants false $*" >>"$OUT/commands.txt"
+  local t0=$EPOCHREALTIME banner=""
+  "$SERVE_BIN" serve --model-repository "$repo" --http-port 0 --grpc-port 0 --metrics-port 0 \
+    --auto-variants false "$@" >"$dir/server.stdout" 2>"$dir/server.stderr" &
+  SERVER_PID=$!
+  PIDS+=("$SERVER_PID")
+  for _ in $(seq 1200); do  # 120 s
+    banner="$(head -n 1 "$dir/server.stdout" 2>/dev/null || true)"
+    [[ "$banner" == "somm: listening "* ]] && break
+    alive_or_die "$SERVER_PID" "somm serve ($name)" "$dir/server.stderr"
+    sleep 0.1
+  done
+  [[ "$banner" =~ http=([0-9]+)\ grpc=([0-9]+)\ metrics=([0-9]+) ]] ||
+    die "somm serve ($name) printed no 'somm: listening' banner in 120 s (log: $dir/server.stderr)"
+  HTTP_PORT="${BASH_REMATCH[1]}"; GRPC_PORT="${BASH_REMATCH[2]}"; METRICS_PORT="${BASH_REMATCH[3]}"
+  READY_S="$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}')"
+  echo "$name: $banner (pid $SERVER_PID, $READY_S s to listen)"
+}
+
+STATIC_FLAGS=()
+((HAS_MANAGED)) && STATIC_FLAGS=(--managed false)
+MANAGED_FLAGS=(--managed true)
+[[ -n "${SOMM_MEMORY_BUDGET_MB:-}" ]] && MANAGED_FLAGS+=(--memory-budget-mb "$SOMM_MEMORY_BUDGET_MB")
+[[ -n "${SOMM_CONTROL_TICK_MS:-}" ]] && MANAGED_FLAGS+=(--control-tick-ms "$SOMM_CONTROL_TICK_MS")
+
+# ---- 2. the trace
+heading "trace: ${MODELS[*]}, ${DURATION_S} s, base rate ${BASE_RATE}/s, seed $SEED"
+run "$OUT/trace.log" "$PY" bench/make_trace.py --out "$OUT/trace.csv" \
+  --summary-json "$OUT/trace.json" --seed "$SEED" --duration-s "$DURATION_S" \
+  --base-rate "$BASE_RATE" --models "${MODELS[@]}" --bursts "$BURSTS" \
+  --burst-seconds "$BURST_SECONDS"
+cat "$OUT/trace.log"
+
+# ---- 3. capacity of one replica, then the plan
+MEASURED=()
+if [[ "$CAPACITY" == measure ]]; then
+  heading "calibration: one replica per model, closed loop at concurrency = max_batch_size"
+  run "$OUT/repo.log" "$PY" bench/managed_plan.py repo --src "$REPO" --dst "$OUT/repo-calibrate" \
+    --models "${MODELS[@]}"
+  start_server calibrate "$OUT/repo-calibrate" "${STATIC_FLAGS[@]}"
+  for m in "${MODELS[@]}"; do
+    conc="$(model_field "$m" "max(int(c.get('max_batch_size', 1)), 1)")"
+    run "$OUT/calibrate/$m.log" "$SOMM" bench "$m" --url "127.0.0.1:$GRPC_PORT" -i grpc \
+      --concurrency "$conc" --warmup-s "${CAL_TIMING[0]}" --window-s "${CAL_TIMING[1]}" \
+      --max-windows "${CAL_TIMING[2]}" --label calibrate --json "$OUT/calibrate/$m.json"
+    sed -n 3p "$OUT/calibrate/$m.log"
+    MEASURED+=(--measured "$m=$OUT/calibrate/$m.json")
+  done
+  stop_pid "$SERVER_PID"
+fi
+heading "plan"
+run "$OUT/plan.log" "$PY" bench/managed_plan.py plan --trace "$OUT/trace.csv" --repo "$REPO" \
+  --time-scale "$TIME_SCALE" --out "$OUT/plan.json" "${MEASURED[@]}"
+cat "$OUT/plan.log"
+
+# instances TARGET: "--instances m=n ..." for a static target, from plan.json.
+instances() {
+  "$PY" -c 'import json, sys
+plan = json.load(open(sys.argv[1]))
+print(" ".join(f"--instances {m}={n}" for m, n in plan["targets"][sys.argv[2]].items()))' \
+    "$OUT/plan.json" "$1"
+}
+
+# ---- 4. the targets, one after another
+# run_target NAME FLAGS...: a fresh server on its repository copy, the sampler,
+# the replay, then everything the report needs in $OUT/NAME/.
+run_target() {
+  local name="$1" dir="$OUT/$1"; shift
+  heading "$name: $SERVE_BIN serve $*"
+  mkdir -p "$dir"
+  local inst=()
+  if [[ "$name" != somm-managed ]]; then
+    read -r -a inst <<<"$(instances "$name")"
+  fi
+  run "$dir/repo.log" "$PY" bench/managed_plan.py repo --src "$REPO" --dst "$OUT/repo-$name" \
+    --models "${MODELS[@]}" "${inst[@]}"
+  start_server "$name" "$OUT/repo-$name" "$@"
+  local pid="$SERVER_PID" metrics="http://127.0.0.1:$METRICS_PORT/metrics"
+  curl -sf "$metrics" >"$dir/metrics.before" || die "no /metrics from $name"
+  "$PY" bench/managed_sample.py --pid "$pid" --metrics-url "$metrics" \
+    --http-url "http://127.0.0.1:$HTTP_PORT" --out "$dir/samples.jsonl" \
+    2>"$dir/sampler.log" &
+  local sampler=$!
+  PIDS+=("$sampler")
+  local cpu0 busy0 t0 cpu1 busy1 t1 user sys
+  cpu0="$(cpu_s "$pid")"; busy0="$(machine_busy_s)"; t0="$EPOCHREALTIME"
+  printf '%s\n' "$SOMM bench ${MODELS[0]} --url 127.0.0.1:$GRPC_PORT -i grpc --trace $OUT/trace.csv \
+--time-scale $TIME_SCALE --senders $SENDERS --warmup-s $WARMUP_S ..." >>"$OUT/commands.txt"
+  if ! /usr/bin/time -o "$dir/bench.time" -f '%U %S' "$SOMM" bench "${MODELS[0]}" \
+      --url "127.0.0.1:$GRPC_PORT" -i grpc --trace "$OUT/trace.csv" --time-scale "$TIME_SCALE" \
+      --senders "$SENDERS" --warmup-s "$WARMUP_S" --label "$name" --json "$dir/bench.json" \
+      --query-log "$dir/queries.csv" --timeline "$dir/timeline.csv" \
+      >"$dir/bench.out" 2> >(tee "$dir/bench.log" | grep --line-buffered -E '^trace' >&2); then
+    tail -n 20 "$dir/bench.log" >&2
+    die "somm bench against $name failed (log: $dir/bench.log)"
+  fi
+  busy1="$(machine_busy_s)"; t1="$EPOCHREALTIME"; cpu1="$(cpu_s "$pid")"
+  read -r user sys <"$dir/bench.time"
+  sleep 2  # two more samples after the last answer
+  curl -sf "$metrics" >"$dir/metrics.after" || true
+  alive_or_die "$pid" "somm serve ($name)" "$dir/server.stderr"
+  stop_pid "$sampler"
+  stop_pid "$pid"
+  NAME="$name" FLAGS="$*" INSTANCES="${inst[*]}" SERVE_BIN="$SERVE_BIN" READY_S="$READY_S" \
+  CPU0="$cpu0" CPU1="$cpu1" BUSY0="$busy0" BUSY1="$busy1" T0="$t0" T1="$t1" U="$user" S="$sys" \
+    "$PY" - "$dir/target.json" <<'EOF'
+import json, os, sys
+e = os.environ
+wall = float(e["T1"]) - float(e["T0"])
+server = float(e["CPU1"]) - float(e["CPU0"])
+loadgen = float(e["U"]) + float(e["S"])
+other = max(0.0, float(e["BUSY1"]) - float(e["BUSY0"]) - server - loadgen)
+instances = dict(i.split("=", 1) for i in e["INSTANCES"].split() if "=" in i)
+json.dump({"target": e["NAME"], "flags": e["FLAGS"] or "(no flags)", "server_bin": e["SERVE_BIN"],
+           "instances": {m: int(n) for m, n in instances.items()},
+           "ready_s": float(e["READY_S"]), "wall_s": round(wall, 2),
+           "server_cores": round(server / wall, 3), "loadgen_cores": round(loadgen / wall, 3),
+           "other_cores": round(other / wall, 3)}, open(sys.argv[1], "w"), indent=1)
+EOF
+  tail -n 4 "$dir/bench.out" | head -n 2
+}
+
+for t in ${TARGETS//,/ }; do
+  case "$t" in
+    somm-managed)
+      if ((HAS_MANAGED)); then
+        run_target somm-managed "${MANAGED_FLAGS[@]}"
+      else
+        echo "somm-managed: skipped ($SERVE_BIN serve has no --managed flag)"
+      fi ;;
+    static-peak | static-avg) run_target "$t" "${STATIC_FLAGS[@]}" ;;
+  esac
+done
+
+# ---- 5. the report
+heading "report"
+COMMAND="$COMMAND" DATE_START="$DATE_START" GIT_START="$GIT_START" LOADAVG_START="$LOADAVG_START" \
+ELAPSED_S=$((SECONDS - START_S)) SERVE_BIN="$SERVE_BIN" HAS_MANAGED="$HAS_MANAGED" \
+TRACE="make_trace.py --seed $SEED --duration-s $DURATION_S --base-rate $BASE_RATE --models ${MODELS[*]} \
+--bursts $BURSTS --burst-seconds $BURST_SECONDS; replayed at --time-scale $TIME_SCALE over gRPC with \
+$SENDERS senders; capacity: $CAPACITY" \
+  "$PY" - "$OUT/meta.json" <<'EOF'
+import json, os, platform, sys
+env = os.environ
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
+            if l.startswith("model name")), "?")
+mem = int(next(l.split()[1] for l in open("/proc/meminfo") if l.startswith("MemTotal"))) // 2**20
+json.dump({
+    "date": env["DATE_START"],
+    "command": env["COMMAND"],
+    "git": env["GIT_START"],
+    "somm": env["SERVE_BIN"],
+    "has_managed": env["HAS_MANAGED"] == "1",
+    "cores": os.cpu_count(),
+    "machine": f"{os.cpu_count()} cores ({cpu}), {mem} GiB, {platform.system()} "
+               f"{platform.release()}; load generator and server share these cores",
+    "loadavg_start": env["LOADAVG_START"],
+    "loadavg_end": " ".join(open("/proc/loadavg").read().split()[:3]),
+    "elapsed_s": int(env["ELAPSED_S"]),
+    "trace": env["TRACE"],
+    "env": {k: v for k, v in env.items() if k.startswith(("OMP_", "MKL_", "GOMP_", "KMP_"))},
+}, open(sys.argv[1], "w"), indent=2)
+EOF
+DOCS_ARGS=()
+if ((DO_DOCS)); then
+  DOCS_ARGS=(--docs-dir docs)
+  [[ -f docs/managed-results.md ]] && DOCS_ARGS+=(--update-doc docs/managed-results.md)
+fi
+"$PY" bench/managed_report.py "$OUT" "${DOCS_ARGS[@]}"
+echo
+echo "report:  $OUT/report.md (timeline: $OUT/managed-timeline.svg$( ((DO_DOCS)) && echo '; copied to docs/, docs/managed-results.md updated'))"
+echo "command: $COMMAND   ($((SECONDS - START_S)) s, load average before $LOADAVG_START)"
