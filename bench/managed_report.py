@@ -131,6 +131,7 @@ def analyse_target(out_dir, target, plan):
     lat_ok, met, feasible, infeasible, infeasible_rejected = [], 0, 0, 0, 0
     late = rejected = failed = 0
     per_second = {}  # due second -> [feasible, met]
+    per_model = {}  # model -> [feasible, met]
     end_ms = 0.0
     for q in queries:
         code = q["code"]
@@ -153,12 +154,15 @@ def analyse_target(out_dir, target, plan):
             infeasible_rejected += 0 if ok else 1
             continue
         feasible += 1
+        by_model = per_model.setdefault(q["model"], [0, 0])
+        by_model[0] += 1
         sec = int(float(q["scheduled_ms"]) // 1000)
         cell = per_second.setdefault(sec, [0, 0])
         cell[0] += 1
         if ok and latency <= slo:
             met += 1
             cell[1] += 1
+            by_model[1] += 1
         elif ok:
             late += 1
         elif code in ("RESOURCE_EXHAUSTED", "UNAVAILABLE"):
@@ -172,8 +176,16 @@ def analyse_target(out_dir, target, plan):
              messages=sorted(messages.items(), key=lambda kv: -kv[1])[:6],
              p50=percentile(lat_ok, 50), p99=percentile(lat_ok, 99), ok=len(lat_ok),
              origin=origin, replay_s=end_ms / 1000.0,
-             attainment_per_second={s: c[1] / c[0] for s, c in per_second.items() if c[0]})
+             attainment_per_second={s: c[1] / c[0] for s, c in per_second.items() if c[0]},
+             attainment_by_model={m: c[1] / c[0] for m, c in per_model.items() if c[0]})
 
+    # A static server must load nothing after its start; a line of the log
+    # saying otherwise shows that a target was not what it claims to be.
+    r["on_demand_loads"] = 0
+    for log in ("server.stderr", "server.stdout"):
+        if os.path.exists(os.path.join(d, log)):
+            with open(os.path.join(d, log), errors="replace") as f:
+                r["on_demand_loads"] += sum(1 for line in f if "on demand" in line.lower())
     samples = []
     path = os.path.join(d, "samples.jsonl")
     if os.path.exists(path):
@@ -268,8 +280,8 @@ def summary_table(results):
     peak = next((r for r in results if r["target"] == "static-peak"), None)
     rows = ["| target | server | SLO attainment (feasible) | rejected | failed | late | cold starts "
             "| instance-s | vs static peak | mean / max replicas | RSS peak / mean MiB "
-            "| p50 / p99 ms |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| p50 / p99 ms | other cores busy |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         ratio = (r["instance_s"] / peak["instance_s"]
                  if peak and r["instance_s"] and peak.get("instance_s") else None)
@@ -281,24 +293,30 @@ def summary_table(results):
             f"| {fmt(r['cold_starts'], 0)} | {fmt(r['instance_s'], 0)} | {pct(ratio, 1)} "
             f"| {fmt(r['mean_replicas'], 2)} / {fmt(r['max_replicas'], 0)} "
             f"| {fmt(r['rss_peak_mb'], 0)} / {fmt(r['rss_mean_mb'], 0)} "
-            f"| {fmt(r['p50'], 2)} / {fmt(r['p99'], 1)} |")
+            f"| {fmt(r['p50'], 2)} / {fmt(r['p99'], 1)} | {fmt(r['info'].get('other_cores'), 2)} |")
     return "\n".join(rows)
 
 
 def detail_table(results, models):
-    rows = ["| target | error codes (all queries) | infeasible queries (rejected) "
-            "| mean replicas per model | replicas from | somm_memory_used peak / mean MiB "
-            "| instance-s (counter) | server CPU s | control actions |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| target | attainment per model | error codes (all queries) "
+            "| infeasible queries (rejected) | mean replicas per model | replicas from "
+            "| somm_memory_used peak / mean MiB | instance-s (counter) "
+            "| cores busy: server / load generator | control actions | log lines 'on demand' |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         codes = ", ".join(f"{c} {n:,}" for c, n in sorted(r["codes"].items())) or "none"
         per_model = ", ".join(f"{m} {r['replicas_by_model'].get(m, 0):.2f}" for m in models)
         actions = ", ".join(f"{k} {v:.0f}" for k, v in sorted(r["control_actions"].items())) or "n/a"
+        attainment = ", ".join(f"{m} {pct(r['attainment_by_model'].get(m))}" for m in models)
+        info = r["info"]
         rows.append(
-            f"| {r['target']} | {codes} | {r['infeasible']:,} ({r['infeasible_rejected']:,}) "
+            f"| {r['target']} | {attainment} | {codes} "
+            f"| {r['infeasible']:,} ({r['infeasible_rejected']:,}) "
             f"| {per_model} | {r['replica_source']} "
             f"| {fmt(r['mem_used_peak_mb'], 0)} / {fmt(r['mem_used_mean_mb'], 0)} "
-            f"| {fmt(r['instance_s_counter'], 0)} | {fmt(r['server_cpu_s'], 0)} | {actions} |")
+            f"| {fmt(r['instance_s_counter'], 0)} "
+            f"| {fmt(info.get('server_cores'), 2)} / {fmt(info.get('loadgen_cores'), 2)} "
+            f"| {actions} | {r['on_demand_loads']} |")
     return "\n".join(rows)
 
 
@@ -497,6 +515,14 @@ DEFINITIONS = """\
   ratio to static-peak's. `instance-s (counter)` is the server's own
   `somm_instance_seconds_total` over the same interval, where exported.
 - **RSS**: VmRSS of the server process, sampled every second during the replay (peak, mean).
+- **log lines 'on demand'**: lines of the server's log that mention a load on demand. A static
+  target should have none; a build without `--managed` (the stand-in) loads the variants its
+  selector picks for SLO queries, so its "static" targets are not static and its replica counts
+  (which count the configured instances only) are too low.
+- **cores busy**: CPU seconds (user + system, all threads, from `/proc`) over the replay's wall
+  time: of the server, of `somm bench`, and of everything else on the machine ("other cores
+  busy": other users' builds and tests; well above 0 means that target ran on a loaded machine
+  and its figures are not comparable with the others').
 - **p50 / p99**: latency of all successful queries (nearest rank), scheduled arrival to answer."""
 
 
