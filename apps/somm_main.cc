@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
                         "server timing) as CSV to this file");
   bench_cmd->add_option("--timeline", bench.timeline_path,
                         "Trace: write per (second, model) counts (sent, ok, SLO met, late, "
-                        "rejected, failed, p50, p99) as CSV to this file");
+                        "rejected, expired, failed, p50, p99) as CSV to this file");
 
   CLI11_PARSE(app, argc, argv);
   if (serve_cmd->parsed()) return somm::RunServe(serve);

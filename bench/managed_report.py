@@ -98,6 +98,32 @@ def replicas(sample, instances_config):
     return None, {}, None
 
 
+def threads(sample, model_threads, instances_config):
+    """CPU threads the loaded replicas of one sample hold: a replica on hardware "cpuN" holds N;
+    one without a hardware label its model's configured intra_op_threads; a GPU replica 1."""
+    m = sample.get("metrics") or {}
+    for family in ("somm_instances", "somm_instances_loaded"):
+        total, seen = 0.0, False
+        for key, v in m.items():
+            name, lab = series(key)
+            if name != family:
+                continue
+            seen = True
+            hw = re.fullmatch(r"cpu(\d+)", lab.get("hardware", ""))
+            if hw:
+                total += v * int(hw.group(1))
+            elif "hardware" in lab:
+                total += v
+            else:
+                total += v * model_threads.get(lab.get("model"), 1)
+        if seen:
+            return total
+    if "index" in sample:
+        return sum(instances_config.get(e["name"], 1) * model_threads.get(e["name"], 1)
+                   for e in sample["index"] if e.get("state") == "READY")
+    return None
+
+
 def read_origin(log_path):
     with open(log_path) as f:
         for line in f:
@@ -129,7 +155,7 @@ def analyse_target(out_dir, target, plan):
     r = {"target": target, "info": info, "queries": len(queries)}
     codes, messages = {}, {}
     lat_ok, met, feasible, infeasible, infeasible_rejected = [], 0, 0, 0, 0
-    late = rejected = failed = 0
+    late = rejected = expired = failed = 0
     per_second = {}  # due second -> [feasible, met]
     per_model = {}  # model -> [feasible, met]
     end_ms = 0.0
@@ -167,10 +193,13 @@ def analyse_target(out_dir, target, plan):
             late += 1
         elif code in ("RESOURCE_EXHAUSTED", "UNAVAILABLE"):
             rejected += 1
+        elif code == "DEADLINE_EXCEEDED":
+            expired += 1
         else:
             failed += 1
     lat_ok.sort()
-    r.update(feasible=feasible, met=met, late=late, rejected=rejected, failed=failed,
+    r.update(feasible=feasible, met=met, late=late, rejected=rejected, expired=expired,
+             failed=failed,
              infeasible=infeasible, infeasible_rejected=infeasible_rejected,
              attainment=met / feasible if feasible else None, codes=codes,
              messages=sorted(messages.items(), key=lambda kv: -kv[1])[:6],
@@ -191,7 +220,9 @@ def analyse_target(out_dir, target, plan):
     if os.path.exists(path):
         with open(path) as f:
             samples = [json.loads(line) for line in f if line.strip()]
-    analyse_samples(r, samples, info.get("instances", {}), origin, origin + r["replay_s"])
+    model_threads = {m: v.get("threads", 1) for m, v in plan["models"].items()}
+    analyse_samples(r, samples, info.get("instances", {}), model_threads, origin,
+                    origin + r["replay_s"])
     return r
 
 
@@ -210,13 +241,15 @@ def integrate(points, t0, t1):
     return total
 
 
-def analyse_samples(r, samples, instances_config, t0, t1):
+def analyse_samples(r, samples, instances_config, model_threads, t0, t1):
     rep_points, per_model_points, rss, mem_used, sources = [], {}, [], [], set()
+    thread_points = []
     window = [s for s in samples if t0 - 1.5 <= s["t"] <= t1 + 1.5]
     for s in samples:
         total, per_model, source = replicas(s, instances_config)
         if total is not None:
             rep_points.append((s["t"], total))
+            thread_points.append((s["t"], threads(s, model_threads, instances_config)))
             sources.add(source)
             for model, n in per_model.items():
                 per_model_points.setdefault(model, []).append((s["t"], n))
@@ -228,6 +261,7 @@ def analyse_samples(r, samples, instances_config, t0, t1):
                 mem_used.append(used)
     duration = t1 - t0
     r["instance_s"] = integrate(rep_points, t0, t1)
+    r["thread_s"] = integrate(thread_points, t0, t1)
     r["mean_replicas"] = r["instance_s"] / duration if r["instance_s"] is not None and duration else None
     r["replicas_by_model"] = {m: integrate(p, t0, t1) / duration for m, p in per_model_points.items()
                               if duration}
@@ -278,10 +312,11 @@ def pct(v, nd=2):
 
 def summary_table(results):
     peak = next((r for r in results if r["target"] == "static-peak"), None)
-    rows = ["| target | server | SLO attainment (feasible) | rejected | failed | late | cold starts "
+    rows = ["| target | server | SLO attainment (feasible) | rejected | expired | failed | late "
+            "| cold starts "
             "| instance-s | vs static peak | mean / max replicas | RSS peak / mean MiB "
             "| p50 / p99 ms | other cores busy |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         ratio = (r["instance_s"] / peak["instance_s"]
                  if peak and r["instance_s"] and peak.get("instance_s") else None)
@@ -289,7 +324,7 @@ def summary_table(results):
         rows.append(
             f"| {r['target']} | {r['info'].get('flags', '?')} "
             f"| {pct(r['attainment'])} ({r['met']:,}/{r['feasible']:,}) "
-            f"| {r['rejected']:,} | {r['failed']:,} | {r['late']:,} "
+            f"| {r['rejected']:,} | {r['expired']:,} | {r['failed']:,} | {r['late']:,} "
             f"| {fmt(r['cold_starts'], 0)} | {fmt(r['instance_s'], 0)} | {pct(ratio, 1)} "
             f"| {fmt(r['mean_replicas'], 2)} / {fmt(r['max_replicas'], 0)} "
             f"| {fmt(r['rss_peak_mb'], 0)} / {fmt(r['rss_mean_mb'], 0)} "
@@ -297,12 +332,19 @@ def summary_table(results):
     return "\n".join(rows)
 
 
+def ratio_to(r, base, key):
+    if base is None or not base.get(key) or r.get(key) is None:
+        return None
+    return r[key] / base[key]
+
+
 def detail_table(results, models):
+    peak = next((r for r in results if r["target"] == "static-peak"), None)
     rows = ["| target | attainment per model | error codes (all queries) "
             "| infeasible queries (rejected) | mean replicas per model | replicas from "
-            "| somm_memory_used peak / mean MiB | instance-s (counter) "
+            "| somm_memory_used peak / mean MiB | instance-s (counter) | thread-s (vs static peak) "
             "| cores busy: server / load generator | control actions | log lines 'on demand' |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         codes = ", ".join(f"{c} {n:,}" for c, n in sorted(r["codes"].items())) or "none"
         per_model = ", ".join(f"{m} {r['replicas_by_model'].get(m, 0):.2f}" for m in models)
@@ -315,6 +357,7 @@ def detail_table(results, models):
             f"| {per_model} | {r['replica_source']} "
             f"| {fmt(r['mem_used_peak_mb'], 0)} / {fmt(r['mem_used_mean_mb'], 0)} "
             f"| {fmt(r['instance_s_counter'], 0)} "
+            f"| {fmt(r['thread_s'], 0)} ({pct(ratio_to(r, peak, 'thread_s'), 1)}) "
             f"| {fmt(info.get('server_cores'), 2)} / {fmt(info.get('loadgen_cores'), 2)} "
             f"| {actions} | {r['on_demand_loads']} |")
     return "\n".join(rows)
@@ -505,15 +548,19 @@ DEFINITIONS = """\
   about 1% of them in on purpose; the detail table shows how many each target rejected).
 - **SLO attainment**: of the feasible queries, the share that succeeded within their SLO,
   latency measured from the query's scheduled arrival (no coordinated omission). **rejected**
-  (RESOURCE_EXHAUSTED: queue full or SLO admission; UNAVAILABLE), **failed** (any other error)
-  and **late** (succeeded over the SLO) feasible queries are the misses.
+  (RESOURCE_EXHAUSTED: queue full or SLO admission; UNAVAILABLE), **expired**
+  (DEADLINE_EXCEEDED: admitted, then dropped when its deadline passed in the queue), **failed**
+  (any other error) and **late** (succeeded over the SLO) feasible queries are the misses.
 - **cold starts**: the difference of `somm_cold_starts_total` (queries that waited for a model
   load) over the replay; n/a when the server does not export it.
 - **instance-s**: loaded replicas integrated over the replay (wall clock), from 1-second samples
   of `/metrics` (`somm_instances`, else `somm_instances_loaded`, else the repository index times
   the configured instance counts; `replicas from` names the source). **vs static peak**: the
   ratio to static-peak's. `instance-s (counter)` is the server's own
-  `somm_instance_seconds_total` over the same interval, where exported.
+  `somm_instance_seconds_total` over the same interval, where exported. **thread-s** weighs
+  each replica by the CPU threads it holds (`cpuN` in its hardware label, else its model's
+  `intra_op_threads`): a 2-thread replica reserves twice the cores of a 1-thread one, which
+  instance-s does not show.
 - **RSS**: VmRSS of the server process, sampled every second during the replay (peak, mean).
 - **log lines 'on demand'**: lines of the server's log that mention a load on demand. A static
   target should have none; a build without `--managed` (the stand-in) loads the variants its

@@ -215,6 +215,7 @@ class ReportTest(unittest.TestCase):
                 (0, 5, 5, "m", 10, "OK"),          # met
                 (100, 120, 20, "m", 10, "OK"),     # late
                 (200, 200.1, 0.1, "m", 10, "RESOURCE_EXHAUSTED"),  # rejected
+                (300, 320, 20, "m", 10, "DEADLINE_EXCEEDED"),      # expired in the queue
                 (1500, 1501, 1, "m", 0.5, "RESOURCE_EXHAUSTED"),   # infeasible: left out
                 (1600, 1602, 2, "m", 10, "OK"),    # met, second 1
             ]
@@ -231,10 +232,11 @@ class ReportTest(unittest.TestCase):
                         "somm_cold_starts_total": n}}) + "\n")
             plan = {"models": {"m": {"best_b1_ms": 1.0}}}
             r = managed_report.analyse_target(out, "static-peak", plan)
-        self.assertEqual((r["feasible"], r["met"], r["late"], r["rejected"]), (4, 2, 1, 1))
+        self.assertEqual((r["feasible"], r["met"], r["late"], r["rejected"], r["expired"]),
+                         (5, 2, 1, 1, 1))
         self.assertEqual((r["infeasible"], r["infeasible_rejected"]), (1, 1))
-        self.assertAlmostEqual(r["attainment"], 0.5)
-        self.assertEqual(r["attainment_per_second"], {0: 1 / 3, 1: 1.0})
+        self.assertAlmostEqual(r["attainment"], 0.4)
+        self.assertEqual(r["attainment_per_second"], {0: 1 / 4, 1: 1.0})
         # Replay from 1000 to 1001.602 s: 2 replicas for 1 s, then 4.
         self.assertAlmostEqual(r["instance_s"], 2 * 1.0 + 4 * 0.602, places=3)
         self.assertEqual(r["cold_starts"], 2)  # 4 at the end, 2 before the origin

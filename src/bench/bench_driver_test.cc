@@ -327,7 +327,7 @@ TEST(MeasureBenchTest, TraceWritesQueryLogAndTimeline) {
   // Replayed 10x faster, all 20 rows fall in wall-clock second 0.
   const std::vector<std::string> timeline = ReadLines(o.timeline_path);
   ASSERT_EQ(timeline.size(), 3u);
-  EXPECT_EQ(timeline[0], "second,model,sent,ok,slo_met,late,rejected,failed,p50_ms,p99_ms");
+  EXPECT_EQ(timeline[0], "second,model,sent,ok,slo_met,late,rejected,expired,failed,p50_ms,p99_ms");
   EXPECT_THAT(timeline[1], ::testing::StartsWith("0,digits-cnn,10,10,"));
   EXPECT_THAT(timeline[2], ::testing::StartsWith("0,digits-mlp,10,10,"));
   for (const std::string& f : {trace, o.query_log_path, o.timeline_path}) std::remove(f.c_str());

@@ -95,6 +95,8 @@ std::vector<TimelineRow> BuildTimeline(const std::vector<QueryRecord>& records, 
       if (slo) ++(static_cast<double>(latency_ns) <= *slo * 1e6 ? row.slo_met : row.late);
     } else if (IsRejection(r.code)) {
       ++row.rejected;
+    } else if (r.code == StatusCode::kDeadlineExceeded) {
+      ++row.expired;
     } else {
       ++row.failed;
     }
@@ -115,7 +117,7 @@ std::vector<TimelineRow> BuildTimeline(const std::vector<QueryRecord>& records, 
 }
 
 void WriteTimelineCsv(const std::vector<TimelineRow>& rows, std::ostream& out) {
-  out << "second,model,sent,ok,slo_met,late,rejected,failed,p50_ms,p99_ms\n";
+  out << "second,model,sent,ok,slo_met,late,rejected,expired,failed,p50_ms,p99_ms\n";
   auto ms = [](const std::optional<double>& v) {
     if (!v) return std::string();
     char buf[32];
@@ -124,8 +126,8 @@ void WriteTimelineCsv(const std::vector<TimelineRow>& rows, std::ostream& out) {
   };
   for (const TimelineRow& r : rows) {
     out << r.second << ',' << r.model << ',' << r.sent << ',' << r.ok << ',' << r.slo_met << ','
-        << r.late << ',' << r.rejected << ',' << r.failed << ',' << ms(r.p50_ms) << ','
-        << ms(r.p99_ms) << '\n';
+        << r.late << ',' << r.rejected << ',' << r.expired << ',' << r.failed << ',' << ms(r.p50_ms)
+        << ',' << ms(r.p99_ms) << '\n';
   }
 }
 

@@ -16,7 +16,7 @@
 //
 // Timeline (`--timeline FILE`), one row per (second, model) with at least
 // one query scheduled in that second, seconds ascending, then models by name:
-//   second,model,sent,ok,slo_met,late,rejected,failed,p50_ms,p99_ms
+//   second,model,sent,ok,slo_met,late,rejected,expired,failed,p50_ms,p99_ms
 //   * second: floor(scheduled time / 1 s) from the origin: a query belongs
 //     to the second it was due, so the row lines up with the offered load;
 //   * sent: queries due in that second; ok = answered successfully;
@@ -24,8 +24,10 @@
 //     an SLO count in neither);
 //   * rejected: RESOURCE_EXHAUSTED (full queue, SLO admission) or
 //     UNAVAILABLE (model not loaded, shutting down): the server said no;
+//   * expired: DEADLINE_EXCEEDED: admitted, then dropped because its
+//     deadline passed while it queued (somm's SLO-aware batcher);
 //   * failed: every other error (including the client's own, e.g. a broken
-//     connection or DEADLINE_EXCEEDED);
+//     connection);
 //   * p50_ms, p99_ms: latency of the ok queries (empty when none).
 //
 // Thread-safety: pure functions on values.
@@ -49,6 +51,7 @@ struct TimelineRow {
   int64_t slo_met = 0;
   int64_t late = 0;
   int64_t rejected = 0;
+  int64_t expired = 0;
   int64_t failed = 0;
   std::optional<double> p50_ms;
   std::optional<double> p99_ms;

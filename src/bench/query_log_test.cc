@@ -30,9 +30,10 @@ TEST(QueryLogTest, TimelineBucketsBySecondDueAndModel) {
       Query("a", 10, 5, StatusCode::kOk, 20),
       Query("a", 900, 50, StatusCode::kOk, 20),
       Query("a", 999, 10, StatusCode::kOk, 20),
-      // Second 0, model b: a rejection, an unavailable, a failure, no SLO.
+      // Second 0, model b: a rejection, an unavailable, an expiry, a failure.
       Query("b", 100, 0.1, StatusCode::kResourceExhausted, 20),
       Query("b", 200, 0.1, StatusCode::kUnavailable),
+      Query("b", 250, 25, StatusCode::kDeadlineExceeded, 20),
       Query("b", 300, 30, StatusCode::kInternal),
       // Second 2, model a: no SLO of its own, the default (15 ms) applies.
       Query("a", 2500, 10),
@@ -54,9 +55,10 @@ TEST(QueryLogTest, TimelineBucketsBySecondDueAndModel) {
 
   EXPECT_EQ(rows[1].second, 0);
   EXPECT_EQ(rows[1].model, "b");
-  EXPECT_EQ(rows[1].sent, 3);
+  EXPECT_EQ(rows[1].sent, 4);
   EXPECT_EQ(rows[1].ok, 0);
   EXPECT_EQ(rows[1].rejected, 2);
+  EXPECT_EQ(rows[1].expired, 1);
   EXPECT_EQ(rows[1].failed, 1);
   EXPECT_EQ(rows[1].slo_met + rows[1].late, 0);
   EXPECT_FALSE(rows[1].p50_ms.has_value());
@@ -88,8 +90,8 @@ TEST(QueryLogTest, TimelineCsv) {
                                  kOrigin, std::nullopt),
                    out);
   EXPECT_EQ(out.str(),
-            "second,model,sent,ok,slo_met,late,rejected,failed,p50_ms,p99_ms\n"
-            "1,a,2,1,1,0,1,0,2.500,2.500\n");
+            "second,model,sent,ok,slo_met,late,rejected,expired,failed,p50_ms,p99_ms\n"
+            "1,a,2,1,1,0,1,0,0,2.500,2.500\n");
 }
 
 TEST(QueryLogTest, QueryLogRowsInScheduledOrderWithQuotedErrors) {
