@@ -23,7 +23,7 @@
 # Output: bench/out/managed-<timestamp>/ (trace, plan, per target the query
 # log, timeline, samples, /metrics before and after, logs; report.md,
 # managed-timeline.svg, copied to docs/; the generated part of
-# docs/managed-results.md is replaced). About 13 minutes (--quick: 3-4).
+# docs/managed-results.md is replaced). About 11 minutes (--quick: 3-4).
 #
 # A somm whose `serve` has no --managed flag (a build from before the managed
 # runtime) still runs the two static targets, without the flag, as a

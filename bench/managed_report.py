@@ -210,11 +210,14 @@ def analyse_target(out_dir, target, plan):
 
     # A static server must load nothing after its start; a line of the log
     # saying otherwise shows that a target was not what it claims to be.
+    # "on demand": builds before the managed runtime; "critical path": the
+    # managed runtime's "control load ... (on a query's critical path)".
     r["on_demand_loads"] = 0
     for log in ("server.stderr", "server.stdout"):
         if os.path.exists(os.path.join(d, log)):
             with open(os.path.join(d, log), errors="replace") as f:
-                r["on_demand_loads"] += sum(1 for line in f if "on demand" in line.lower())
+                r["on_demand_loads"] += sum(1 for line in f if re.search(
+                    r"on demand|critical path", line, re.I))
     samples = []
     path = os.path.join(d, "samples.jsonl")
     if os.path.exists(path):
@@ -343,7 +346,7 @@ def detail_table(results, models):
     rows = ["| target | attainment per model | error codes (all queries) "
             "| infeasible queries (rejected) | mean replicas per model | replicas from "
             "| somm_memory_used peak / mean MiB | instance-s (counter) | thread-s (vs static peak) "
-            "| cores busy: server / load generator | control actions | log lines 'on demand' |",
+            "| cores busy: server / load generator | control actions | loads on demand (log) |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         codes = ", ".join(f"{c} {n:,}" for c, n in sorted(r["codes"].items())) or "none"
@@ -562,7 +565,8 @@ DEFINITIONS = """\
   `intra_op_threads`): a 2-thread replica reserves twice the cores of a 1-thread one, which
   instance-s does not show.
 - **RSS**: VmRSS of the server process, sampled every second during the replay (peak, mean).
-- **log lines 'on demand'**: lines of the server's log that mention a load on demand. A static
+- **loads on demand (log)**: lines of the server's log that mention a load on demand ("on
+  demand", or the managed runtime's "on a query's critical path"). A static
   target should have none; a build without `--managed` (the stand-in) loads the variants its
   selector picks for SLO queries, so its "static" targets are not static and its replica counts
   (which count the configured instances only) are too low.
