@@ -4,12 +4,22 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <string_view>
 #include <utility>
 
 #include "bench/bench.h"
 #include "cli/commands.h"
+#include "common/process_env.h"
 
 int main(int argc, char** argv) {
+  // First of all, before anything reads the environment: `somm serve` runs
+  // the models, so it re-executes itself once with OMP_WAIT_POLICY=PASSIVE
+  // unless the user set a policy (common/process_env.h says why). The client
+  // commands run no models and skip the second start (loading libtorch and
+  // the rest again). The subcommand is always argv[1]: the app has no global
+  // flags.
+  if (argc > 1 && std::string_view(argv[1]) == "serve") somm::ReexecWithProcessEnvDefaults(argv);
+
   CLI::App app{"somm: managed, model-less inference serving"};
   app.require_subcommand(1);
 
