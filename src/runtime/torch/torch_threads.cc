@@ -1,0 +1,80 @@
+#include "runtime/torch/torch_threads.h"
+
+#include <ATen/Config.h>
+#include <ATen/Parallel.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <exception>
+#include <system_error>
+#include <thread>
+
+#if AT_PARALLEL_OPENMP
+#include <omp.h>
+#endif
+
+namespace somm {
+namespace {
+
+// Under OpenMP (Debian's libtorch) a thread applies the process-wide default
+// thread count the first time it runs a parallel op
+// (at::internal::lazy_init_num_threads); a count set on the thread before
+// that is silently replaced. at::get_num_threads() runs that first-time
+// initialisation, so that a count set after it sticks.
+void InitThreadCountNow() { (void)at::get_num_threads(); }
+
+void LowerPriorityOfThisThread(const BackgroundThreadOptions& options) {
+  if (options.sched_idle) {
+    sched_param param{};
+    if (sched_setscheduler(0, SCHED_IDLE, &param) == 0) return;  // 0: this thread
+  }
+  // On Linux, setpriority(PRIO_PROCESS, tid) changes one thread (setpriority(2),
+  // BUGS); raising nice needs no privilege. If it fails the work runs at normal
+  // priority: slower for the others, not wrong.
+  if (options.nice > 0) {
+    setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), std::min(options.nice, 19));
+  }
+}
+
+}  // namespace
+
+void RunOnBackgroundThread(const BackgroundThreadOptions& options, const char* name,
+                           const std::function<void()>& work) {
+  std::exception_ptr thrown;
+  std::thread thread;
+  try {
+    thread = std::thread([&] {
+      pthread_setname_np(pthread_self(), name);
+      LowerPriorityOfThisThread(options);
+      InitThreadCountNow();
+#if AT_PARALLEL_OPENMP
+      // Not at::set_num_threads: that also changes the process-wide default,
+      // which every thread that has not yet run a parallel op would pick up.
+      omp_set_num_threads(std::max(1, options.intra_op_threads));
+#endif
+      try {
+        work();
+      } catch (...) {
+        thrown = std::current_exception();  // rethrown to the caller, as a direct call would
+      }
+    });
+  } catch (const std::system_error&) {
+    work();  // no thread to be had: do it here rather than not at all
+    return;
+  }
+  thread.join();
+  if (thrown) std::rethrow_exception(thrown);
+}
+
+void BindIntraOpThreads(int n) {
+  InitThreadCountNow();
+  at::set_num_threads(std::max(1, n));
+}
+
+void ReleaseFreeHeapMemory() { malloc_trim(0); }
+
+}  // namespace somm
