@@ -60,6 +60,12 @@ struct LoadOptions {
   // graph holds MKLDNN constant tensors that TorchScript cannot serialise (the
   // saved file fails to load), and because it is specific to the device.
   bool optimize_for_inference = false;
+  // Whether a query is waiting for this load (an on-demand load of a
+  // variant). By default a load is background work: it takes only the CPU
+  // that serving threads leave idle, so it cannot slow them down, and on a
+  // saturated machine it waits (runtime/torch/torch_threads.h). An urgent
+  // load competes at normal priority instead.
+  bool urgent = false;
 };
 
 // How BuildVariant derives a variant's file from the registered model file.

@@ -225,7 +225,12 @@ class TorchBackend : public Backend {
   // a load competed on equal terms with the models that were serving.
   StatusOr<std::unique_ptr<ExecutableModel>> Load(const LoadOptions& options) override {
     std::optional<StatusOr<std::unique_ptr<ExecutableModel>>> result;
-    RunOnBackgroundThread(options_.background, "somm-load",
+    BackgroundThreadOptions thread = options_.background;
+    if (options.urgent) {  // a query waits: normal priority, still one thread
+      thread.sched_idle = false;
+      thread.nice = 0;
+    }
+    RunOnBackgroundThread(thread, "somm-load",
                           [&] { result.emplace(LoadOnThisThread(options)); });
     return std::move(*result);
   }

@@ -63,6 +63,25 @@ TEST_F(TorchBackendTest, RunsABatchAndReturnsNamedOutputs) {
   EXPECT_EQ(y, (std::vector<float>{3, 5, 7, 9, 11, 13}));
 }
 
+// Loads run on a background thread (SCHED_IDLE, or normal priority when a
+// query waits); either way the caller gets a working model.
+TEST_F(TorchBackendTest, BackgroundAndUrgentLoadsBothServe) {
+  auto backend = CreateTorchBackend();
+  const std::string path = SaveModule("inc", "def forward(self, x):\n  return x + 1\n");
+  for (bool urgent : {false, true}) {
+    LoadOptions o = Options(path);
+    o.urgent = urgent;
+    auto model = backend->Load(o);
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    (*model)->BindToThread();
+    std::vector<Tensor> out;
+    ASSERT_TRUE((*model)->Execute({Floats({1, 2, 3}, {1, 3})}, &out).ok());
+    std::vector<float> y(3);
+    std::memcpy(y.data(), out[0].data.data(), 12);
+    EXPECT_EQ(y, (std::vector<float>{2, 3, 4})) << "urgent " << urgent;
+  }
+}
+
 TEST_F(TorchBackendTest, TupleOutputsMapByPosition) {
   LoadOptions o = Options(SaveModule("pair", "def forward(self, x):\n  return (x + 1, x.sum(1))\n"));
   o.outputs = {{"plus", DataType::kFp32, {3}}, {"sum", DataType::kFp32, {-1}}};

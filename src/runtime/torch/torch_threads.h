@@ -7,7 +7,8 @@
 // (10-30 ms) are background work: they run on a thread of their own
 // (RunOnBackgroundThread) at the lowest CPU priority and with one intra-op
 // thread, so that they take only the CPU the serving threads leave idle
-// instead of competing with them on equal terms (docs/isolation.md).
+// instead of competing with them on equal terms (docs/isolation.md). A load
+// a query waits for (LoadOptions::urgent) runs at normal priority.
 //
 // This header is torch-free; torch_threads.cc includes ATen.
 // Thread-safety: every function may be called from any thread, concurrently.
@@ -48,7 +49,9 @@ void BindIntraOpThreads(int n);
 // glibc's allocator keeps freed memory in its arenas for reuse, and raises
 // its mmap threshold after large frees, so a model's weights come from (and
 // stay in) the heap; without this an unloaded model's memory mostly stays in
-// the process. Takes each arena's lock in turn; a few ms.
+// the process. Takes each arena's lock in turn, and the pages it drops are
+// faulted back in by whoever allocates there next: it costs a busy neighbour
+// a little (docs/isolation.md), so it runs once per unload, not more often.
 void ReleaseFreeHeapMemory();
 
 }  // namespace somm
