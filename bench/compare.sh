@@ -7,7 +7,11 @@
 #                                        on the same TorchScript file with the
 #                                        model's intra_op_threads, at batch 1
 #                                        and at the model's max batch (the limit)
-#   somm-rest, somm-grpc                 somm bench -> somm serve (JSON / gRPC)
+#   somm-rest, somm-rest-binary,         somm bench -> somm serve: REST with
+#   somm-grpc                            JSON tensors, REST with the binary
+#                                        tensor data extension (`--binary`,
+#                                        what perf_analyzer sends by default),
+#                                        gRPC
 #   fastapi-peer                         somm bench -> /work/shared/peers/
 #                                        fastapi_torchscript.py (JSON)
 # over a concurrency sweep (digits-mlp: 1 2 4 8 16; resnet18: 1 2 4 8; raw
@@ -16,7 +20,7 @@
 # report.md from bench/report.py and one SVG plot per model, also copied to
 # docs/performance-<model>.svg; the figures in docs/performance.md are
 # replaced with this run's). It starts somm once and the peer once per
-# model, on free ports, and kills them on exit. About 8 minutes.
+# model, on free ports, and kills them on exit. About 10 minutes.
 #
 # Usage: bench/compare.sh [--quick] [--skip-build] [--no-docs] [-j N] [--out DIR]
 #   --quick       short windows (a smoke test of the script; figures are rough)
@@ -234,13 +238,16 @@ bench_model() {
   }
   raw_limit before
 
-  local proto label port
-  for label in somm-rest somm-grpc; do
-    if [[ "$label" == somm-rest ]]; then proto=http; port="$HTTP_PORT"; else proto=grpc; port="$GRPC_PORT"; fi
+  local proto label port binary
+  for label in somm-rest somm-rest-binary somm-grpc; do
+    proto=http; port="$HTTP_PORT"; binary=()
+    [[ "$label" == somm-rest-binary ]] && binary=(--binary)
+    [[ "$label" == somm-grpc ]] && { proto=grpc; port="$GRPC_PORT"; }
     for c in $concs; do
       file="$dir/$label-c$c"
       curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" >"$file.metrics.before" || die "no /metrics"
       load "$SOMM_PID" "$file" "$SOMM" bench "$model" --url "127.0.0.1:$port" -i "$proto" \
+        "${binary[@]}" \
         --concurrency "$c" --warmup-s "$warm" --window-s "$win" --max-windows "$maxw" \
         --stability-pct "$STABILITY_PCT" --input "$input" --label "$label" --json "$file.json"
       curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" >"$file.metrics.after" || die "no /metrics"
@@ -288,7 +295,7 @@ COMMAND="$COMMAND" DATE_START="$DATE_START" GIT_START="$GIT_START" LOADAVG_START
 SETTINGS="closed loop, one sample per server query; warm-up s / window s / max windows: \
 digits-mlp ${DIGITS_TIMING[*]}, resnet18 ${RESNET_TIMING[*]} (raw libtorch ${RAW_RESNET_TIMING[*]}); \
 a point is stable when its last 3 windows agree within $STABILITY_PCT% on throughput and p99; \
-REST bodies are JSON" \
+REST bodies are JSON (somm-rest, the peer) or binary tensors (somm-rest-binary)" \
   "$PY" - "$OUT/meta.json" <<'EOF'
 import json, os, platform, sys
 env = os.environ

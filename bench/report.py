@@ -33,9 +33,18 @@ import sys
 
 PEER = "fastapi-peer"
 REST = "somm-rest"
+REST_BINARY = "somm-rest-binary"
 GRPC = "somm-grpc"
-SERVER_TARGETS = [REST, GRPC, PEER]
-COLORS = {REST: "#1f77b4", GRPC: "#2ca02c", PEER: "#d62728"}
+# somm's targets, in report order; a run without one (an older run, or one
+# that skipped it) simply has no column or row for it.
+SOMM_TARGETS = [REST, REST_BINARY, GRPC]
+SERVER_TARGETS = SOMM_TARGETS + [PEER]
+COLORS = {REST: "#1f77b4", REST_BINARY: "#17becf", GRPC: "#2ca02c", PEER: "#d62728"}
+# How each target sends tensors, for the plots and the targets table.
+WIRE = {REST: "REST, JSON tensors", REST_BINARY: "REST, binary tensor extension",
+        GRPC: "gRPC, raw tensor contents", PEER: "REST, JSON tensors"}
+PLOT_NAMES = {REST: "somm REST (JSON)", REST_BINARY: "somm REST (binary)", GRPC: "somm gRPC",
+              PEER: "FastAPI peer (JSON)"}
 RAW_COLORS = ["#7f7f7f", "#000000"]
 
 
@@ -259,7 +268,9 @@ def throughput_at_p99_no_worse(somm, peer):
 
 def ratios(model, targets):
     """Lines of the ratio table for one model, plus verdict facts for targets."""
-    rows = [f"#### {model}\n", "| figure | somm-rest | somm-grpc |", "|---|---:|---:|"]
+    somm = [t for t in SOMM_TARGETS if t in targets]
+    rows = [f"#### {model}\n", "| figure | " + " | ".join(somm) + " |",
+            "|---|" + "---:|" * len(somm)]
     facts = {}
     peer = targets.get(PEER, {}).get("points", [])
     peer_best = best(peer)
@@ -335,9 +346,9 @@ def ratios(model, targets):
     if not peer:
         lines = [l for l in lines if "peer" not in l[0]]
     for label, fn in lines:
-        rows.append(f"| {label} | {cell(REST, fn)} | {cell(GRPC, fn)} |")
+        rows.append(f"| {label} | " + " | ".join(cell(t, fn) for t in somm) + " |")
 
-    for target in (REST, GRPC):
+    for target in somm:
         pts = targets.get(target, {}).get("points", [])
         if not pts:
             continue
@@ -361,34 +372,49 @@ def verdict(ok):
 
 
 def targets_table(facts, tiny, heavy):
-    rows = ["| target (from the issue) | protocol | measured | verdict |", "|---|---|---|---|"]
-    for proto in (REST, GRPC):
+    """One row per (target, somm target); the protocol column says which wire
+    each verdict was measured on, and a closing line per target names the
+    somm targets that met it."""
+    rows = ["| target (from the issue) | somm target (wire) | measured | verdict |",
+            "|---|---|---|---|"]
+    met = {}
+
+    def add(target, proto, measured, ok):
+        rows.append(f"| {target} | {proto} ({WIRE[proto]}) | {measured} | {verdict(ok)} |")
+        if ok is not None:
+            met.setdefault(target, {"met": [], "missed": []})["met" if ok else "missed"].append(proto)
+
+    for proto in SOMM_TARGETS:
         f = facts.get(tiny, {}).get(proto)
         if f:
             v = f["vs_peer"]
             where = f" at c={f['vs_peer_conc']}" if f["vs_peer_conc"] else ""
-            rows.append(f"| {tiny}: somm ≥ 10x the peer's throughput at a p99 no worse | {proto} "
-                        f"| {fmt(v, 2)}x{where} | {verdict(None if v is None else v >= 10)} |")
+            add(f"{tiny}: somm ≥ 10x the peer's throughput at a p99 no worse", proto,
+                f"{fmt(v, 2)}x{where}", None if v is None else v >= 10)
     for model in (tiny, heavy):
-        for proto in (REST, GRPC):
+        for proto in SOMM_TARGETS:
             f = facts.get(model, {}).get(proto)
             if f:
                 o = f["overhead_c1"]
-                rows.append(f"| {model}: server overhead p50 ≤ 50 µs at concurrency 1 | {proto} "
-                            f"| {fmt(o, 0)} µs | {verdict(None if o is None else o <= 50)} |")
-    for proto in (REST, GRPC):
+                add(f"{model}: server overhead p50 ≤ 50 µs at concurrency 1", proto,
+                    f"{fmt(o, 0)} µs", None if o is None else o <= 50)
+    for proto in SOMM_TARGETS:
         f = facts.get(heavy, {}).get(proto)
         if f:
             v = f["vs_raw_max"]
             mb = f["best_mean_batch"]
-            rows.append(
-                f"| {heavy}: somm ≥ 95% of raw libtorch throughput (best samples/s vs raw "
-                f"libtorch at max batch {f['raw_max_batch']}; somm formed mean batch "
-                f"{fmt(mb, 1) if mb else 'n/a'} at c={f['best_conc']}) | {proto} "
-                f"| {fmt(None if v is None else 100 * v, 1)}% "
-                f"(vs batch 1: {fmt(None if f['vs_raw_1'] is None else 100 * f['vs_raw_1'], 1)}%) "
-                f"| {verdict(None if v is None else v >= 0.95)} |")
-    return "\n".join(rows)
+            # The batch formed differs per target, so it stays in the measured cell.
+            add(f"{heavy}: somm ≥ 95% of raw libtorch throughput (best samples/s vs raw "
+                f"libtorch at max batch {f['raw_max_batch']})", proto,
+                f"{fmt(None if v is None else 100 * v, 1)}% "
+                f"(vs batch 1: {fmt(None if f['vs_raw_1'] is None else 100 * f['vs_raw_1'], 1)}%; "
+                f"mean batch {fmt(mb, 1) if mb else 'n/a'} at c={f['best_conc']})",
+                None if v is None else v >= 0.95)
+    lines = ["\n".join(rows), ""]
+    for target, m in met.items():
+        lines.append(f"- {target}: met over {', '.join(m['met']) or 'none'}"
+                     + (f"; missed over {', '.join(m['missed'])}" if m["missed"] else "") + ".")
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- SVG
@@ -444,8 +470,7 @@ def svg_plot(model, targets, meta):
             name = f"raw libtorch, batch {t['batch_size']}"
         else:
             color = COLORS.get(target, "#9467bd")
-            name = {REST: "somm REST (JSON)", GRPC: "somm gRPC", PEER: "FastAPI peer (JSON)"}.get(
-                target, target)
+            name = PLOT_NAMES.get(target, target)
         series.append((name, color, pts, target.startswith("raw-libtorch")))
     if not series:
         return None
@@ -521,7 +546,9 @@ def svg_plot(model, targets, meta):
 DEFINITIONS = """\
 - **target**: `raw-libtorch-bN` is `bench_raw_libtorch` (libtorch called in process on the same
   TorchScript file, same intra-op threads, N samples per forward call, concurrency 1, no server);
-  `somm-rest` / `somm-grpc` are `somm bench` against `somm serve` over REST (JSON tensors) and gRPC;
+  `somm-rest` / `somm-rest-binary` / `somm-grpc` are `somm bench` against `somm serve` over REST
+  with JSON tensors, over REST with the binary tensor data extension (tensors as raw bytes after
+  a JSON header, as Triton's perf_analyzer sends by default) and over gRPC;
   `fastapi-peer` is `somm bench` over REST (JSON) against `/work/shared/peers/fastapi_torchscript.py`.
   Every server query carries one sample; somm batches them server-side.
 - **point**: `c=1` is the concurrency-1 point, `best` the point with the highest samples/s
