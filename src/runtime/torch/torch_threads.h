@@ -20,10 +20,8 @@ namespace somm {
 
 struct BackgroundThreadOptions {
   // SCHED_IDLE (Linux): the thread runs only when no normal thread wants the
-  // core, and any normal thread that wakes up preempts it at once. A nice
-  // value, even 19, only shrinks its share: under the EEVDF scheduler a
-  // serving thread that wakes can still wait for the background thread's
-  // time slice (milliseconds) to run out. Falls back to `nice` if refused.
+  // core, and any normal thread that wakes up preempts it at once; a nice
+  // value, even 19, only shrinks its share. Falls back to `nice` if refused.
   bool sched_idle = true;
   // Nice value when not SCHED_IDLE (0..19; 0 = the caller's priority).
   int nice = 19;
