@@ -47,8 +47,10 @@ void ReexecWithProcessEnvDefaults(char** argv) {
   unsetenv(kGuard);
   std::string names;
   for (const EnvSetting& s : missing) names += (names.empty() ? "" : ", ") + s.name;
-  std::fprintf(stderr, "somm: warning: cannot re-exec /proc/self/exe (%s) to apply %s; "
-               "set it in the environment instead\n", std::strerror(err), names.c_str());
+  std::fprintf(stderr,
+               "somm: warning: cannot re-exec /proc/self/exe (%s) to apply %s; "
+               "set it in the environment instead\n",
+               std::strerror(err), names.c_str());
 }
 
 }  // namespace somm

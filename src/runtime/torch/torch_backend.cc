@@ -230,8 +230,7 @@ class TorchBackend : public Backend {
       thread.sched_idle = false;
       thread.nice = 0;
     }
-    RunOnBackgroundThread(thread, "somm-load",
-                          [&] { result.emplace(LoadOnThisThread(options)); });
+    RunOnBackgroundThread(thread, "somm-load", [&] { result.emplace(LoadOnThisThread(options)); });
     return std::move(*result);
   }
 
