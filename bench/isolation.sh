@@ -38,7 +38,8 @@
 #   --out       output folder (default bench/out/isolation-<timestamp>)
 # Environment: SOMM_BUILD_DIR=<dir> (default build), SOMM_REPO=<dir> (default
 # models/demo), SOMM_ENV="VAR=value ..." (extra environment of somm serve,
-# e.g. SOMM_ENV="OMP_WAIT_POLICY=ACTIVE" to measure without somm's default).
+# e.g. SOMM_ENV="OMP_WAIT_POLICY=ACTIVE" to measure without somm's default),
+# SOMM_SERVE_ARGS="..." (extra arguments of somm serve, e.g. "--managed false").
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -91,10 +92,11 @@ trap 'exit 130' INT TERM
 
 # start_somm NAME: one `somm serve` on free ports; sets SERVED_PID and SERVED_HTTP/_GRPC.
 read -r -a EXTRA_ENV <<<"${SOMM_ENV:-}"
+read -r -a SERVE_ARGS <<<"${SOMM_SERVE_ARGS:-}"
 start_somm() {
   local banner=""
   env "${EXTRA_ENV[@]}" "$SOMM" serve --model-repository "$REPO" --http-port 0 --grpc-port 0 \
-    --metrics-port 0 --auto-variants false >"$OUT/$1.stdout" 2>"$OUT/$1.stderr" &
+    --metrics-port 0 --auto-variants false "${SERVE_ARGS[@]}" >"$OUT/$1.stdout" 2>"$OUT/$1.stderr" &
   SERVED_PID=$!
   PIDS+=("$SERVED_PID")
   for _ in $(seq 1200); do
