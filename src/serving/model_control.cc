@@ -11,43 +11,20 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <thread>
 
 #include "control/autoscaler.h"
 #include "control/placement.h"
 #include "serving/model_manager_internal.h"
+#include "variants/host_probe.h"
 #include "variants/variant_pipeline.h"
 
 namespace somm {
 namespace {
 
 constexpr int64_t kMiB = 1024 * 1024;
-constexpr size_t kControlLogSize = 1000;
-
 std::string DeviceName(const HardwareConfig& hw) {
-  return hw.device == DeviceKind::kCuda ? "cuda:" + std::to_string(hw.device_index) : "cpu";
-}
-
-}  // namespace
-
-int64_t AvailableMemoryBytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  int64_t kib = 0;
-  std::string unit;
-  while (in >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024;
-  }
-  return 0;
-}
-
-namespace {
-
-int64_t NowUnixMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return Device{hw.device, hw.device_index}.ToString();
 }
 
 std::optional<VariantProfile> FindProfile(const ModelManager::LoadedVersion& lv,
@@ -57,6 +34,22 @@ std::optional<VariantProfile> FindProfile(const ModelManager::LoadedVersion& lv,
     if (p.variant == variant) return p;
   }
   return std::nullopt;
+}
+
+// How `variant` loads on `hw`: as profiled, or, for the variant as registered
+// before any profile exists, as the model's config says.
+StatusOr<LoadOptions> VariantLoadOptions(const ModelManager::LoadedVersion& lv,
+                                         const std::optional<VariantProfile>& profile,
+                                         const std::string& variant, const HardwareConfig& hw) {
+  if (profile) return LoadOptionsForVariant(lv.config, *profile, hw);
+  if (variant != kAsRegistered) {
+    return NotFound("model '" + lv.config.name + "' version " + lv.version_str +
+                    " has no profiled variant '" + variant + "'");
+  }
+  LoadOptions load = lv.base_load;
+  load.intra_op_threads = hw.threads;
+  load.device = Device{hw.device, hw.device_index};
+  return load;
 }
 
 std::shared_ptr<InstanceGroup> FindGroup(ModelManager::LoadedVersion& lv, const std::string& key) {
@@ -177,24 +170,14 @@ void ModelManager::RecordControl(const std::string& kind, const std::string& mod
   for (const auto& d : Snapshot(0).state.devices) metrics_.SetMemory(d.name, d.used_bytes, d.budget_bytes);
   spdlog::info("control {} {}: {}", kind, group, reason);
   DecisionRecord r;
-  r.unix_ms = NowUnixMillis();
+  r.unix_ms = NowUnixMs();
   r.target = model;
   r.requirements = "controller";
   r.outcome = "control:" + kind;
   r.variant = group;
   r.hardware = hardware;
   r.reason = reason;
-  decisions_.Add(r);
-  std::lock_guard<std::mutex> lock(control_log_mu_);
-  control_log_.push_back(kind + " " + group + ": " + reason);
-  while (control_log_.size() > kControlLogSize) control_log_.pop_front();
-}
-
-std::vector<std::string> ModelManager::RecentControlActions(size_t limit) const {
-  std::lock_guard<std::mutex> lock(control_log_mu_);
-  const size_t n = std::min(limit, control_log_.size());
-  return std::vector<std::string>(control_log_.end() - static_cast<std::ptrdiff_t>(n),
-                                  control_log_.end());
+  decisions_.Add(std::move(r));
 }
 
 void ModelManager::PublishReplicaMetrics(LoadedVersion& lv) {
@@ -249,17 +232,7 @@ StatusOr<std::shared_ptr<InstanceGroup>> ModelManager::EnsureGroup(
 
   const std::optional<VariantProfile> profile = FindProfile(lv, variant);
   const HardwareProfile* hp = profile ? profile->For(hw) : nullptr;
-  LoadOptions load;
-  if (profile) {
-    load = LoadOptionsForVariant(lv.config, *profile, hw);
-  } else if (variant == kAsRegistered) {
-    load = lv.base_load;
-    load.intra_op_threads = hw.threads;
-    load.device = Device{hw.device, hw.device_index};
-  } else {
-    return NotFound("model '" + lv.config.name + "' version " + lv.version_str +
-                    " has no profiled variant '" + variant + "'");
-  }
+  SOMM_ASSIGN_OR_RETURN(LoadOptions load, VariantLoadOptions(lv, profile, variant, hw));
   const std::string id = lv.config.name + ":" + lv.version_str + ":" + variant;
   const std::string label = id + "@" + hw.Name();
   int64_t bytes_per = hp ? static_cast<int64_t>(hp->peak_memory_mb * kMiB) : 0;
@@ -277,7 +250,7 @@ StatusOr<std::shared_ptr<InstanceGroup>> ModelManager::EnsureGroup(
       MakeRoom((bytes_per > 0 ? bytes_per : (size_ec ? 0 : 2 * file_bytes)) * replicas, label));
 
   const auto t0 = SteadyClock::now();
-  const int64_t rss0 = ProcessResidentBytes();
+  const int64_t rss0 = ResidentBytes();
   SOMM_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Batcher>> batchers,
                         LoadReplicas(backend_, lv.config, load, id,
                                      hp ? hp->latency : LatencyCurve{}, 0, replicas, lv.metrics));
@@ -286,7 +259,7 @@ StatusOr<std::shared_ptr<InstanceGroup>> ModelManager::EnsureGroup(
     // Unprofiled: account what the load added to the process, at least the
     // file's size (the weights). A reload of freed memory can measure less
     // than the first load did, so the largest measurement stands.
-    bytes_per = std::max({bytes_per, (ProcessResidentBytes() - rss0) / replicas,
+    bytes_per = std::max({bytes_per, (ResidentBytes() - rss0) / replicas,
                           size_ec ? int64_t{0} : file_bytes});
     measured_bytes_[measure_key] = bytes_per;
   }
@@ -328,8 +301,7 @@ Status ModelManager::SetGroupReplicas(LoadedVersion& lv, const std::string& vari
     SOMM_RETURN_IF_ERROR(MakeRoom(group->memory_bytes() * add, label));
     const std::optional<VariantProfile> profile = FindProfile(lv, variant);
     const HardwareProfile* hp = profile ? profile->For(hw) : nullptr;
-    LoadOptions load = profile ? LoadOptionsForVariant(lv.config, *profile, hw) : lv.base_load;
-    if (!profile) load.intra_op_threads = hw.threads;
+    SOMM_ASSIGN_OR_RETURN(LoadOptions load, VariantLoadOptions(lv, profile, variant, hw));
     SOMM_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Batcher>> batchers,
                           LoadReplicas(backend_, lv.config, load, group->variant_id(),
                                        hp ? hp->latency : LatencyCurve{}, have, add, lv.metrics));
@@ -412,10 +384,7 @@ void ModelManager::ControlLoop() {
       LoadedVersion& lv = *it->second;
       Status s;
       switch (a.kind) {
-        case control::Action::kLoad:
-          s = SetGroupReplicas(lv, a.variant, a.hardware, a.replicas, a.reason);
-          replaced_ok = s.ok();
-          break;
+        case control::Action::kLoad:  // loads the group if absent, else resizes it
         case control::Action::kSetReplicas:
           s = SetGroupReplicas(lv, a.variant, a.hardware, a.replicas, a.reason);
           replaced_ok = s.ok();

@@ -4,17 +4,16 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <set>
 #include <thread>
 
-#include <unistd.h>
 
 #include "batching/batcher.h"
 #include "control/placement.h"
 #include "serving/model_manager_internal.h"
+#include "variants/host_probe.h"
 #include "variants/variant_pipeline.h"
 
 namespace somm {
@@ -71,13 +70,10 @@ StatusOr<std::vector<std::unique_ptr<Batcher>>> LoadReplicas(Backend& backend,
   return batchers;
 }
 
-int64_t ProcessResidentBytes() {
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (!f) return 0;
-  long long pages = 0, resident = 0;
-  const int n = std::fscanf(f, "%lld %lld", &pages, &resident);
-  std::fclose(f);
-  return n == 2 ? resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE)) : 0;
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 namespace {

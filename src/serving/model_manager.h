@@ -29,7 +29,6 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -114,10 +113,6 @@ class ModelManager : public InferenceServer {
   Status SetVariantProfiles(const std::string& name, int64_t version,
                             std::vector<VariantProfile> profiles);
 
-  // Actions the controller has carried out, newest last, for tests and
-  // status: "load digits-mlp:1:ts-int8@cpu1 x1: preload: ...".
-  std::vector<std::string> RecentControlActions(size_t limit) const;
-
   struct LoadedVersion;  // opaque: defined in model_manager_internal.h
   struct ModelEntry;
   struct Route;
@@ -188,9 +183,6 @@ class ModelManager : public InferenceServer {
   std::condition_variable control_cv_;
   bool control_stop_ = false;  // guarded by control_mu_
   std::thread control_thread_;
-  mutable std::mutex control_log_mu_;
-  std::deque<std::string> control_log_;  // guarded by control_log_mu_
-  std::chrono::steady_clock::time_point last_tick_{};
 
   mutable std::mutex jobs_mu_;
   std::map<std::string, RegistrationStatus> jobs_;  // guarded by jobs_mu_

@@ -82,9 +82,7 @@ StatusOr<std::vector<std::unique_ptr<Batcher>>> LoadReplicas(Backend& backend,
                                                              const LatencyCurve& curve, int first,
                                                              int count, ModelMetrics* metrics);
 
-// Resident memory of this process, bytes (/proc/self/statm).
-int64_t ProcessResidentBytes();
-// MemAvailable from /proc/meminfo, bytes (0 if unknown).
-int64_t AvailableMemoryBytes();
+// Milliseconds since the Unix epoch, for decision records.
+int64_t NowUnixMs();
 
 }  // namespace somm

@@ -72,12 +72,6 @@ int64_t QuerySamples(const InferenceRequest& r) {
   return std::max<int64_t>(r.inputs[0].shape[0], 1);
 }
 
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 void ModelManager::LogDecision(DecisionRecord record) {

@@ -40,6 +40,16 @@ int64_t ResidentBytes() {
   return resident_pages * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
 }
 
+int64_t AvailableMemoryBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  int64_t kib = 0;
+  while (in >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
 void ReleaseFreeMemory() { malloc_trim(0); }
 
 }  // namespace somm

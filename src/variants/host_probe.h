@@ -29,6 +29,9 @@ CpuFeatures DetectCpuFeatures();
 // unreadable.
 int64_t ResidentBytes();
 
+// MemAvailable from /proc/meminfo in bytes (what the kernel could give new
+// allocations without swapping); 0 when unreadable.
+int64_t AvailableMemoryBytes();
 // Hands freed heap memory back to the OS (glibc malloc_trim), so that a
 // resident-set delta measures what a load adds rather than what an earlier
 // load left in the allocator's free lists.
