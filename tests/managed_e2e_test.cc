@@ -148,7 +148,12 @@ TEST(ManagedE2eTest, StaticProvisioningKeepsItsInstances) {
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-  EXPECT_EQ(MetricValue(Metrics(server), InstancesLabel("digits-mlp")), 1);
+  const std::string m = Metrics(server);
+  EXPECT_EQ(MetricValue(m, InstancesLabel("digits-mlp")), 1);
+  // The accounting still runs, so static and managed runs compare: one
+  // replica for about 2.5 s, and its memory counted.
+  EXPECT_GT(MetricValue(m, "somm_instance_seconds_total"), 1.0);
+  EXPECT_GT(MetricValue(m, "somm_memory_used_bytes{device=\"cpu\"}"), 0);
   EXPECT_TRUE(ControlRecords(Decisions(server), "control:unload", "digits-mlp").empty());
   EXPECT_EQ(server.Terminate(), 0);
   fs::remove_all(repo);

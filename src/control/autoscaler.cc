@@ -262,12 +262,28 @@ AutoscalerDecision Tick::Run() {
 }
 
 void Tick::UnloadIdle(View& view) {
-  if (view.demand.rate_qps > 0) return;
+  // A model with arrivals keeps its groups unless one of them sits idle while
+  // another of its groups takes the queries (a selector's pick on a query's
+  // critical path, say, left the as-registered group unused): that one is
+  // redundant. The groups that serve stay, and Scale() sizes them.
+  const bool busy = view.demand.rate_qps > 0;
+  auto serving = [&](size_t self) -> const GroupState* {
+    for (const std::vector<size_t>* list : {&view.managed, &view.pinned}) {
+      for (size_t j : *list) {
+        if (j == self || proj_.removed[j]) continue;
+        if (Seconds(now_ - proj_.groups[j].last_used) < config_.idle_unload_s) {
+          return &proj_.groups[j];
+        }
+      }
+    }
+    return nullptr;
+  };
   std::vector<size_t> kept;
   for (size_t i : view.managed) {
     const GroupState& g = proj_.groups[i];
     const double idle_s = Seconds(now_ - g.last_used);
-    if (idle_s < config_.idle_unload_s) {
+    const GroupState* other = busy ? serving(i) : nullptr;
+    if (idle_s < config_.idle_unload_s || (busy && other == nullptr)) {
       kept.push_back(i);
       continue;
     }
@@ -277,10 +293,13 @@ void Tick::UnloadIdle(View& view) {
       kept.push_back(i);
       continue;
     }
-    out_.actions.push_back(MakeAction(Action::kUnload, g,
-                                      "idle " + Fmt("%.0f s", idle_s) + ": no queries for " +
-                                          Fmt("%.1f s", idle_s) + " (idle_unload_s " +
-                                          Fmt("%.0f s", config_.idle_unload_s) + ")"));
+    const std::string why =
+        busy ? "redundant: no queries for " + Fmt("%.1f s", idle_s) + " (idle_unload_s " +
+                   Fmt("%.0f s", config_.idle_unload_s) + ") while " + GroupLabel(*other) +
+                   " serves the model's " + Qps(view.demand.rate_qps)
+             : "idle " + Fmt("%.0f s", idle_s) + ": no queries for " + Fmt("%.1f s", idle_s) +
+                   " (idle_unload_s " + Fmt("%.0f s", config_.idle_unload_s) + ")";
+    out_.actions.push_back(MakeAction(Action::kUnload, g, why));
     proj_.removed[i] = true;
     if (DeviceState* d = proj_.Device(g.device)) d->used_bytes -= g.replicas * g.memory_bytes;
   }

@@ -8,6 +8,9 @@
 // Rules, per model version, busiest first:
 //   1. Idle: no arrivals and no use for idle_unload_s -> unload its groups,
 //      except pinned ones, loading ones and ones with queries in flight.
+//      Redundant: with arrivals, a group unused for idle_unload_s while
+//      another group of the model was used within it -> unload it too (the
+//      queries already go elsewhere; rule 5 sizes the groups that serve).
 //   2. Eligible options: accuracy >= min_accuracy (unknown fails a floor) and
 //      latency(1) <= the SLO. If none meets the SLO, those meeting the floor
 //      serve best effort. One replica of an option carries

@@ -319,6 +319,33 @@ TEST(AutoscalerTest, UnloadsIdleModelsButNotPinnedOrBusyOnes) {
   EXPECT_THAT(d.notes, ::testing::Contains(HasSubstr("busy:1:ts-fp32@cpu1: idle 40 s but")));
 }
 
+TEST(AutoscalerTest, UnloadsABusyModelsIdleGroupOnlyWhileAnotherOfItsGroupsServes) {
+  // The selector put model m's queries on int8; the fp32 group sat unused.
+  Sim sim;
+  sim.state.options = {Fp32(), Int8()};
+  sim.state.groups = {GroupFor(Fp32(), 1, kT0 - 40s), GroupFor(Int8(), 1, kT0 - 1s)};
+  sim.state.demand = {ModelDemand{"m", 1, 50, 0, {}}};
+  AutoscalerDecision d = Decide(sim.state, {}, kT0, sim.config);
+  ASSERT_FALSE(d.actions.empty());
+  EXPECT_EQ(d.actions[0].kind, Action::kUnload);
+  EXPECT_EQ(d.actions[0].variant, "ts-fp32");
+  EXPECT_THAT(d.actions[0].reason,
+              AllOf(StartsWith("redundant: no queries for 40.0 s"),
+                    HasSubstr("while m:1:ts-int8@cpu1 serves the model's 50.0 q/s")));
+  for (const Action& a : d.actions) EXPECT_NE(a.variant, "ts-int8") << ToString(a);
+
+  // Not while it is the only group used lately, nor before idle_unload_s.
+  sim.state.groups[1].last_used = kT0 - 40s;
+  for (const Action& a : Decide(sim.state, {}, kT0, sim.config).actions) {
+    EXPECT_NE(a.kind, Action::kUnload) << ToString(a);
+  }
+  sim.state.groups[0].last_used = kT0 - 20s;
+  sim.state.groups[1].last_used = kT0 - 1s;
+  for (const Action& a : Decide(sim.state, {}, kT0, sim.config).actions) {
+    EXPECT_NE(a.kind, Action::kUnload) << ToString(a);
+  }
+}
+
 TEST(AutoscalerTest, RespectsTheCoreCap) {
   Sim sim(/*cores=*/4);
   sim.state.options = {Fp32(), Opt("ts-fp32", Cpu(1), 0.9, 10, 0, 1, 500, "other")};

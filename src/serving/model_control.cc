@@ -233,6 +233,9 @@ StatusOr<std::shared_ptr<InstanceGroup>> ModelManager::EnsureGroup(
   const std::optional<VariantProfile> profile = FindProfile(lv, variant);
   const HardwareProfile* hp = profile ? profile->For(hw) : nullptr;
   SOMM_ASSIGN_OR_RETURN(LoadOptions load, VariantLoadOptions(lv, profile, variant, hw));
+  // A query waits on a critical-path load: normal priority, not the idle
+  // class that keeps background loads out of busy models' way.
+  load.urgent = on_critical_path;
   const std::string id = lv.config.name + ":" + lv.version_str + ":" + variant;
   const std::string label = id + "@" + hw.Name();
   int64_t bytes_per = hp ? static_cast<int64_t>(hp->peak_memory_mb * kMiB) : 0;
@@ -302,6 +305,9 @@ Status ModelManager::SetGroupReplicas(LoadedVersion& lv, const std::string& vari
     const std::optional<VariantProfile> profile = FindProfile(lv, variant);
     const HardwareProfile* hp = profile ? profile->For(hw) : nullptr;
     SOMM_ASSIGN_OR_RETURN(LoadOptions load, VariantLoadOptions(lv, profile, variant, hw));
+    // A scale-up answers load the group already cannot carry: its queries
+    // wait on it, so it runs at normal priority.
+    load.urgent = true;
     SOMM_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Batcher>> batchers,
                           LoadReplicas(backend_, lv.config, load, group->variant_id(),
                                        hp ? hp->latency : LatencyCurve{}, have, add, lv.metrics));
@@ -375,6 +381,9 @@ void ModelManager::ControlLoop() {
       metrics_.SetRates(d.model, d.rate_qps,
                         m == memory.models.end() ? d.rate_qps : control::Forecast(m->second.holt, 0));
     }
+    // Static provisioning keeps the accounting above (instance-seconds,
+    // memory, rates) comparable with managed runs, and changes nothing.
+    if (!options_.managed) continue;
     for (const std::string& note : decision.notes) spdlog::debug("control: {}", note);
     bool replaced_ok = true;
     for (const control::Action& a : decision.actions) {

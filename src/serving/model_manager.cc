@@ -223,7 +223,7 @@ Status ModelManager::Start() {
     }
     for (const auto& [config, v] : todo) StartVariantJob(config, v);
   }
-  if (options_.managed) control_thread_ = std::thread([this] { ControlLoop(); });
+  control_thread_ = std::thread([this] { ControlLoop(); });
   return Status::Ok();
 }
 

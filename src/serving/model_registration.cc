@@ -58,7 +58,7 @@ std::string ConfigYaml(const RegistrationRequest& r) {
     }
   }
   if (r.max_batch_size > 0) {
-    y << "dynamic_batching: {max_queue_delay_us: 200, max_queue_size: 4096}\n";
+    y << "dynamic_batching: {max_queue_delay_us: 0, max_queue_size: 4096}\n";
   }
   y << "instance_count: 1\nintra_op_threads: 1\n";
   if (r.preprocessing) {
