@@ -172,7 +172,26 @@ TEST(LatencyCurveTest, OnePointIsAFlatLineAndSlopeNeverGoesNegative) {
   EXPECT_EQ(one.slope_ms, 0.0);
   const LatencyCurve noisy = LatencyCurve::Fit({{1, 2.0}, {8, 1.0}});
   EXPECT_EQ(noisy.slope_ms, 0.0);
-  EXPECT_NEAR(noisy.intercept_ms, 1.5, 1e-9);
+  EXPECT_NEAR(noisy.intercept_ms, 1.0, 1e-9);  // batch 1 was disturbed: 8 took 1 ms
+}
+
+TEST(LatencyCurveTest, DisturbedPointsAreBoundedByLargerBatchesAndBySerialRuns) {
+  // Measured on a busy machine (the demo mobilenet's cpu2 profile once):
+  // batch 1 slower than batch 4, batch 8 slower than 8 single runs.
+  const LatencyCurve c = LatencyCurve::Fit({{8, 1402.9}, {1, 177.9}, {2, 143.6}, {4, 101.0}});
+  ASSERT_EQ(c.points.size(), 4u);
+  EXPECT_EQ(c.points[0].batch, 1);            // sorted,
+  EXPECT_EQ(c.points[0].latency_ms, 177.9);   // as measured
+  // Fitted to 101, 101, 101, 808 (= 8 x 101): slope 3004.75 / 28.75, and
+  // the negative intercept clamped to 0.
+  EXPECT_NEAR(c.slope_ms, 3004.75 / 28.75, 1e-6);
+  EXPECT_EQ(c.intercept_ms, 0.0);
+  EXPECT_LT(c.Predict(1), 177.9);
+  EXPECT_LT(c.Predict(8), 1402.9);
+  // A clean line is left alone.
+  const LatencyCurve clean = LatencyCurve::Fit({{1, 2.5}, {2, 3.0}, {4, 4.0}, {8, 6.0}});
+  EXPECT_NEAR(clean.intercept_ms, 2.0, 1e-9);
+  EXPECT_NEAR(clean.slope_ms, 0.5, 1e-9);
 }
 
 TEST(HostProbeTest, ParsesBf16FlagsFromCpuinfo) {

@@ -1,5 +1,7 @@
 #include "variants/variant_profile.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace somm {
@@ -11,15 +13,30 @@ std::string HardwareConfig::Name() const {
 
 LatencyCurve LatencyCurve::Fit(std::vector<LatencyPoint> points) {
   LatencyCurve c;
-  c.points = std::move(points);
-  const double n = static_cast<double>(c.points.size());
-  if (c.points.empty()) return c;
-  if (c.points.size() == 1) {
-    c.intercept_ms = c.points[0].latency_ms;
+  std::sort(points.begin(), points.end(),
+            [](const LatencyPoint& a, const LatencyPoint& b) { return a.batch < b.batch; });
+  c.points = points;  // as measured, for inspection
+  if (points.empty()) return c;
+  // A profile taken on a shared machine catches other work's bursts. Two
+  // facts bound a measurement from above, and the fit uses the bounded values:
+  // a batch never takes longer than a larger batch did (so a slow small batch
+  // was disturbed), and never longer than its samples one at a time.
+  for (size_t i = points.size() - 1; i-- > 0;) {
+    points[i].latency_ms = std::min(points[i].latency_ms, points[i + 1].latency_ms);
+  }
+  const LatencyPoint first = points.front();
+  for (LatencyPoint& p : points) {
+    const double serial = first.latency_ms * static_cast<double>(p.batch) /
+                           static_cast<double>(std::max<int64_t>(first.batch, 1));
+    if (p.batch > first.batch) p.latency_ms = std::min(p.latency_ms, serial);
+  }
+  const double n = static_cast<double>(points.size());
+  if (points.size() == 1) {
+    c.intercept_ms = points[0].latency_ms;
     return c;
   }
   double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (const auto& p : c.points) {
+  for (const auto& p : points) {
     const double x = static_cast<double>(p.batch);
     sx += x;
     sy += p.latency_ms;
