@@ -234,8 +234,10 @@ StatusOr<std::shared_ptr<InstanceGroup>> ModelManager::EnsureGroup(
   const HardwareProfile* hp = profile ? profile->For(hw) : nullptr;
   SOMM_ASSIGN_OR_RETURN(LoadOptions load, VariantLoadOptions(lv, profile, variant, hw));
   // A query waits on a critical-path load: normal priority, not the idle
-  // class that keeps background loads out of busy models' way.
-  load.urgent = on_critical_path;
+  // class that keeps background loads out of busy models' way. So do the
+  // startup loads: nothing serves yet, and on a busy host an idle-class load
+  // would only delay readiness.
+  load.urgent = on_critical_path || !started_;
   const std::string id = lv.config.name + ":" + lv.version_str + ":" + variant;
   const std::string label = id + "@" + hw.Name();
   int64_t bytes_per = hp ? static_cast<int64_t>(hp->peak_memory_mb * kMiB) : 0;

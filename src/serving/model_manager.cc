@@ -208,6 +208,7 @@ Status ModelManager::Start() {
     Status s = LoadModel(name);
     if (!s.ok()) spdlog::error("{}", s.message());
   }
+  started_ = true;
   if (options_.auto_variants) {
     // Models placed in the repository by hand are managed like registered
     // ones: variants are generated for any version that has none yet.

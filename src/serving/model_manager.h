@@ -168,6 +168,7 @@ class ModelManager : public InferenceServer {
   Backend& backend_;
   ServingMetrics& metrics_;
   std::atomic<bool> shutting_down_{false};
+  std::atomic<bool> started_{false};  // the repository's initial loads are done
   std::mutex load_mu_;  // serialises Load/Unload so two reloads never interleave
   mutable std::shared_mutex mu_;
   std::map<std::string, std::shared_ptr<ModelEntry>> models_;  // guarded by mu_
