@@ -190,8 +190,12 @@ model_field() {
 heading "somm serve $REPO"
 # --auto-variants false: variant generation would profile every demo model
 # in the background and measure itself into these figures.
+# --managed false: this compares the serving path on the configured instance
+# (the same file and threads as raw libtorch); the autoscaler would swap
+# variants and replicas under the sweep, and unload the models waiting their
+# turn.
 "$SOMM" serve --model-repository "$REPO" --http-port 0 --grpc-port 0 --metrics-port 0 \
-  --auto-variants false \
+  --auto-variants false --managed false \
   >"$OUT/somm.stdout" 2>"$OUT/somm.stderr" &
 SOMM_PID=$!
 PIDS+=("$SOMM_PID")

@@ -303,7 +303,13 @@ void Tick::UnloadIdle(View& view) {
     proj_.removed[i] = true;
     if (DeviceState* d = proj_.Device(g.device)) d->used_bytes -= g.replicas * g.memory_bytes;
   }
-  if (kept.size() != view.managed.size()) out_.memory.models[view.key].last_change = now_;
+  if (kept.size() != view.managed.size()) {
+    // A change: the low-load ticks counted the groups just unloaded, and must
+    // not carry over to whatever serves the model when its queries return.
+    ModelMemory& mem = out_.memory.models[view.key];
+    mem.last_change = now_;
+    mem.low_ticks = 0;
+  }
   view.managed = std::move(kept);
 }
 

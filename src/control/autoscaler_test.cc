@@ -461,6 +461,25 @@ TEST(AutoscalerTest, SwingsFasterThanTheWindowKeepThePeaksCapacity) {
   EXPECT_EQ(sim.Serving(), "ts-fp32@cpu1 x3");
 }
 
+TEST(AutoscalerTest, LowLoadTicksDoNotCarryOverAnIdleUnloadToTheNextColdStart) {
+  // Seen live: a model idle from start counted 30 low ticks, was unloaded,
+  // and when a query loaded it again minutes later the very next tick
+  // downgraded it on those stale ticks.
+  Sim sim;
+  const VariantOption fp32_cpu2 = Opt("ts-fp32", Cpu(2), 0.97, 10);
+  sim.state.options = {fp32_cpu2, Int8()};
+  sim.AddGroup(fp32_cpu2, 1);
+  for (int i = 0; i < 100; ++i) sim.Step(0);
+  ASSERT_EQ(sim.Serving(), "");  // idle-unloaded
+  sim.AddGroup(fp32_cpu2, 1);    // a query's cold start
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_TRUE(sim.Step(4).empty()) << "tick " << i;
+  }
+  // The low load still counts from the cold start on: later, it downgrades.
+  for (int i = 0; i < 30; ++i) sim.Step(4);
+  EXPECT_EQ(sim.Serving(), "ts-int8@cpu1 x1");
+}
+
 TEST(AutoscalerTest, ForgetsModelsWithNeitherDemandNorGroups) {
   Sim sim;
   sim.state.options = {Fp32()};
