@@ -84,8 +84,11 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 read -r -a EXTRA_ENV <<<"${SOMM_ENV:-}"
+# --managed false: the controller would unload the idle demo models after
+# 30 s, and their memory leaving would hide any growth from the cycles.
 env "${EXTRA_ENV[@]}" "$SOMM" serve --model-repository "$REPO" --http-port 0 --grpc-port 0 \
-  --metrics-port 0 --auto-variants false >"$OUT/somm.stdout" 2>"$OUT/somm.stderr" &
+  --metrics-port 0 --auto-variants false --managed false \
+  >"$OUT/somm.stdout" 2>"$OUT/somm.stderr" &
 SOMM_PID=$!
 BANNER=""
 for _ in $(seq 1200); do
