@@ -105,21 +105,6 @@ Action MakeAction(Action::Kind kind, const GroupState& g, std::string reason) {
   return a;
 }
 
-GroupState GroupOf(const VariantOption& o, int replicas, TimePoint now) {
-  GroupState g;
-  g.model = o.model;
-  g.version = o.version;
-  g.variant = o.variant;
-  g.hardware = o.hardware;
-  g.device = o.device;
-  g.replicas = replicas;
-  g.memory_bytes = o.memory_bytes;
-  g.loading = true;
-  g.last_used = now;
-  g.load_ms = o.load_ms;
-  return g;
-}
-
 // One tick's work. Decide() below builds it and runs it; each method fits on
 // a screen.
 class Tick {
@@ -282,8 +267,8 @@ void Tick::UnloadIdle(View& view) {
   for (size_t i : view.managed) {
     const GroupState& g = proj_.groups[i];
     const double idle_s = Seconds(now_ - g.last_used);
-    const GroupState* other = busy ? serving(i) : nullptr;
-    if (idle_s < config_.idle_unload_s || (busy && other == nullptr)) {
+    const GroupState* other = nullptr;
+    if (idle_s < config_.idle_unload_s || (busy && (other = serving(i)) == nullptr)) {
       kept.push_back(i);
       continue;
     }
@@ -293,12 +278,11 @@ void Tick::UnloadIdle(View& view) {
       kept.push_back(i);
       continue;
     }
-    const std::string why =
-        busy ? "redundant: no queries for " + Fmt("%.1f s", idle_s) + " (idle_unload_s " +
-                   Fmt("%.0f s", config_.idle_unload_s) + ") while " + GroupLabel(*other) +
-                   " serves the model's " + Qps(view.demand.rate_qps)
-             : "idle " + Fmt("%.0f s", idle_s) + ": no queries for " + Fmt("%.1f s", idle_s) +
-                   " (idle_unload_s " + Fmt("%.0f s", config_.idle_unload_s) + ")";
+    const std::string unused = "no queries for " + Fmt("%.1f s", idle_s) + " (idle_unload_s " +
+                               Fmt("%.0f s", config_.idle_unload_s) + ")";
+    const std::string why = busy ? "redundant: " + unused + " while " + GroupLabel(*other) +
+                                       " serves the model's " + Qps(view.demand.rate_qps)
+                                 : "idle " + Fmt("%.0f s", idle_s) + ": " + unused;
     out_.actions.push_back(MakeAction(Action::kUnload, g, why));
     proj_.removed[i] = true;
     if (DeviceState* d = proj_.Device(g.device)) d->used_bytes -= g.replicas * g.memory_bytes;
@@ -481,7 +465,8 @@ void Tick::Apply(View& view, const Target& t, const std::string& tag, const std:
       out_.actions.push_back(MakeAction(Action::kSetReplicas, g, reason));
     }
   } else {
-    GroupState g = GroupOf(o, t.replicas, now_);
+    GroupState g = GroupFor(o, t.replicas, now_);
+    g.loading = true;
     dev->used_bytes += need_bytes;
     out_.actions.push_back(MakeAction(Action::kLoad, g, reason));
     proj_.groups.push_back(std::move(g));

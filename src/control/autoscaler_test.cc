@@ -43,20 +43,6 @@ VariantOption Fp32() { return Opt("ts-fp32", Cpu(1), 0.97, 10); }
 // int8 on one thread: 300 q/s, a little less accurate.
 VariantOption Int8() { return Opt("ts-int8", Cpu(1), 0.95, 10.0 / 3); }
 
-GroupState GroupFor(const VariantOption& o, int replicas, TimePoint last_used) {
-  GroupState g;
-  g.model = o.model;
-  g.version = o.version;
-  g.variant = o.variant;
-  g.hardware = o.hardware;
-  g.device = o.device;
-  g.replicas = replicas;
-  g.memory_bytes = o.memory_bytes;
-  g.last_used = last_used;
-  g.load_ms = o.load_ms;
-  return g;
-}
-
 // A cluster driven tick by tick: Decide, then carry the actions out at once
 // (the executor's job live), then advance the clock one tick.
 struct Sim {

@@ -16,6 +16,20 @@ const char* ActionKindName(Action::Kind kind) {
   return "?";
 }
 
+GroupState GroupFor(const VariantOption& o, int replicas, TimePoint last_used) {
+  GroupState g;
+  g.model = o.model;
+  g.version = o.version;
+  g.variant = o.variant;
+  g.hardware = o.hardware;
+  g.device = o.device;
+  g.replicas = replicas;
+  g.memory_bytes = o.memory_bytes;
+  g.last_used = last_used;
+  g.load_ms = o.load_ms;
+  return g;
+}
+
 std::string GroupLabel(const std::string& model, int64_t version, const std::string& variant,
                        const HardwareConfig& hardware) {
   return model + ":" + std::to_string(version) + ":" + variant + "@" + hardware.Name();

@@ -118,6 +118,10 @@ inline std::string GroupLabel(const VariantOption& o) {
   return GroupLabel(o.model, o.version, o.variant, o.hardware);
 }
 
+// A group of `replicas` of option `o`, last used at `last_used` (not loading,
+// nothing queued).
+GroupState GroupFor(const VariantOption& o, int replicas, TimePoint last_used);
+
 // "1.5 GiB", "64.0 MiB", "512 B": memory in reasons.
 std::string FormatBytes(int64_t bytes);
 
