@@ -14,7 +14,17 @@ process whose rate is the product of:
   bursts      --bursts N intervals of --burst-seconds LO:HI seconds at random
               times, each multiplying one model's rate by a factor drawn from
               --burst-factor LO:HI (the models take turns, in a seeded
-              shuffled order, so each gets a burst when N >= models).
+              shuffled order, so each gets a burst when N >= models;
+              --burst-models limits the turns to the models it names);
+  sessions    for a model named by --sessions MODEL=ON:OFF, 1 while the
+              model is in use and 0 between uses: alternating periods drawn
+              from exponential distributions with means ON and OFF seconds,
+              the first one active with probability ON / (ON + OFF). This is
+              the long tail of a model-serving fleet: most models are queried
+              now and then, in sessions, not all the time. The popularity
+              share is the model's rate while active (so its mean over the
+              trace is lower by its active share). Without --sessions a model
+              is always in use.
 Arrivals are drawn by thinning (Lewis and Shedler): candidate arrivals at the
 model's highest rate, each kept with probability rate(t) / highest rate.
 Every query gets a latency SLO drawn from its model's --slo-mix, and a
@@ -136,7 +146,7 @@ def parse_accuracy(items, models):
 
 
 def plan_bursts(rng, n, models, duration, factor_range, seconds_range):
-    """[{model, start_s, end_s, factor}], sorted by start."""
+    """[{model, start_s, end_s, factor}], sorted by start; models take turns."""
     order = list(models)
     rng.shuffle(order)
     bursts = []
@@ -152,15 +162,50 @@ def plan_bursts(rng, n, models, duration, factor_range, seconds_range):
     return sorted(bursts, key=lambda b: (b["start_s"], b["model"]))
 
 
+def parse_sessions(items, models):
+    """{model: (mean on s, mean off s)} from MODEL=ON:OFF items."""
+    out = {}
+    for item in items:
+        model, sep, spec = item.partition("=")
+        try:
+            on, off = (float(v) for v in spec.split(":"))
+        except ValueError:
+            on = off = -1
+        if not sep or model not in models or on <= 0 or off <= 0:
+            sys.exit(f"make_trace.py: --sessions '{item}' must be MODEL=ON:OFF with MODEL in "
+                     "--models and ON, OFF > 0 (mean seconds in use and between uses)")
+        if model in out:
+            sys.exit(f"make_trace.py: --sessions names '{model}' twice")
+        out[model] = (on, off)
+    return out
+
+
+def plan_sessions(rng, on_s, off_s, duration):
+    """[(start_s, end_s)] when a model with sessions is in use, in order."""
+    active = rng.random() < on_s / (on_s + off_s)
+    t, out = 0.0, []
+    while t < duration:
+        length = rng.expovariate(1.0 / (on_s if active else off_s))
+        if active:
+            out.append((round(t, 3), round(min(t + length, duration), 3)))
+        t += length
+        active = not active
+    return out
+
+
 class RateCurve:
     """Queries/s of one model at time t (seconds)."""
 
-    def __init__(self, mean_rate, duration, days, amplitude, bursts):
+    def __init__(self, mean_rate, duration, days, amplitude, bursts, sessions=None):
         self.mean_rate = mean_rate
         self.duration = duration
         self.days = days
         self.amplitude = amplitude
         self.bursts = bursts
+        self.sessions = sessions  # None: always in use
+
+    def active(self, t):
+        return self.sessions is None or any(a <= t < b for a, b in self.sessions)
 
     def diurnal(self, t):
         phase = 2 * math.pi * self.days * t / self.duration - math.pi / 2
@@ -172,6 +217,8 @@ class RateCurve:
                    default=1.0)
 
     def rate(self, t):
+        if not self.active(t):
+            return 0.0
         return self.mean_rate * self.diurnal(t) * self.burst(t)
 
     def bound(self):
@@ -219,14 +266,26 @@ def build(args):
     if args.days <= 0 or args.bursts < 0:
         sys.exit("make_trace.py: --days must be positive and --bursts not negative")
 
-    bursts = plan_bursts(random.Random(f"{args.seed}/bursts"), args.bursts, names,
-                         args.duration_s, factor_range, seconds_range)
+    sessions = parse_sessions(args.sessions, names)
+    burst_models = args.burst_models or names
+    unknown = sorted(set(burst_models) - set(names))
+    if unknown:
+        sys.exit(f"make_trace.py: --burst-models names models not in --models: {', '.join(unknown)}")
+    bursts = plan_bursts(random.Random(f"{args.seed}/bursts"), args.bursts,
+                         [n for n in names if n in burst_models], args.duration_s, factor_range,
+                         seconds_range)
     rows = []
     curves = {}
     for name, weight in models:
         rng = random.Random(f"{args.seed}/{name}")
+        periods = None
+        if name in sessions:
+            # Its own generator, so the sessions do not shift the arrivals' stream.
+            periods = plan_sessions(random.Random(f"{args.seed}/{name}/sessions"),
+                                    *sessions[name], args.duration_s)
         curve = RateCurve(args.base_rate * weight, args.duration_s, args.days,
-                          args.diurnal_amplitude, [b for b in bursts if b["model"] == name])
+                          args.diurnal_amplitude, [b for b in bursts if b["model"] == name],
+                          periods)
         curves[name] = curve
         for t in arrivals(rng, curve, args.duration_s):
             rows.append((round(t * 1000, 3), name, draw_slo(rng, slo_mix[name])))
@@ -259,6 +318,9 @@ def summarize(args, models, slo_mix, bursts, curves, rows):
             "slo_mix": {fmt_num(ms): round(c - (slo_mix[name][i - 1][1] if i else 0), 4)
                         for i, (ms, c) in enumerate(slo_mix[name])},
             "slo_queries": {fmt_num(ms): c for ms, c in sorted(slo_counts[name].items())},
+            "sessions": curves[name].sessions,  # null: always in use
+            "active_share": round(sum(b - a for a, b in curves[name].sessions) / args.duration_s, 4)
+                            if curves[name].sessions is not None else 1.0,
             "per_second": counts,
         }
     out["total"] = {"mean_qps": round(len(rows) / args.duration_s, 3),
@@ -272,16 +334,21 @@ def print_summary(s, out_path):
           f"diurnal amplitude {s['diurnal_amplitude']:g})")
     w = max([len(m) for m in s["models"]] + [5])
     print(f"  {'model':<{w}}  {'share':>6}  {'queries':>8}  {'mean/s':>8}  {'peak/s':>7}  "
-          f"{'at s':>5}  {'peak/mean':>9}  SLO mix (ms: share)")
+          f"{'at s':>5}  {'peak/mean':>9}  {'in use':>6}  SLO mix (ms: share)")
     for name, m in s["models"].items():
         ratio = m["peak_qps"] / m["mean_qps"] if m["mean_qps"] else 0
         mix = ", ".join(f"{ms}: {share:g}" for ms, share in m["slo_mix"].items())
         print(f"  {name:<{w}}  {m['weight']:>6.3f}  {m['queries']:>8}  {m['mean_qps']:>8.2f}  "
-              f"{m['peak_qps']:>7}  {m['peak_second']:>5}  {ratio:>9.1f}  {mix}")
+              f"{m['peak_qps']:>7}  {m['peak_second']:>5}  {ratio:>9.1f}  "
+              f"{m['active_share']:>6.0%}  {mix}")
     t = s["total"]
     print(f"  {'total':<{w}}  {1:>6.3f}  {s['queries']:>8}  {t['mean_qps']:>8.2f}  {t['peak_qps']:>7}")
     for b in s["bursts"]:
         print(f"  burst: {b['model']} x{b['factor']:g} from {b['start_s']:.1f} s to {b['end_s']:.1f} s")
+    for name, m in s["models"].items():
+        if m["sessions"] is not None:
+            spans = ", ".join(f"{a:.0f}-{b:.0f}" for a, b in m["sessions"]) or "none"
+            print(f"  sessions: {name} in use {spans} s")
 
 
 def main():
@@ -306,6 +373,11 @@ def main():
     ap.add_argument("--bursts", type=int, default=6, help="number of bursts (default 6)")
     ap.add_argument("--burst-factor", default="5:10", help="rate multiplier LO:HI (default 5:10)")
     ap.add_argument("--burst-seconds", default="3:8", help="burst length LO:HI s (default 3:8)")
+    ap.add_argument("--burst-models", nargs="+", metavar="NAME",
+                    help="only these models burst (default: every model)")
+    ap.add_argument("--sessions", action="append", default=[], metavar="MODEL=ON:OFF",
+                    help="MODEL is in use in sessions: mean ON s in use, mean OFF s between "
+                         "(exponential); repeatable; default: always in use")
     ap.add_argument("--slo-mix", action="append", default=[], metavar="MODEL=MS:SHARE[,...]",
                     help="latency SLO mix of a model ('*' = every model not named); repeatable; "
                          "defaults: per demo model, see DEFAULT_SLO_MIX")

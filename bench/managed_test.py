@@ -92,11 +92,51 @@ class MakeTraceTest(unittest.TestCase):
         for m in s["models"].values():
             self.assertGreater(m["peak_qps"], 3 * m["mean_qps"])
 
+    def test_sessions_silence_a_model_between_uses_and_burst_models_limit_bursts(self):
+        summary_path = self.path("s.json")
+        data = make_trace(self.path("t.csv"), "--seed", "4", "--duration-s", "600",
+                          "--base-rate", "40", "--models", "hot", "tail", "--bursts", "4",
+                          "--burst-models", "hot", "--sessions", "tail=30:90",
+                          "--summary-json", summary_path)
+        with open(summary_path) as f:
+            s = json.load(f)
+        self.assertEqual({b["model"] for b in s["bursts"]}, {"hot"})
+        self.assertIsNone(s["models"]["hot"]["sessions"])
+        self.assertEqual(s["models"]["hot"]["active_share"], 1.0)
+        spans = s["models"]["tail"]["sessions"]
+        self.assertTrue(spans, "600 s with sessions of 30 s every 120 s on average has some")
+        share = s["models"]["tail"]["active_share"]
+        self.assertGreater(share, 0.05)
+        self.assertLess(share, 0.6)
+        # Every arrival of the tail model falls inside one of its sessions,
+        # and a session of a few seconds or more has arrivals.
+        tail_ts = [float(r.split(",")[0]) / 1000 for r in data.decode().splitlines()[1:]
+                   if r.split(",")[1] == "tail"]
+        self.assertTrue(tail_ts)
+        for t in tail_ts:
+            self.assertTrue(any(a <= t < b for a, b in spans), f"arrival at {t} s is between sessions")
+        for a, b in spans:
+            if b - a > 5:
+                self.assertTrue(any(a <= t < b for t in tail_ts), f"no arrival in session {a}-{b}")
+        # The hot model is unaffected by the tail's sessions.
+        plain = make_trace(self.path("p.csv"), "--seed", "4", "--duration-s", "600",
+                           "--base-rate", "40", "--models", "hot", "tail", "--bursts", "4",
+                           "--burst-models", "hot")
+        def rows_of(model, raw):
+            return [r for r in raw.decode().splitlines()[1:] if r.split(",")[1] == model]
+        self.assertEqual(rows_of("hot", data), rows_of("hot", plain))
+
     def test_bad_arguments_name_the_option(self):
         r = subprocess.run([PY, os.path.join(HERE, "make_trace.py"), "--out", self.path("x.csv"),
                             "--slo-mix", "nosuch=5:1"], capture_output=True, text=True)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("--slo-mix", r.stderr)
+        for bad in (["--sessions", "nosuch=1:1"], ["--sessions", "digits-mlp=0:5"],
+                    ["--burst-models", "nosuch"]):
+            r = subprocess.run([PY, os.path.join(HERE, "make_trace.py"), "--out",
+                                self.path("x.csv"), *bad], capture_output=True, text=True)
+            self.assertNotEqual(r.returncode, 0, bad)
+            self.assertIn(bad[0], r.stderr)
 
 
 def write_profile(repo, model, variant, optimization, hw_points, usable=True):
