@@ -1,8 +1,8 @@
-#include <algorithm>
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -55,7 +55,9 @@ int RunServe(const ServeOptions& options) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  auto backend = CreateTorchBackend();
+  TorchBackendOptions backend_options;
+  backend_options.background_duty = options.background_duty;
+  auto backend = CreateTorchBackend(backend_options);
   auto device = ParseDevice(options.device, *backend);
   if (!device.ok()) {
     spdlog::error("{}", device.status().message());

@@ -1,5 +1,6 @@
 #include "runtime/torch/torch_backend.h"
 
+#include <spdlog/spdlog.h>
 #include <torch/cuda.h>
 #include <torch/script.h>
 
@@ -17,16 +18,26 @@ namespace {
 
 StatusOr<torch::ScalarType> ToTorchType(DataType type) {
   switch (type) {
-    case DataType::kBool: return torch::kBool;
-    case DataType::kUint8: return torch::kByte;
-    case DataType::kInt8: return torch::kChar;
-    case DataType::kInt16: return torch::kShort;
-    case DataType::kInt32: return torch::kInt;
-    case DataType::kInt64: return torch::kLong;
-    case DataType::kFp16: return torch::kHalf;
-    case DataType::kBf16: return torch::kBFloat16;
-    case DataType::kFp32: return torch::kFloat;
-    case DataType::kFp64: return torch::kDouble;
+    case DataType::kBool:
+      return torch::kBool;
+    case DataType::kUint8:
+      return torch::kByte;
+    case DataType::kInt8:
+      return torch::kChar;
+    case DataType::kInt16:
+      return torch::kShort;
+    case DataType::kInt32:
+      return torch::kInt;
+    case DataType::kInt64:
+      return torch::kLong;
+    case DataType::kFp16:
+      return torch::kHalf;
+    case DataType::kBf16:
+      return torch::kBFloat16;
+    case DataType::kFp32:
+      return torch::kFloat;
+    case DataType::kFp64:
+      return torch::kDouble;
     default:
       return Unimplemented(std::string("datatype ") + DataTypeName(type) +
                            " is not supported by the torchscript backend");
@@ -35,17 +46,28 @@ StatusOr<torch::ScalarType> ToTorchType(DataType type) {
 
 DataType FromTorchType(torch::ScalarType type) {
   switch (type) {
-    case torch::kBool: return DataType::kBool;
-    case torch::kByte: return DataType::kUint8;
-    case torch::kChar: return DataType::kInt8;
-    case torch::kShort: return DataType::kInt16;
-    case torch::kInt: return DataType::kInt32;
-    case torch::kLong: return DataType::kInt64;
-    case torch::kHalf: return DataType::kFp16;
-    case torch::kBFloat16: return DataType::kBf16;
-    case torch::kFloat: return DataType::kFp32;
-    case torch::kDouble: return DataType::kFp64;
-    default: return DataType::kInvalid;
+    case torch::kBool:
+      return DataType::kBool;
+    case torch::kByte:
+      return DataType::kUint8;
+    case torch::kChar:
+      return DataType::kInt8;
+    case torch::kShort:
+      return DataType::kInt16;
+    case torch::kInt:
+      return DataType::kInt32;
+    case torch::kLong:
+      return DataType::kInt64;
+    case torch::kHalf:
+      return DataType::kFp16;
+    case torch::kBFloat16:
+      return DataType::kBf16;
+    case torch::kFloat:
+      return DataType::kFp32;
+    case torch::kDouble:
+      return DataType::kFp64;
+    default:
+      return DataType::kInvalid;
   }
 }
 
@@ -60,9 +82,12 @@ std::string FirstLine(const char* what) {
 // The type a reduced-precision variant computes in; nullopt = as declared.
 StatusOr<std::optional<torch::ScalarType>> ComputeType(DataType precision) {
   switch (precision) {
-    case DataType::kFp32: return std::optional<torch::ScalarType>();
-    case DataType::kBf16: return std::optional<torch::ScalarType>(torch::kBFloat16);
-    case DataType::kFp16: return std::optional<torch::ScalarType>(torch::kHalf);
+    case DataType::kFp32:
+      return std::optional<torch::ScalarType>();
+    case DataType::kBf16:
+      return std::optional<torch::ScalarType>(torch::kBFloat16);
+    case DataType::kFp16:
+      return std::optional<torch::ScalarType>(torch::kHalf);
     default:
       return InvalidArgument(std::string("precision ") + DataTypeName(precision) +
                              " is not supported (FP32, BF16 or FP16)");
@@ -72,23 +97,30 @@ StatusOr<std::optional<torch::ScalarType>> ComputeType(DataType precision) {
 class TorchModel : public ExecutableModel {
  public:
   TorchModel(LoadOptions options, torch::jit::Module module, torch::Device device,
-             std::optional<torch::ScalarType> compute_type, const TorchBackendOptions& backend)
+             std::optional<torch::ScalarType> compute_type, const TorchBackendOptions& backend,
+             std::shared_ptr<DutyCyclePacer> pacer)
       : options_(std::move(options)),
         module_(std::move(module)),
         device_(device),
         compute_type_(compute_type),
         background_(backend.background),
-        release_memory_(backend.release_memory_on_unload) {}
+        release_memory_(backend.release_memory_on_unload),
+        pacer_(std::move(pacer)) {}
 
   // Freeing a model's graph and weights takes 10-30 ms of CPU (mobilenet's
   // many small objects more than resnet18's large tensors): background work,
   // like the load. The memory is free (and with release_memory_, given back
   // to the system) when the destructor returns.
+  // It never waits for the pacer (a destructor may run wherever the last
+  // reference goes), but its work counts toward the next load's rest.
   ~TorchModel() override {
+    const auto start = DutyCyclePacer::Clock::now();
     RunOnBackgroundThread(background_, "somm-unload", [this] {
       module_.reset();
       if (release_memory_) ReleaseFreeHeapMemory();
     });
+    const auto end = DutyCyclePacer::Clock::now();
+    if (pacer_) pacer_->Record(end, end - start);
   }
 
   void BindToThread() override { BindIntraOpThreads(options_.intra_op_threads); }
@@ -133,8 +165,8 @@ class TorchModel : public ExecutableModel {
     if (result.isTensor()) {
       tensors.push_back(result.toTensor());
     } else if (result.isTuple() || result.isList()) {
-      const auto elems = result.isTuple() ? result.toTupleRef().elements().vec()
-                                          : result.toList().vec();
+      const auto elems =
+          result.isTuple() ? result.toTupleRef().elements().vec() : result.toList().vec();
       for (const auto& e : elems) {
         if (!e.isTensor()) return Internal("model '" + Label() + "' returned a non-tensor output");
         tensors.push_back(e.toTensor());
@@ -186,6 +218,7 @@ class TorchModel : public ExecutableModel {
   const std::optional<torch::ScalarType> compute_type_;
   const BackgroundThreadOptions background_;
   const bool release_memory_;
+  const std::shared_ptr<DutyCyclePacer> pacer_;  // shared with the backend; may be null
 };
 
 // A batch of one sample of zeros, for warm-up; empty when a dim is variable.
@@ -207,7 +240,8 @@ std::vector<Tensor> WarmupInputs(const LoadOptions& options, bool batched) {
 
 class TorchBackend : public Backend {
  public:
-  explicit TorchBackend(TorchBackendOptions options) : options_(options) {}
+  explicit TorchBackend(TorchBackendOptions options)
+      : options_(options), pacer_(std::make_shared<DutyCyclePacer>(options.background_duty)) {}
 
   std::string Name() const override { return "torchscript"; }
 
@@ -229,8 +263,19 @@ class TorchBackend : public Backend {
     if (options.urgent) {  // a query waits: normal priority, still one thread
       thread.sched_idle = false;
       thread.nice = 0;
+    } else if (const auto waited = pacer_->WaitTurn(); waited.count() > 0) {
+      spdlog::info(
+          "load of {}:{} waited {:.0f} ms: background loads and unloads are paced to "
+          "{:.0f}% of wall time (--background-duty {:g}), so that back-to-back ones "
+          "leave serving models some rest",
+          options.model_name, options.model_version,
+          std::chrono::duration<double, std::milli>(waited).count(), pacer_->duty() * 100,
+          pacer_->duty());
     }
+    const auto start = DutyCyclePacer::Clock::now();
     RunOnBackgroundThread(thread, "somm-load", [&] { result.emplace(LoadOnThisThread(options)); });
+    const auto end = DutyCyclePacer::Clock::now();
+    pacer_->Record(end, end - start);
     return std::move(*result);
   }
 
@@ -244,8 +289,9 @@ class TorchBackend : public Backend {
     const std::string label = options.model_name + ":" + std::to_string(options.model_version);
     for (const auto& spec : options.inputs) {
       auto type = ToTorchType(spec.datatype);
-      if (!type.ok()) return InvalidArgument("model '" + label + "' input '" + spec.name +
-                                             "': " + type.status().message());
+      if (!type.ok())
+        return InvalidArgument("model '" + label + "' input '" + spec.name +
+                               "': " + type.status().message());
     }
     auto compute_type = ComputeType(options.precision);
     if (!compute_type.ok()) {
@@ -275,7 +321,7 @@ class TorchBackend : public Backend {
         module = torch::jit::optimize_for_inference(module);
       }
       model = std::make_unique<TorchModel>(options, std::move(module), device, *compute_type,
-                                           options_);
+                                           options_, pacer_);
     } catch (const c10::Error& e) {
       return InvalidArgument("model '" + label + "': cannot " + step + " " + options.model_path +
                              ": " + FirstLine(e.what()));
@@ -304,6 +350,7 @@ class TorchBackend : public Backend {
   }
 
   const TorchBackendOptions options_;
+  const std::shared_ptr<DutyCyclePacer> pacer_;
 };
 
 }  // namespace
