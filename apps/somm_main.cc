@@ -1,6 +1,7 @@
 // somm: one binary, one subcommand per job. Flags follow Triton's names where
 // Triton has them (--model-repository, --http-port, --grpc-port, --metrics-port).
 #include <CLI/CLI.hpp>
+
 #include <cstdio>
 #include <filesystem>
 #include <string_view>
@@ -23,76 +24,56 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   somm::ServeOptions serve;
-  auto* serve_cmd = app.add_subcommand("serve",
-                                       "Serve a model repository over REST and gRPC "
-                                       "(Open Inference Protocol v2)");
-  serve_cmd
-      ->add_option("--model-repository,--repo", serve.model_repository, "Model repository folder")
-      ->required();
+  auto* serve_cmd = app.add_subcommand("serve", "Serve a model repository over REST and gRPC "
+                                                "(Open Inference Protocol v2)");
+  serve_cmd->add_option("--model-repository,--repo", serve.model_repository,
+                        "Model repository folder")->required();
   serve_cmd->add_option("--address", serve.address, "Address to listen on")->capture_default_str();
   serve_cmd->add_option("--http-port", serve.http_port, "REST port (0 = pick a free one)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 65535));
+      ->capture_default_str()->check(CLI::Range(0, 65535));
   serve_cmd->add_option("--grpc-port", serve.grpc_port, "gRPC port (0 = pick a free one)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 65535));
-  serve_cmd
-      ->add_option("--metrics-port", serve.metrics_port, "Prometheus port (0 = pick a free one)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 65535));
-  serve_cmd
-      ->add_option("--max-body-bytes", serve.max_body_bytes,
-                   "Largest REST body or gRPC message accepted")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 30));
-  serve_cmd
-      ->add_option("--http-threads", serve.http_threads,
-                   "REST worker threads (concurrent keep-alive connections)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
-  serve_cmd
-      ->add_option("--device", serve.device,
-                   "auto (a GPU when libtorch has CUDA and one is present), cpu or cuda:N")
-      ->capture_default_str();
+      ->capture_default_str()->check(CLI::Range(0, 65535));
+  serve_cmd->add_option("--metrics-port", serve.metrics_port, "Prometheus port (0 = pick a free one)")
+      ->capture_default_str()->check(CLI::Range(0, 65535));
+  serve_cmd->add_option("--max-body-bytes", serve.max_body_bytes,
+                        "Largest REST body or gRPC message accepted")
+      ->capture_default_str()->check(CLI::Range(int64_t{1024}, int64_t{1} << 30));
+  serve_cmd->add_option("--http-threads", serve.http_threads,
+                        "REST worker threads (concurrent keep-alive connections)")
+      ->capture_default_str()->check(CLI::Range(1, 4096));
+  serve_cmd->add_option("--device", serve.device, "auto (a GPU when libtorch has CUDA and one is present), cpu or cuda:N")->capture_default_str();
   serve_cmd->add_option("--log-level", serve.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
-  serve_cmd
-      ->add_option("--auto-variants", serve.auto_variants,
-                   "Generate and profile variants of repository models that have none")
+  serve_cmd->add_option("--auto-variants", serve.auto_variants,
+                        "Generate and profile variants of repository models that have none")
       ->capture_default_str();
-  serve_cmd
-      ->add_option("--managed", serve.managed,
-                   "Managed runtime: autoscale replicas and variants, evict, load on demand "
-                   "(false = static provisioning: the configured instances only)")
+  serve_cmd->add_option("--managed", serve.managed,
+                        "Managed runtime: autoscale replicas and variants, evict, load on demand "
+                        "(false = static provisioning: the configured instances only)")
       ->capture_default_str();
-  serve_cmd
-      ->add_option("--control-tick-ms", serve.control_tick_ms,
-                   "How often the controller looks at the load")
+  serve_cmd->add_option("--control-tick-ms", serve.control_tick_ms,
+                        "How often the controller looks at the load")
       ->check(CLI::Range(10, 3600000))
       ->capture_default_str();
-  serve_cmd
-      ->add_option("--memory-budget-mb", serve.memory_budget_mb,
-                   "Memory for instances (0 = half the memory available at start)")
+  serve_cmd->add_option("--memory-budget-mb", serve.memory_budget_mb,
+                        "Memory for instances (0 = half the memory available at start)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  serve_cmd
-      ->add_option("--idle-unload-s", serve.idle_unload_s,
-                   "Unload a model's instances after this long without queries (0 = 30 s)")
+  serve_cmd->add_option("--idle-unload-s", serve.idle_unload_s,
+                        "Unload a model's instances after this long without queries (0 = 30 s)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  serve_cmd
-      ->add_option("--background-duty", serve.background_duty,
-                   "Largest share of wall time that back-to-back background loads and "
-                   "unloads may take, so that models serving next to them keep their "
-                   "latency (1 = unpaced; loads a query waits for are never paced)")
+  serve_cmd->add_option("--background-duty", serve.background_duty,
+                        "Largest share of wall time that back-to-back background loads and "
+                        "unloads may take, so that models serving next to them keep their "
+                        "latency (1 = unpaced; loads a query waits for are never paced)")
       ->check(CLI::Range(0.01, 1.0))
       ->capture_default_str();
 
   somm::InferOptions infer;
   auto* infer_cmd = app.add_subcommand(
-      "infer",
-      "Send one query and print the result: `somm infer MODEL FILE`, or task form "
-      "`somm infer --task TASK FILE` where somm picks the model");
+      "infer", "Send one query and print the result: `somm infer MODEL FILE`, or task form "
+               "`somm infer --task TASK FILE` where somm picks the model");
   // Both positionals are optional to CLI11, which fills them in order: with
   // --task, the one given is the input (sorted out after parsing).
   infer_cmd->add_option("model", infer.model,
@@ -103,60 +84,42 @@ int main(int argc, char** argv) {
   infer_cmd->add_option("--task", infer.task,
                         "Task-form query (e.g. classification/digits): somm picks the model "
                         "that meets the --param SLOs");
-  infer_cmd
-      ->add_option("--param", infer.params,
-                   "Request parameter key=value, repeatable: latency_slo_ms=5, "
-                   "min_accuracy=0.95, max_cost=1e-6, best_effort=true (numbers become "
-                   "doubles, true/false booleans, the rest strings)")
+  infer_cmd->add_option("--param", infer.params,
+                        "Request parameter key=value, repeatable: latency_slo_ms=5, "
+                        "min_accuracy=0.95, max_cost=1e-6, best_effort=true (numbers become "
+                        "doubles, true/false booleans, the rest strings)")
       ->allow_extra_args(false);
-  infer_cmd->add_option("--url,-u", infer.client.url, "host:port of the server")
-      ->capture_default_str();
+  infer_cmd->add_option("--url,-u", infer.client.url, "host:port of the server")->capture_default_str();
   infer_cmd->add_option("--protocol,-i", infer.client.protocol, "http or grpc")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"http", "grpc"}));
+      ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
   infer_cmd->add_option("--model-version", infer.version, "Version (default: latest)");
-  infer_cmd->add_option("--top-k", infer.top_k, "Classes to show for classifiers")
-      ->capture_default_str();
+  infer_cmd->add_option("--top-k", infer.top_k, "Classes to show for classifiers")->capture_default_str();
   infer_cmd->add_flag("--binary", infer.binary, "REST: use the binary tensor data extension");
 
   somm::RegisterOptions reg;
   auto* register_cmd = app.add_subcommand(
-      "register",
-      "Register a TorchScript model for a task; somm then generates and profiles "
-      "its variants in the background");
+      "register", "Register a TorchScript model for a task; somm then generates and profiles "
+                  "its variants in the background");
   register_cmd->add_option("name", reg.name, "Name of the new model")->required();
   register_cmd->add_option("--model", reg.model_file, "The TorchScript file (.pt)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  register_cmd
-      ->add_option("--task", reg.task,
-                   "Task it serves, task/dataset "
-                   "(e.g. classification/digits)")
-      ->required();
-  register_cmd
-      ->add_option("--input", reg.inputs,
-                   "An input as name:DATATYPE:dims, per sample (e.g. pixels:FP32:64, "
-                   "image:FP32:3x224x224; -1 = variable); repeatable")
-      ->required()
-      ->allow_extra_args(false);
-  register_cmd
-      ->add_option("--output", reg.outputs,
-                   "An output as name:DATATYPE:dims (e.g. logits:FP32:10); repeatable")
-      ->required()
-      ->allow_extra_args(false);
-  register_cmd
-      ->add_option("--max-batch-size", reg.max_batch_size,
-                   "Largest batch the model takes (0 = it does not batch)")
-      ->required()
-      ->check(CLI::Range(int64_t{0}, int64_t{65536}));
-  register_cmd
-      ->add_option("--validation", reg.validation_dir,
-                   "Folder with meta.json (count), inputs.bin and labels.bin (INT64) to "
-                   "measure each variant's accuracy on")
-      ->check(CLI::ExistingDirectory);
-  register_cmd
-      ->add_option("--preprocessing-from", reg.preprocessing_from,
-                   "A model.yaml whose preprocessing block (image input) is copied")
+      ->required()->check(CLI::ExistingFile);
+  register_cmd->add_option("--task", reg.task, "Task it serves, task/dataset "
+                                               "(e.g. classification/digits)")->required();
+  register_cmd->add_option("--input", reg.inputs,
+                           "An input as name:DATATYPE:dims, per sample (e.g. pixels:FP32:64, "
+                           "image:FP32:3x224x224; -1 = variable); repeatable")
+      ->required()->allow_extra_args(false);
+  register_cmd->add_option("--output", reg.outputs,
+                           "An output as name:DATATYPE:dims (e.g. logits:FP32:10); repeatable")
+      ->required()->allow_extra_args(false);
+  register_cmd->add_option("--max-batch-size", reg.max_batch_size,
+                           "Largest batch the model takes (0 = it does not batch)")
+      ->required()->check(CLI::Range(int64_t{0}, int64_t{65536}));
+  register_cmd->add_option("--validation", reg.validation_dir,
+                           "Folder with meta.json (count), inputs.bin and labels.bin (INT64) to "
+                           "measure each variant's accuracy on")->check(CLI::ExistingDirectory);
+  register_cmd->add_option("--preprocessing-from", reg.preprocessing_from,
+                           "A model.yaml whose preprocessing block (image input) is copied")
       ->check(CLI::ExistingFile);
   register_cmd->add_option("--description", reg.description, "Free text shown in metadata");
   register_cmd->add_flag("--wait", reg.wait,
@@ -165,71 +128,57 @@ int main(int argc, char** argv) {
   register_cmd->add_option("--url,-u", reg.client.url, "host:port of the server")
       ->capture_default_str();
   register_cmd->add_option("--protocol,-i", reg.client.protocol, "http or grpc")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"http", "grpc"}));
+      ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
 
   somm::VariantsOptions variants;
   auto* variants_cmd = app.add_subcommand(
-      "variants",
-      "Show a registered model's variants: precision, accuracy, latency at batch 1 "
-      "per hardware, load time, memory; or the progress of their generation");
+      "variants", "Show a registered model's variants: precision, accuracy, latency at batch 1 "
+                  "per hardware, load time, memory; or the progress of their generation");
   variants_cmd->add_option("name", variants.name, "Model name")->required();
   variants_cmd->add_option("--url,-u", variants.client.url, "host:port of the server")
       ->capture_default_str();
   variants_cmd->add_option("--protocol,-i", variants.client.protocol, "http or grpc")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"http", "grpc"}));
+      ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
 
   somm::DecisionsOptions decisions;
-  auto* decisions_cmd =
-      app.add_subcommand("decisions",
-                         "Show the selector's recent decisions: which variant and hardware served "
-                         "each query, and why");
+  auto* decisions_cmd = app.add_subcommand(
+      "decisions", "Show the selector's recent decisions: which variant and hardware served "
+                   "each query, and why");
   decisions_cmd->add_option("--limit,-n", decisions.limit, "How many, newest first")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 10000));
+      ->capture_default_str()->check(CLI::Range(1, 10000));
   decisions_cmd->add_option("--url,-u", decisions.client.url, "host:port of the server")
       ->capture_default_str();
   decisions_cmd->add_option("--protocol,-i", decisions.client.protocol, "http or grpc")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"http", "grpc"}));
+      ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
 
   somm::ClientOptions models;
   auto* models_cmd = app.add_subcommand("models", "List the server's model repository and status");
   models_cmd->add_option("--url,-u", models.url, "host:port of the server")->capture_default_str();
   models_cmd->add_option("--protocol,-i", models.protocol, "http or grpc")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"http", "grpc"}));
+      ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
 
   somm::bench::BenchOptions bench;
   auto* bench_cmd = app.add_subcommand(
-      "bench",
-      "Generate load against an OIP server (REST or gRPC) and report throughput, "
-      "latency percentiles, SLO attainment and the server-side split");
+      "bench", "Generate load against an OIP server (REST or gRPC) and report throughput, "
+               "latency percentiles, SLO attainment and the server-side split");
   bench_cmd->add_option("model", bench.model, "Model name")->required();
   bench_cmd->add_option("--url,-u", bench.url, "host:port of the server")->capture_default_str();
   bench_cmd->add_option("--protocol,-i", bench.protocol, "http or grpc")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"http", "grpc"}));
-  auto* bench_conc = bench_cmd
-                         ->add_option("--concurrency", bench.concurrency,
-                                      "Closed loop: N senders, each sends, waits, sends "
-                                      "(the default load is 1)")
-                         ->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
+  auto* bench_conc = bench_cmd->add_option("--concurrency", bench.concurrency,
+                                           "Closed loop: N senders, each sends, waits, sends "
+                                           "(the default load is 1)")->check(CLI::PositiveNumber);
   auto* bench_range = bench_cmd->add_option(
       "--concurrency-range", bench.concurrency_range,
       "Closed-loop sweep START:END[:STEP]; STEP multiplies (1:16:2 = 1 2 4 8 16, default 2), "
       "+STEP adds (1:16:+5 = 1 6 11 16)");
-  auto* bench_rate = bench_cmd
-                         ->add_option("--request-rate", bench.request_rate,
-                                      "Open loop: Poisson arrivals at R queries/s")
+  auto* bench_rate = bench_cmd->add_option("--request-rate", bench.request_rate,
+                                           "Open loop: Poisson arrivals at R queries/s")
                          ->check(CLI::PositiveNumber);
-  auto* bench_trace = bench_cmd
-                          ->add_option("--trace", bench.trace,
-                                       "Replay a CSV trace once: header row, timestamp_ms "
-                                       "required; model, task, latency_slo_ms, "
-                                       "min_accuracy, max_cost optional")
-                          ->check(CLI::ExistingFile);
+  auto* bench_trace = bench_cmd->add_option(
+      "--trace", bench.trace,
+      "Replay a CSV trace once: header row, timestamp_ms required; model, task, latency_slo_ms, "
+      "min_accuracy, max_cost optional")->check(CLI::ExistingFile);
   bench_conc->excludes(bench_range, bench_rate, bench_trace);
   bench_range->excludes(bench_rate, bench_trace);
   bench_rate->excludes(bench_trace);
@@ -239,20 +188,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench_cmd->add_option("--window-s", bench.window_s, "Length of one measurement window")
       ->capture_default_str();
-  bench_cmd
-      ->add_option("--stability-pct", bench.stability_pct,
-                   "Stop when the last 3 windows' throughput and p99 are each within this "
-                   "% of their mean")
-      ->capture_default_str();
+  bench_cmd->add_option("--stability-pct", bench.stability_pct,
+                        "Stop when the last 3 windows' throughput and p99 are each within this "
+                        "% of their mean")->capture_default_str();
   bench_cmd->add_option("--max-windows", bench.max_windows, "Stop after this many windows")
       ->capture_default_str();
   bench_cmd->add_option("--slo-ms", bench.slo_ms,
                         "Latency SLO of every query; attained = succeeded within it");
-  bench_cmd
-      ->add_option("--input", bench.input,
-                   "OIP REST request body (.json) to send; default: random inputs built "
-                   "from the model's metadata")
-      ->check(CLI::ExistingFile);
+  bench_cmd->add_option("--input", bench.input,
+                        "OIP REST request body (.json) to send; default: random inputs built "
+                        "from the model's metadata")->check(CLI::ExistingFile);
   bench_cmd->add_option("--batch-size,-b", bench.batch_size, "Samples per query")
       ->capture_default_str();
   bench_cmd->add_flag("--binary", bench.binary, "REST: use the binary tensor data extension");
@@ -260,9 +205,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench_cmd->add_option("--seed", bench.seed, "Seed of the Poisson schedule and random inputs")
       ->capture_default_str();
-  bench_cmd
-      ->add_option("--time-scale", bench.time_scale,
-                   "Trace: replay X times faster (arrival offsets divided by X)")
+  bench_cmd->add_option("--time-scale", bench.time_scale,
+                        "Trace: replay X times faster (arrival offsets divided by X)")
       ->capture_default_str();
   bench_cmd->add_option("--label", bench.label, "Name of the target in the report (default: url)");
   bench_cmd->add_option("--json", bench.json_path, "Also write the report as JSON to this file");

@@ -11,14 +11,14 @@ namespace somm {
 struct ServeOptions {
   std::string model_repository;
   std::string address = "0.0.0.0";
-  int http_port = 8000;  // 0 = pick a free port and print it
+  int http_port = 8000;     // 0 = pick a free port and print it
   int grpc_port = 8001;
   int metrics_port = 8002;
   int64_t max_body_bytes = 64 << 20;  // REST bodies and gRPC messages
   // One thread per open keep-alive connection (cpp-httplib); idle threads cost
   // little, and too few makes connection N+1 wait for a keep-alive timeout.
   int http_threads = 256;
-  std::string device = "auto";  // "auto" (GPU if present), "cpu" or "cuda:N"
+  std::string device = "auto";        // "auto" (GPU if present), "cpu" or "cuda:N"
   std::string log_level = "info";
   // Generate and profile variants for repository models that have none.
   bool auto_variants = true;
@@ -26,8 +26,8 @@ struct ServeOptions {
   // loads. false = static provisioning (the configured instances only).
   bool managed = true;
   int control_tick_ms = 1000;
-  double memory_budget_mb = 0;  // 0 = a fraction of the memory available at start
-  double idle_unload_s = 0;     // 0 = the autoscaler's default
+  double memory_budget_mb = 0;    // 0 = a fraction of the memory available at start
+  double idle_unload_s = 0;      // 0 = the autoscaler's default
   // Share of wall time that background loads and unloads may take when they
   // come back to back (runtime/torch/torch_backend.h; docs/isolation.md).
   double background_duty = 0.5;
@@ -44,7 +44,7 @@ struct InferOptions {
   std::string model;  // empty when `task` is set
   std::string task;   // task form: somm picks the model ("classification/digits")
   std::string version;
-  std::string input;                // .json (OIP request body) or .png/.jpg/.jpeg
+  std::string input;  // .json (OIP request body) or .png/.jpg/.jpeg
   std::vector<std::string> params;  // "key=value" request parameters (SLOs)
   int top_k = 3;
   bool binary = false;  // REST binary tensor extension

@@ -1,7 +1,7 @@
 #include "runtime/torch/torch_backend.h"
 
-#include <spdlog/spdlog.h>
 #include <torch/cuda.h>
+#include <spdlog/spdlog.h>
 #include <torch/script.h>
 
 #include <algorithm>
@@ -18,26 +18,16 @@ namespace {
 
 StatusOr<torch::ScalarType> ToTorchType(DataType type) {
   switch (type) {
-    case DataType::kBool:
-      return torch::kBool;
-    case DataType::kUint8:
-      return torch::kByte;
-    case DataType::kInt8:
-      return torch::kChar;
-    case DataType::kInt16:
-      return torch::kShort;
-    case DataType::kInt32:
-      return torch::kInt;
-    case DataType::kInt64:
-      return torch::kLong;
-    case DataType::kFp16:
-      return torch::kHalf;
-    case DataType::kBf16:
-      return torch::kBFloat16;
-    case DataType::kFp32:
-      return torch::kFloat;
-    case DataType::kFp64:
-      return torch::kDouble;
+    case DataType::kBool: return torch::kBool;
+    case DataType::kUint8: return torch::kByte;
+    case DataType::kInt8: return torch::kChar;
+    case DataType::kInt16: return torch::kShort;
+    case DataType::kInt32: return torch::kInt;
+    case DataType::kInt64: return torch::kLong;
+    case DataType::kFp16: return torch::kHalf;
+    case DataType::kBf16: return torch::kBFloat16;
+    case DataType::kFp32: return torch::kFloat;
+    case DataType::kFp64: return torch::kDouble;
     default:
       return Unimplemented(std::string("datatype ") + DataTypeName(type) +
                            " is not supported by the torchscript backend");
@@ -46,28 +36,17 @@ StatusOr<torch::ScalarType> ToTorchType(DataType type) {
 
 DataType FromTorchType(torch::ScalarType type) {
   switch (type) {
-    case torch::kBool:
-      return DataType::kBool;
-    case torch::kByte:
-      return DataType::kUint8;
-    case torch::kChar:
-      return DataType::kInt8;
-    case torch::kShort:
-      return DataType::kInt16;
-    case torch::kInt:
-      return DataType::kInt32;
-    case torch::kLong:
-      return DataType::kInt64;
-    case torch::kHalf:
-      return DataType::kFp16;
-    case torch::kBFloat16:
-      return DataType::kBf16;
-    case torch::kFloat:
-      return DataType::kFp32;
-    case torch::kDouble:
-      return DataType::kFp64;
-    default:
-      return DataType::kInvalid;
+    case torch::kBool: return DataType::kBool;
+    case torch::kByte: return DataType::kUint8;
+    case torch::kChar: return DataType::kInt8;
+    case torch::kShort: return DataType::kInt16;
+    case torch::kInt: return DataType::kInt32;
+    case torch::kLong: return DataType::kInt64;
+    case torch::kHalf: return DataType::kFp16;
+    case torch::kBFloat16: return DataType::kBf16;
+    case torch::kFloat: return DataType::kFp32;
+    case torch::kDouble: return DataType::kFp64;
+    default: return DataType::kInvalid;
   }
 }
 
@@ -82,12 +61,9 @@ std::string FirstLine(const char* what) {
 // The type a reduced-precision variant computes in; nullopt = as declared.
 StatusOr<std::optional<torch::ScalarType>> ComputeType(DataType precision) {
   switch (precision) {
-    case DataType::kFp32:
-      return std::optional<torch::ScalarType>();
-    case DataType::kBf16:
-      return std::optional<torch::ScalarType>(torch::kBFloat16);
-    case DataType::kFp16:
-      return std::optional<torch::ScalarType>(torch::kHalf);
+    case DataType::kFp32: return std::optional<torch::ScalarType>();
+    case DataType::kBf16: return std::optional<torch::ScalarType>(torch::kBFloat16);
+    case DataType::kFp16: return std::optional<torch::ScalarType>(torch::kHalf);
     default:
       return InvalidArgument(std::string("precision ") + DataTypeName(precision) +
                              " is not supported (FP32, BF16 or FP16)");
@@ -165,8 +141,8 @@ class TorchModel : public ExecutableModel {
     if (result.isTensor()) {
       tensors.push_back(result.toTensor());
     } else if (result.isTuple() || result.isList()) {
-      const auto elems =
-          result.isTuple() ? result.toTupleRef().elements().vec() : result.toList().vec();
+      const auto elems = result.isTuple() ? result.toTupleRef().elements().vec()
+                                          : result.toList().vec();
       for (const auto& e : elems) {
         if (!e.isTensor()) return Internal("model '" + Label() + "' returned a non-tensor output");
         tensors.push_back(e.toTensor());
@@ -264,13 +240,12 @@ class TorchBackend : public Backend {
       thread.sched_idle = false;
       thread.nice = 0;
     } else if (const auto waited = pacer_->WaitTurn(); waited.count() > 0) {
-      spdlog::info(
-          "load of {}:{} waited {:.0f} ms: background loads and unloads are paced to "
-          "{:.0f}% of wall time (--background-duty {:g}), so that back-to-back ones "
-          "leave serving models some rest",
-          options.model_name, options.model_version,
-          std::chrono::duration<double, std::milli>(waited).count(), pacer_->duty() * 100,
-          pacer_->duty());
+      spdlog::info("load of {}:{} waited {:.0f} ms: background loads and unloads are paced to "
+                   "{:.0f}% of wall time (--background-duty {:g}), so that back-to-back ones "
+                   "leave serving models some rest",
+                   options.model_name, options.model_version,
+                   std::chrono::duration<double, std::milli>(waited).count(),
+                   pacer_->duty() * 100, pacer_->duty());
     }
     const auto start = DutyCyclePacer::Clock::now();
     RunOnBackgroundThread(thread, "somm-load", [&] { result.emplace(LoadOnThisThread(options)); });
@@ -289,9 +264,8 @@ class TorchBackend : public Backend {
     const std::string label = options.model_name + ":" + std::to_string(options.model_version);
     for (const auto& spec : options.inputs) {
       auto type = ToTorchType(spec.datatype);
-      if (!type.ok())
-        return InvalidArgument("model '" + label + "' input '" + spec.name +
-                               "': " + type.status().message());
+      if (!type.ok()) return InvalidArgument("model '" + label + "' input '" + spec.name +
+                                             "': " + type.status().message());
     }
     auto compute_type = ComputeType(options.precision);
     if (!compute_type.ok()) {

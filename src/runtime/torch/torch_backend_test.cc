@@ -51,8 +51,7 @@ Tensor Floats(std::vector<float> v, Shape shape) {
 
 TEST_F(TorchBackendTest, RunsABatchAndReturnsNamedOutputs) {
   auto backend = CreateTorchBackend();
-  auto model =
-      backend->Load(Options(SaveModule("double", "def forward(self, x):\n  return x * 2 + 1\n")));
+  auto model = backend->Load(Options(SaveModule("double", "def forward(self, x):\n  return x * 2 + 1\n")));
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   (*model)->BindToThread();
   std::vector<Tensor> out;
@@ -102,13 +101,13 @@ TEST_F(TorchBackendTest, BackToBackBackgroundLoadsArePacedToTheDuty) {
   const auto second_took = Clock::now() - t0;
   ASSERT_TRUE(second.ok()) << second.status().ToString();
   EXPECT_GE(second_took, first_took * 8)
-      << "first " << std::chrono::duration<double, std::milli>(first_took).count() << " ms, second "
-      << std::chrono::duration<double, std::milli>(second_took).count() << " ms";
+      << "first " << std::chrono::duration<double, std::milli>(first_took).count()
+      << " ms, second " << std::chrono::duration<double, std::milli>(second_took).count()
+      << " ms";
 }
 
 TEST_F(TorchBackendTest, TupleOutputsMapByPosition) {
-  LoadOptions o =
-      Options(SaveModule("pair", "def forward(self, x):\n  return (x + 1, x.sum(1))\n"));
+  LoadOptions o = Options(SaveModule("pair", "def forward(self, x):\n  return (x + 1, x.sum(1))\n"));
   o.outputs = {{"plus", DataType::kFp32, {3}}, {"sum", DataType::kFp32, {-1}}};
   auto model = CreateTorchBackend()->Load(o);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
@@ -132,21 +131,19 @@ TEST_F(TorchBackendTest, GarbageFileNamesTheModel) {
   auto model = CreateTorchBackend()->Load(Options(path.string()));
   EXPECT_EQ(model.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(model.status().message().find("model 'm:1': cannot load TorchScript"),
-            std::string::npos)
-      << model.status().message();
+            std::string::npos) << model.status().message();
 }
 
 TEST_F(TorchBackendTest, SignatureMismatchIsRefusedAtLoad) {
   LoadOptions o = Options(SaveModule("mm", "def forward(self, x):\n  return x.mm(x)\n"));
   auto model = CreateTorchBackend()->Load(o);  // [1,3] x [1,3] cannot multiply
   EXPECT_EQ(model.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(model.status().message().find("does not accept its declared inputs"), std::string::npos)
-      << model.status().message();
+  EXPECT_NE(model.status().message().find("does not accept its declared inputs"),
+            std::string::npos) << model.status().message();
 }
 
 TEST_F(TorchBackendTest, ThrowingModelBecomesInternalErrorNamingIt) {
-  LoadOptions o =
-      Options(SaveModule("picky", "def forward(self, x):\n  return x.view(-1, 3) * 1\n"));
+  LoadOptions o = Options(SaveModule("picky", "def forward(self, x):\n  return x.view(-1, 3) * 1\n"));
   auto model = CreateTorchBackend()->Load(o);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   std::vector<Tensor> out;
@@ -160,8 +157,7 @@ TEST_F(TorchBackendTest, OutputDatatypeMustMatchConfig) {
   auto model = CreateTorchBackend()->Load(o);
   EXPECT_FALSE(model.ok());
   EXPECT_NE(model.status().message().find("as FP64 but its config declares FP32"),
-            std::string::npos)
-      << model.status().message();
+            std::string::npos) << model.status().message();
 }
 
 TEST_F(TorchBackendTest, CpuIsAlwaysADevice) {
