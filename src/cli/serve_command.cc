@@ -56,7 +56,7 @@ int RunServe(const ServeOptions& options) {
   signal(SIGPIPE, SIG_IGN);
 
   TorchBackendOptions backend_options;
-  backend_options.background_duty = options.background_duty;
+  backend_options.background_pacer = std::make_shared<DutyCyclePacer>(options.background_duty);
   auto backend = CreateTorchBackend(backend_options);
   auto device = ParseDevice(options.device, *backend);
   if (!device.ok()) {

@@ -7,9 +7,10 @@
 // 1.32x in p99 latency (docs/isolation.md), while the same churn at one call
 // a second cost 1.07x. So, like a compaction rate limiter in a storage engine,
 // this spaces background work out: after W seconds of it, the next piece may
-// start only after a rest of W * (1 - duty) / duty. Rests add up over
-// back-to-back pieces; after an idle spell longer than the rest owed, work
-// starts at once, so an occasional load never waits.
+// start only after a rest of W * (1 - duty) / duty, where W is the CPU time
+// the work used. Rests add up over back-to-back pieces; after an idle spell
+// longer than the rest owed, work starts at once, so an occasional load never
+// waits.
 //
 // Work that must not wait (a load a query is waiting for) starts at once but
 // is still recorded, so the background work after it rests for it too.
@@ -36,7 +37,10 @@ class DutyCyclePacer {
   // The earliest time paced work may start, never before `now`.
   Clock::time_point EarliestStart(Clock::time_point now) const;
 
-  // Records `worked` of work that ended at `end`.
+  // Records work that ended at `end` and used `worked`. Callers pass the CPU
+  // time the work used: on a busy machine low-priority work spends most of
+  // its wall time waiting for a core, which costs the serving threads
+  // nothing.
   void Record(Clock::time_point end, Clock::duration worked);
 
   // Sleeps until EarliestStart(now) and returns how long it slept.

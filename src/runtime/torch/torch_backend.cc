@@ -73,15 +73,14 @@ StatusOr<std::optional<torch::ScalarType>> ComputeType(DataType precision) {
 class TorchModel : public ExecutableModel {
  public:
   TorchModel(LoadOptions options, torch::jit::Module module, torch::Device device,
-             std::optional<torch::ScalarType> compute_type, const TorchBackendOptions& backend,
-             std::shared_ptr<DutyCyclePacer> pacer)
+             std::optional<torch::ScalarType> compute_type, const TorchBackendOptions& backend)
       : options_(std::move(options)),
         module_(std::move(module)),
         device_(device),
         compute_type_(compute_type),
         background_(backend.background),
         release_memory_(backend.release_memory_on_unload),
-        pacer_(std::move(pacer)) {}
+        pacer_(backend.background_pacer) {}
 
   // Freeing a model's graph and weights takes 10-30 ms of CPU (mobilenet's
   // many small objects more than resnet18's large tensors): background work,
@@ -90,13 +89,11 @@ class TorchModel : public ExecutableModel {
   // It never waits for the pacer (a destructor may run wherever the last
   // reference goes), but its work counts toward the next load's rest.
   ~TorchModel() override {
-    const auto start = DutyCyclePacer::Clock::now();
-    RunOnBackgroundThread(background_, "somm-unload", [this] {
+    const auto cpu = RunOnBackgroundThread(background_, "somm-unload", [this] {
       module_.reset();
       if (release_memory_) ReleaseFreeHeapMemory();
     });
-    const auto end = DutyCyclePacer::Clock::now();
-    if (pacer_) pacer_->Record(end, end - start);
+    if (pacer_) pacer_->Record(DutyCyclePacer::Clock::now(), cpu);
   }
 
   void BindToThread() override { BindIntraOpThreads(options_.intra_op_threads); }
@@ -216,8 +213,7 @@ std::vector<Tensor> WarmupInputs(const LoadOptions& options, bool batched) {
 
 class TorchBackend : public Backend {
  public:
-  explicit TorchBackend(TorchBackendOptions options)
-      : options_(options), pacer_(std::make_shared<DutyCyclePacer>(options.background_duty)) {}
+  explicit TorchBackend(TorchBackendOptions options) : options_(options) {}
 
   std::string Name() const override { return "torchscript"; }
 
@@ -239,7 +235,8 @@ class TorchBackend : public Backend {
     if (options.urgent) {  // a query waits: normal priority, still one thread
       thread.sched_idle = false;
       thread.nice = 0;
-    } else if (const auto waited = pacer_->WaitTurn(); waited.count() > 0) {
+    } else if (const auto waited = pacer_ ? pacer_->WaitTurn() : DutyCyclePacer::Clock::duration{};
+               waited.count() > 0) {
       spdlog::info("load of {}:{} waited {:.0f} ms: background loads and unloads are paced to "
                    "{:.0f}% of wall time (--background-duty {:g}), so that back-to-back ones "
                    "leave serving models some rest",
@@ -247,10 +244,9 @@ class TorchBackend : public Backend {
                    std::chrono::duration<double, std::milli>(waited).count(),
                    pacer_->duty() * 100, pacer_->duty());
     }
-    const auto start = DutyCyclePacer::Clock::now();
-    RunOnBackgroundThread(thread, "somm-load", [&] { result.emplace(LoadOnThisThread(options)); });
-    const auto end = DutyCyclePacer::Clock::now();
-    pacer_->Record(end, end - start);
+    const auto cpu = RunOnBackgroundThread(thread, "somm-load",
+                                           [&] { result.emplace(LoadOnThisThread(options)); });
+    if (pacer_) pacer_->Record(DutyCyclePacer::Clock::now(), cpu);
     return std::move(*result);
   }
 
@@ -295,7 +291,7 @@ class TorchBackend : public Backend {
         module = torch::jit::optimize_for_inference(module);
       }
       model = std::make_unique<TorchModel>(options, std::move(module), device, *compute_type,
-                                           options_, pacer_);
+                                           options_);
     } catch (const c10::Error& e) {
       return InvalidArgument("model '" + label + "': cannot " + step + " " + options.model_path +
                              ": " + FirstLine(e.what()));
@@ -324,7 +320,7 @@ class TorchBackend : public Backend {
   }
 
   const TorchBackendOptions options_;
-  const std::shared_ptr<DutyCyclePacer> pacer_;
+  const std::shared_ptr<DutyCyclePacer>& pacer_ = options_.background_pacer;
 };
 
 }  // namespace

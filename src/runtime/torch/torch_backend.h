@@ -30,12 +30,13 @@ struct TorchBackendOptions {
   // cycles of digits-cnn from a client that opens a connection per call, RSS
   // grew by 11% without it and by 7% with it (docs/isolation.md).
   bool release_memory_on_unload = true;
-  // The largest share of wall time that background loads and unloads may
-  // take over a back-to-back stretch (common/duty_cycle_pacer.h): a
-  // non-urgent load waits out the rest the work before it earned. 1 = no
-  // pacing. Urgent loads never wait, but count. `somm serve
-  // --background-duty` sets it (docs/isolation.md has the measurements).
-  double background_duty = 1.0;
+  // Paces background loads and unloads (common/duty_cycle_pacer.h): a
+  // non-urgent load first waits out the rest that the CPU time of the
+  // background work before it earned. Urgent loads never wait, but count;
+  // unloads never wait (a destructor runs wherever the last reference goes),
+  // but count. Null: no pacing. `somm serve --background-duty` sets the
+  // share (docs/isolation.md has the measurements).
+  std::shared_ptr<DutyCyclePacer> background_pacer;
 };
 
 std::unique_ptr<Backend> CreateTorchBackend(TorchBackendOptions options = {});

@@ -42,10 +42,18 @@ void LowerPriorityOfThisThread(const BackgroundThreadOptions& options) {
 
 }  // namespace
 
-void RunOnBackgroundThread(const BackgroundThreadOptions& options, const char* name,
-                           const std::function<void()>& work) {
+std::chrono::nanoseconds ThisThreadCpuTime() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
+std::chrono::nanoseconds RunOnBackgroundThread(const BackgroundThreadOptions& options,
+                                               const char* name,
+                                               const std::function<void()>& work) {
   std::exception_ptr thrown;
   std::thread thread;
+  std::chrono::nanoseconds cpu{0};
   try {
     thread = std::thread([&] {
       pthread_setname_np(pthread_self(), name);
@@ -56,18 +64,23 @@ void RunOnBackgroundThread(const BackgroundThreadOptions& options, const char* n
       // which every thread that has not yet run a parallel op would pick up.
       omp_set_num_threads(std::max(1, options.intra_op_threads));
 #endif
+      const auto cpu_start = ThisThreadCpuTime();
       try {
         work();
+        cpu = ThisThreadCpuTime() - cpu_start;
       } catch (...) {
+        cpu = ThisThreadCpuTime() - cpu_start;
         thrown = std::current_exception();  // rethrown to the caller, as a direct call would
       }
     });
   } catch (const std::system_error&) {
+    const auto cpu_start = ThisThreadCpuTime();
     work();  // no thread to be had: do it here rather than not at all
-    return;
+    return ThisThreadCpuTime() - cpu_start;
   }
   thread.join();
   if (thrown) std::rethrow_exception(thrown);
+  return cpu;
 }
 
 void BindIntraOpThreads(int n) {

@@ -14,6 +14,7 @@
 // Thread-safety: every function may be called from any thread, concurrently.
 #pragma once
 
+#include <chrono>
 #include <functional>
 
 namespace somm {
@@ -36,8 +37,11 @@ struct BackgroundThreadOptions {
 // rethrown here) but competes for the CPU at the background thread's
 // priority. The OpenMP workers the thread starts inherit its priority and end
 // with it. If no thread can be started, `work` runs on the caller's thread.
-void RunOnBackgroundThread(const BackgroundThreadOptions& options, const char* name,
-                           const std::function<void()>& work);
+// Returns the CPU time `work` used on its thread (not the wall time, which
+// on a busy machine is mostly a low-priority thread waiting for a core).
+std::chrono::nanoseconds RunOnBackgroundThread(const BackgroundThreadOptions& options,
+                                               const char* name,
+                                               const std::function<void()>& work);
 
 // Sets the number of intra-op threads the calling thread's torch ops use
 // (at least 1). Calls after the first on a thread are cheap.
