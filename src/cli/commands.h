@@ -30,7 +30,7 @@ struct ServeOptions {
   double idle_unload_s = 0;      // 0 = the autoscaler's default
   // Share of wall time that background loads and unloads may take when they
   // come back to back (runtime/torch/torch_backend.h; docs/isolation.md).
-  double background_duty = 0.5;
+  double background_duty = 0.25;
 };
 int RunServe(const ServeOptions& options);
 
