@@ -1,7 +1,7 @@
 #include "runtime/torch/torch_backend.h"
 
-#include <torch/cuda.h>
 #include <spdlog/spdlog.h>
+#include <torch/cuda.h>
 #include <torch/script.h>
 
 #include <algorithm>
@@ -320,7 +320,7 @@ class TorchBackend : public Backend {
   }
 
   const TorchBackendOptions options_;
-  const std::shared_ptr<DutyCyclePacer>& pacer_ = options_.background_pacer;
+  const std::shared_ptr<DutyCyclePacer> pacer_ = options_.background_pacer;  // may be null
 };
 
 }  // namespace
