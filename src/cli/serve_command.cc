@@ -55,15 +55,16 @@ int RunServe(const ServeOptions& options) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  ServingMetrics metrics;
   TorchBackendOptions backend_options;
   backend_options.background_pacer = std::make_shared<DutyCyclePacer>(options.background_duty);
+  backend_options.on_paced_wait = [&metrics](double seconds) { metrics.RecordPacedWait(seconds); };
   auto backend = CreateTorchBackend(backend_options);
   auto device = ParseDevice(options.device, *backend);
   if (!device.ok()) {
     spdlog::error("{}", device.status().message());
     return 2;
   }
-  ServingMetrics metrics;
   ModelManagerOptions mo;
   mo.repository_path = options.model_repository;
   mo.device = *device;

@@ -82,6 +82,17 @@ struct ServingMetrics::Families {
                             .Name("somm_control_actions_total")
                             .Help("Actions the controller carried out, by kind")
                             .Register(r)),
+        paced_waits(prometheus::BuildCounter()
+                        .Name("somm_background_paced_waits_total")
+                        .Help("Background loads that waited for earlier background work's rest "
+                              "(--background-duty)")
+                        .Register(r)
+                        .Add({})),
+        paced_seconds(prometheus::BuildCounter()
+                          .Name("somm_background_paced_seconds_total")
+                          .Help("Seconds background loads waited for the pacer")
+                          .Register(r)
+                          .Add({})),
         memory_used(prometheus::BuildGauge()
                         .Name("somm_memory_used_bytes")
                         .Help("Memory accounted to loaded instances, per device")
@@ -119,6 +130,8 @@ struct ServingMetrics::Families {
   prometheus::Family<prometheus::Counter>& instance_seconds;
   prometheus::Family<prometheus::Counter>& cold_starts;
   prometheus::Family<prometheus::Counter>& control_actions;
+  prometheus::Counter& paced_waits;
+  prometheus::Counter& paced_seconds;
   prometheus::Family<prometheus::Gauge>& memory_used;
   prometheus::Family<prometheus::Gauge>& memory_budget;
   prometheus::Family<prometheus::Gauge>& arrival_rate;
@@ -207,6 +220,11 @@ void ServingMetrics::RecordColdStart(const std::string& model) {
 
 void ServingMetrics::RecordControlAction(const std::string& kind) {
   families_->control_actions.Add({{"kind", kind}}).Increment();
+}
+
+void ServingMetrics::RecordPacedWait(double seconds) {
+  families_->paced_waits.Increment();
+  if (seconds > 0) families_->paced_seconds.Increment(seconds);
 }
 
 void ServingMetrics::SetMemory(const std::string& device, int64_t used_bytes,

@@ -18,7 +18,9 @@
 //   somm_cold_starts_total{model} (queries that waited for a load),
 //   somm_control_actions_total{kind} (load, unload, evict, set_replicas),
 //   somm_memory_used_bytes{device}, somm_memory_budget_bytes{device},
-//   somm_arrival_rate_qps{model} and somm_forecast_rate_qps{model} (gauges).
+//   somm_arrival_rate_qps{model} and somm_forecast_rate_qps{model} (gauges),
+//   somm_background_paced_waits_total and somm_background_paced_seconds_total
+//   (background loads that waited for the pacer, and how long in all).
 #pragma once
 
 #include <cstdint>
@@ -62,6 +64,8 @@ class ServingMetrics {
   void AddInstanceSeconds(double seconds);
   void RecordColdStart(const std::string& model);
   void RecordControlAction(const std::string& kind);
+  // A background load waited `seconds` for the pacer (--background-duty).
+  void RecordPacedWait(double seconds);
   void SetMemory(const std::string& device, int64_t used_bytes, int64_t budget_bytes);
   void SetRates(const std::string& model, double arrival_qps, double forecast_qps);
   // somm_profile_slowdown: live batch latency over the profiled one.

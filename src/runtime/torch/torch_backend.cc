@@ -243,6 +243,9 @@ class TorchBackend : public Backend {
                    options.model_name, options.model_version,
                    std::chrono::duration<double, std::milli>(waited).count(),
                    pacer_->duty() * 100, pacer_->duty());
+      if (options_.on_paced_wait) {
+        options_.on_paced_wait(std::chrono::duration<double>(waited).count());
+      }
     }
     const auto cpu = RunOnBackgroundThread(thread, "somm-load",
                                            [&] { result.emplace(LoadOnThisThread(options)); });

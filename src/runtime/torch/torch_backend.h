@@ -9,6 +9,7 @@
 // they become Status values naming the model and the problem.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "common/duty_cycle_pacer.h"
@@ -37,6 +38,9 @@ struct TorchBackendOptions {
   // but count. Null: no pacing. `somm serve --background-duty` sets the
   // share (docs/isolation.md has the measurements).
   std::shared_ptr<DutyCyclePacer> background_pacer;
+  // Called after a load waited for the pacer, with the seconds it waited
+  // (somm serve counts them in /metrics). May be empty.
+  std::function<void(double seconds)> on_paced_wait;
 };
 
 std::unique_ptr<Backend> CreateTorchBackend(TorchBackendOptions options = {});

@@ -89,6 +89,12 @@ TEST_F(TorchBackendTest, BackgroundAndUrgentLoadsBothServe) {
 TEST_F(TorchBackendTest, BackToBackBackgroundLoadsArePacedToTheDuty) {
   TorchBackendOptions options;
   options.background_pacer = std::make_shared<DutyCyclePacer>(0.1);
+  double waited_s = 0;
+  int waits = 0;
+  options.on_paced_wait = [&](double s) {
+    waited_s += s;
+    ++waits;
+  };
   auto backend = CreateTorchBackend(options);
   const std::string path = SaveModule("inc", "def forward(self, x):\n  return x + 1\n");
   using Clock = DutyCyclePacer::Clock;
@@ -100,6 +106,8 @@ TEST_F(TorchBackendTest, BackToBackBackgroundLoadsArePacedToTheDuty) {
   auto second = backend->Load(Options(path));
   ASSERT_TRUE(second.ok()) << second.status().ToString();
   EXPECT_GE(Clock::now(), rest_until) << "the second load started before the rest was over";
+  EXPECT_EQ(waits, 1) << "the first load had nothing to wait for, the second did";
+  EXPECT_GT(waited_s, 0.0);
   // Freeing a model counts too.
   first->reset();
   EXPECT_GT(options.background_pacer->EarliestStart(Clock::now()), Clock::now());
