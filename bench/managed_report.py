@@ -445,13 +445,16 @@ def svg_timeline(results, load, meta, plan):
     def sx(x):
         return L + pw * x / x_max
 
+    def replay_speed(scale):
+        return "trace replayed in real time" if scale == 1 else f"trace time compressed {scale:g}x"
+
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
            f'viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">',
            f'<rect width="{W}" height="{H}" fill="white"/>',
            f'<text x="{L + pw / 2}" y="20" text-anchor="middle" font-size="15" font-weight="bold">'
            f'Managed vs static provisioning: one bursty trace, replayed against each target</text>',
            f'<text x="{L + pw / 2}" y="38" text-anchor="middle" font-size="11" fill="#555">'
-           f'{esc(meta.get("date", ""))}; trace time compressed {plan["time_scale"]:g}x; '
+           f'{esc(meta.get("date", ""))}; {replay_speed(plan["time_scale"])}; '
            f'{meta.get("cores", "?")} CPU cores shared by the load generator and the server</text>']
 
     def panel(i, title, y_label, lines, y_max, y_fmt=lambda v: f"{v:g}", legend=(), y_min=0.0):
