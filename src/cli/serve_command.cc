@@ -57,8 +57,8 @@ int RunServe(const ServeOptions& options) {
 
   ServingMetrics metrics;
   TorchBackendOptions backend_options;
+  // One pacer: the backend records background work, the manager waits.
   backend_options.background_pacer = std::make_shared<DutyCyclePacer>(options.background_duty);
-  backend_options.on_paced_wait = [&metrics](double seconds) { metrics.RecordPacedWait(seconds); };
   auto backend = CreateTorchBackend(backend_options);
   auto device = ParseDevice(options.device, *backend);
   if (!device.ok()) {
@@ -77,6 +77,7 @@ int RunServe(const ServeOptions& options) {
   mo.control_tick_ms = std::max(options.control_tick_ms, 10);
   mo.memory_budget_bytes = static_cast<int64_t>(options.memory_budget_mb * 1024 * 1024);
   mo.idle_unload_s = options.idle_unload_s;
+  mo.background_pacer = backend_options.background_pacer;
   ModelManager manager(mo, *backend, metrics);
   if (Status s = manager.Start(); !s.ok()) {
     spdlog::error("{}", s.message());

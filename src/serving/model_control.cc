@@ -225,6 +225,24 @@ StatusOr<std::shared_ptr<InstanceGroup>> ModelManager::EnsureGroup(
     const std::string& reason, bool on_critical_path, bool* cold) {
   const std::string key = GroupKey(variant, hw);
   if (auto g = FindGroup(lv, key)) return g;
+  // A query waits on a critical-path load: normal priority, not the idle
+  // class that keeps background loads out of busy models' way. So do the
+  // startup loads: nothing serves yet, and on a busy host an idle-class load
+  // would only delay readiness.
+  const bool urgent = on_critical_path || !started_;
+  if (!urgent && options_.background_pacer) {
+    // Before the placement lock: a query's load must never wait for this rest.
+    const auto waited = options_.background_pacer->WaitTurn();
+    if (waited.count() > 0) {
+      const double duty = options_.background_pacer->duty();
+      spdlog::info("load of {}:{}:{} waited {:.0f} ms: background loads and unloads are paced "
+                   "to {:.0f}% of wall time (--background-duty {:g}), so that back-to-back ones "
+                   "leave serving models some rest",
+                   lv.config.name, lv.version_str, variant,
+                   std::chrono::duration<double, std::milli>(waited).count(), duty * 100, duty);
+      metrics_.RecordPacedWait(std::chrono::duration<double>(waited).count());
+    }
+  }
   std::lock_guard<std::mutex> placement(placement_mu_);
   if (auto g = FindGroup(lv, key)) return g;  // another query or the controller loaded it
   if (shutting_down_) return Unavailable("server is shutting down");
@@ -233,11 +251,7 @@ StatusOr<std::shared_ptr<InstanceGroup>> ModelManager::EnsureGroup(
   const std::optional<VariantProfile> profile = FindProfile(lv, variant);
   const HardwareProfile* hp = profile ? profile->For(hw) : nullptr;
   SOMM_ASSIGN_OR_RETURN(LoadOptions load, VariantLoadOptions(lv, profile, variant, hw));
-  // A query waits on a critical-path load: normal priority, not the idle
-  // class that keeps background loads out of busy models' way. So do the
-  // startup loads: nothing serves yet, and on a busy host an idle-class load
-  // would only delay readiness.
-  load.urgent = on_critical_path || !started_;
+  load.urgent = urgent;
   const std::string id = lv.config.name + ":" + lv.version_str + ":" + variant;
   const std::string label = id + "@" + hw.Name();
   int64_t bytes_per = hp ? static_cast<int64_t>(hp->peak_memory_mb * kMiB) : 0;

@@ -37,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/duty_cycle_pacer.h"
 #include "metrics/serving_metrics.h"
 #include "runtime/backend.h"
 #include "selector/selector.h"
@@ -79,6 +80,12 @@ struct ModelManagerOptions {
   // Seconds without a query after which the controller unloads a model's
   // instances (0 = the autoscaler's default).
   double idle_unload_s = 0;
+  // Paces background loads (common/duty_cycle_pacer.h, --background-duty):
+  // a load no query waits for first waits out the rest that earlier
+  // background work earned, before it takes any lock, so a query's load
+  // never queues behind that rest. The backend records the work (the same
+  // pacer goes into TorchBackendOptions). Null: unpaced.
+  std::shared_ptr<DutyCyclePacer> background_pacer;
 };
 
 class ModelManager : public InferenceServer {

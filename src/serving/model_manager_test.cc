@@ -60,10 +60,11 @@ class ModelManagerTest : public ::testing::Test {
     Write(fs::path(name) / "model.yaml", kConfig + extra);
     for (int v : versions) Write(fs::path(name) / std::to_string(v) / "model.pt", "ok");
   }
-  void Start() {
+  void Start(std::shared_ptr<DutyCyclePacer> pacer = nullptr) {
     ModelManagerOptions o;
     o.repository_path = repo_.string();
     o.auto_variants = false;  // variant generation has its own tests
+    o.background_pacer = std::move(pacer);
     manager_ = std::make_unique<ModelManager>(o, backend_, metrics_);
     ASSERT_TRUE(manager_->Start().ok());
   }
@@ -176,6 +177,26 @@ TEST_F(ModelManagerTest, UnloadThenLoad) {
   EXPECT_TRUE(Infer("m", "", X()).ok());
   EXPECT_EQ(manager_->LoadModel("../etc").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(manager_->LoadModel("ghost").code(), StatusCode::kNotFound);
+}
+
+// Startup loads are urgent (nothing serves yet) and never wait for the
+// pacer; a later explicit load is background work and waits out the rest
+// that earlier background work earned, and /metrics counts the wait.
+TEST_F(ModelManagerTest, BackgroundLoadsWaitForThePacerStartupLoadsDoNot) {
+  using Clock = DutyCyclePacer::Clock;
+  AddModel("m", {1});
+  auto pacer = std::make_shared<DutyCyclePacer>(0.5);
+  pacer->Record(Clock::now(), std::chrono::milliseconds(300));  // 300 ms of rest owed
+  Start(pacer);
+  EXPECT_NE(metrics_.Serialize().find("somm_background_paced_waits_total 0"), std::string::npos);
+  ASSERT_TRUE(manager_->UnloadModel("m").ok());
+  pacer->Record(Clock::now(), std::chrono::milliseconds(100));
+  const auto rest_until = pacer->EarliestStart(Clock::now());
+  ASSERT_TRUE(manager_->LoadModel("m").ok());
+  EXPECT_GE(Clock::now(), rest_until) << "the explicit load did not wait for the rest";
+  EXPECT_NE(metrics_.Serialize().find("somm_background_paced_waits_total 1"), std::string::npos)
+      << metrics_.Serialize().substr(0, 2000);
+  EXPECT_TRUE(Infer("m", "", X()).ok());
 }
 
 TEST_F(ModelManagerTest, ShutdownRefusesNewQueries) {

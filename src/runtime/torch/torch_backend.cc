@@ -1,6 +1,5 @@
 #include "runtime/torch/torch_backend.h"
 
-#include <spdlog/spdlog.h>
 #include <torch/cuda.h>
 #include <torch/script.h>
 
@@ -235,17 +234,6 @@ class TorchBackend : public Backend {
     if (options.urgent) {  // a query waits: normal priority, still one thread
       thread.sched_idle = false;
       thread.nice = 0;
-    } else if (const auto waited = pacer_ ? pacer_->WaitTurn() : DutyCyclePacer::Clock::duration{};
-               waited.count() > 0) {
-      spdlog::info("load of {}:{} waited {:.0f} ms: background loads and unloads are paced to "
-                   "{:.0f}% of wall time (--background-duty {:g}), so that back-to-back ones "
-                   "leave serving models some rest",
-                   options.model_name, options.model_version,
-                   std::chrono::duration<double, std::milli>(waited).count(),
-                   pacer_->duty() * 100, pacer_->duty());
-      if (options_.on_paced_wait) {
-        options_.on_paced_wait(std::chrono::duration<double>(waited).count());
-      }
     }
     const auto cpu = RunOnBackgroundThread(thread, "somm-load",
                                            [&] { result.emplace(LoadOnThisThread(options)); });

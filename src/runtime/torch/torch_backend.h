@@ -9,7 +9,6 @@
 // they become Status values naming the model and the problem.
 #pragma once
 
-#include <functional>
 #include <memory>
 
 #include "common/duty_cycle_pacer.h"
@@ -31,16 +30,11 @@ struct TorchBackendOptions {
   // cycles of digits-cnn from a client that opens a connection per call, RSS
   // grew by 11% without it and by 7% with it (docs/isolation.md).
   bool release_memory_on_unload = true;
-  // Paces background loads and unloads (common/duty_cycle_pacer.h): a
-  // non-urgent load first waits out the rest that the CPU time of the
-  // background work before it earned. Urgent loads never wait, but count;
-  // unloads never wait (a destructor runs wherever the last reference goes),
-  // but count. Null: no pacing. `somm serve --background-duty` sets the
-  // share (docs/isolation.md has the measurements).
+  // Every load and unload records the CPU time it used here
+  // (common/duty_cycle_pacer.h). The backend never waits on it: whoever
+  // starts a background load waits first, outside its own locks
+  // (serving/ModelManager, with the same pacer). Null: nothing recorded.
   std::shared_ptr<DutyCyclePacer> background_pacer;
-  // Called after a load waited for the pacer, with the seconds it waited
-  // (somm serve counts them in /metrics). May be empty.
-  std::function<void(double seconds)> on_paced_wait;
 };
 
 std::unique_ptr<Backend> CreateTorchBackend(TorchBackendOptions options = {});
