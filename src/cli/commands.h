@@ -29,7 +29,7 @@ struct ServeOptions {
   double memory_budget_mb = 0;    // 0 = a fraction of the memory available at start
   double idle_unload_s = 0;      // 0 = the autoscaler's default
   // Share of wall time that background loads and unloads may take when they
-  // come back to back (runtime/torch/torch_backend.h; docs/isolation.md).
+  // come back to back (common/duty_cycle_pacer.h; docs/isolation.md).
   double background_duty = 0.25;
 };
 int RunServe(const ServeOptions& options);

@@ -32,9 +32,16 @@ int64_t ResidentBytes();
 // MemAvailable from /proc/meminfo in bytes (what the kernel could give new
 // allocations without swapping); 0 when unreadable.
 int64_t AvailableMemoryBytes();
-// Hands freed heap memory back to the OS (glibc malloc_trim), so that a
-// resident-set delta measures what a load adds rather than what an earlier
-// load left in the allocator's free lists.
+// Hands freed heap memory back to the OS (glibc malloc_trim). glibc's
+// allocator keeps freed memory in its arenas for reuse, and raises its mmap
+// threshold after large frees, so a model's weights come from (and stay in)
+// the heap. The profiler calls it so that a resident-set delta measures what
+// a load adds rather than what an earlier load left in the free lists; the
+// libtorch backend calls it after each unload, without which an unloaded
+// model's memory mostly stays in the process. It takes each arena's lock in
+// turn, and the pages it drops are faulted back in by whoever allocates there
+// next: it costs a busy neighbour a little (docs/isolation.md), so the
+// backend runs it once per unload, not more often.
 void ReleaseFreeMemory();
 
 }  // namespace somm

@@ -11,6 +11,7 @@
 
 #include "runtime/torch/torch_threads.h"
 #include "runtime/torch/torch_variant_builder.h"
+#include "variants/host_probe.h"
 
 namespace somm {
 namespace {
@@ -90,7 +91,7 @@ class TorchModel : public ExecutableModel {
   ~TorchModel() override {
     const auto cpu = RunOnBackgroundThread(background_, "somm-unload", [this] {
       module_.reset();
-      if (release_memory_) ReleaseFreeHeapMemory();
+      if (release_memory_) ReleaseFreeMemory();
     });
     if (pacer_) pacer_->Record(DutyCyclePacer::Clock::now(), cpu);
   }

@@ -26,7 +26,7 @@ struct TorchBackendOptions {
   // thread.
   BackgroundThreadOptions background;
   // After a model is destroyed, give the heap's free memory back to the
-  // system (torch_threads.h, ReleaseFreeHeapMemory). Over 1,000 load/unload
+  // system (variants/host_probe.h, ReleaseFreeMemory). Over 1,000 load/unload
   // cycles of digits-cnn from a client that opens a connection per call, RSS
   // grew by 11% without it and by 7% with it (docs/isolation.md).
   bool release_memory_on_unload = true;

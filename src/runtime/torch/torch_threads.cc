@@ -2,7 +2,6 @@
 
 #include <ATen/Config.h>
 #include <ATen/Parallel.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -87,7 +86,5 @@ void BindIntraOpThreads(int n) {
   InitThreadCountNow();
   at::set_num_threads(std::max(1, n));
 }
-
-void ReleaseFreeHeapMemory() { malloc_trim(0); }
 
 }  // namespace somm

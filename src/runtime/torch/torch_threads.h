@@ -47,13 +47,4 @@ std::chrono::nanoseconds RunOnBackgroundThread(const BackgroundThreadOptions& op
 // (at least 1). Calls after the first on a thread are cheap.
 void BindIntraOpThreads(int n);
 
-// Returns memory that the heap holds free to the system (glibc: malloc_trim).
-// glibc's allocator keeps freed memory in its arenas for reuse, and raises
-// its mmap threshold after large frees, so a model's weights come from (and
-// stay in) the heap; without this an unloaded model's memory mostly stays in
-// the process. Takes each arena's lock in turn, and the pages it drops are
-// faulted back in by whoever allocates there next: it costs a busy neighbour
-// a little (docs/isolation.md), so it runs once per unload, not more often.
-void ReleaseFreeHeapMemory();
-
 }  // namespace somm
