@@ -69,38 +69,9 @@ else
 fi
 STABILITY_PCT=10
 
-# ---- children: every process started here is killed on exit
-PIDS=()
-cleanup() {
-  local pid
-  for pid in "${PIDS[@]}"; do
-    if kill -0 "$pid" 2>/dev/null; then
-      kill "$pid" 2>/dev/null || true
-    fi
-  done
-  for pid in "${PIDS[@]}"; do
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  PIDS=()
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-stop_pid() {
-  local pid="$1" keep=() p
-  kill "$pid" 2>/dev/null || true
-  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-  for p in "${PIDS[@]}"; do [[ "$p" == "$pid" ]] || keep+=("$p"); done
-  PIDS=("${keep[@]}")
-}
-
-alive_or_die() {  # pid name log
-  kill -0 "$1" 2>/dev/null || { tail -n 20 "$3" >&2; die "$2 exited (log: $3)"; }
-}
+# ---- children: every process started here is killed on exit (PIDS,
+# stop_pid, alive_or_die, start_somm_serve)
+source "$ROOT/bench/lib.sh"
 
 free_port() {
   "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -194,21 +165,10 @@ heading "somm serve $REPO"
 # (the same file and threads as raw libtorch); the autoscaler would swap
 # variants and replicas under the sweep, and unload the models waiting their
 # turn.
-"$SOMM" serve --model-repository "$REPO" --http-port 0 --grpc-port 0 --metrics-port 0 \
-  --auto-variants false --managed false \
-  >"$OUT/somm.stdout" 2>"$OUT/somm.stderr" &
-SOMM_PID=$!
-PIDS+=("$SOMM_PID")
-BANNER=""
-for _ in $(seq 1200); do  # 120 s: every demo model loads and warms up first
-  BANNER="$(head -n 1 "$OUT/somm.stdout" 2>/dev/null || true)"
-  [[ "$BANNER" == "somm: listening "* ]] && break
-  alive_or_die "$SOMM_PID" "somm serve" "$OUT/somm.stderr"
-  sleep 0.1
-done
-[[ "$BANNER" =~ http=([0-9]+)\ grpc=([0-9]+)\ metrics=([0-9]+) ]] ||
-  die "somm serve printed no 'somm: listening' banner in 120 s (log: $OUT/somm.stderr)"
-HTTP_PORT="${BASH_REMATCH[1]}"; GRPC_PORT="${BASH_REMATCH[2]}"; METRICS_PORT="${BASH_REMATCH[3]}"
+start_somm_serve somm "$SOMM" "$OUT/somm" --model-repository "$REPO" --auto-variants false \
+  --managed false
+SOMM_PID="$SERVED_PID"; BANNER="$SERVED_BANNER"
+HTTP_PORT="$SERVED_HTTP_PORT"; GRPC_PORT="$SERVED_GRPC_PORT"; METRICS_PORT="$SERVED_METRICS_PORT"
 for model in digits-mlp resnet18; do
   curl -sf "http://127.0.0.1:$HTTP_PORT/v2/models/$model/ready" >/dev/null ||
     die "somm serves no ready '$model' (see $SOMM models --url 127.0.0.1:$HTTP_PORT)"

@@ -81,34 +81,18 @@ done
 OUT="${OUT:-bench/out/isolation-$(date -u +%Y%m%d-%H%M%S)}"
 mkdir -p "$OUT"
 
-PIDS=()
-cleanup() {
-  local pid
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# Children are killed on exit (bench/lib.sh: PIDS, start_somm_serve).
+source "$ROOT/bench/lib.sh"
 
 # start_somm NAME: one `somm serve` on free ports; sets SERVED_PID and SERVED_HTTP/_GRPC.
-read -r -a EXTRA_ENV <<<"${SOMM_ENV:-}"
+read -r -a SERVE_ENV <<<"${SOMM_ENV:-}"
 read -r -a SERVE_ARGS <<<"${SOMM_SERVE_ARGS:-}"
 start_somm() {
-  local banner=""
-  env "${EXTRA_ENV[@]}" "$SOMM" serve --model-repository "$REPO" --http-port 0 --grpc-port 0 \
-    --metrics-port 0 --auto-variants false "${SERVE_ARGS[@]}" >"$OUT/$1.stdout" 2>"$OUT/$1.stderr" &
-  SERVED_PID=$!
-  PIDS+=("$SERVED_PID")
-  for _ in $(seq 1200); do
-    banner="$(head -n 1 "$OUT/$1.stdout" 2>/dev/null || true)"
-    [[ "$banner" == "somm: listening "* ]] && break
-    kill -0 "$SERVED_PID" 2>/dev/null || { tail -n 20 "$OUT/$1.stderr" >&2; die "$1 exited"; }
-    sleep 0.1
-  done
-  [[ "$banner" =~ http=([0-9]+)\ grpc=([0-9]+) ]] || die "$1: no 'somm: listening' banner in 120 s"
-  SERVED_HTTP="127.0.0.1:${BASH_REMATCH[1]}"
-  SERVED_GRPC="127.0.0.1:${BASH_REMATCH[2]}"
-  echo "$1: pid $SERVED_PID, $banner"
+  start_somm_serve "$1" "$SOMM" "$OUT/$1" --model-repository "$REPO" --auto-variants false \
+    ${SERVE_ARGS[@]+"${SERVE_ARGS[@]}"}
+  SERVED_HTTP="127.0.0.1:$SERVED_HTTP_PORT"
+  SERVED_GRPC="127.0.0.1:$SERVED_GRPC_PORT"
+  echo "$1: pid $SERVED_PID, $SERVED_BANNER"
 }
 repo_call() {  # URL ACTION MODEL: POST the repository extension, fail loudly
   curl -sf -X POST "http://$1/v2/repository/models/$3/$2" -d '{}' >/dev/null ||

@@ -157,36 +157,9 @@ BURST_SECONDS="6:15"  # trace seconds: as long in real-time replay, 2-5 s at --t
 SENDERS=256           # open-loop sender threads: enough that a burst waits in the server, not here
 WARMUP_S=1            # somm bench's closed-loop warm-up of each model before the replay
 
-# ---- children: every process started here is killed on exit
-PIDS=()
-cleanup() {
-  local pid
-  for pid in "${PIDS[@]}"; do
-    kill "$pid" 2>/dev/null || true
-  done
-  for pid in "${PIDS[@]}"; do
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  PIDS=()
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-stop_pid() {
-  local pid="$1" keep=() p
-  kill "$pid" 2>/dev/null || true
-  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-  for p in "${PIDS[@]}"; do [[ "$p" == "$pid" ]] || keep+=("$p"); done
-  PIDS=("${keep[@]}")
-}
-
-alive_or_die() {  # pid name log
-  kill -0 "$1" 2>/dev/null || { tail -n 20 "$3" >&2; die "$2 exited (log: $3)"; }
-}
+# ---- children: every process started here is killed on exit (PIDS,
+# stop_pid, alive_or_die, start_somm_serve)
+source "$ROOT/bench/lib.sh"
 
 # ---- 1. binaries and the repository
 if [[ "$REPO" == models/demo && ! -f "$REPO/${MODELS[0]}/model.yaml" ]]; then
@@ -267,22 +240,11 @@ start_server() {
   mkdir -p "$dir"
   printf '%s\n' "$SERVE_BIN serve --model-repository $repo --http-port 0 --grpc-port 0 \
 --metrics-port 0 --auto-variants false $*" >>"$OUT/commands.txt"
-  local t0=$EPOCHREALTIME banner=""
-  "$SERVE_BIN" serve --model-repository "$repo" --http-port 0 --grpc-port 0 --metrics-port 0 \
-    --auto-variants false "$@" >"$dir/server.stdout" 2>"$dir/server.stderr" &
-  SERVER_PID=$!
-  PIDS+=("$SERVER_PID")
-  for _ in $(seq 1200); do  # 120 s
-    banner="$(head -n 1 "$dir/server.stdout" 2>/dev/null || true)"
-    [[ "$banner" == "somm: listening "* ]] && break
-    alive_or_die "$SERVER_PID" "somm serve ($name)" "$dir/server.stderr"
-    sleep 0.1
-  done
-  [[ "$banner" =~ http=([0-9]+)\ grpc=([0-9]+)\ metrics=([0-9]+) ]] ||
-    die "somm serve ($name) printed no 'somm: listening' banner in 120 s (log: $dir/server.stderr)"
-  HTTP_PORT="${BASH_REMATCH[1]}"; GRPC_PORT="${BASH_REMATCH[2]}"; METRICS_PORT="${BASH_REMATCH[3]}"
-  READY_S="$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}')"
-  echo "$name: $banner (pid $SERVER_PID, $READY_S s to listen)"
+  start_somm_serve "$name" "$SERVE_BIN" "$dir/server" --model-repository "$repo" \
+    --auto-variants false "$@"
+  SERVER_PID="$SERVED_PID"; READY_S="$SERVED_READY_S"
+  HTTP_PORT="$SERVED_HTTP_PORT"; GRPC_PORT="$SERVED_GRPC_PORT"; METRICS_PORT="$SERVED_METRICS_PORT"
+  echo "$name: $SERVED_BANNER (pid $SERVER_PID, $READY_S s to listen)"
 }
 
 STATIC_FLAGS=()

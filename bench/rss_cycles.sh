@@ -78,27 +78,16 @@ fi
 OUT="${OUT:-bench/out/rss-$MODEL-$(date -u +%Y%m%d-%H%M%S)}"
 mkdir -p "$OUT"
 
-SOMM_PID=""
-cleanup() { [[ -z "$SOMM_PID" ]] || { kill "$SOMM_PID" 2>/dev/null || true; wait "$SOMM_PID" 2>/dev/null || true; }; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# Children are killed on exit (bench/lib.sh: PIDS, start_somm_serve).
+source "$ROOT/bench/lib.sh"
 
-read -r -a EXTRA_ENV <<<"${SOMM_ENV:-}"
+read -r -a SERVE_ENV <<<"${SOMM_ENV:-}"
 # --managed false: the controller would unload the idle demo models after
 # 30 s, and their memory leaving would hide any growth from the cycles.
-env "${EXTRA_ENV[@]}" "$SOMM" serve --model-repository "$REPO" --http-port 0 --grpc-port 0 \
-  --metrics-port 0 --auto-variants false --managed false \
-  >"$OUT/somm.stdout" 2>"$OUT/somm.stderr" &
-SOMM_PID=$!
-BANNER=""
-for _ in $(seq 1200); do
-  BANNER="$(head -n 1 "$OUT/somm.stdout" 2>/dev/null || true)"
-  [[ "$BANNER" == "somm: listening "* ]] && break
-  kill -0 "$SOMM_PID" 2>/dev/null || { tail -n 20 "$OUT/somm.stderr" >&2; die "somm serve exited"; }
-  sleep 0.1
-done
-[[ "$BANNER" =~ http=([0-9]+) ]] || die "no 'somm: listening' banner in 120 s"
-URL="http://127.0.0.1:${BASH_REMATCH[1]}"
+start_somm_serve somm "$SOMM" "$OUT/somm" --model-repository "$REPO" --auto-variants false \
+  --managed false
+SOMM_PID="$SERVED_PID"; BANNER="$SERVED_BANNER"
+URL="http://127.0.0.1:$SERVED_HTTP_PORT"
 
 echo "somm serve pid $SOMM_PID ($BANNER); cycling $MODEL $CYCLES times," \
   "$CONNECTION connections${SOMM_ENV:+ (env: $SOMM_ENV)}"
