@@ -33,6 +33,7 @@ struct GrpcClient::Impl {
 StatusOr<std::unique_ptr<GrpcClient>> GrpcClient::Connect(const std::string& target,
                                                           GrpcClientOptions options) {
   if (target.empty()) return InvalidArgument("gRPC target is empty");
+  grpc_codec::TurnOffAbslDeadlockDetection();
   auto impl = std::make_unique<Impl>();
   impl->target = target;
   impl->options = options;

@@ -15,12 +15,7 @@ namespace somm {
 namespace {
 
 using oip::EncodePathSegment;
-
-std::string ModelPath(const std::string& name, const std::string& version) {
-  std::string path = "/v2/models/" + EncodePathSegment(name);
-  if (!version.empty()) path += "/versions/" + EncodePathSegment(version);
-  return path;
-}
+using oip::ModelPath;
 
 // "/v2/tasks/classification/digits/infer": each segment of the task is
 // encoded, the slash between them kept.

@@ -1,13 +1,24 @@
 #include "frontend/grpc/grpc_codec.h"
 
+#include <absl/synchronization/mutex.h>
+
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <set>
 #include <type_traits>
 #include <utility>
 
 namespace somm::grpc_codec {
+
+void TurnOffAbslDeadlockDetection() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  });
+}
+
 namespace {
 
 // Raw tensor bytes are little-endian on the wire and in somm::Tensor; the

@@ -300,6 +300,7 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& ser
   }
   if (options.address.empty()) return InvalidArgument("gRPC listen address is empty");
 
+  grpc_codec::TurnOffAbslDeadlockDetection();
   auto impl = std::make_unique<Impl>(server);
   const std::string where = HostPort(options.address, options.port);
   grpc::ServerBuilder builder;

@@ -113,4 +113,10 @@ std::string EncodePathSegment(std::string_view segment) {
   return out;
 }
 
+std::string ModelPath(std::string_view name, std::string_view version) {
+  std::string path = "/v2/models/" + EncodePathSegment(name);
+  if (!version.empty()) path += "/versions/" + EncodePathSegment(version);
+  return path;
+}
+
 }  // namespace somm::oip

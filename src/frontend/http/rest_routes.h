@@ -60,4 +60,8 @@ RestRoute MatchRestRoute(std::string_view path);
 // through), so that a model or task name can never change the shape of a URL.
 std::string EncodePathSegment(std::string_view segment);
 
+// "/v2/models/{name}" or "/v2/models/{name}/versions/{version}" (version ""),
+// each segment encoded: the prefix of a model's endpoints, for clients.
+std::string ModelPath(std::string_view name, std::string_view version);
+
 }  // namespace somm::oip
