@@ -14,7 +14,7 @@
 #                                        gRPC
 #   fastapi-peer                         somm bench -> /work/shared/peers/
 #                                        fastapi_torchscript.py (JSON)
-# over a concurrency sweep (digits-mlp: 1 2 4 8 16; resnet18: 1 2 4 8; raw
+# over a concurrency sweep (digits-mlp: 1 2 4 ... 64; resnet18: 1 2 4 8; raw
 # libtorch before and after the servers, the better run counting), and
 # writes bench/out/<timestamp>/ (every JSON, logs, /metrics snapshots, the
 # report.md from bench/report.py and one SVG plot per model, also copied to
@@ -246,7 +246,7 @@ bench_model() {
   raw_limit after
 }
 
-bench_model digits-mlp "$REPO/.examples/digit_3.json" "1 2 4 8 16" \
+bench_model digits-mlp "$REPO/.examples/digit_3.json" "1 2 4 8 16 32 64" \
   "${DIGITS_TIMING[@]}" "${DIGITS_TIMING[@]}"
 bench_model resnet18 "$REPO/.examples/resnet_input.json" "1 2 4 8" \
   "${RESNET_TIMING[@]}" "${RAW_RESNET_TIMING[@]}"
