@@ -14,13 +14,13 @@
 #                                        gRPC
 #   fastapi-peer                         somm bench -> /work/shared/peers/
 #                                        fastapi_torchscript.py (JSON)
-# over a concurrency sweep (digits-mlp: 1 2 4 ... 64; resnet18: 1 2 4 8; raw
+# over a concurrency sweep (digits-mlp: 1 2 4 ... 64; resnet18: 1 2 4 8 16; raw
 # libtorch before and after the servers, the better run counting), and
 # writes bench/out/<timestamp>/ (every JSON, logs, /metrics snapshots, the
 # report.md from bench/report.py and one SVG plot per model, also copied to
 # docs/performance-<model>.svg; the figures in docs/performance.md are
 # replaced with this run's). It starts somm once and the peer once per
-# model, on free ports, and kills them on exit. About 10 minutes.
+# model, on free ports, and kills them on exit. About 12 minutes.
 #
 # Usage: bench/compare.sh [--quick] [--skip-build] [--no-docs] [-j N] [--out DIR]
 #   --quick       short windows (a smoke test of the script; figures are rough)
@@ -248,7 +248,7 @@ bench_model() {
 
 bench_model digits-mlp "$REPO/.examples/digit_3.json" "1 2 4 8 16 32 64" \
   "${DIGITS_TIMING[@]}" "${DIGITS_TIMING[@]}"
-bench_model resnet18 "$REPO/.examples/resnet_input.json" "1 2 4 8" \
+bench_model resnet18 "$REPO/.examples/resnet_input.json" "1 2 4 8 16" \
   "${RESNET_TIMING[@]}" "${RAW_RESNET_TIMING[@]}"
 
 stop_pid "$SOMM_PID"
