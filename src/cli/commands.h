@@ -30,7 +30,7 @@ struct ServeOptions {
   double idle_unload_s = 0;      // 0 = the autoscaler's default
   // Share of wall time that background loads and unloads may take when they
   // come back to back (common/duty_cycle_pacer.h; docs/isolation.md).
-  double background_duty = 0.25;
+  double background_duty = 0.15;
 };
 int RunServe(const ServeOptions& options);
 
