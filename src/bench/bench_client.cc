@@ -6,7 +6,6 @@
 #include "bench/http_wire.h"
 #include "client/grpc_client.h"
 #include "client/http_client.h"
-#include "frontend/http/http_status.h"
 #include "frontend/http/oip_json.h"
 #include "frontend/http/rest_routes.h"
 
@@ -35,17 +34,7 @@ class HttpBenchClient : public BenchClient {
                .first;
     }
     SOMM_ASSIGN_OR_RETURN(const HttpWireReply reply, wire_.Exchange(it->second));
-    if (reply.status != 200) {
-      std::string message = oip::DecodeError(reply.body);
-      if (message.empty()) message = "HTTP " + std::to_string(reply.status);
-      return Status(oip::StatusCodeFromHttp(reply.status), std::move(message));
-    }
-    StatusOr<InferenceResponse> response = oip::DecodeInferResponse(reply.body, reply.json_size);
-    if (!response.ok()) {
-      return Internal("malformed response from http://" + endpoint_ + ": " +
-                      response.status().message());
-    }
-    return response;
+    return oip::DecodeInferReply(reply.status, reply.body, reply.json_size, endpoint_);
   }
   StatusOr<bool> ServerReady() override { return client_.ServerReady(); }
   StatusOr<ModelMetadata> Metadata(const std::string& model) override {

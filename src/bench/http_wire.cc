@@ -111,7 +111,10 @@ std::string HttpPostBytes(std::string_view host_port, std::string_view path,
 }
 
 HttpWireConnection::HttpWireConnection(std::string host, int port, int io_timeout_ms)
-    : host_(std::move(host)), port_(port), io_timeout_ms_(io_timeout_ms) {}
+    : host_(std::move(host)),
+      port_(port),
+      url_("http://" + host_ + ":" + std::to_string(port_)),
+      io_timeout_ms_(io_timeout_ms) {}
 
 HttpWireConnection::~HttpWireConnection() { Close(); }
 
@@ -127,9 +130,8 @@ Status HttpWireConnection::Connect() {
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
-  const std::string endpoint = host_ + ":" + std::to_string(port_);
   const int rc = ::getaddrinfo(host_.c_str(), std::to_string(port_).c_str(), &hints, &found);
-  if (rc != 0) return Unavailable("cannot resolve " + endpoint + ": " + ::gai_strerror(rc));
+  if (rc != 0) return Unavailable("cannot resolve " + url_ + ": " + ::gai_strerror(rc));
   std::string last_error = "no address";
   for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
     const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
@@ -151,7 +153,7 @@ Status HttpWireConnection::Connect() {
     ::close(fd);
   }
   ::freeaddrinfo(found);
-  if (fd_ < 0) return Unavailable("cannot connect to http://" + endpoint + ": " + last_error);
+  if (fd_ < 0) return Unavailable("cannot connect to " + url_ + ": " + last_error);
   return Status::Ok();
 }
 
@@ -159,7 +161,7 @@ Status HttpWireConnection::SendAll(std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Unavailable(ErrnoText("send to http://" + host_ + ":" + std::to_string(port_)));
+    if (n <= 0) return Unavailable(ErrnoText("send to " + url_));
     bytes.remove_prefix(static_cast<size_t>(n));
   }
   return Status::Ok();
@@ -175,11 +177,9 @@ StatusOr<bool> HttpWireConnection::ReadMore() {
     if (n < 0) {
       buffer_.resize(old);
       const bool timed_out = errno == EAGAIN || errno == EWOULDBLOCK;
-      return Unavailable(timed_out ? "no answer from http://" + host_ + ":" +
-                                         std::to_string(port_) + " within " +
+      return Unavailable(timed_out ? "no answer from " + url_ + " within " +
                                          std::to_string(io_timeout_ms_) + " ms"
-                                   : ErrnoText("recv from http://" + host_ + ":" +
-                                               std::to_string(port_)));
+                                   : ErrnoText("recv from " + url_));
     }
     buffer_.resize(old + static_cast<size_t>(n));
     return n > 0;
@@ -230,8 +230,7 @@ StatusOr<HttpWireReply> HttpWireConnection::ReadReply(bool* nothing_read) {
     SOMM_ASSIGN_OR_RETURN(head, ParseResponseHead(buffer_));
     if (head) break;
     SOMM_ASSIGN_OR_RETURN(const bool more, ReadMore());
-    if (!more) return Unavailable("http://" + host_ + ":" + std::to_string(port_) +
-                                  " closed the connection before answering");
+    if (!more) return Unavailable(url_ + " closed the connection before answering");
     *nothing_read = false;
   }
   *nothing_read = false;

@@ -72,6 +72,7 @@ class HttpWireConnection {
 
   std::string host_;
   int port_;
+  std::string url_;  // "http://host:port", for messages
   int io_timeout_ms_;
   int fd_ = -1;
   bool reused_ = false;  // the connection has carried an exchange already

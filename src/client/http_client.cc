@@ -5,7 +5,6 @@
 #include <chrono>
 #include <utility>
 
-#include "frontend/http/http_status.h"
 #include "frontend/http/oip_json.h"
 #include "frontend/http/oip_metadata_json.h"
 #include "frontend/http/rest_routes.h"
@@ -86,24 +85,13 @@ StatusOr<HttpClient::Reply> HttpClient::Post(const std::string& path, const std:
   return reply;
 }
 
-namespace {
-
-// A non-2xx reply as a Status carrying the server's message.
-Status ErrorFrom(int http_status, const std::string& body) {
-  std::string message = oip::DecodeError(body);
-  if (message.empty()) message = "HTTP " + std::to_string(http_status);
-  return Status(oip::StatusCodeFromHttp(http_status), std::move(message));
-}
-
-}  // namespace
-
 StatusOr<bool> HttpClient::Health(const std::string& path) {
   SOMM_ASSIGN_OR_RETURN(const Reply reply, Get(path));
   if (reply.status == 200) return true;
   // Health answers "false" as a bare 4xx; a 4xx with an error message (an
   // unknown model) is an error, as is any 5xx.
   if (reply.status >= 400 && reply.status < 500 && reply.body.empty()) return false;
-  return ErrorFrom(reply.status, reply.body);
+  return oip::ErrorFromReply(reply.status, reply.body);
 }
 
 StatusOr<bool> HttpClient::ServerLive() { return Health("/v2/health/live"); }
@@ -116,14 +104,14 @@ StatusOr<bool> HttpClient::ModelReady(const std::string& name, const std::string
 
 StatusOr<somm::ServerMetadata> HttpClient::ServerMetadata() {
   SOMM_ASSIGN_OR_RETURN(const Reply reply, Get("/v2"));
-  if (reply.status != 200) return ErrorFrom(reply.status, reply.body);
+  if (reply.status != 200) return oip::ErrorFromReply(reply.status, reply.body);
   return oip::DecodeServerMetadata(reply.body);
 }
 
 StatusOr<somm::ModelMetadata> HttpClient::ModelMetadata(const std::string& name,
                                                         const std::string& version) {
   SOMM_ASSIGN_OR_RETURN(const Reply reply, Get(ModelPath(name, version)));
-  if (reply.status != 200) return ErrorFrom(reply.status, reply.body);
+  if (reply.status != 200) return oip::ErrorFromReply(reply.status, reply.body);
   return oip::DecodeModelMetadata(reply.body);
 }
 
@@ -143,20 +131,14 @@ StatusOr<InferenceResponse> HttpClient::InferAt(const std::string& path,
   SOMM_ASSIGN_OR_RETURN(const oip::EncodedBody encoded,
                         oip::EncodeInferRequest(request, {binary, binary}));
   SOMM_ASSIGN_OR_RETURN(const Reply reply, Post(path, encoded.body, encoded.json_size));
-  if (reply.status != 200) return ErrorFrom(reply.status, reply.body);
-  StatusOr<InferenceResponse> response = oip::DecodeInferResponse(reply.body, reply.json_size);
-  if (!response.ok()) {
-    return Internal("malformed response from http://" + endpoint_ + ": " +
-                    response.status().message());
-  }
-  return response;
+  return oip::DecodeInferReply(reply.status, reply.body, reply.json_size, endpoint_);
 }
 
 StatusOr<std::vector<RepositoryEntry>> HttpClient::RepositoryIndex(bool ready_only) {
   SOMM_ASSIGN_OR_RETURN(
       const Reply reply,
       Post("/v2/repository/index", oip::EncodeRepositoryIndexRequest(ready_only), std::nullopt));
-  if (reply.status != 200) return ErrorFrom(reply.status, reply.body);
+  if (reply.status != 200) return oip::ErrorFromReply(reply.status, reply.body);
   return oip::DecodeRepositoryIndex(reply.body);
 }
 
@@ -164,7 +146,7 @@ Status HttpClient::Load(const std::string& name) {
   SOMM_ASSIGN_OR_RETURN(
       const Reply reply,
       Post("/v2/repository/models/" + EncodePathSegment(name) + "/load", "", std::nullopt));
-  if (reply.status != 200) return ErrorFrom(reply.status, reply.body);
+  if (reply.status != 200) return oip::ErrorFromReply(reply.status, reply.body);
   return Status::Ok();
 }
 
@@ -172,7 +154,7 @@ Status HttpClient::Unload(const std::string& name) {
   SOMM_ASSIGN_OR_RETURN(
       const Reply reply,
       Post("/v2/repository/models/" + EncodePathSegment(name) + "/unload", "", std::nullopt));
-  if (reply.status != 200) return ErrorFrom(reply.status, reply.body);
+  if (reply.status != 200) return oip::ErrorFromReply(reply.status, reply.body);
   return Status::Ok();
 }
 
@@ -182,13 +164,15 @@ Status HttpClient::Register(const RegistrationRequest& request) {
       const Reply reply,
       Post("/v2/repository/models/" + EncodePathSegment(request.name) + "/register",
            oip::EncodeRegistrationRequest(request), std::nullopt));
-  if (reply.status < 200 || reply.status >= 300) return ErrorFrom(reply.status, reply.body);
+  if (reply.status < 200 || reply.status >= 300) {
+    return oip::ErrorFromReply(reply.status, reply.body);
+  }
   return Status::Ok();
 }
 
 StatusOr<RegistrationStatus> HttpClient::GetVariants(const std::string& name) {
   SOMM_ASSIGN_OR_RETURN(const Reply reply, Get(oip::VariantsPath(name)));
-  if (reply.status != 200) return ErrorFrom(reply.status, reply.body);
+  if (reply.status != 200) return oip::ErrorFromReply(reply.status, reply.body);
   StatusOr<RegistrationStatus> status = oip::DecodeRegistrationStatus(reply.body);
   if (!status.ok()) {
     return Internal("malformed response from http://" + endpoint_ + ": " +
@@ -200,7 +184,7 @@ StatusOr<RegistrationStatus> HttpClient::GetVariants(const std::string& name) {
 StatusOr<std::vector<DecisionRecord>> HttpClient::RecentDecisions(size_t limit) {
   SOMM_ASSIGN_OR_RETURN(const Reply reply,
                         Get("/v2/somm/decisions?limit=" + std::to_string(limit)));
-  if (reply.status != 200) return ErrorFrom(reply.status, reply.body);
+  if (reply.status != 200) return oip::ErrorFromReply(reply.status, reply.body);
   StatusOr<std::vector<DecisionRecord>> decisions = oip::DecodeDecisions(reply.body);
   if (!decisions.ok()) {
     return Internal("malformed response from http://" + endpoint_ + ": " +

@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "frontend/http/http_status.h"
 #include "frontend/http/json_util.h"
 #include "frontend/http/tensor_json.h"
 
@@ -358,6 +359,24 @@ std::string DecodeError(std::string_view body) {
     if (it != json->end() && it->is_string()) return it->get<std::string>();
   }
   return std::string(body.substr(0, kMaxRaw));
+}
+
+Status ErrorFromReply(int http_status, std::string_view body) {
+  std::string message = DecodeError(body);
+  if (message.empty()) message = "HTTP " + std::to_string(http_status);
+  return Status(StatusCodeFromHttp(http_status), std::move(message));
+}
+
+StatusOr<InferenceResponse> DecodeInferReply(int http_status, std::string_view body,
+                                             std::optional<size_t> json_size,
+                                             std::string_view server) {
+  if (http_status != 200) return ErrorFromReply(http_status, body);
+  StatusOr<InferenceResponse> response = DecodeInferResponse(body, json_size);
+  if (!response.ok()) {
+    return Internal("malformed response from http://" + std::string(server) + ": " +
+                    response.status().message());
+  }
+  return response;
 }
 
 }  // namespace somm::oip

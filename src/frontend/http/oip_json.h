@@ -96,4 +96,15 @@ std::string EncodeError(std::string_view message);
 // The message of an error body; the raw body (truncated) when it is not one.
 std::string DecodeError(std::string_view body);
 
+// A REST client's reading of a reply with a non-2xx HTTP status: the
+// Status its code maps to (StatusCodeFromHttp), carrying the server's
+// message ("HTTP <status>" when the body has none).
+Status ErrorFromReply(int http_status, std::string_view body);
+// A REST client's reading of an infer reply: ErrorFromReply unless the status
+// is 200; a 200 body that does not decode is INTERNAL, naming `server`
+// ("host:port"), since the fault is the server's.
+StatusOr<InferenceResponse> DecodeInferReply(int http_status, std::string_view body,
+                                             std::optional<size_t> json_size,
+                                             std::string_view server);
+
 }  // namespace somm::oip
