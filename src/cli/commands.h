@@ -15,9 +15,9 @@ struct ServeOptions {
   int grpc_port = 8001;
   int metrics_port = 8002;
   int64_t max_body_bytes = 64 << 20;  // REST bodies and gRPC messages
-  // One thread per open keep-alive connection (cpp-httplib); idle threads cost
-  // little, and too few makes connection N+1 wait for a keep-alive timeout.
-  int http_threads = 256;
+  // REST I/O threads: each an epoll loop over its share of the connections
+  // (frontend/http/http_server.h); requests are decoded on them.
+  int http_threads = 2;
   std::string device = "auto";        // "auto" (GPU if present), "cpu" or "cuda:N"
   std::string log_level = "info";
   // Generate and profile variants for repository models that have none.

@@ -88,7 +88,7 @@ int RunServe(const ServeOptions& options) {
   ho.address = options.address;
   ho.port = options.http_port;
   ho.max_body_bytes = static_cast<size_t>(options.max_body_bytes);
-  ho.worker_threads = options.http_threads;
+  ho.io_threads = options.http_threads;
   auto http = HttpFrontend::Start(manager, ho);
   if (!http.ok()) {
     spdlog::error("REST frontend: {}", http.status().message());

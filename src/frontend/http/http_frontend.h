@@ -1,14 +1,23 @@
 // HttpFrontend: the Open Inference Protocol v2 over REST (KServe v2 + Triton's
-// binary tensor data and model repository extensions), served by cpp-httplib.
+// binary tensor data and model repository extensions), on somm's own
+// event-driven HTTP/1.1 server (frontend/http/http_server.h).
 //
-// Start() binds, starts the accept loop on its own thread and returns once the
-// server is accepting; the frontend then serves until Shutdown() or
-// destruction. It borrows the InferenceServer, which must outlive it, and
-// turns every call into InferenceServer calls: it holds no model state.
-// Each connection is served by one worker thread for as long as it stays
-// open (httplib's model), so worker_threads bounds the number of concurrent
-// keep-alive connections; further connections wait in the accept queue until a
-// worker frees up.
+// Start() binds, starts the I/O threads and returns once the server is
+// accepting; the frontend then serves until Shutdown() or destruction. It
+// borrows the InferenceServer, which must outlive it, and turns every call
+// into InferenceServer calls: it holds no model state.
+// Inference requests are decoded on the I/O thread that read them and handed
+// to InferenceServer::Infer; the response is encoded and written by whichever
+// thread completes the query (the batcher's), with no hand-off in between.
+// Everything that may block runs on a small pool of handler threads instead:
+// repository load/unload/register, metadata and decisions; inferences with
+// large bodies (decoding 1.6 MB of JSON takes milliseconds); and the first
+// inference on a path after a second without a successful one, because
+// InferenceServer::Infer may load the model first (a managed server's
+// on-demand load or a task's newly chosen variant). An I/O thread so keeps
+// serving its other connections while a model loads, except in one case it
+// cannot foresee: a model evicted under memory pressure while its path was
+// busy.
 //
 // Errors are JSON {"error": "<message>"} with the HTTP status chosen by
 // oip::HttpStatusFromCode (frontend/http/http_status.h); bodies over
@@ -45,17 +54,20 @@ struct HttpFrontendOptions {
   // Largest accepted request body, JSON header and binary section together,
   // after any Content-Encoding is undone. Larger bodies get 413.
   size_t max_body_bytes = 64ull << 20;
-  // Threads serving connections. One thread is held per open connection, so
-  // this is the number of concurrent keep-alive clients served at once; 64
-  // costs little on a 2-core machine since the threads mostly wait.
-  int worker_threads = 64;
-  // Seconds an idle keep-alive connection is kept open. Shutdown() can wait
-  // this long for an idle connection's worker to notice.
+  // I/O threads, each an epoll loop over its share of the connections.
+  int io_threads = 2;
+  // Threads for the endpoints that may block (see above).
+  int handler_threads = 4;
+  // Inference bodies larger than this are decoded on a handler thread.
+  size_t inline_body_bytes = 64 << 10;
+  // Connections open at once; more are answered 503.
+  size_t max_connections = 4096;
+  // Seconds an idle keep-alive connection is kept open.
   int keep_alive_timeout_s = 5;
-  // Requests served on one connection before the server closes it (httplib's
-  // default of 5 would make load generators reconnect constantly).
+  // Requests served on one connection before the server closes it.
   int keep_alive_max_requests = 100000;
-  // Per-call socket read and write timeouts.
+  // A request still arriving after read_timeout_s gets 408; a response the
+  // client has not taken after write_timeout_s closes the connection.
   int read_timeout_s = 30;
   int write_timeout_s = 30;
 };

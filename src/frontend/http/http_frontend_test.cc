@@ -402,7 +402,7 @@ TEST_F(HttpFrontendTest, PostWithoutContentLengthHasAnEmptyBody) {
 TEST_F(HttpFrontendTest, GarbageRequestGetsAJson400) {
   const std::string reply = RawExchange(frontend_->port(), "NOT HTTP AT ALL\r\n\r\n");
   EXPECT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << reply;
-  EXPECT_NE(reply.find(R"({"error":"bad request"})"), std::string::npos) << reply;
+  EXPECT_NE(reply.find(R"({"error":"malformed request line"})"), std::string::npos) << reply;
 }
 
 TEST_F(HttpFrontendTest, HeadIsAnsweredLikeGet) {
@@ -463,9 +463,9 @@ TEST(HttpFrontendStartTest, RejectsBadOptionsAndShutsDownTwice) {
   options.port = 70000;
   EXPECT_EQ(HttpFrontend::Start(server, options).status().code(), StatusCode::kInvalidArgument);
   options.port = 0;
-  options.worker_threads = 0;
+  options.io_threads = 0;
   EXPECT_EQ(HttpFrontend::Start(server, options).status().code(), StatusCode::kInvalidArgument);
-  options.worker_threads = 2;
+  options.io_threads = 2;
   options.address = "127.0.0.1";
   auto frontend = HttpFrontend::Start(server, options);
   ASSERT_TRUE(frontend.ok());

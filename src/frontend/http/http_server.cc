@@ -1,0 +1,766 @@
+#include "frontend/http/http_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+namespace somm::http {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kListenBacklog = 1024;
+constexpr size_t kReadChunk = 64 << 10;
+// A connection whose write side is shut is drained this long for the
+// client's close before it is closed outright.
+constexpr auto kDrainTime = std::chrono::seconds(2);
+constexpr auto kSweepEvery = std::chrono::milliseconds(250);
+
+const char* ReasonPhrase(int status) {
+  switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 411: return "Length Required";
+    case 413: return "Payload Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 499: return "Client Closed Request";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Unknown";
+  }
+}
+
+// Writes as much of `parts` as the socket takes now; returns the bytes
+// written (0 when it would block) or -1 when the connection is broken.
+ssize_t WriteSome(int fd, const std::string_view* parts, int count) {
+  iovec iov[2];
+  int n = 0;
+  for (int i = 0; i < count; ++i) {
+    if (parts[i].empty()) continue;
+    iov[n].iov_base = const_cast<char*>(parts[i].data());
+    iov[n].iov_len = parts[i].size();
+    ++n;
+  }
+  if (n == 0) return 0;
+  msghdr msg{};
+  msg.msg_iov = iov;
+  msg.msg_iovlen = static_cast<size_t>(n);
+  while (true) {
+    const ssize_t written = sendmsg(fd, &msg, MSG_NOSIGNAL);
+    if (written >= 0) return written;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    return -1;
+  }
+}
+
+class Loop;
+thread_local Loop* current_loop = nullptr;
+
+}  // namespace
+
+// One client connection. Fields under `mu` are shared between the loop and
+// whichever thread answers; the rest belong to the loop thread alone.
+struct Connection {
+  Connection(Loop* l, int f) : loop(l), fd(f) {}
+
+  Loop* const loop;
+
+  std::mutex mu;
+  int fd;                    // -1 once closed
+  std::string out;           // response bytes the socket has not taken yet
+  size_t out_offset = 0;
+  bool awaiting = false;     // a request is with the handler
+  bool head_request = false;  // ...and it was a HEAD
+  bool keep_alive = true;    // ...and the connection may stay open after it
+  bool unparsed_input = false;  // bytes of a next request are buffered
+  bool close_after_write = false;
+  bool write_shut = false;   // FIN sent; draining the client's last bytes
+  bool epollout = false;
+  Clock::time_point last_write = Clock::now();
+  Clock::time_point shut_at;
+
+  // Loop thread only.
+  std::string in;
+  size_t in_offset = 0;
+  // kBodyDone: the request is complete and about to be dispatched.
+  enum class Reading { kHead, kLengthBody, kChunkedBody, kBodyDone } reading = Reading::kHead;
+  RequestHead head;
+  uint64_t body_length = 0;
+  std::string body;
+  std::unique_ptr<ChunkedBodyDecoder> chunked;
+  bool continue_sent = false;
+  bool reading_paused = false;
+  int requests = 0;
+  Clock::time_point last_read = Clock::now();
+};
+
+Responder MakeResponder(std::shared_ptr<Connection> connection) {
+  return Responder(std::move(connection));
+}
+
+namespace {
+
+class Loop {
+ public:
+  Loop(Server::Impl& server, int listen_fd);
+  ~Loop();
+  bool ok() const { return epoll_fd_ >= 0 && wake_fd_ >= 0; }
+
+  void Run();
+  void Stop();  // from another thread; the loop closes everything and returns
+  void StopAccepting();
+
+  // From any thread: run ProcessInput for `connection` on the loop.
+  void PostResume(std::shared_ptr<Connection> connection);
+  // From any thread, with connection->mu held.
+  void WantWritable(Connection& connection, bool on);
+  void SendLocked(Connection& connection, Response response);
+  Response ErrorResponse(int status, std::string_view message);
+
+ private:
+  void Accept();
+  void OnReadable(const std::shared_ptr<Connection>& connection);
+  void OnWritable(const std::shared_ptr<Connection>& connection);
+  void ProcessInput(const std::shared_ptr<Connection>& connection);
+  void Reject(const std::shared_ptr<Connection>& connection, const HttpError& error);
+  void Dispatch(const std::shared_ptr<Connection>& connection, Request request, bool keep_alive);
+  void Close(Connection& connection);
+  void Sweep(Clock::time_point now, bool stopping);
+  void SetReading(Connection& connection, bool on);
+
+  Server::Impl& server_;
+  int listen_fd_;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> stop_accepting_{false};
+  Clock::time_point stop_deadline_;
+  std::unordered_map<Connection*, std::shared_ptr<Connection>> connections_;
+
+  std::mutex posted_mu_;
+  std::vector<std::shared_ptr<Connection>> posted_;
+};
+
+}  // namespace
+
+struct Server::Impl {
+  ServerOptions options;
+  Handler handler;
+  ErrorResponder error_responder;
+  int listen_fd = -1;
+  int port = 0;
+  std::atomic<size_t> open_connections{0};
+  std::vector<std::unique_ptr<Loop>> loops;
+  std::vector<std::thread> threads;
+  std::mutex shutdown_mu;
+  bool shut_down = false;
+
+  std::string KeepAliveValue() const {
+    return "timeout=" + std::to_string(options.keep_alive_timeout_s) +
+           ", max=" + std::to_string(options.keep_alive_max_requests);
+  }
+};
+
+namespace {
+
+Response Loop::ErrorResponse(int status, std::string_view message) {
+  return server_.error_responder(status, message);
+}
+
+Loop::Loop(Server::Impl& server, int listen_fd) : server_(server), listen_fd_(listen_fd) {
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (!ok()) return;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = &wake_fd_;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  // EPOLLEXCLUSIVE: a new connection wakes one loop, not all of them.
+  ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+  ev.data.ptr = &listen_fd_;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+}
+
+Loop::~Loop() {
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+void Loop::Stop() {
+  stop_deadline_ = Clock::now() + std::chrono::seconds(server_.options.shutdown_grace_s);
+  stop_ = true;
+  const uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof(one));
+}
+
+void Loop::StopAccepting() {
+  stop_accepting_ = true;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
+}
+
+void Loop::PostResume(std::shared_ptr<Connection> connection) {
+  {
+    std::lock_guard<std::mutex> lock(posted_mu_);
+    posted_.push_back(std::move(connection));
+  }
+  const uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof(one));
+}
+
+void Loop::WantWritable(Connection& connection, bool on) {
+  if (connection.epollout == on || connection.fd < 0) return;
+  connection.epollout = on;
+  epoll_event ev{};
+  ev.events = uint32_t{EPOLLIN} | (on ? uint32_t{EPOLLOUT} : 0u);
+  ev.data.ptr = &connection;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, connection.fd, &ev);
+}
+
+void Loop::SetReading(Connection& connection, bool on) {
+  if (connection.reading_paused == !on) return;
+  connection.reading_paused = !on;
+  std::lock_guard<std::mutex> lock(connection.mu);
+  if (connection.fd < 0) return;
+  epoll_event ev{};
+  ev.events = (on ? uint32_t{EPOLLIN} : 0u) | (connection.epollout ? uint32_t{EPOLLOUT} : 0u);
+  ev.data.ptr = &connection;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, connection.fd, &ev);
+}
+
+void Loop::Run() {
+  current_loop = this;
+  epoll_event events[128];
+  Clock::time_point last_sweep = Clock::now();
+  while (true) {
+    const int n = epoll_wait(epoll_fd_, events, 128, static_cast<int>(kSweepEvery.count()));
+    if (n < 0 && errno != EINTR) break;
+    for (int i = 0; i < n; ++i) {
+      void* tag = events[i].data.ptr;
+      if (tag == &wake_fd_) {
+        uint64_t count;
+        (void)!read(wake_fd_, &count, sizeof(count));
+        std::vector<std::shared_ptr<Connection>> posted;
+        {
+          std::lock_guard<std::mutex> lock(posted_mu_);
+          posted.swap(posted_);
+        }
+        for (auto& connection : posted) {
+          if (connections_.count(connection.get()) == 0) continue;
+          SetReading(*connection, true);
+          ProcessInput(connection);
+        }
+        continue;
+      }
+      if (tag == &listen_fd_) {
+        if (!stop_accepting_) Accept();
+        continue;
+      }
+      auto it = connections_.find(static_cast<Connection*>(tag));
+      if (it == connections_.end()) continue;
+      const std::shared_ptr<Connection> connection = it->second;  // Close() erases it
+      if (events[i].events & EPOLLOUT) OnWritable(connection);
+      if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) OnReadable(connection);
+    }
+    const Clock::time_point now = Clock::now();
+    if (stop_ || now - last_sweep >= kSweepEvery) {
+      last_sweep = now;
+      Sweep(now, stop_);
+      if (stop_ && connections_.empty()) break;
+    }
+  }
+  for (auto& [raw, connection] : connections_) {
+    std::lock_guard<std::mutex> lock(connection->mu);
+    if (connection->fd >= 0) close(connection->fd);
+    connection->fd = -1;
+  }
+  server_.open_connections -= connections_.size();
+  connections_.clear();
+  current_loop = nullptr;
+}
+
+void Loop::Accept() {
+  // One per wake-up, so that a burst of connections spreads over the loops.
+  const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd < 0) return;
+  if (server_.open_connections >= server_.options.max_connections) {
+    const Response busy = server_.error_responder(
+        503, "too many open connections (limit " +
+                 std::to_string(server_.options.max_connections) + ")");
+    const std::string head = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: " +
+                             std::to_string(busy.body.size()) + "\r\nConnection: close\r\n\r\n";
+    const std::string_view parts[2] = {head, busy.body};
+    WriteSome(fd, parts, 2);
+    close(fd);
+    return;
+  }
+  int yes = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
+  auto connection = std::make_shared<Connection>(this, fd);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = connection.get();
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    close(fd);
+    return;
+  }
+  ++server_.open_connections;
+  connections_.emplace(connection.get(), std::move(connection));
+}
+
+void Loop::Close(Connection& connection) {
+  {
+    std::lock_guard<std::mutex> lock(connection.mu);
+    if (connection.fd >= 0) {
+      epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, connection.fd, nullptr);
+      close(connection.fd);
+      connection.fd = -1;
+    }
+  }
+  if (connections_.erase(&connection) > 0) --server_.open_connections;
+}
+
+void Loop::OnWritable(const std::shared_ptr<Connection>& connection) {
+  std::lock_guard<std::mutex> lock(connection->mu);
+  if (connection->fd < 0) return;
+  const std::string_view rest = std::string_view(connection->out).substr(connection->out_offset);
+  const ssize_t written = WriteSome(connection->fd, &rest, 1);
+  if (written < 0) {
+    // Broken: let the read side notice (EPOLLERR/HUP) and close.
+    connection->out.clear();
+    connection->out_offset = 0;
+    WantWritable(*connection, false);
+    return;
+  }
+  if (written > 0) connection->last_write = Clock::now();
+  connection->out_offset += static_cast<size_t>(written);
+  if (connection->out_offset < connection->out.size()) return;
+  connection->out.clear();
+  connection->out_offset = 0;
+  WantWritable(*connection, false);
+  if (connection->close_after_write && !connection->write_shut) {
+    shutdown(connection->fd, SHUT_WR);
+    connection->write_shut = true;
+    connection->shut_at = Clock::now();
+  }
+}
+
+void Loop::OnReadable(const std::shared_ptr<Connection>& connection) {
+  Connection& c = *connection;
+  bool eof = false;
+  while (true) {
+    if (c.in_offset > 0 && c.in_offset == c.in.size()) {
+      c.in.clear();
+      c.in_offset = 0;
+    }
+    size_t want = kReadChunk;
+    ssize_t n;
+    if (c.reading == Connection::Reading::kLengthBody &&
+        c.body_length > c.in.size() - c.in_offset + kReadChunk) {
+      // A large body with a known length: read it in place, in as few calls
+      // as the socket allows (capped so a lying Content-Length costs little).
+      want = std::min<size_t>(c.body_length - (c.in.size() - c.in_offset), 4u << 20);
+      const size_t old = c.in.size();
+      c.in.resize(old + want);
+      n = read(c.fd, c.in.data() + old, want);
+      c.in.resize(old + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    } else {
+      thread_local char buffer[kReadChunk];
+      n = read(c.fd, buffer, want);
+      if (n > 0) c.in.append(buffer, static_cast<size_t>(n));
+    }
+    if (n > 0) {
+      c.last_read = Clock::now();
+      if (static_cast<size_t>(n) == want) continue;  // maybe more waiting
+      break;
+    }
+    if (n == 0) {
+      eof = true;
+      break;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) eof = true;
+    break;
+  }
+  bool awaiting;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (c.write_shut) {
+      // Closing: what the client still sends is discarded.
+      c.in.clear();
+      c.in_offset = 0;
+      if (eof) {
+        // fallthrough to Close below, outside the lock
+      } else {
+        return;
+      }
+    }
+    awaiting = c.awaiting;
+    if (awaiting && c.in.size() > c.in_offset) c.unparsed_input = true;
+  }
+  if (eof) {
+    // The client is gone (or half-closed, which HTTP does not use); a
+    // response still being computed has nobody to go to.
+    Close(c);
+    return;
+  }
+  if (awaiting) {
+    // A pipelining client: hold its next requests, but not without bound.
+    const size_t limit = server_.options.head_limits.max_head_bytes + server_.options.max_body_bytes;
+    if (c.in.size() - c.in_offset > limit) SetReading(c, false);
+    return;
+  }
+  ProcessInput(connection);
+}
+
+void Loop::ProcessInput(const std::shared_ptr<Connection>& connection) {
+  Connection& c = *connection;
+  const ServerOptions& options = server_.options;
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(c.mu);
+      if (c.awaiting || c.write_shut || c.close_after_write || c.fd < 0) return;
+    }
+    std::string_view input = std::string_view(c.in).substr(c.in_offset);
+    if (c.reading == Connection::Reading::kHead) {
+      if (input.empty()) return;
+      HeadResult result = ParseRequestHead(input, options.head_limits);
+      if (result.error) return Reject(connection, *result.error);
+      if (!result.parsed) return;  // wait for the rest of the head
+      c.in_offset += result.parsed->head_bytes;
+      input.remove_prefix(result.parsed->head_bytes);
+      c.head = std::move(result.parsed->head);
+      BodyFraming framing;
+      if (auto error = DecideBodyFraming(c.head, options.max_body_bytes, &framing)) {
+        return Reject(connection, *error);
+      }
+      c.body.clear();
+      c.continue_sent = false;
+      c.reading = Connection::Reading::kBodyDone;
+      if (framing.kind == BodyFraming::kLength) {
+        c.reading = Connection::Reading::kLengthBody;
+        c.body_length = framing.length;
+      } else if (framing.kind == BodyFraming::kChunked) {
+        c.reading = Connection::Reading::kChunkedBody;
+        c.chunked = std::make_unique<ChunkedBodyDecoder>(options.max_body_bytes);
+      }
+    }
+    if (c.reading != Connection::Reading::kBodyDone) {
+      // A client that sent `Expect: 100-continue` waits for this before the body.
+      if (!c.continue_sent && c.head.minor_version >= 1 &&
+          c.head.HasToken("expect", "100-continue")) {
+        c.continue_sent = true;
+        const bool body_in = c.reading == Connection::Reading::kLengthBody &&
+                             input.size() >= c.body_length;
+        std::lock_guard<std::mutex> lock(c.mu);
+        if (!body_in && c.fd >= 0 && c.out.empty()) {
+          const std::string_view line = "HTTP/1.1 100 Continue\r\n\r\n";
+          WriteSome(c.fd, &line, 1);  // 25 bytes into an empty socket buffer
+        }
+      }
+      if (c.reading == Connection::Reading::kLengthBody) {
+        if (input.size() < c.body_length) {
+          c.body.reserve(c.body_length);
+          return;
+        }
+        c.body.assign(input.substr(0, c.body_length));
+        c.in_offset += c.body_length;
+      } else {
+        c.in_offset += c.chunked->Feed(input, &c.body);
+        if (c.chunked->error()) return Reject(connection, *c.chunked->error());
+        if (!c.chunked->done()) return;
+        c.chunked.reset();
+      }
+    }
+    c.reading = Connection::Reading::kHead;
+    Request request;
+    request.head = std::move(c.head);
+    request.body = std::move(c.body);
+    if (auto error = DecodeContent(request.head, options.max_body_bytes, &request.body)) {
+      // The body was read in full, so the connection stays usable.
+      Dispatch(connection, {}, WantsKeepAlive(request.head));
+      std::lock_guard<std::mutex> lock(c.mu);
+      SendLocked(c, server_.error_responder(error->status, error->message));
+      continue;
+    }
+    ++c.requests;
+    const bool keep_alive =
+        WantsKeepAlive(request.head) && c.requests < options.keep_alive_max_requests;
+    Dispatch(connection, std::move(request), keep_alive);
+  }
+}
+
+void Loop::Dispatch(const std::shared_ptr<Connection>& connection, Request request,
+                    bool keep_alive) {
+  Connection& c = *connection;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    c.awaiting = true;
+    c.head_request = request.head.method == "HEAD";
+    c.keep_alive = keep_alive;
+    c.unparsed_input = c.in.size() > c.in_offset;
+  }
+  if (request.head.method.empty()) return;  // an error answered by the caller
+  Responder responder = MakeResponder(connection);
+  try {
+    server_.handler(std::move(request), std::move(responder));
+  } catch (const std::exception& e) {
+    // The handler threw before answering; its Responder, destroyed in the
+    // unwinding, has already answered 500. This names the cause in the log.
+    (void)e;
+  } catch (...) {
+  }
+}
+
+void Loop::Reject(const std::shared_ptr<Connection>& connection, const HttpError& error) {
+  Connection& c = *connection;
+  // The framing is not trustworthy any more: answer, then close.
+  c.reading = Connection::Reading::kHead;
+  c.chunked.reset();
+  c.in.clear();
+  c.in_offset = 0;
+  Dispatch(connection, {}, false);
+  Response response = server_.error_responder(error.status, error.message);
+  response.close_connection = true;
+  std::lock_guard<std::mutex> lock(c.mu);
+  SendLocked(c, std::move(response));
+}
+
+void Loop::SendLocked(Connection& c, Response response) {
+  if (c.fd < 0 || !c.awaiting) return;
+  c.awaiting = false;
+  const bool close_after = response.close_connection || !c.keep_alive || stop_;
+  std::string head;
+  head.reserve(192);
+  head += "HTTP/1.1 ";
+  head += std::to_string(response.status);
+  head += ' ';
+  head += ReasonPhrase(response.status);
+  head += "\r\nContent-Length: ";
+  head += std::to_string(response.body.size());
+  head += "\r\n";
+  for (const auto& [name, value] : response.headers) {
+    head += name;
+    head += ": ";
+    head += value;
+    head += "\r\n";
+  }
+  if (close_after) {
+    head += "Connection: close\r\n";
+  } else {
+    head += "Keep-Alive: ";
+    head += server_.KeepAliveValue();
+    head += "\r\n";
+  }
+  head += "\r\n";
+  const std::string_view body = c.head_request ? std::string_view() : response.body;
+  c.close_after_write = close_after;
+  if (!c.out.empty()) {
+    // Still writing an earlier response (or a 100 Continue): queue behind it.
+    c.out += head;
+    c.out += body;
+    return;
+  }
+  const std::string_view parts[2] = {head, body};
+  ssize_t written = WriteSome(c.fd, parts, 2);
+  if (written < 0) {
+    // Broken connection; the loop will see the error and close it.
+    shutdown(c.fd, SHUT_RDWR);
+    return;
+  }
+  c.last_write = Clock::now();
+  const size_t total = head.size() + body.size();
+  if (static_cast<size_t>(written) < total) {
+    const size_t done = static_cast<size_t>(written);
+    if (done < head.size()) {
+      c.out.assign(head, done);
+      c.out += body;
+    } else {
+      c.out.assign(body.substr(done - head.size()));
+    }
+    c.out_offset = 0;
+    WantWritable(c, true);
+    return;
+  }
+  if (close_after) {
+    shutdown(c.fd, SHUT_WR);
+    c.write_shut = true;
+    c.shut_at = Clock::now();
+  }
+}
+
+void Loop::Sweep(Clock::time_point now, bool stopping) {
+  const ServerOptions& options = server_.options;
+  std::vector<Connection*> to_close;
+  std::vector<std::shared_ptr<Connection>> timed_out;
+  for (auto& [raw, connection] : connections_) {
+    Connection& c = *connection;
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (c.write_shut) {
+      if (now - c.shut_at > kDrainTime || stopping) to_close.push_back(raw);
+      continue;
+    }
+    if (!c.out.empty()) {
+      if (now - c.last_write > std::chrono::seconds(options.write_timeout_s) ||
+          (stopping && now > stop_deadline_)) {
+        to_close.push_back(raw);
+      }
+      continue;
+    }
+    if (c.awaiting) {
+      if (stopping && now > stop_deadline_) to_close.push_back(raw);
+      continue;
+    }
+    const bool partial = c.in.size() > c.in_offset || c.reading != Connection::Reading::kHead;
+    const auto idle = now - std::max(c.last_read, c.last_write);
+    if (stopping && !partial) {
+      to_close.push_back(raw);
+    } else if (partial && (idle > std::chrono::seconds(options.read_timeout_s) ||
+                           (stopping && now > stop_deadline_))) {
+      timed_out.push_back(connection);
+    } else if (!partial && idle > std::chrono::seconds(options.keep_alive_timeout_s)) {
+      to_close.push_back(raw);
+    }
+  }
+  for (Connection* raw : to_close) Close(*raw);
+  for (auto& connection : timed_out) {
+    Reject(connection, HttpError{408, "the request did not arrive in full within " +
+                                          std::to_string(options.read_timeout_s) + " s"});
+  }
+}
+
+}  // namespace
+
+Responder& Responder::operator=(Responder&& other) noexcept {
+  if (this != &other) {
+    Finish(std::nullopt);
+    connection_ = std::move(other.connection_);
+  }
+  return *this;
+}
+
+Responder::~Responder() { Finish(std::nullopt); }
+
+void Responder::Send(Response response) { Finish(std::move(response)); }
+
+void Responder::Finish(std::optional<Response> response) noexcept {
+  if (!connection_) return;
+  std::shared_ptr<Connection> connection = std::move(connection_);
+  Loop* loop = connection->loop;
+  bool resume = false;
+  try {
+    std::lock_guard<std::mutex> lock(connection->mu);
+    // fd >= 0 also means the loop (and the server) still exist.
+    if (connection->fd < 0 || !connection->awaiting) return;
+    if (!response) {
+      response = loop->ErrorResponse(500, "internal error: the request was not answered");
+    }
+    loop->SendLocked(*connection, std::move(*response));
+    // Bytes of a next request wait in the buffer. The loop thread picks them
+    // up itself when the handler answered inline; otherwise it is told.
+    resume = connection->unparsed_input && !connection->close_after_write &&
+             current_loop != loop;
+    connection->unparsed_input = false;
+  } catch (...) {
+    return;  // out of memory while answering: the connection times out
+  }
+  if (resume) loop->PostResume(std::move(connection));
+}
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Server::~Server() { Shutdown(); }
+
+int Server::port() const { return impl_->port; }
+
+StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options, Handler handler,
+                                                ErrorResponder error_responder) {
+  if (options.io_threads < 1 || options.port < 0 || options.port > 65535) {
+    return InvalidArgument("HTTP server needs io_threads >= 1 and a port in 0..65535");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+  impl->handler = std::move(handler);
+  impl->error_responder = std::move(error_responder);
+  const ServerOptions& o = impl->options;
+  const std::string where = o.address + ":" + std::to_string(o.port);
+
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(o.port));
+  const std::string host = o.address == "localhost" ? "127.0.0.1" : o.address;
+  if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
+    return InvalidArgument("HTTP address '" + o.address + "' is not an IPv4 address");
+  }
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Unavailable("cannot create a socket for " + where);
+  // SO_REUSEADDR allows a quick restart over TIME_WAIT connections; no
+  // SO_REUSEPORT, which would let a second server silently share the port.
+  int yes = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(fd, kListenBacklog) != 0) {
+    const std::string reason = std::strerror(errno);
+    close(fd);
+    return Unavailable("cannot listen on " + where + " (" + reason + ")");
+  }
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  impl->listen_fd = fd;
+  impl->port = ntohs(addr.sin_port);
+
+  for (int i = 0; i < o.io_threads; ++i) {
+    auto loop = std::make_unique<Loop>(*impl, fd);
+    if (!loop->ok()) {
+      close(fd);
+      return Unavailable("cannot create the event loops (epoll/eventfd)");
+    }
+    impl->loops.push_back(std::move(loop));
+  }
+  for (auto& loop : impl->loops) impl->threads.emplace_back([raw = loop.get()] { raw->Run(); });
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+void Server::Shutdown() {
+  std::lock_guard<std::mutex> lock(impl_->shutdown_mu);
+  if (impl_->shut_down) return;
+  impl_->shut_down = true;
+  for (auto& loop : impl_->loops) loop->StopAccepting();
+  for (auto& loop : impl_->loops) loop->Stop();
+  for (std::thread& t : impl_->threads) t.join();
+  if (impl_->listen_fd >= 0) close(impl_->listen_fd);
+  impl_->listen_fd = -1;
+}
+
+}  // namespace somm::http

@@ -1,0 +1,125 @@
+// An event-driven HTTP/1.1 server: the mechanism under HttpFrontend.
+//
+// A few I/O threads each run one epoll loop over non-blocking sockets; a
+// connection stays on the loop that accepted it. A loop reads, frames the
+// request (http_request_parser.h) and calls the handler on the loop thread
+// with a Responder. The handler may answer at once or later from any thread
+// (a batcher's, a worker pool's): Responder::Send writes the response
+// straight to the socket from the calling thread, head and body in one
+// sendmsg, and only falls back to the loop (EPOLLOUT) when the socket buffer
+// is full. So a query costs one epoll wake-up, one read and one write, and no
+// thread hand-off of its own: the work cpp-httplib's thread-per-connection
+// model spent in poll, two writes and a condition variable per query.
+//
+// Handlers run on an I/O thread, so they must not block: anything slow
+// belongs on another thread, with the Responder moved there.
+//
+// Per connection, requests are answered in order, one at a time: bytes of a
+// pipelined next request wait in the buffer until the current response is
+// out. Keep-alive follows RFC 9112 (HTTP/1.0 only on request), with an idle
+// timeout and a request cap; `Expect: 100-continue` is answered; a request
+// whose head or body is still arriving after read_timeout_s gets 408. Every
+// request the server rejects itself gets error_body(status, message), and the
+// connection closes when its framing can no longer be trusted. Closing is
+// graceful: the server shuts its write side and drains what the client still
+// sends, so the client reads the error instead of a reset.
+//
+// Thread-safety: Start() and Shutdown() from any thread but a loop's own;
+// Responder::Send from any thread, once.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "frontend/http/http_request_parser.h"
+
+namespace somm::http {
+
+struct Request {
+  RequestHead head;
+  std::string body;  // de-chunked and decompressed
+};
+
+struct Response {
+  int status = 200;
+  // Content-Length, Connection and Keep-Alive are the server's to write.
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  // Close after this response even if the client would keep the connection.
+  bool close_connection = false;
+};
+
+struct Connection;
+class Responder;
+Responder MakeResponder(std::shared_ptr<Connection> connection);
+
+// The one way to answer a request. Move-only; a Responder destroyed without
+// Send() answers 500, so a request can never be left hanging.
+class Responder {
+ public:
+  Responder(Responder&& other) noexcept = default;
+  Responder& operator=(Responder&& other) noexcept;
+  Responder(const Responder&) = delete;
+  Responder& operator=(const Responder&) = delete;
+  ~Responder();
+
+  void Send(Response response);
+  // Whether Send() is still to be called.
+  bool pending() const { return connection_ != nullptr; }
+
+ private:
+  void Finish(std::optional<Response> response) noexcept;
+  friend Responder MakeResponder(std::shared_ptr<Connection> connection);
+  explicit Responder(std::shared_ptr<Connection> connection) : connection_(std::move(connection)) {}
+  std::shared_ptr<Connection> connection_;
+};
+
+using Handler = std::function<void(Request request, Responder responder)>;
+// The body of an error the server raises itself (400, 408, 413, 431, ...).
+using ErrorResponder = std::function<Response(int status, std::string_view message)>;
+
+struct ServerOptions {
+  std::string address = "0.0.0.0";
+  int port = 0;  // 0 = any free port
+  int io_threads = 2;
+  size_t max_body_bytes = 64ull << 20;
+  HeadLimits head_limits;
+  int keep_alive_timeout_s = 5;
+  int keep_alive_max_requests = 100000;
+  int read_timeout_s = 30;
+  int write_timeout_s = 30;
+  // Connections open at once; the next one is answered 503 and closed.
+  size_t max_connections = 4096;
+  // How long Shutdown() waits for requests already being handled.
+  int shutdown_grace_s = 5;
+};
+
+class Server {
+ public:
+  // Binds and starts the loops. kUnavailable when the address cannot be bound.
+  static StatusOr<std::unique_ptr<Server>> Start(ServerOptions options, Handler handler,
+                                                 ErrorResponder error_responder);
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+  ~Server();  // Shutdown()
+
+  int port() const;
+  // Stops accepting, waits up to shutdown_grace_s for requests in flight,
+  // closes every connection and joins the loops. Idempotent.
+  void Shutdown();
+
+  struct Impl;
+
+ private:
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace somm::http
