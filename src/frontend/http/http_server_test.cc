@@ -158,8 +158,9 @@ TEST_F(HttpServerTest, KeepAliveAnswersFromOtherThreadsOnOneConnection) {
 TEST_F(HttpServerTest, PipelinedRequestsAreAnsweredInOrder) {
   // The first request is answered late, the second at once: order must hold.
   Start([](Request req, Responder responder) {
-    const bool slow = req.body == "slow";
-    std::thread([slow, body = req.body, responder = std::move(responder)]() mutable {
+    std::string body = std::move(req.body);
+    const bool slow = body.size() == 4 && body.compare(0, 4, "slow") == 0;
+    std::thread([slow, body = std::move(body), responder = std::move(responder)]() mutable {
       if (slow) std::this_thread::sleep_for(50ms);
       Response r;
       r.body = body;
