@@ -9,6 +9,7 @@
 
 #include "frontend/http/http_status.h"
 #include "frontend/http/json_util.h"
+#include "frontend/http/json_writer.h"
 #include "frontend/http/tensor_json.h"
 
 namespace somm::oip {
@@ -271,26 +272,69 @@ StatusOr<InferenceRequest> DecodeInferRequest(std::string_view body,
 
 StatusOr<EncodedBody> EncodeInferResponse(const InferenceResponse& response,
                                           const BinaryOutputs& binary) {
+  // Written directly (JsonWriter), not through a Json tree: it is the one
+  // document every query produces. Same text shape as EncodeTensor's.
   return Guarded("inference response", [&]() -> StatusOr<EncodedBody> {
-    Json header = Json::object();
-    header["model_name"] = response.model_name;
-    header["model_version"] = response.model_version;
-    header["id"] = response.id;
+    EncodedBody encoded;
+    std::string& out = encoded.body;
+    out.reserve(768);
+    internal::JsonWriter w(&out);
+    w.Raw("{");
+    w.Key("model_name");
+    w.String(response.model_name);
+    w.Raw(",");
+    w.Key("model_version");
+    w.String(response.model_version);
+    w.Raw(",");
+    w.Key("id");
+    w.String(response.id);
     if (!response.parameters.empty()) {
-      header["parameters"] = internal::ParametersToJson(response.parameters);
+      w.Raw(",");
+      w.Key("parameters");
+      w.Parameters(response.parameters);
     }
-    Json outputs = Json::array();
+    w.Raw(",");
+    w.Key("outputs");
+    w.Raw("[");
     std::string section;
     bool any_binary = false;
+    bool first = true;
     for (const Tensor& tensor : response.outputs) {
       const Status s = tensor.CheckByteSize();
       if (!s.ok()) return Internal("model '" + response.model_name + "' output: " + s.message());
       const bool as_binary = binary.IsBinary(tensor.name);
       any_binary |= as_binary;
-      outputs.push_back(EncodeTensor(tensor, as_binary, &section));
+      if (!first) w.Raw(",");
+      first = false;
+      w.Raw("{");
+      w.Key("name");
+      w.String(tensor.name);
+      w.Raw(",");
+      w.Key("datatype");
+      w.String(DataTypeName(tensor.datatype));
+      w.Raw(",");
+      w.Key("shape");
+      w.Shape(tensor.shape);
+      w.Raw(",");
+      if (as_binary) {
+        w.Key("parameters");
+        w.Raw("{");
+        w.Key(kBinaryDataSize);
+        w.Uint(tensor.data.size());
+        w.Raw("}");
+        section.append(tensor.data);
+      } else {
+        w.Key("data");
+        w.TensorData(tensor);
+      }
+      w.Raw("}");
     }
-    header["outputs"] = std::move(outputs);
-    return Finish(header, std::move(section), any_binary);
+    w.Raw("]}");
+    if (any_binary) {
+      encoded.json_size = out.size();
+      out += section;
+    }
+    return encoded;
   });
 }
 
