@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "frontend/http/fast_infer_json.h"
 #include "frontend/http/http_status.h"
 #include "frontend/http/json_util.h"
 #include "frontend/http/json_writer.h"
@@ -255,6 +256,12 @@ StatusOr<size_t> ParseHeaderLength(std::string_view value) {
 StatusOr<InferenceRequest> DecodeInferRequest(std::string_view body,
                                               std::optional<size_t> header_length) {
   return Guarded("inference request", [&]() -> StatusOr<InferenceRequest> {
+    if (!header_length.has_value()) {
+      if (std::optional<InferenceRequest> fast = internal::FastDecodeInferRequest(body)) {
+        SOMM_RETURN_IF_ERROR(BinaryOutputs::FromRequest(*fast).status());
+        return std::move(*fast);
+      }
+    }
     std::string_view binary_bytes;
     SOMM_ASSIGN_OR_RETURN(const Json json, ParseHeader(body, header_length, &binary_bytes));
     InferenceRequest request;
@@ -375,6 +382,11 @@ StatusOr<EncodedBody> EncodeInferRequest(const InferenceRequest& request,
 StatusOr<InferenceResponse> DecodeInferResponse(std::string_view body,
                                                 std::optional<size_t> header_length) {
   return Guarded("inference response", [&]() -> StatusOr<InferenceResponse> {
+    if (!header_length.has_value()) {
+      if (std::optional<InferenceResponse> fast = internal::FastDecodeInferResponse(body)) {
+        return std::move(*fast);
+      }
+    }
     std::string_view binary_bytes;
     SOMM_ASSIGN_OR_RETURN(const Json json, ParseHeader(body, header_length, &binary_bytes));
     InferenceResponse response;

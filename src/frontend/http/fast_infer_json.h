@@ -1,0 +1,26 @@
+// Fast paths for the two JSON documents decoded once per query: an inference
+// request (server) and an inference response (REST client, load generator).
+//
+// Each covers the common shape only: plain ASCII strings without escapes,
+// FP32/FP64 tensors with their elements in 'data' (flat or nested), scalar
+// parameters, no binary section, no repeated keys. On anything else it
+// returns nullopt and the caller decodes with the general decoder
+// (oip_json.cc), which also writes every error message; so these never fail,
+// and where they succeed the result is the one the general decoder gives
+// (fast_infer_json_test.cc checks that on valid and mutated bodies).
+// Unknown keys are skipped, as the general decoder ignores them.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "serving/inference.h"
+
+namespace somm::oip::internal {
+
+std::optional<InferenceRequest> FastDecodeInferRequest(std::string_view body);
+std::optional<InferenceResponse> FastDecodeInferResponse(std::string_view body);
+
+}  // namespace somm::oip::internal

@@ -1,0 +1,173 @@
+// The fast decoders against the general ones: on every body where a fast
+// path answers, the general decoder must accept it and give the same result.
+// Bodies: typical ones, edge cases, and thousands of one-byte mutations.
+#include "frontend/http/fast_infer_json.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "frontend/http/oip_json.h"
+
+namespace somm::oip {
+namespace {
+
+using internal::FastDecodeInferRequest;
+using internal::FastDecodeInferResponse;
+
+bool SameTensors(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].name != b[i].name || a[i].datatype != b[i].datatype || a[i].shape != b[i].shape ||
+        a[i].data != b[i].data) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool SameRequest(const InferenceRequest& a, const InferenceRequest& b) {
+  if (a.id != b.id || a.parameters != b.parameters || !SameTensors(a.inputs, b.inputs)) {
+    return false;
+  }
+  if (a.outputs.size() != b.outputs.size()) return false;
+  for (size_t i = 0; i < a.outputs.size(); ++i) {
+    if (a.outputs[i].name != b.outputs[i].name ||
+        a.outputs[i].parameters != b.outputs[i].parameters) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The general decoder alone: a header length equal to the body skips the
+// fast path and leaves an empty binary section.
+StatusOr<InferenceRequest> GeneralRequest(const std::string& body) {
+  return DecodeInferRequest(body, body.size());
+}
+StatusOr<InferenceResponse> GeneralResponse(const std::string& body) {
+  return DecodeInferResponse(body, body.size());
+}
+
+const std::vector<std::string> kRequests = {
+    R"({"inputs":[{"name":"pixels","shape":[1,4],"datatype":"FP32","data":[0.0,16,9.5,-1e-3]}]})",
+    R"({"id":"q1","parameters":{"latency_slo_ms":20,"min_accuracy":0.9,"best_effort":true,"task":"x"},)"
+    R"("inputs":[{"name":"a","datatype":"FP32","shape":[2,2],"data":[[1,2],[3,4]]},)"
+    R"({"name":"b","datatype":"FP64","shape":[3],"data":[1e300,-0,4.9e-324]}],)"
+    R"("outputs":[{"name":"logits","parameters":{"classification":3}},{"name":"p"}]})",
+    " { \"inputs\" : [ { \"name\" : \"x\" , \"datatype\" : \"FP32\" , \"shape\" : [ 0 ] ,"
+    " \"data\" : [ ] } ] , \"unknown\" : {\"k\":[1,{\"z\":false}]} }\n",
+    R"({"inputs":[{"data":[-0,-0.0,3.4028234e38,1.17549435e-38],"name":"n","shape":[4],"datatype":"FP32"}]})",
+    R"({"inputs":[{"name":"big","datatype":"FP32","shape":[2],"data":[9007199254740993,18446744073709551615]}]})",
+};
+
+TEST(FastInferJsonTest, TypicalRequestsTakeTheFastPathAndMatch) {
+  for (const std::string& body : kRequests) {
+    SCOPED_TRACE(body);
+    const std::optional<InferenceRequest> fast = FastDecodeInferRequest(body);
+    ASSERT_TRUE(fast.has_value());
+    StatusOr<InferenceRequest> general = GeneralRequest(body);
+    ASSERT_TRUE(general.ok()) << general.status().ToString();
+    EXPECT_TRUE(SameRequest(*fast, *general));
+  }
+}
+
+TEST(FastInferJsonTest, BodiesOutsideTheSubsetAreLeftToTheGeneralDecoder) {
+  const std::vector<std::string> others = {
+      R"({"inputs":[{"name":"a\u0041","datatype":"FP32","shape":[1],"data":[1]}]})",  // escape
+      R"({"inputs":[{"name":"a","datatype":"INT32","shape":[1],"data":[1]}]})",
+      R"({"inputs":[{"name":"a","datatype":"FP32","shape":[2],"data":[1]}]})",  // count
+      R"({"inputs":[{"name":"a","datatype":"FP32","shape":[1],"data":[1e39]}]})",  // float range
+      R"({"inputs":[{"name":"a","datatype":"FP32","shape":[1],"parameters":{"binary_data_size":4}}]})",
+      R"({"inputs":[],"inputs":[]})",                                               // repeated key
+      R"({"inputs":[{"name":"a","datatype":"FP32","shape":[1],"data":[1]}]} x)",    // trailing
+      R"({"inputs":[{"name":"a","datatype":"FP32","shape":[1],"data":[null]}]})",
+      R"({"parameters":{"n":99999999999999999999},"inputs":[]})",                  // int64 range
+      R"([1,2])",
+      "",
+  };
+  for (const std::string& body : others) {
+    EXPECT_FALSE(FastDecodeInferRequest(body).has_value()) << body;
+  }
+}
+
+// One-byte mutations of valid bodies: deletions, duplications and
+// substitutions with the characters that matter to JSON.
+std::vector<std::string> Mutations(const std::string& body) {
+  std::vector<std::string> out;
+  const std::string alphabet = "\"[]{},:0-.e \\1tE+";
+  for (size_t i = 0; i < body.size(); ++i) {
+    out.push_back(body.substr(0, i) + body.substr(i + 1));
+    out.push_back(body.substr(0, i + 1) + body.substr(i));
+    for (const char c : alphabet) {
+      if (c == body[i]) continue;
+      std::string m = body;
+      m[i] = c;
+      out.push_back(std::move(m));
+    }
+  }
+  return out;
+}
+
+TEST(FastInferJsonTest, WhereverTheFastPathAnswersTheGeneralDecoderAgrees) {
+  int fast_answers = 0;
+  int checked = 0;
+  for (const std::string& body : kRequests) {
+    for (const std::string& m : Mutations(body)) {
+      ++checked;
+      const std::optional<InferenceRequest> fast = FastDecodeInferRequest(m);
+      if (!fast) continue;
+      ++fast_answers;
+      StatusOr<InferenceRequest> general = GeneralRequest(m);
+      ASSERT_TRUE(general.ok()) << m << "\n" << general.status().ToString();
+      ASSERT_TRUE(SameRequest(*fast, *general)) << m;
+    }
+  }
+  // The mutations must exercise both outcomes to mean anything.
+  EXPECT_GT(fast_answers, 100);
+  EXPECT_GT(checked - fast_answers, 100);
+}
+
+TEST(FastInferJsonTest, ResponsesMatchTheGeneralDecoderIncludingMutations) {
+  InferenceResponse response;
+  response.model_name = "digits-mlp";
+  response.model_version = "1";
+  response.id = "q7";
+  response.parameters["somm_queue_us"] = int64_t{12};
+  response.parameters["somm_latency_ms"] = 0.25;
+  response.parameters["somm_reason"] = std::string("fastest variant meeting the SLO");
+  Tensor logits;
+  logits.name = "logits";
+  logits.datatype = DataType::kFp32;
+  logits.shape = {1, 3};
+  const float values[3] = {0.1f, -2.5f, 1e-7f};
+  logits.data.assign(reinterpret_cast<const char*>(values), sizeof(values));
+  response.outputs.push_back(logits);
+  const StatusOr<EncodedBody> encoded = EncodeInferResponse(response, BinaryOutputs{});
+  ASSERT_TRUE(encoded.ok());
+  const std::string& body = encoded->body;
+
+  const std::optional<InferenceResponse> fast = FastDecodeInferResponse(body);
+  ASSERT_TRUE(fast.has_value()) << body;
+  EXPECT_EQ(fast->model_name, "digits-mlp");
+  EXPECT_EQ(fast->parameters, response.parameters);
+  EXPECT_TRUE(SameTensors(fast->outputs, response.outputs));
+
+  int fast_answers = 0;
+  for (const std::string& m : Mutations(body)) {
+    const std::optional<InferenceResponse> f = FastDecodeInferResponse(m);
+    if (!f) continue;
+    ++fast_answers;
+    StatusOr<InferenceResponse> general = GeneralResponse(m);
+    ASSERT_TRUE(general.ok()) << m << "\n" << general.status().ToString();
+    ASSERT_TRUE(f->model_name == general->model_name && f->model_version == general->model_version &&
+                f->id == general->id && f->parameters == general->parameters &&
+                SameTensors(f->outputs, general->outputs))
+        << m;
+  }
+  EXPECT_GT(fast_answers, 50);
+}
+
+}  // namespace
+}  // namespace somm::oip
