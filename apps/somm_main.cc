@@ -39,8 +39,8 @@ int main(int argc, char** argv) {
                         "Largest REST body or gRPC message accepted")
       ->capture_default_str()->check(CLI::Range(int64_t{1024}, int64_t{1} << 30));
   serve_cmd->add_option("--http-threads", serve.http_threads,
-                        "REST I/O threads (epoll loops; connections are spread over them)")
-      ->capture_default_str()->check(CLI::Range(1, 64));
+                        "REST I/O threads (epoll loops; connections are spread over them); 0 = half the cores, 1 to 4")
+      ->capture_default_str()->check(CLI::Range(0, 64));
   serve_cmd->add_option("--device", serve.device, "auto (a GPU when libtorch has CUDA and one is present), cpu or cuda:N")->capture_default_str();
   serve_cmd->add_option("--log-level", serve.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();

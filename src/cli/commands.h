@@ -16,8 +16,9 @@ struct ServeOptions {
   int metrics_port = 8002;
   int64_t max_body_bytes = 64 << 20;  // REST bodies and gRPC messages
   // REST I/O threads: each an epoll loop over its share of the connections
-  // (frontend/http/http_server.h); requests are decoded on them.
-  int http_threads = 2;
+  // (frontend/http/http_server.h); requests are decoded on them. 0 = half the
+  // cores, 1 to 4.
+  int http_threads = 0;
   std::string device = "auto";        // "auto" (GPU if present), "cpu" or "cuda:N"
   std::string log_level = "info";
   // Generate and profile variants for repository models that have none.

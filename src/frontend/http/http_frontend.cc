@@ -383,6 +383,10 @@ StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(InferenceServer& ser
   if (options.port < 0 || options.port > 65535) {
     return InvalidArgument("HTTP port " + std::to_string(options.port) + " is out of range");
   }
+  if (options.io_threads == 0) {
+    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    options.io_threads = std::clamp(cores / 2, 1, 4);
+  }
   if (options.io_threads < 1 || options.handler_threads < 1 ||
       options.keep_alive_max_requests < 1 || options.max_body_bytes == 0 ||
       options.max_connections == 0) {

@@ -463,7 +463,7 @@ TEST(HttpFrontendStartTest, RejectsBadOptionsAndShutsDownTwice) {
   options.port = 70000;
   EXPECT_EQ(HttpFrontend::Start(server, options).status().code(), StatusCode::kInvalidArgument);
   options.port = 0;
-  options.io_threads = 0;
+  options.io_threads = -1;
   EXPECT_EQ(HttpFrontend::Start(server, options).status().code(), StatusCode::kInvalidArgument);
   options.io_threads = 2;
   options.address = "127.0.0.1";
