@@ -154,8 +154,8 @@ std::vector<std::string> ModelsOf(const BenchOptions& o, const Trace* trace) {
 // Checks the server, builds every request and sends one probe query per
 // model: a wrong model name or input is one clear error, not a table of
 // NOT_FOUND. The control connection closes on return: a server with a
-// thread per connection (cpp-httplib) must not hold a thread for it while
-// the load runs.
+// thread per connection (the FastAPI peer's uvicorn workers, cpp-httplib)
+// must not hold a thread for it while the load runs.
 StatusOr<RequestSet> PrepareRequests(const BenchOptions& o, const Trace* trace,
                                      ClientFactory& factory) {
   SOMM_ASSIGN_OR_RETURN(std::unique_ptr<BenchClient> control, factory.NewClient());
