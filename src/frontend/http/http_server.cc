@@ -381,7 +381,13 @@ void Loop::OnReadable(const std::shared_ptr<Connection>& connection) {
   bool eof = false;
   while (true) {
     if (c.in_offset > 0 && c.in_offset == c.in.size()) {
-      c.in.clear();
+      // A large body's buffer is not kept for the rest of a keep-alive
+      // connection's life.
+      if (c.in.capacity() > (1u << 20)) {
+        std::string().swap(c.in);
+      } else {
+        c.in.clear();
+      }
       c.in_offset = 0;
     }
     size_t want = kReadChunk;
