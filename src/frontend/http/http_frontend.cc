@@ -65,6 +65,41 @@ Response HealthResponse(bool healthy) {
   return res;
 }
 
+// Runs `handler` and turns an exception into a 500 that names it.
+void Guarded(Responder& responder, const std::function<void()>& handler) {
+  try {
+    handler();
+  } catch (const std::exception& e) {
+    if (responder.pending()) {
+      responder.Send(ErrorResponse(500, std::string("internal error: ") + e.what()));
+    }
+  } catch (...) {
+    if (responder.pending()) responder.Send(ErrorResponse(500, "internal error: unknown exception"));
+  }
+}
+
+// Inference paths that answered recently (see the header): path -> when.
+// Shared with the completion callbacks, which may outlive the frontend when
+// a query is still running after Shutdown's grace period.
+class WarmPaths {
+ public:
+  bool IsWarm(const std::string& path) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = when_.find(path);
+    return it != when_.end() && std::chrono::steady_clock::now() - it->second < kWarmPathTtl;
+  }
+  void MarkWarm(const std::string& path) {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Bounded: a client inventing paths must not grow this without limit.
+    if (when_.size() > 4096) when_.clear();
+    when_[path] = std::chrono::steady_clock::now();
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> when_;
+};
+
 // A fixed set of threads running queued work: where handlers that may block go.
 class HandlerPool {
  public:
@@ -126,15 +161,9 @@ struct HttpFrontend::Impl {
   std::unique_ptr<http::Server> http;
   std::mutex shutdown_mu;
 
-  // Inference paths that answered recently (see the header): path -> when.
-  std::mutex warm_mu;
-  std::unordered_map<std::string, std::chrono::steady_clock::time_point> warm_paths;
+  const std::shared_ptr<WarmPaths> warm_paths = std::make_shared<WarmPaths>();
 
   void Handle(Request request, Responder responder);
-  // Runs `handler` and turns an exception into a 500 that names it.
-  void Guarded(Responder& responder, const std::function<void()>& handler);
-  bool IsWarm(const std::string& path);
-  void MarkWarm(const std::string& path);
   Response Dispatch(const oip::RestRoute& route, const Request& req);
   Response ServerMetadataHandler();
   Response ModelMetadataHandler(const oip::RestRoute& route);
@@ -146,31 +175,6 @@ struct HttpFrontend::Impl {
   Response VariantsHandler(const oip::RestRoute& route);
   Response DecisionsHandler(const Request& req);
 };
-
-void HttpFrontend::Impl::Guarded(Responder& responder, const std::function<void()>& handler) {
-  try {
-    handler();
-  } catch (const std::exception& e) {
-    if (responder.pending()) {
-      responder.Send(ErrorResponse(500, std::string("internal error: ") + e.what()));
-    }
-  } catch (...) {
-    if (responder.pending()) responder.Send(ErrorResponse(500, "internal error: unknown exception"));
-  }
-}
-
-bool HttpFrontend::Impl::IsWarm(const std::string& path) {
-  std::lock_guard<std::mutex> lock(warm_mu);
-  auto it = warm_paths.find(path);
-  return it != warm_paths.end() && std::chrono::steady_clock::now() - it->second < kWarmPathTtl;
-}
-
-void HttpFrontend::Impl::MarkWarm(const std::string& path) {
-  std::lock_guard<std::mutex> lock(warm_mu);
-  // Bounded: a client inventing paths must not grow this without limit.
-  if (warm_paths.size() > 4096) warm_paths.clear();
-  warm_paths[path] = std::chrono::steady_clock::now();
-}
 
 // Runs on an I/O thread: decides, then answers at once, hands the request
 // to InferenceServer::Infer, or moves it to the handler pool.
@@ -202,7 +206,7 @@ void HttpFrontend::Impl::Handle(Request request, Responder responder) {
         return responder.Send(HealthResponse(server.IsReady()));
       case RestEndpoint::kModelInfer:
       case RestEndpoint::kTaskInfer:
-        if (req.body.size() <= options.inline_body_bytes && IsWarm(req.head.path)) {
+        if (req.body.size() <= options.inline_body_bytes && warm_paths->IsWarm(req.head.path)) {
           return InferHandler(route, std::move(request), std::move(responder));
         }
         break;
@@ -303,14 +307,14 @@ void HttpFrontend::Impl::InferHandler(const oip::RestRoute& route, Request req,
   };
   auto pending = std::make_shared<Pending>(Pending{std::move(responder), std::move(binary).value(),
                                                    request->id, route.model, req.head.path});
-  server.Infer(std::move(request).value(), [this, pending](StatusOr<InferenceResponse> result) {
+  server.Infer(std::move(request).value(), [warm = warm_paths, pending](StatusOr<InferenceResponse> result) {
     Responder& out = pending->responder;
     Guarded(out, [&] {
       if (!result.ok()) return out.Send(StatusResponse(result.status()));
       InferenceResponse& response = result.value();
       if (response.model_name.empty()) response.model_name = pending->model;
       if (response.id.empty()) response.id = pending->id;
-      MarkWarm(pending->path);
+      warm->MarkWarm(pending->path);
       StatusOr<oip::EncodedBody> encoded = oip::EncodeInferResponse(response, pending->binary);
       if (!encoded.ok()) return out.Send(StatusResponse(encoded.status()));
       Response res;
