@@ -84,7 +84,17 @@ std::chrono::nanoseconds RunOnBackgroundThread(const BackgroundThreadOptions& op
 
 void BindIntraOpThreads(int n) {
   InitThreadCountNow();
+#if AT_PARALLEL_OPENMP
+  // Not at::set_num_threads. Besides this thread's OpenMP team size it sets
+  // the process-wide default and rebuilds libtorch's global pthreadpool
+  // (caffe2::pthreadpool(), QNNPACK's), whose fresh workers spin for
+  // milliseconds at the caller's priority: every instance start, i.e. every
+  // model load, took both cores from the serving threads for 5-10 ms
+  // (docs/isolation.md, session 6).
+  omp_set_num_threads(std::max(1, n));
+#else
   at::set_num_threads(std::max(1, n));
+#endif
 }
 
 }  // namespace somm

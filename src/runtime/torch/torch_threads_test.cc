@@ -34,8 +34,26 @@ TEST(TorchThreadsTest, BoundCountSurvivesAnotherThreadBindingLater) {
   EXPECT_EQ(seen.get(), 1);
 }
 
+// The regression: BindIntraOpThreads used at::set_num_threads, which also
+// set the process-wide default and rebuilt libtorch's global pthreadpool
+// (whose new workers spin for milliseconds), on every instance start.
+TEST(TorchThreadsTest, BindingOneThreadLeavesTheDefaultOthersStartFrom) {
+  int before = 0;
+  std::thread([&] { before = at::get_num_threads(); }).join();
+  int bound = 0;
+  std::thread([&] {
+    BindIntraOpThreads(before == 1 ? 2 : 1);
+    bound = at::get_num_threads();
+  }).join();
+  EXPECT_EQ(bound, before == 1 ? 2 : 1);
+  int fresh = 0;
+  std::thread([&] { fresh = at::get_num_threads(); }).join();
+  EXPECT_EQ(fresh, before);
+}
+
 TEST(TorchThreadsTest, BackgroundThreadRunsAtLowPriorityWithItsOwnThreadCount) {
-  std::thread([] { BindIntraOpThreads(2); }).join();  // the process-wide default
+  int before = 0;
+  std::thread([&] { before = at::get_num_threads(); }).join();
   BackgroundThreadOptions options;
   options.intra_op_threads = 1;
   int policy = -1, threads = 0;
@@ -55,7 +73,7 @@ TEST(TorchThreadsTest, BackgroundThreadRunsAtLowPriorityWithItsOwnThreadCount) {
   // ...and the default other threads start from is untouched.
   int fresh = 0;
   std::thread([&] { fresh = at::get_num_threads(); }).join();
-  EXPECT_EQ(fresh, 2);
+  EXPECT_EQ(fresh, before);
 }
 
 TEST(TorchThreadsTest, NiceInsteadOfSchedIdle) {
