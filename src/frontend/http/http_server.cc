@@ -684,10 +684,11 @@ void Responder::Finish(std::optional<Response> response) noexcept {
   if (!connection_) return;
   std::shared_ptr<Connection> connection = std::move(connection_);
   Loop* loop = connection->loop;
-  bool resume = false;
   try {
+    // Everything under the connection's lock: fd >= 0 means the loop (and the
+    // server) still exist, and only while the lock is held, since the loop
+    // closes every connection under its lock before it ends.
     std::lock_guard<std::mutex> lock(connection->mu);
-    // fd >= 0 also means the loop (and the server) still exist.
     if (connection->fd < 0 || !connection->awaiting) return;
     if (!response) {
       response = loop->ErrorResponse(500, "internal error: the request was not answered");
@@ -695,13 +696,13 @@ void Responder::Finish(std::optional<Response> response) noexcept {
     loop->SendLocked(*connection, std::move(*response));
     // Bytes of a next request wait in the buffer. The loop thread picks them
     // up itself when the handler answered inline; otherwise it is told.
-    resume = connection->unparsed_input && !connection->close_after_write &&
-             current_loop != loop;
+    const bool resume = connection->unparsed_input && !connection->close_after_write &&
+                        current_loop != loop;
     connection->unparsed_input = false;
+    if (resume) loop->PostResume(connection);
   } catch (...) {
-    return;  // out of memory while answering: the connection times out
+    // Out of memory while answering: the connection times out.
   }
-  if (resume) loop->PostResume(std::move(connection));
 }
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
