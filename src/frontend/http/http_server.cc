@@ -187,10 +187,8 @@ struct Server::Impl {
   std::mutex shutdown_mu;
   bool shut_down = false;
 
-  std::string KeepAliveValue() const {
-    return "timeout=" + std::to_string(options.keep_alive_timeout_s) +
-           ", max=" + std::to_string(options.keep_alive_max_requests);
-  }
+  // "timeout=5, max=100000": the same on every response, so built once.
+  std::string keep_alive_value;
 };
 
 namespace {
@@ -541,11 +539,9 @@ void Loop::Dispatch(const std::shared_ptr<Connection>& connection, Request reque
   Responder responder = MakeResponder(connection);
   try {
     server_.handler(std::move(request), std::move(responder));
-  } catch (const std::exception& e) {
-    // The handler threw before answering; its Responder, destroyed in the
-    // unwinding, has already answered 500. This names the cause in the log.
-    (void)e;
   } catch (...) {
+    // The handler threw before answering: its Responder, destroyed in the
+    // unwinding, has already answered 500, and the loop must go on.
   }
 }
 
@@ -586,7 +582,7 @@ void Loop::SendLocked(Connection& c, Response response) {
     head += "Connection: close\r\n";
   } else {
     head += "Keep-Alive: ";
-    head += server_.KeepAliveValue();
+    head += server_.keep_alive_value;
     head += "\r\n";
   }
   head += "\r\n";
@@ -718,6 +714,8 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options, Handler h
   }
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
+  impl->keep_alive_value = "timeout=" + std::to_string(impl->options.keep_alive_timeout_s) +
+                           ", max=" + std::to_string(impl->options.keep_alive_max_requests);
   impl->handler = std::move(handler);
   impl->error_responder = std::move(error_responder);
   const ServerOptions& o = impl->options;

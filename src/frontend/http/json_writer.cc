@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "frontend/http/json_util.h"
+#include "frontend/http/tensor_json.h"
 
 namespace somm::oip::internal {
 namespace {
@@ -27,11 +28,16 @@ void AppendChars(std::string& out, T value) {
   out.append(buf, static_cast<size_t>(printed.ptr - buf));
 }
 
+// Shortest form of a float or double; null when not finite, as nlohmann.
 template <typename T>
-T Load(const std::string& data, size_t index) {
-  T value;
-  std::memcpy(&value, data.data() + index * sizeof(T), sizeof(T));
-  return value;
+void AppendFloating(std::string& out, T value) {
+  if (!std::isfinite(value)) {
+    out.append("null");
+    return;
+  }
+  const size_t start = out.size();
+  AppendChars(out, value);
+  KeepFloating(out, start);
 }
 
 template <typename T, typename Write>
@@ -40,7 +46,7 @@ void WriteElements(const Tensor& tensor, std::string& out, Write write) {
   out.push_back('[');
   for (size_t i = 0; i < n; ++i) {
     if (i > 0) out.push_back(',');
-    write(Load<T>(tensor.data, i));
+    write(LoadElement<T>(tensor.data, i));
   }
   out.push_back(']');
 }
@@ -68,25 +74,8 @@ void JsonWriter::Key(std::string_view key) {
 void JsonWriter::Int(int64_t v) { AppendChars(out_, v); }
 void JsonWriter::Uint(uint64_t v) { AppendChars(out_, v); }
 
-void JsonWriter::Double(double v) {
-  if (!std::isfinite(v)) {
-    out_.append("null");
-    return;
-  }
-  const size_t start = out_.size();
-  AppendChars(out_, v);
-  KeepFloating(out_, start);
-}
-
-void JsonWriter::Float(float v) {
-  if (!std::isfinite(v)) {
-    out_.append("null");
-    return;
-  }
-  const size_t start = out_.size();
-  AppendChars(out_, v);
-  KeepFloating(out_, start);
-}
+void JsonWriter::Double(double v) { AppendFloating(out_, v); }
+void JsonWriter::Float(float v) { AppendFloating(out_, v); }
 
 void JsonWriter::Parameters(const somm::Parameters& parameters) {
   out_.push_back('{');

@@ -228,20 +228,13 @@ double FloatForJson(float f) {
   return d;
 }
 
-template <typename T>
-T Load(const std::string& data, size_t index) {
-  T value;
-  std::memcpy(&value, data.data() + index * sizeof(T), sizeof(T));
-  return value;
-}
-
 template <typename T, typename Convert>
 Json EncodeFixed(const Tensor& tensor, Convert convert) {
   const size_t n = tensor.data.size() / sizeof(T);
   Json array = Json::array();
   auto& elements = array.get_ref<Json::array_t&>();
   elements.reserve(n);
-  for (size_t i = 0; i < n; ++i) elements.emplace_back(convert(Load<T>(tensor.data, i)));
+  for (size_t i = 0; i < n; ++i) elements.emplace_back(convert(LoadElement<T>(tensor.data, i)));
   return array;
 }
 

@@ -18,6 +18,7 @@
 // NaN; clients that must tell infinity from NaN should ask for binary outputs.
 #pragma once
 
+#include <cstring>
 #include <string>
 
 #include "common/status.h"
@@ -38,5 +39,13 @@ Status DecodeTensorData(const Json& data, DataType datatype, const Shape& shape,
 // Encodes tensor.data (already checked with Tensor::CheckByteSize) as a flat
 // JSON array.
 Json EncodeTensorData(const Tensor& tensor);
+
+// Element `index` of a tensor's raw bytes as T (unaligned-safe).
+template <typename T>
+T LoadElement(const std::string& data, size_t index) {
+  T value;
+  std::memcpy(&value, data.data() + index * sizeof(T), sizeof(T));
+  return value;
+}
 
 }  // namespace somm::oip::internal
