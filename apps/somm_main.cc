@@ -7,7 +7,7 @@
 #include <string_view>
 #include <utility>
 
-#include "bench/bench.h"
+#include "loadgen/bench.h"
 #include "cli/commands.h"
 #include "common/process_env.h"
 
@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
   models_cmd->add_option("--protocol,-i", models.protocol, "http or grpc")
       ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
 
-  somm::bench::BenchOptions bench;
+  somm::loadgen::BenchOptions bench;
   auto* bench_cmd = app.add_subcommand(
       "bench", "Generate load against an OIP server (REST or gRPC) and report throughput, "
                "latency percentiles, SLO attainment and the server-side split");
@@ -235,6 +235,6 @@ int main(int argc, char** argv) {
   if (variants_cmd->parsed()) return somm::RunVariants(variants);
   if (decisions_cmd->parsed()) return somm::RunDecisions(decisions);
   if (models_cmd->parsed()) return somm::RunModels(models);
-  if (bench_cmd->parsed()) return somm::bench::RunBench(bench);
+  if (bench_cmd->parsed()) return somm::loadgen::RunBench(bench);
   return 1;
 }

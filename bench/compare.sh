@@ -12,8 +12,10 @@
 #                                        tensor data extension (`--binary`,
 #                                        what perf_analyzer sends by default),
 #                                        gRPC
-#   fastapi-peer                         somm bench -> /work/shared/peers/
-#                                        fastapi_torchscript.py (JSON)
+#   fastapi-peer                         somm bench -> bench/fastapi_peer.py
+#                                        (FastAPI + uvicorn + the same
+#                                        TorchScript file, JSON; the
+#                                        naive-Python baseline)
 # over a concurrency sweep (digits-mlp: 1 2 4 ... 64; resnet18: 1 2 4 8 16; raw
 # libtorch before and after the servers, the better run counting), and
 # writes bench/out/<timestamp>/ (every JSON, logs, /metrics snapshots, the
@@ -26,8 +28,8 @@
 #   --quick       short windows (a smoke test of the script; figures are rough)
 #   --skip-build  use the binaries as they are
 #   --no-docs     leave docs/ alone (plots and docs/performance.md figures)
-# Environment: SOMM_BUILD_DIR=<dir> (default build), SOMM_PEER=<path to the
-# FastAPI peer> (default /work/shared/peers/fastapi_torchscript.py).
+# Environment: SOMM_BUILD_DIR=<dir> (default build), SOMM_PEER=<path to another
+# peer server with the same command line> (default bench/fastapi_peer.py).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -38,7 +40,7 @@ for var in SOMM_BUILD_DIR SOMM_PEER $(compgen -e | grep -E '^(OMP|MKL|GOMP|KMP)_
   [[ -n "${!var:-}" ]] && COMMAND="$var=${!var} $COMMAND"
 done
 BUILD_DIR="${SOMM_BUILD_DIR:-build}"
-PEER="${SOMM_PEER:-/work/shared/peers/fastapi_torchscript.py}"
+PEER="${SOMM_PEER:-$ROOT/bench/fastapi_peer.py}"
 PY=/usr/bin/python3
 REPO=models/demo
 JOBS=2

@@ -30,7 +30,7 @@ model's highest rate, each kept with probability rate(t) / highest rate.
 Every query gets a latency SLO drawn from its model's --slo-mix, and a
 min_accuracy column when --min-accuracy names the model.
 
-The CSV has the columns somm bench --trace reads (src/bench/trace.h):
+The CSV has the columns somm bench --trace reads (src/loadgen/trace.h):
 timestamp_ms (3 decimals), model, latency_slo_ms and, only when some model
 has one, min_accuracy. The same arguments give a byte-identical file: only
 Python's `random` (Mersenne Twister, stable across versions) is used. Each
@@ -355,7 +355,7 @@ def main():
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Example: bench/make_trace.py --seed 7 --base-rate 40 --out /tmp/t.csv "
+        epilog="Example: bench/make_trace.py --seed 7 --base-rate 40 --out trace.csv "
                "--models digits-mlp digits-cnn mobilenet_v3_small "
                "--slo-mix 'mobilenet_v3_small=100:0.4,1000:0.6'")
     ap.add_argument("--out", required=True, help="CSV to write ('-' = stdout, summary to stderr)")

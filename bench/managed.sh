@@ -53,13 +53,15 @@
 #           those where every tail model has a session and mobilenet_v3_small's
 #           peak (203 q/s) needs 2 replicas of its as-registered variant (one
 #           serves ~162 q/s here), as seed 2's did in the busy scenario.
-#     busy  session 3's: digits-mlp, digits-cnn, mobilenet_v3_small, all
-#           queried all the time; seed 2 (mobilenet_v3_small bursts 9.2x near
-#           the diurnal peak: about 235 q/s for 4.5 s of replay, 2x what one
-#           replica of its as-registered variant serves here), base rate 36/s,
-#           replayed 3x faster. About 11 minutes. Every model needs an
-#           instance all the time, so no policy can go below 3 of static
-#           peak's 4 instances here (75%).
+#     busy  the default before tail (its run: 2026-11-22 08:48 UTC, commit
+#           781e3bf, docs/managed-results.md): digits-mlp, digits-cnn,
+#           mobilenet_v3_small, all queried all the time; seed 2
+#           (mobilenet_v3_small bursts 9.2x near the diurnal peak: about
+#           235 q/s for 4.5 s of replay, 2x what one replica of its
+#           as-registered variant serves here), base rate 36/s, replayed 3x
+#           faster. About 11 minutes. Every model needs an instance all the
+#           time, so no policy can go below 3 of static peak's 4 instances
+#           here (75%).
 #   --seed N, --base-rate R, --duration-s S   override the scenario's trace
 #                      (make_trace.py; trace seconds; default duration 600)
 #   --time-scale X     replay X times faster than the trace

@@ -4,7 +4,8 @@
 # `somm bench resnet18` over gRPC at concurrency 1; ROUNDS interleaved rounds
 # so that drift in the machine hits every setting alike. Prints, per setting
 # and round, the client's summary row and the server-side split row
-# (queue, compute, overhead p50 and means, in µs).
+# (queue, compute, overhead p50 and means, in µs). The servers' logs go to a
+# fresh temporary folder (mktemp -d), named at the start.
 #
 # Usage: bench/omp_wait_policy.sh            (ROUNDS=2, ports 18100-18102)
 # Environment: SOMM_BUILD_DIR (default build), SOMM_REPO (default models/demo),
@@ -16,11 +17,13 @@ SOMM="${SOMM_BUILD_DIR:-build}/somm"
 REPO="${SOMM_REPO:-models/demo}"
 ROUNDS="${ROUNDS:-2}"
 BASE="${PORT_BASE:-18100}"
+LOGS="$(mktemp -d -t omp_wait_policy.XXXXXX)"
+echo "server logs: $LOGS"
 run() {
   local label="$1"; shift
   env "$@" "$SOMM" serve --model-repository "$REPO" --http-port "$BASE" \
     --grpc-port $((BASE + 1)) --metrics-port $((BASE + 2)) --auto-variants false \
-    --managed false >"/tmp/omp_wait_policy_$label.log" 2>&1 &
+    --managed false >"$LOGS/$label.log" 2>&1 &
   local pid=$!
   for _ in $(seq 240); do
     curl -sf "127.0.0.1:$BASE/v2/health/ready" >/dev/null && break

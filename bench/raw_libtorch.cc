@@ -79,7 +79,7 @@ class alignas(64) Recorder {
 };
 
 // Nearest rank (1-based): the smallest sample with at least q of them at or
-// below it, as somm bench (src/bench/stats.h) and perf_analyzer report.
+// below it, as somm bench (src/loadgen/stats.h) and perf_analyzer report.
 size_t NearestRank(size_t n, double q) {
   return std::clamp<size_t>(static_cast<size_t>(std::ceil(q * n)), 1, n);
 }

@@ -562,7 +562,9 @@ DEFINITIONS = """\
   `somm-rest` / `somm-rest-binary` / `somm-grpc` are `somm bench` against `somm serve` over REST
   with JSON tensors, over REST with the binary tensor data extension (tensors as raw bytes after
   a JSON header, as Triton's perf_analyzer sends by default) and over gRPC;
-  `fastapi-peer` is `somm bench` over REST (JSON) against `/work/shared/peers/fastapi_torchscript.py`.
+  `fastapi-peer` is `somm bench` over REST (JSON) against `bench/fastapi_peer.py` (FastAPI +
+  uvicorn + the same TorchScript file: the naive-Python baseline), or against the server that
+  `SOMM_PEER` names when the command sets it.
   Every server query carries one sample; somm batches them server-side.
 - **point**: `c=1` is the concurrency-1 point, `best` the point with the highest samples/s
   (`c=1, best` when they are the same). Raw libtorch runs before and after the servers (the

@@ -10,9 +10,9 @@
 #include "cli/commands.h"
 #include "frontend/grpc/grpc_server.h"
 #include "frontend/http/http_frontend.h"
-#include "metrics/serving_metrics.h"
+#include "metrics/prometheus_metrics.h"
 #include "runtime/torch/torch_backend.h"
-#include "serving/model_manager.h"
+#include "serving/embedded_server.h"
 
 namespace somm {
 namespace {
@@ -55,7 +55,7 @@ int RunServe(const ServeOptions& options) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  ServingMetrics metrics;
+  PrometheusMetrics metrics;
   TorchBackendOptions backend_options;
   // One pacer: the backend records background work, the manager waits.
   backend_options.background_pacer = std::make_shared<DutyCyclePacer>(options.background_duty);
@@ -65,7 +65,7 @@ int RunServe(const ServeOptions& options) {
     spdlog::error("{}", device.status().message());
     return 2;
   }
-  ModelManagerOptions mo;
+  EmbeddedServerOptions mo;
   mo.repository_path = options.model_repository;
   mo.device = *device;
   // tools/quantize_dynamic.py makes int8 variants; SOMM_TOOLS_DIR overrides
@@ -78,7 +78,7 @@ int RunServe(const ServeOptions& options) {
   mo.memory_budget_bytes = static_cast<int64_t>(options.memory_budget_mb * 1024 * 1024);
   mo.idle_unload_s = options.idle_unload_s;
   mo.background_pacer = backend_options.background_pacer;
-  ModelManager manager(mo, *backend, metrics);
+  EmbeddedServer manager(mo, *backend, metrics);
   if (Status s = manager.Start(); !s.ok()) {
     spdlog::error("{}", s.message());
     return 2;
@@ -89,7 +89,7 @@ int RunServe(const ServeOptions& options) {
   ho.port = options.http_port;
   ho.max_body_bytes = static_cast<size_t>(options.max_body_bytes);
   ho.io_threads = options.http_threads;
-  auto http = HttpFrontend::Start(manager, ho);
+  auto http = HttpFrontend::Start(manager.router(), ho);
   if (!http.ok()) {
     spdlog::error("REST frontend: {}", http.status().message());
     return 2;
@@ -98,7 +98,7 @@ int RunServe(const ServeOptions& options) {
   go.address = options.address;
   go.port = options.grpc_port;
   go.max_message_bytes = static_cast<int>(options.max_body_bytes);
-  auto grpc = GrpcFrontend::Start(manager, go);
+  auto grpc = GrpcFrontend::Start(manager.router(), go);
   if (!grpc.ok()) {
     spdlog::error("gRPC frontend: {}", grpc.status().message());
     return 2;

@@ -1,9 +1,11 @@
-// ServingMetrics: somm's Prometheus metrics, and the /metrics endpoint.
+// ServingMetrics: what the serving core records, as an interface, so that
+// the core builds and is tested without prometheus-cpp (and under TSan).
+// PrometheusMetrics (prometheus_metrics.h) is the implementation somm serves
+// on /metrics; NullServingMetrics (below) records nothing.
 //
-// Callers record through ModelMetrics handles; prometheus-cpp types stay in
-// serving_metrics.cc. Handles are created on first use for a (model, version)
-// pair and live as long as the ServingMetrics, so batcher threads may keep
-// raw pointers to them. Every method is thread-safe.
+// Callers record through ModelMetrics handles. Handles are created on first
+// use for a (model, version) pair and live as long as the ServingMetrics, so
+// batcher threads may keep raw pointers to them. Every method is thread-safe.
 //
 // Families (all labelled model, version):
 //   somm_inference_request_success_total, somm_inference_request_failure_total{reason},
@@ -30,12 +32,6 @@
 #include <string>
 #include <utility>
 
-#include "common/status.h"
-
-namespace prometheus {
-class Registry;
-}  // namespace prometheus
-
 namespace somm {
 
 class ModelMetrics {
@@ -50,54 +46,50 @@ class ModelMetrics {
 
 class ServingMetrics {
  public:
-  ServingMetrics();
-  ~ServingMetrics();
-
-  ModelMetrics* ForModel(const std::string& model, const std::string& version);
+  virtual ~ServingMetrics() = default;
+  virtual ModelMetrics* ForModel(const std::string& model, const std::string& version) = 0;
   // somm_selector_decisions_total{outcome}: loaded, load, best_effort,
   // explicit, default, rejected.
-  void RecordDecision(const std::string& outcome);
+  virtual void RecordDecision(const std::string& outcome) = 0;
   // The managed runtime's signals (families listed above).
-  void SetReplicas(const std::string& model, const std::string& version,
-                   const std::string& variant, const std::string& hardware, int64_t replicas,
-                   int64_t memory_bytes_each);
-  void AddInstanceSeconds(double seconds);
-  void RecordColdStart(const std::string& model);
-  void RecordControlAction(const std::string& kind);
+  virtual void SetReplicas(const std::string& model, const std::string& version,
+                           const std::string& variant, const std::string& hardware,
+                           int64_t replicas, int64_t memory_bytes_each) = 0;
+  virtual void AddInstanceSeconds(double seconds) = 0;
+  virtual void RecordColdStart(const std::string& model) = 0;
+  virtual void RecordControlAction(const std::string& kind) = 0;
   // A background load waited `seconds` for the pacer (--background-duty).
-  void RecordPacedWait(double seconds);
-  void SetMemory(const std::string& device, int64_t used_bytes, int64_t budget_bytes);
-  void SetRates(const std::string& model, double arrival_qps, double forecast_qps);
+  virtual void RecordPacedWait(double seconds) = 0;
+  virtual void SetMemory(const std::string& device, int64_t used_bytes, int64_t budget_bytes) = 0;
+  virtual void SetRates(const std::string& model, double arrival_qps, double forecast_qps) = 0;
   // somm_profile_slowdown: live batch latency over the profiled one.
-  void SetSlowdown(double factor);
-  // The Prometheus text exposition of every metric.
-  std::string Serialize() const;
-  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
-
-  struct Families;  // opaque: defined in serving_metrics.cc
-
- private:
-  std::shared_ptr<prometheus::Registry> registry_;
-  std::unique_ptr<Families> families_;
-  std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, std::unique_ptr<ModelMetrics>> models_;
+  virtual void SetSlowdown(double factor) = 0;
 };
 
-// Serves GET /metrics on its own port (Triton's --metrics-port habit).
-class MetricsEndpoint {
+// Records nothing: for tests and tools that serve no /metrics.
+class NullServingMetrics : public ServingMetrics {
  public:
-  // port 0 picks a free port; port() tells which.
-  static StatusOr<std::unique_ptr<MetricsEndpoint>> Start(const ServingMetrics& metrics,
-                                                          const std::string& address, int port);
-  ~MetricsEndpoint();
-  int port() const { return port_; }
-  void Shutdown();
+  ModelMetrics* ForModel(const std::string&, const std::string&) override { return &model_; }
+  void RecordDecision(const std::string&) override {}
+  void SetReplicas(const std::string&, const std::string&, const std::string&, const std::string&,
+                   int64_t, int64_t) override {}
+  void AddInstanceSeconds(double) override {}
+  void RecordColdStart(const std::string&) override {}
+  void RecordControlAction(const std::string&) override {}
+  void RecordPacedWait(double) override {}
+  void SetMemory(const std::string&, int64_t, int64_t) override {}
+  void SetRates(const std::string&, double, double) override {}
+  void SetSlowdown(double) override {}
 
  private:
-  struct Impl;
-  explicit MetricsEndpoint(std::unique_ptr<Impl> impl, int port);
-  std::unique_ptr<Impl> impl_;
-  int port_;
+  class NullModel : public ModelMetrics {
+   public:
+    void RecordSuccess(double, double, double) override {}
+    void RecordFailure(const std::string&) override {}
+    void RecordBatch(int64_t) override {}
+    void SetInstancesLoaded(int64_t) override {}
+  };
+  NullModel model_;
 };
 
 }  // namespace somm

@@ -23,19 +23,11 @@
 
 #include "common/status.h"
 #include "common/tensor.h"
+#include "profiles/device.h"
 #include "repository/model_config.h"
 
 namespace somm {
 
-enum class DeviceKind { kCpu, kCuda };
-
-struct Device {
-  DeviceKind kind = DeviceKind::kCpu;
-  int index = 0;
-  std::string ToString() const {
-    return kind == DeviceKind::kCpu ? "cpu" : "cuda:" + std::to_string(index);
-  }
-};
 
 struct LoadOptions {
   std::string model_name;  // for error messages

@@ -50,7 +50,7 @@ inline bool SameName(const std::string& a, const std::string& b) {
 struct Evaluation {
   double latency_ms = kInf;
   double cost_usd = kInf;
-  int32_t instance_id = -1;  // -1: needs a load
+  int64_t instance_id = -1;  // -1: needs a load
 };
 
 Evaluation Evaluate(const Candidate& c, const Requirements& req, const PriceList& prices,
@@ -257,6 +257,41 @@ StatusOr<Decision> SelectVariant(const Requirements& req, const SelectorState& s
   return ResourceExhausted("cannot meet " + requirement + ": cheapest feasible costs " +
                            Num(s.cheapest_in_slo_eval.cost_usd) + " USD (" +
                            Where(state.candidates[s.cheapest_in_slo]) + ")");
+}
+
+}  // namespace somm
+
+namespace somm {
+
+SelectorState CandidatesFrom(const cluster::ClusterState& state, const Requirements& req,
+                             bool loaded_only, std::vector<size_t>* origins) {
+  SelectorState out;
+  for (size_t i = 0; i < state.options.size(); ++i) {
+    const cluster::VariantOption& o = state.options[i];
+    if (req.model.empty() ? o.task != req.task : o.model != req.model) continue;
+    Candidate c;
+    c.variant_id = o.model + ":" + std::to_string(o.version) + ":" + o.variant;
+    c.model = o.model;
+    c.task = o.task;
+    c.hardware = o.hardware;
+    c.accuracy = o.accuracy;
+    c.usable = o.usable;
+    c.latency = o.latency;
+    c.load_time_ms = o.load_ms;
+    c.max_batch_size = std::max<int64_t>(o.max_batch, 1);
+    bool loaded = false;
+    for (const cluster::GroupState& g : state.groups) {
+      if (g.model == o.model && g.version == o.version && g.variant == o.variant &&
+          g.hardware == o.hardware && !g.loading && !g.instances.empty()) {
+        c.instances.insert(c.instances.end(), g.instances.begin(), g.instances.end());
+        loaded = true;
+      }
+    }
+    if (loaded_only && !loaded) continue;
+    out.candidates.push_back(std::move(c));
+    if (origins) origins->push_back(i);
+  }
+  return out;
 }
 
 }  // namespace somm

@@ -29,23 +29,13 @@
 #include <vector>
 
 #include "common/status.h"
-#include "variants/variant_profile.h"
+#include "cluster/cluster_state.h"
+#include "profiles/price_list.h"
+#include "profiles/variant_profile.h"
 
 namespace somm {
 
-using SelectorClock = std::chrono::steady_clock;
-
-// Prices per hardware-second. Defaults: AWS EC2 on-demand, us-east-1 (Linux),
-// c5.large = 2 vCPU at $0.085/h -> $0.0425 per vCPU-hour; g4dn.xlarge (one
-// NVIDIA T4) at $0.526/h. See docs/selection.md.
-struct PriceList {
-  double cpu_thread_usd_per_s = 0.0425 / 3600.0;
-  double gpu_usd_per_s = 0.526 / 3600.0;
-  double PerSecond(const HardwareConfig& hw) const {
-    return hw.device == DeviceKind::kCuda ? gpu_usd_per_s
-                                          : cpu_thread_usd_per_s * static_cast<double>(hw.threads);
-  }
-};
+using SelectorClock = cluster::Clock;
 
 struct Requirements {
   std::string model;  // "" = any model registered for `task`
@@ -57,12 +47,8 @@ struct Requirements {
   int64_t batch = 1;  // samples this query carries
 };
 
-// One loaded instance of a candidate.
-struct InstanceState {
-  int32_t instance_id = 0;           // the serving layer's handle
-  int64_t queued_samples = 0;        // waiting, not yet executing
-  SelectorClock::time_point busy_until{};  // when its executing batch ends (past = idle)
-};
+// One loaded instance of a candidate: the cluster model's (stable ids).
+using InstanceState = cluster::InstanceState;
 
 // One (variant, hardware) pair that could serve a query.
 struct Candidate {
@@ -82,12 +68,20 @@ struct SelectorState {
   std::vector<Candidate> candidates;
 };
 
+// The selector's view of the one cluster model: every option of `state` that
+// serves `req.model` (or, when that is "", `req.task`) becomes a candidate,
+// with the instances of its loaded group. Options without a loaded group are
+// left out when `loaded_only` (static provisioning). origins[i] is the index
+// in state.options of candidates[i].
+SelectorState CandidatesFrom(const cluster::ClusterState& state, const Requirements& req,
+                             bool loaded_only, std::vector<size_t>* origins = nullptr);
+
 enum class DecisionOutcome { kLoadedInstance, kNeedsLoad, kBestEffort };
 const char* DecisionOutcomeName(DecisionOutcome outcome);
 
 struct Decision {
   size_t candidate = 0;          // index into SelectorState::candidates
-  int32_t instance_id = -1;      // -1: load the candidate first
+  int64_t instance_id = -1;      // -1: load the candidate first
   double predicted_latency_ms = 0;
   double cost_usd = 0;
   DecisionOutcome outcome = DecisionOutcome::kLoadedInstance;

@@ -1,6 +1,6 @@
 // InferenceServer: everything a protocol frontend (REST, gRPC) may ask of
 // somm. Frontends hold a reference to one and never see models, instances or
-// batchers. The embedded server (serving/model_manager.h) implements it
+// batchers. The router (router/router.h) implements it, in embedded mode
 // in-process; a distributed frontend would implement it with RPCs.
 //
 // Thread-safety: every method may be called concurrently from any thread.
@@ -12,7 +12,7 @@
 #include "common/status.h"
 #include "repository/model_config.h"
 #include "serving/inference.h"
-#include "variants/variant_profile.h"
+#include "profiles/variant_profile.h"
 
 namespace somm {
 

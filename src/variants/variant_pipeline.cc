@@ -8,7 +8,7 @@
 #include <sstream>
 #include <thread>
 
-#include "variants/subprocess.h"
+#include "common/subprocess.h"
 #include "variants/validation_data.h"
 #include "variants/variant_profiler.h"
 

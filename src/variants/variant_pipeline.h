@@ -47,8 +47,8 @@
 #include "common/status.h"
 #include "repository/model_config.h"
 #include "runtime/backend.h"
-#include "variants/host_probe.h"
-#include "variants/variant_profile.h"
+#include "common/host_probe.h"
+#include "profiles/variant_profile.h"
 
 namespace somm {
 

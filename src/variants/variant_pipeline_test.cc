@@ -14,8 +14,8 @@
 #include <sstream>
 #include <thread>
 
-#include "variants/host_probe.h"
-#include "variants/subprocess.h"
+#include "common/host_probe.h"
+#include "common/subprocess.h"
 #include "variants/validation_data.h"
 
 namespace somm {

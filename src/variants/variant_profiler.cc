@@ -5,7 +5,7 @@
 #include <cstring>
 #include <thread>
 
-#include "variants/host_probe.h"
+#include "common/host_probe.h"
 
 namespace somm {
 namespace {

@@ -32,7 +32,7 @@
 #include "common/status.h"
 #include "runtime/backend.h"
 #include "variants/validation_data.h"
-#include "variants/variant_profile.h"
+#include "profiles/variant_profile.h"
 
 namespace somm {
 

@@ -11,7 +11,7 @@
 
 #include "runtime/torch/torch_threads.h"
 #include "runtime/torch/torch_variant_builder.h"
-#include "variants/host_probe.h"
+#include "common/host_probe.h"
 
 namespace somm {
 namespace {

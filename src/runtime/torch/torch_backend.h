@@ -26,14 +26,14 @@ struct TorchBackendOptions {
   // thread.
   BackgroundThreadOptions background;
   // After a model is destroyed, give the heap's free memory back to the
-  // system (variants/host_probe.h, ReleaseFreeMemory). Over 1,000 load/unload
+  // system (common/host_probe.h, ReleaseFreeMemory). Over 1,000 load/unload
   // cycles of digits-cnn from a client that opens a connection per call, RSS
   // grew by 11% without it and by 7% with it (docs/isolation.md).
   bool release_memory_on_unload = true;
   // Every load and unload records the CPU time it used here
   // (common/duty_cycle_pacer.h). The backend never waits on it: whoever
   // starts a background load waits first, outside its own locks
-  // (serving/ModelManager, with the same pacer). Null: nothing recorded.
+  // (worker/worker.h, with the same pacer). Null: nothing recorded.
   std::shared_ptr<DutyCyclePacer> background_pacer;
 };
 

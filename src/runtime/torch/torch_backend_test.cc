@@ -85,7 +85,7 @@ TEST_F(TorchBackendTest, BackgroundAndUrgentLoadsBothServe) {
 
 // Loads and unloads record the CPU time they used with the pacer, so the
 // background work after them owes a rest (duty 0.1: nine times the work).
-// The backend itself never waits (serving/ModelManager does).
+// The backend itself never waits (the worker does, worker/worker.h).
 TEST_F(TorchBackendTest, LoadsAndUnloadsRecordTheirWorkWithThePacer) {
   TorchBackendOptions options;
   options.background_pacer = std::make_shared<DutyCyclePacer>(0.1);

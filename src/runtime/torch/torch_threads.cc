@@ -90,7 +90,7 @@ void BindIntraOpThreads(int n) {
   // (caffe2::pthreadpool(), QNNPACK's), whose fresh workers spin for
   // milliseconds at the caller's priority: every instance start, i.e. every
   // model load, took both cores from the serving threads for 5-10 ms
-  // (docs/isolation.md, session 6).
+  // (docs/isolation.md, 2026-11-22, commit 136fe43).
   omp_set_num_threads(std::max(1, n));
 #else
   at::set_num_threads(std::max(1, n));

@@ -1,0 +1,675 @@
+#include "controller/autoscaler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace somm::control {
+namespace {
+
+constexpr double kCostEpsilon = 1e-12;  // USD/s; prices are ~1e-5
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+std::string Key(const std::string& model, int64_t version) {
+  return model + ":" + std::to_string(version);
+}
+
+bool SameOption(const GroupState& g, const VariantOption& o) {
+  return g.model == o.model && g.version == o.version && g.variant == o.variant &&
+         g.hardware == o.hardware && g.device == o.device;
+}
+
+std::string Fmt(const char* format, double a) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, a);
+  return buf;
+}
+std::string Qps(double q) { return Fmt("%.1f q/s", q); }
+std::string Pct(double x) { return std::isfinite(x) ? Fmt("%.0f%%", 100 * x) : "inf"; }
+std::string PerHour(double usd_per_s) { return Fmt("$%.3f/h", usd_per_s * 3600); }
+
+// An option that may serve the model now, with its capacity per replica.
+struct Eligible {
+  size_t option = 0;
+  ReplicaCapacity capacity;
+};
+
+// One (option, replicas) the model could move to.
+struct Target {
+  size_t option = 0;
+  int replicas = 0;
+  ReplicaCapacity capacity;
+  double demand = 0;  // the rate it was sized for
+  double cost = 0;    // USD/s
+  bool short_of_demand = false;
+  std::string limits;  // what capped the replicas, when short
+};
+
+// The cluster as this tick's actions leave it, so that later models see the
+// cores and memory that earlier ones took.
+struct Projection {
+  std::vector<DeviceState> devices;
+  std::vector<GroupState> groups;
+  std::vector<bool> removed;           // unloaded or replaced this tick
+  std::vector<std::string> busy_keys;  // models with arrivals this tick: not evicted for others
+
+  DeviceState* Device(const std::string& name) {
+    for (DeviceState& d : devices) {
+      if (d.name == name) return &d;
+    }
+    return nullptr;
+  }
+  bool IsBusyKey(const std::string& key) const {
+    return std::find(busy_keys.begin(), busy_keys.end(), key) != busy_keys.end();
+  }
+  // Groups on `device` another model may evict: evictable, of a model without
+  // arrivals, not `key`'s own.
+  bool EvictableFor(size_t i, const std::string& device, const std::string& key) const {
+    const GroupState& g = groups[i];
+    const std::string gk = Key(g.model, g.version);
+    return !removed[i] && g.device == device && gk != key && !IsBusyKey(gk) && Evictable(g);
+  }
+  int64_t EvictableBytes(const std::string& device, const std::string& key) const {
+    int64_t bytes = 0;
+    for (size_t i = 0; i < groups.size(); ++i) {
+      if (EvictableFor(i, device, key)) bytes += groups[i].replicas * groups[i].memory_bytes;
+    }
+    return bytes;
+  }
+  // Threads on `device` of every group except `key`'s unpinned ones (those
+  // are what the model's new configuration replaces).
+  int OtherThreads(const std::string& device, const std::string& key) const {
+    int threads = 0;
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const GroupState& g = groups[i];
+      if (removed[i] || g.device != device) continue;
+      if (Key(g.model, g.version) == key && !g.pinned) continue;
+      threads += g.replicas * std::max(g.hardware.threads, 1);
+    }
+    return threads;
+  }
+};
+
+Action MakeAction(Action::Kind kind, const GroupState& g, std::string reason,
+                  Action::Cause cause = Action::Cause::kDemand) {
+  Action a;
+  a.kind = kind;
+  a.cause = cause;
+  a.model = g.model;
+  a.version = g.version;
+  a.variant = g.variant;
+  a.hardware = g.hardware;
+  a.device = g.device;
+  a.replicas = kind == Action::kUnload || kind == Action::kEvict ? 0 : g.replicas;
+  a.reason = std::move(reason);
+  return a;
+}
+
+// One tick's work. Decide() below builds it and runs it; each method fits on
+// a screen.
+class Tick {
+ public:
+  Tick(const ClusterState& state, const AutoscalerMemory& memory, TimePoint now,
+       const AutoscalerConfig& config)
+      : state_(state), now_(now), config_(config) {
+    out_.memory = memory;
+    proj_.devices = state.devices;
+    proj_.groups = state.groups;
+    proj_.removed.assign(state.groups.size(), false);
+  }
+
+  AutoscalerDecision Run();
+
+ private:
+  struct View {
+    std::string key;
+    ModelDemand demand;
+    std::vector<size_t> managed;  // proj_ group indices, unpinned
+    std::vector<size_t> pinned;
+  };
+
+  std::vector<View> Views() const;
+  void UpdateForecasts(std::vector<View>& views, double dt);
+  void UnloadIdle(View& view);
+  // The model's current groups against its demand.
+  struct Assessment {
+    double managed_qps = 0;  // capacity of the unpinned groups
+    double pinned_qps = 0;
+    double cost = 0;        // USD/s of the unpinned groups
+    double accuracy = 2.0;  // the least accurate unpinned group's (-1 unknown)
+    double observed = 0;
+    double demand = 0;     // rule 3
+    double peak = 0;       // max(demand, the window's highest observed rate)
+    std::string summary;   // "demand ... is 85% of capacity ... (ts-fp32@cpu1 x1)"
+    std::string slo_note;  // set when serving best effort
+    double Capacity() const { return managed_qps + pinned_qps; }
+    double Utilisation(double qps) const {
+      if (Capacity() > 0) return qps / Capacity();
+      return qps > 0 ? std::numeric_limits<double>::infinity() : 0;
+    }
+  };
+
+  void Scale(View& view);
+  Assessment Assess(const View& view, const std::vector<Eligible>& eligible) const;
+  void ScaleUp(View& view, const std::vector<Eligible>& eligible, const Assessment& now);
+  void ScaleDown(View& view, const std::vector<Eligible>& eligible, const Assessment& now);
+  std::vector<Eligible> EligibleOptions(const View& view, bool* best_effort) const;
+  const Eligible* FindEligible(const std::vector<Eligible>& eligible, const GroupState& g) const;
+  std::optional<Target> Choose(const View& view, const std::vector<Eligible>& eligible,
+                               double demand, double pinned_qps) const;
+  void Apply(View& view, const Target& target, const std::string& tag, const std::string& why);
+  std::string Describe(const View& view) const;
+  std::string DescribeTarget(const Target& t) const;
+  double Price(const HardwareConfig& hw) const { return config_.prices.PerSecond(hw); }
+
+  const ClusterState& state_;
+  TimePoint now_;
+  const AutoscalerConfig& config_;
+  Projection proj_;
+  AutoscalerDecision out_;
+};
+
+std::vector<Tick::View> Tick::Views() const {
+  std::vector<View> views;
+  auto find = [&views](const std::string& key) -> View& {
+    for (View& v : views) {
+      if (v.key == key) return v;
+    }
+    views.push_back(View{key, {}, {}, {}});
+    return views.back();
+  };
+  for (const ModelDemand& d : state_.demand) {
+    View& v = find(Key(d.model, d.version));
+    if (v.demand.model.empty()) {
+      v.demand = d;
+    } else {  // two entries for one model: the tighter requirements, summed rate
+      v.demand.rate_qps += d.rate_qps;
+      if (d.latency_slo_ms > 0 &&
+          (v.demand.latency_slo_ms <= 0 || d.latency_slo_ms < v.demand.latency_slo_ms)) {
+        v.demand.latency_slo_ms = d.latency_slo_ms;
+      }
+      if (d.min_accuracy && (!v.demand.min_accuracy || *d.min_accuracy > *v.demand.min_accuracy)) {
+        v.demand.min_accuracy = d.min_accuracy;
+      }
+    }
+  }
+  for (size_t i = 0; i < proj_.groups.size(); ++i) {
+    const GroupState& g = proj_.groups[i];
+    View& v = find(Key(g.model, g.version));
+    if (v.demand.model.empty()) {
+      v.demand.model = g.model;
+      v.demand.version = g.version;
+    }
+    (g.pinned ? v.pinned : v.managed).push_back(i);
+  }
+  // Busiest first: under contention the model with the most arrivals gets the
+  // cores and memory first. Ties by name keep the result deterministic.
+  std::stable_sort(views.begin(), views.end(), [](const View& a, const View& b) {
+    if (a.demand.rate_qps != b.demand.rate_qps) return a.demand.rate_qps > b.demand.rate_qps;
+    return a.key < b.key;
+  });
+  return views;
+}
+
+void Tick::UpdateForecasts(std::vector<View>& views, double dt) {
+  std::map<std::string, ModelMemory> kept;
+  for (const View& v : views) {
+    ModelMemory m = out_.memory.models[v.key];
+    m.holt = Update(m.holt, v.demand.rate_qps, dt, config_.holt);
+    // A monotonic queue: a sample that a later, higher one outlives can never
+    // be the maximum again.
+    while (!m.window.empty() && m.window.back().qps <= v.demand.rate_qps) m.window.pop_back();
+    m.window.push_back({now_, v.demand.rate_qps});
+    while (Seconds(now_ - m.window.front().at) >= config_.scale_down_window_s &&
+           m.window.size() > 1) {
+      m.window.erase(m.window.begin());
+    }
+    kept[v.key] = m;
+    if (v.demand.rate_qps > 0) proj_.busy_keys.push_back(v.key);
+  }
+  // Models with neither demand nor groups are forgotten.
+  out_.memory.models = std::move(kept);
+}
+
+AutoscalerDecision Tick::Run() {
+  double dt = config_.tick_s;
+  if (out_.memory.last_tick && *out_.memory.last_tick < now_) {
+    dt = Seconds(now_ - *out_.memory.last_tick);
+  }
+  out_.memory.last_tick = now_;
+  std::vector<View> views = Views();
+  UpdateForecasts(views, dt);
+  // Idle unloads first: the memory they free is there for the models that
+  // scale up in this same tick.
+  for (View& v : views) UnloadIdle(v);
+  for (View& v : views) Scale(v);
+  return std::move(out_);
+}
+
+void Tick::UnloadIdle(View& view) {
+  // A model with arrivals keeps its groups unless one of them sits idle while
+  // another of its groups takes the queries (a selector's pick on a query's
+  // critical path, say, left the as-registered group unused): that one is
+  // redundant. The groups that serve stay, and Scale() sizes them.
+  const bool busy = view.demand.rate_qps > 0;
+  auto serving = [&](size_t self) -> const GroupState* {
+    for (const std::vector<size_t>* list : {&view.managed, &view.pinned}) {
+      for (size_t j : *list) {
+        if (j == self || proj_.removed[j]) continue;
+        if (Seconds(now_ - proj_.groups[j].last_used) < config_.idle_unload_s) {
+          return &proj_.groups[j];
+        }
+      }
+    }
+    return nullptr;
+  };
+  std::vector<size_t> kept;
+  for (size_t i : view.managed) {
+    const GroupState& g = proj_.groups[i];
+    const double idle_s = Seconds(now_ - g.last_used);
+    const GroupState* other = nullptr;
+    if (idle_s < config_.idle_unload_s || (busy && (other = serving(i)) == nullptr)) {
+      kept.push_back(i);
+      continue;
+    }
+    if (!Evictable(g)) {
+      out_.notes.push_back(GroupLabel(g) + ": idle " + Fmt("%.0f s", idle_s) +
+                           " but loading or queries in flight; kept");
+      kept.push_back(i);
+      continue;
+    }
+    const std::string unused = "no queries for " + Fmt("%.1f s", idle_s) + " (idle_unload_s " +
+                               Fmt("%.0f s", config_.idle_unload_s) + ")";
+    const std::string why = busy ? "redundant: " + unused + " while " + GroupLabel(*other) +
+                                       " serves the model's " + Qps(view.demand.rate_qps)
+                                 : "idle " + Fmt("%.0f s", idle_s) + ": " + unused;
+    out_.actions.push_back(MakeAction(Action::kUnload, g, why,
+                                      busy ? Action::Cause::kRedundant : Action::Cause::kIdle));
+    proj_.removed[i] = true;
+    if (DeviceState* d = proj_.Device(g.device)) d->used_bytes -= g.replicas * g.memory_bytes;
+  }
+  if (kept.size() != view.managed.size()) {
+    // A change: the low-load ticks counted the groups just unloaded, and must
+    // not carry over to whatever serves the model when its queries return.
+    ModelMemory& mem = out_.memory.models[view.key];
+    mem.last_change = now_;
+    mem.low_ticks = 0;
+  }
+  view.managed = std::move(kept);
+}
+
+std::vector<Eligible> Tick::EligibleOptions(const View& view, bool* best_effort) const {
+  std::vector<Eligible> meets_slo, meets_floor;
+  const ModelDemand& d = view.demand;
+  for (size_t i = 0; i < state_.options.size(); ++i) {
+    const VariantOption& o = state_.options[i];
+    if (Key(o.model, o.version) != view.key || !o.usable) continue;
+    if (std::none_of(proj_.devices.begin(), proj_.devices.end(),
+                     [&o](const DeviceState& dev) { return dev.name == o.device; })) {
+      continue;
+    }
+    if (d.min_accuracy && (!o.accuracy || *o.accuracy < *d.min_accuracy)) continue;
+    std::optional<ReplicaCapacity> c =
+        CapacityOf(o, d.latency_slo_ms, config_.slo_queueing_fraction);
+    if (!c) continue;
+    meets_floor.push_back({i, *c});
+    if (d.latency_slo_ms <= 0 || o.latency.Predict(1) <= d.latency_slo_ms) {
+      meets_slo.push_back({i, *c});
+    }
+  }
+  *best_effort = meets_slo.empty() && !meets_floor.empty();
+  return *best_effort ? meets_floor : meets_slo;
+}
+
+const Eligible* Tick::FindEligible(const std::vector<Eligible>& eligible,
+                                   const GroupState& g) const {
+  for (const Eligible& e : eligible) {
+    if (SameOption(g, state_.options[e.option])) return &e;
+  }
+  return nullptr;
+}
+
+// Rule 4: the cheapest configuration that carries the demand, or the most
+// capacity that fits when none does.
+std::optional<Target> Tick::Choose(const View& view, const std::vector<Eligible>& eligible,
+                                   double demand, double pinned_qps) const {
+  auto accuracy = [this](const Target& t) {
+    return state_.options[t.option].accuracy.value_or(-1.0);
+  };
+  auto cheaper = [&](const Target& a, const Target& b) {
+    if (std::abs(a.cost - b.cost) > kCostEpsilon) return a.cost < b.cost;
+    if (accuracy(a) != accuracy(b)) return accuracy(a) > accuracy(b);
+    const int64_t ma = a.replicas * state_.options[a.option].memory_bytes;
+    const int64_t mb = b.replicas * state_.options[b.option].memory_bytes;
+    if (ma != mb) return ma < mb;
+    return state_.options[a.option].latency.Predict(1) <
+           state_.options[b.option].latency.Predict(1);
+  };
+  std::optional<Target> best, most;
+  for (const Eligible& e : eligible) {
+    const VariantOption& o = state_.options[e.option];
+    const DeviceState* dev = nullptr;
+    for (const DeviceState& d : proj_.devices) {
+      if (d.name == o.device) dev = &d;
+    }
+    Target t;
+    t.option = e.option;
+    t.capacity = e.capacity;
+    t.demand = demand;
+    const double need_qps = t.demand / config_.target_utilization - pinned_qps;
+    const int n_need =
+        need_qps <= 0
+            ? 1
+            : static_cast<int>(std::min(1e6, std::ceil(need_qps / e.capacity.qps - 1e-9)));
+    int have = 0;
+    for (size_t i : view.managed) {
+      if (SameOption(proj_.groups[i], o)) have = proj_.groups[i].replicas;
+    }
+    const int threads = std::max(o.hardware.threads, 1);
+    const int slots =
+        static_cast<int>(std::floor(dev->cores * config_.max_oversubscription + 1e-9));
+    const int other_threads = proj_.OtherThreads(o.device, view.key);
+    const int n_cores = std::max(0, slots - other_threads) / threads;
+    const int64_t free_bytes = dev->budget_bytes - dev->used_bytes;
+    const int64_t evictable = proj_.EvictableBytes(o.device, view.key);
+    const int64_t n_mem64 =
+        o.memory_bytes <= 0 ? int64_t{1} << 30
+                            : have + std::max<int64_t>(0, free_bytes + evictable) / o.memory_bytes;
+    const int n_cap = static_cast<int>(std::min<int64_t>(n_cores, n_mem64));
+    if (n_need <= n_cap) {
+      t.replicas = n_need;
+      t.cost = n_need * Price(o.hardware);
+      if (!best || cheaper(t, *best)) best = t;
+    } else if (n_cap >= 1) {
+      t.replicas = n_cap;
+      t.cost = n_cap * Price(o.hardware);
+      t.short_of_demand = true;
+      t.limits = "at most x" + std::to_string(n_cap) + " " + o.variant + "@" + o.hardware.Name() +
+                 " fits on " + o.device + ": cores " + std::to_string(dev->cores) + " x " +
+                 Fmt("%.2g", config_.max_oversubscription) + " - " + std::to_string(other_threads) +
+                 " threads of other groups, " + std::to_string(threads) +
+                 " per replica; memory free " + FormatBytes(free_bytes) + " + evictable " +
+                 FormatBytes(evictable) + ", " + FormatBytes(o.memory_bytes) + " per replica";
+      const double qa = t.replicas * t.capacity.qps;
+      const double qb = most ? most->replicas * most->capacity.qps : 0;
+      if (!most || qa > qb || (qa == qb && cheaper(t, *most))) most = t;
+    }
+  }
+  return best ? best : most;
+}
+
+std::string Tick::Describe(const View& view) const {
+  std::string s;
+  for (size_t i : view.managed) {
+    const GroupState& g = proj_.groups[i];
+    s += (s.empty() ? "" : " + ") + g.variant + "@" + g.hardware.Name() + " x" +
+         std::to_string(g.replicas);
+  }
+  return s.empty() ? "none" : s;
+}
+
+std::string Tick::DescribeTarget(const Target& t) const {
+  const VariantOption& o = state_.options[t.option];
+  const double qps = t.replicas * t.capacity.qps;
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "%s@%s x%d carries %.1f q/s (%.1f per replica at batch %lld in %.2f ms), "
+                "utilisation %s at demand %.1f q/s (target %s), cost %s",
+                o.variant.c_str(), o.hardware.Name().c_str(), t.replicas, qps, t.capacity.qps,
+                static_cast<long long>(t.capacity.batch), t.capacity.batch_latency_ms,
+                Pct(t.demand / qps).c_str(), t.demand, Pct(config_.target_utilization).c_str(),
+                PerHour(t.cost).c_str());
+  std::string s = buf;
+  if (t.short_of_demand) s += "; short of demand: " + t.limits;
+  return s;
+}
+
+void Tick::Apply(View& view, const Target& t, const std::string& tag, const std::string& why) {
+  const VariantOption& o = state_.options[t.option];
+  std::optional<size_t> existing;
+  for (size_t i : view.managed) {
+    if (SameOption(proj_.groups[i], o)) existing = i;
+  }
+  const int have = existing ? proj_.groups[*existing].replicas : 0;
+  // A tag that carries its own colon ("vertical: cpu1 -> cpu2") takes a ';'.
+  const std::string reason =
+      tag + (tag.find(':') == std::string::npos ? ": " : "; ") + why + "; " + DescribeTarget(t);
+  DeviceState* dev = proj_.Device(o.device);
+  const int64_t need_bytes = std::max(0, t.replicas - have) * o.memory_bytes;
+  if (need_bytes > dev->budget_bytes - dev->used_bytes) {
+    ClusterState sub;
+    sub.devices = {*dev};
+    std::vector<size_t> index;
+    for (size_t i = 0; i < proj_.groups.size(); ++i) {
+      if (!proj_.EvictableFor(i, o.device, view.key)) continue;
+      sub.groups.push_back(proj_.groups[i]);
+      index.push_back(i);
+    }
+    StatusOr<PlacementDecision> placed = Place(sub, need_bytes, o.device, now_, config_.placement);
+    if (!placed.ok()) {
+      out_.notes.push_back(view.key + ": not done (" + reason + "): " + placed.status().message());
+      return;
+    }
+    for (const EvictionVictim& v : placed->victims) {
+      const size_t i = index[v.group];
+      out_.actions.push_back(MakeAction(Action::kEvict, proj_.groups[i],
+                                        v.reason + " (room for " + GroupLabel(o) + ")"));
+      proj_.removed[i] = true;
+      dev->used_bytes -= v.bytes;
+    }
+  }
+  std::vector<std::string> replaced;
+  for (size_t i : view.managed) {
+    if (!(existing && i == *existing)) replaced.push_back(GroupLabel(proj_.groups[i]));
+  }
+  std::optional<size_t> made;  // the action that makes the new configuration
+  if (existing) {
+    GroupState& g = proj_.groups[*existing];
+    if (t.replicas != g.replicas) {
+      dev->used_bytes += static_cast<int64_t>(t.replicas - g.replicas) * g.memory_bytes;
+      g.replicas = t.replicas;
+      made = out_.actions.size();
+      out_.actions.push_back(MakeAction(Action::kSetReplicas, g, reason));
+    }
+  } else {
+    GroupState g = GroupFor(o, t.replicas, now_);
+    g.loading = true;
+    dev->used_bytes += need_bytes;
+    made = out_.actions.size();
+    out_.actions.push_back(MakeAction(Action::kLoad, g, reason));
+    proj_.groups.push_back(std::move(g));
+    proj_.removed.push_back(false);
+  }
+  if (made) out_.actions[*made].replaces = replaced;
+  // Make before break: these run after the load above succeeds, so their
+  // memory is not counted free in this tick.
+  for (size_t i : view.managed) {
+    if (existing && i == *existing) continue;
+    out_.actions.push_back(MakeAction(Action::kUnload, proj_.groups[i],
+                                      "replaced by " + GroupLabel(o) + " (" + tag + ")",
+                                      Action::Cause::kReplaced));
+    proj_.removed[i] = true;
+  }
+  ModelMemory& mem = out_.memory.models[view.key];
+  mem.last_change = now_;
+  mem.low_ticks = 0;
+}
+
+// "scale up", "upgrade", "vertical: cpu1 -> cpu2", ...: what moving from the
+// model's current groups to `t` is called.
+std::string ChangeTag(const std::vector<GroupState>& groups, const std::vector<size_t>& managed,
+                      const VariantOption& o, bool up) {
+  const GroupState* primary = nullptr;
+  for (size_t i : managed) {
+    if (SameOption(groups[i], o)) return up ? "scale up" : "scale down";
+    if (primary == nullptr || groups[i].replicas * groups[i].hardware.threads >
+                                  primary->replicas * primary->hardware.threads) {
+      primary = &groups[i];
+    }
+  }
+  if (primary == nullptr) return up ? "scale up" : "scale down";
+  if (primary->variant == o.variant && primary->device == o.device &&
+      primary->hardware.device == DeviceKind::kCpu && o.hardware.device == DeviceKind::kCpu) {
+    return "vertical: " + primary->hardware.Name() + " -> " + o.hardware.Name();
+  }
+  return up ? "upgrade" : "downgrade";
+}
+
+Tick::Assessment Tick::Assess(const View& view, const std::vector<Eligible>& eligible) const {
+  const ModelMemory& mem = out_.memory.models.at(view.key);
+  Assessment a;
+  a.cost = 0;
+  for (size_t i : view.managed) {
+    const GroupState& g = proj_.groups[i];
+    const Eligible* e = FindEligible(eligible, g);
+    a.managed_qps += e ? g.replicas * e->capacity.qps : 0;
+    a.cost += g.replicas * Price(g.hardware);
+    a.accuracy = std::min(a.accuracy, e ? state_.options[e->option].accuracy.value_or(-1) : -1);
+  }
+  for (size_t i : view.pinned) {
+    const Eligible* e = FindEligible(eligible, proj_.groups[i]);
+    a.pinned_qps += e ? proj_.groups[i].replicas * e->capacity.qps : 0;
+  }
+  // Rule 3's horizon: whatever is chosen now must carry the load until any
+  // alternative could be ready, i.e. the slowest eligible load plus a tick.
+  double load_s = 0;
+  for (const Eligible& e : eligible) {
+    load_s = std::max(load_s, state_.options[e.option].load_ms / 1000.0);
+  }
+  const double horizon_s = std::min(load_s, config_.max_forecast_horizon_s) + config_.tick_s;
+  const double forecast = Forecast(mem.holt, horizon_s);
+  a.observed = view.demand.rate_qps;
+  a.demand = std::max(a.observed, forecast);
+  a.peak = std::max(a.demand, mem.window.empty() ? 0.0 : mem.window.front().qps);
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "demand %.1f q/s (observed %.1f, forecast %.1f in %.1f s) is %s of capacity %.1f "
+                "q/s (%s%s)",
+                a.demand, a.observed, forecast, horizon_s, Pct(a.Utilisation(a.demand)).c_str(),
+                a.Capacity(), Describe(view).c_str(), view.pinned.empty() ? "" : " + pinned");
+  a.summary = buf;
+  return a;
+}
+
+void Tick::Scale(View& view) {
+  ModelMemory& mem = out_.memory.models[view.key];
+  if (view.managed.empty() && view.pinned.empty() && view.demand.rate_qps <= 0) return;
+  bool best_effort = false;
+  const std::vector<Eligible> eligible = EligibleOptions(view, &best_effort);
+  if (eligible.empty()) {
+    out_.notes.push_back(view.key + ": no usable profiled option meets min_accuracy " +
+                         (view.demand.min_accuracy ? Fmt("%.3f", *view.demand.min_accuracy)
+                                                   : std::string("(none)")));
+    mem.low_ticks = 0;
+    return;
+  }
+  Assessment now = Assess(view, eligible);
+  if (best_effort) {
+    now.slo_note = "; best effort: no option meets latency_slo_ms " +
+                   Fmt("%.3g", view.demand.latency_slo_ms) + " at batch 1";
+  }
+  const double util = now.Utilisation(now.demand);
+  mem.low_ticks = util < config_.low_watermark ? mem.low_ticks + 1 : 0;
+
+  if (view.managed.empty() && view.pinned.empty()) {  // rule 5, load on demand
+    std::optional<Target> t = Choose(view, eligible, now.demand, 0);
+    if (!t) {
+      out_.notes.push_back(view.key + ": arrivals " + Qps(now.observed) +
+                           " but no option fits any device's cores and memory");
+      return;
+    }
+    Apply(view, *t, "load on demand",
+          "observed " + Qps(now.observed) + " and no instance" + now.slo_note);
+  } else if (util > config_.high_watermark) {
+    ScaleUp(view, eligible, now);
+  } else {
+    ScaleDown(view, eligible, now);
+  }
+}
+
+// Rule 5, up: promptly.
+void Tick::ScaleUp(View& view, const std::vector<Eligible>& eligible, const Assessment& now) {
+  std::optional<Target> t = Choose(view, eligible, now.demand, now.pinned_qps);
+  const bool unchanged = t && view.managed.size() == 1 &&
+                         SameOption(proj_.groups[view.managed[0]], state_.options[t->option]) &&
+                         proj_.groups[view.managed[0]].replicas == t->replicas;
+  if (!t || unchanged || (t->short_of_demand && t->replicas * t->capacity.qps <= now.managed_qps)) {
+    out_.notes.push_back(view.key + ": " + now.summary + ", above high watermark " +
+                         Pct(config_.high_watermark) + ", but no larger configuration fits" +
+                         (t && t->short_of_demand ? ": " + t->limits : ""));
+    return;
+  }
+  // "preload" when only the forecast, not what arrives now, crosses the mark.
+  const bool preload = now.Utilisation(now.observed) <= config_.high_watermark;
+  const std::string tag = (preload ? "preload " : "") +
+                          ChangeTag(proj_.groups, view.managed, state_.options[t->option], true);
+  Apply(view, *t, tag,
+        now.summary + ", above high watermark " + Pct(config_.high_watermark) + now.slo_note);
+}
+
+// Rule 5, down: only after the hysteresis, and only to something better.
+void Tick::ScaleDown(View& view, const std::vector<Eligible>& eligible, const Assessment& now) {
+  ModelMemory& mem = out_.memory.models[view.key];
+  const double since_s =
+      mem.last_change ? Seconds(now_ - *mem.last_change) : std::numeric_limits<double>::infinity();
+  if (mem.low_ticks < config_.scale_down_ticks || since_s < config_.scale_down_cooldown_s ||
+      view.managed.empty()) {
+    return;
+  }
+  const std::string why =
+      now.summary + ", below low watermark " + Pct(config_.low_watermark) + " for " +
+      std::to_string(mem.low_ticks) + " ticks, " + Fmt("%.0f s", since_s) +
+      " since the last change (cooldown " + Fmt("%.0f s", config_.scale_down_cooldown_s) +
+      "), peak " + Qps(now.peak) + " in the last " + Fmt("%.0f s", config_.scale_down_window_s);
+  if (!view.pinned.empty() && now.peak <= now.pinned_qps * config_.target_utilization) {
+    for (size_t i : view.managed) {
+      out_.actions.push_back(MakeAction(Action::kUnload, proj_.groups[i],
+                                        "scale down: pinned groups carry the demand; " + why,
+                                        Action::Cause::kRedundant));
+      proj_.removed[i] = true;
+    }
+    mem.last_change = now_;
+    mem.low_ticks = 0;
+    return;
+  }
+  // Sized for the window's peak, so a swing back up does not reload it.
+  std::optional<Target> t = Choose(view, eligible, now.peak, now.pinned_qps);
+  if (!t || t->short_of_demand) return;
+  const double accuracy = state_.options[t->option].accuracy.value_or(-1);
+  const bool better = t->cost < now.cost - kCostEpsilon ||
+                      (std::abs(t->cost - now.cost) <= kCostEpsilon && accuracy > now.accuracy);
+  if (!better) return;
+  Apply(view, *t, ChangeTag(proj_.groups, view.managed, state_.options[t->option], false),
+        why + ", cost " + PerHour(now.cost) + " -> " + PerHour(t->cost) + now.slo_note);
+}
+
+}  // namespace
+
+AutoscalerDecision Decide(const ClusterState& state, const AutoscalerMemory& memory, TimePoint now,
+                          const AutoscalerConfig& config) {
+  return Tick(state, memory, now, config).Run();
+}
+
+std::optional<ReplicaCapacity> CapacityOf(const VariantOption& option, double latency_slo_ms,
+                                          double slo_queueing_fraction) {
+  const double l1 = option.latency.Predict(1);
+  if (!(l1 > 0)) return std::nullopt;
+  const int64_t max_batch = std::max<int64_t>(option.max_batch, 1);
+  int64_t batch = max_batch;
+  if (latency_slo_ms > 0) {
+    const double room_ms = latency_slo_ms * slo_queueing_fraction;
+    // latency(b) is a straight line; walk down from max_batch so a fit with a
+    // negative slope still gives the largest batch that fits.
+    while (batch > 1 && !(option.latency.Predict(batch) <= room_ms)) --batch;
+  }
+  ReplicaCapacity c;
+  c.batch = batch;
+  c.batch_latency_ms = option.latency.Predict(batch);
+  if (!(c.batch_latency_ms > 0)) return std::nullopt;
+  c.qps = static_cast<double>(batch) * 1000.0 / c.batch_latency_ms;
+  return c;
+}
+
+}  // namespace somm::control

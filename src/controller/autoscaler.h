@@ -1,0 +1,138 @@
+// The autoscaler: every tick, for every model version with demand or loaded
+// groups, how many replicas of which variant on which hardware should serve
+// it. A pure function of the cluster state, its own memory from the previous
+// tick (forecasts, hysteresis counters; an explicit value, passed in and
+// returned) and the time, so the live controller and the simulator run the
+// same code.
+//
+// Rules, per model version, busiest first:
+//   1. Idle: no arrivals and no use for idle_unload_s -> unload its groups,
+//      except pinned ones, loading ones and ones with queries in flight.
+//      Redundant: with arrivals, a group unused for idle_unload_s while
+//      another group of the model was used within it -> unload it too (the
+//      queries already go elsewhere; rule 5 sizes the groups that serve).
+//   2. Eligible options: accuracy >= min_accuracy (unknown fails a floor) and
+//      latency(1) <= the SLO. If none meets the SLO, those meeting the floor
+//      serve best effort. One replica of an option carries
+//      b / latency(b) q/s, b the largest batch <= max_batch with
+//      latency(b) <= slo * slo_queueing_fraction (max_batch with no SLO;
+//      1 if even latency(1) is above that).
+//   3. Demand D = max(observed rate, forecast at the horizon h), h = the
+//      slowest eligible option's load time (at most max_forecast_horizon_s)
+//      plus a tick: whatever runs now must carry the load until any
+//      alternative could be ready. Rises are anticipated, falls are not.
+//   4. Target = the cheapest (option, replicas) that carries D at
+//      target_utilization, within the device's cores x max_oversubscription
+//      (minus other groups' threads) and memory budget (free, plus what
+//      evicting other models' idle groups would give back). Cost = replicas x
+//      the option's hardware price (PriceList, as the selector's: a CPU option
+//      costs its threads); ties go to higher accuracy, then less memory. If
+//      nothing carries D, the most capacity that fits.
+//   5. No group and arrivals -> load the target now (load on demand).
+//      Utilisation of the current groups D / capacity > high_watermark ->
+//      move to the target now (scale up, upgrade, vertical; "preload" when
+//      only the forecast crosses). Below low_watermark for scale_down_ticks
+//      consecutive ticks and scale_down_cooldown_s since this model's last
+//      change -> move to the target if it is cheaper (or as cheap and more
+//      accurate), sized for the peak demand of the last
+//      scale_down_window_s. Anything else holds.
+// Each Action's reason carries the numbers behind it; `notes` says why a
+// model that needed a change was left alone (nothing larger fits, no option
+// meets the accuracy floor, an idle group still busy). Holding between the
+// watermarks is silent.
+//
+// Thread-safety: stateless.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster/cluster_state.h"
+#include "controller/forecast.h"
+#include "controller/placement.h"
+#include "profiles/price_list.h"
+
+namespace somm::control {
+
+struct AutoscalerConfig {
+  // How often the controller calls Decide (the first tick's dt, and the part
+  // of the forecast horizon that covers "until we look again").
+  double tick_s = 1.0;
+  // Caps the load-time part of the forecast horizon: a trend extrapolated
+  // much further than this is mostly noise.
+  double max_forecast_horizon_s = 30;
+  // Move up as soon as the current groups would run above 80% busy: queueing
+  // delay grows steeply past that (M/M/1 waiting ~ rho/(1-rho) doubles from
+  // 0.67 to 0.8 and again by 0.89).
+  double high_watermark = 0.8;
+  // Consider moving down below 50%; the gap to high_watermark is the
+  // hysteresis band: a target sized at 70% can absorb +14% before going up
+  // and -29% before going down.
+  double low_watermark = 0.5;
+  // Size every new configuration to run 70% busy: between the watermarks.
+  double target_utilization = 0.7;
+  // A batch may use at most half the latency SLO; the other half is for
+  // waiting in the queue and for the batch being formed.
+  double slo_queueing_fraction = 0.5;
+  // Down only after 10 consecutive low ticks and 30 s after this model's last
+  // change: a burst ending does not shed capacity that a load time (seconds)
+  // would have to rebuild.
+  int scale_down_ticks = 10;
+  double scale_down_cooldown_s = 30;
+  // A smaller configuration must carry the highest rate observed in the last
+  // minute (as Kubernetes' HPA stabilisation window does, there 5 min): load
+  // that swings faster than this keeps the capacity its peaks need instead of
+  // reloading it every swing.
+  double scale_down_window_s = 60;
+  // No arrivals and no use for this long -> unload (frees memory for others).
+  double idle_unload_s = 30;
+  // Threads of all groups on a device <= cores x this. 1.0: intra-op threads
+  // spin, so oversubscribed cores slow every instance down.
+  double max_oversubscription = 1.0;
+  HoltParams holt;
+  PriceList prices;  // the selector's defaults: $/vCPU-hour and $/GPU-hour
+  PlacementOptions placement;
+};
+
+// What the autoscaler remembers about one model version between ticks.
+struct RateSample {
+  TimePoint at;
+  double qps = 0;
+};
+
+struct ModelMemory {
+  HoltState holt;
+  int low_ticks = 0;  // consecutive ticks below low_watermark
+  std::optional<TimePoint> last_change;
+  // Observed rates of the last scale_down_window_s, kept only while they can
+  // still be the window's maximum (so decreasing): front() is the peak.
+  std::vector<RateSample> window;
+};
+
+struct AutoscalerMemory {
+  std::map<std::string, ModelMemory> models;  // key "model:version"
+  std::optional<TimePoint> last_tick;
+};
+
+struct AutoscalerDecision {
+  std::vector<Action> actions;     // in the order they must be carried out
+  AutoscalerMemory memory;         // pass to the next Decide
+  std::vector<std::string> notes;  // models left alone, and why
+};
+
+AutoscalerDecision Decide(const ClusterState& state, const AutoscalerMemory& memory, TimePoint now,
+                          const AutoscalerConfig& config = {});
+
+// One replica's sustainable throughput under a latency SLO (rule 2).
+struct ReplicaCapacity {
+  int64_t batch = 1;
+  double batch_latency_ms = 0;
+  double qps = 0;
+};
+// nullopt when the profile predicts no positive latency at batch 1.
+std::optional<ReplicaCapacity> CapacityOf(const VariantOption& option, double latency_slo_ms,
+                                          double slo_queueing_fraction);
+
+}  // namespace somm::control

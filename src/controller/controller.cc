@@ -1,0 +1,481 @@
+#include "controller/controller.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <future>
+
+#include "controller/placement.h"
+
+namespace somm {
+namespace {
+
+constexpr int64_t kMiB = 1024 * 1024;
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string VersionKey(const std::string& model, int64_t version) {
+  return model + ":" + std::to_string(version);
+}
+
+cluster::Action ActionFor(cluster::Action::Kind kind, const VersionRecord& v,
+                          const std::string& variant, const HardwareConfig& hw, int replicas,
+                          const std::string& reason) {
+  cluster::Action a;
+  a.kind = kind;
+  a.model = v.config.name;
+  a.version = v.version;
+  a.variant = variant;
+  a.hardware = hw;
+  a.device = Device{hw.device, hw.device_index}.ToString();
+  a.replicas = replicas;
+  a.reason = reason;
+  return a;
+}
+
+}  // namespace
+
+Controller::Controller(ControllerOptions options, ModelRegistry& registry,
+                       cluster::ClusterStateStore& store, WorkerStub& worker,
+                       ServingMetrics& metrics, DecisionLog& log)
+    : options_(std::move(options)),
+      registry_(registry),
+      store_(store),
+      worker_(worker),
+      metrics_(metrics),
+      log_(log) {}
+
+Controller::~Controller() { Stop(); }
+
+void Controller::Start() {
+  loop_thread_ = std::thread([this] { Loop(); });
+}
+
+void Controller::Stop() {
+  stopping_ = true;
+  {
+    MutexLock lock(&loop_mu_);
+    loop_stop_ = true;
+  }
+  loop_cv_.notify_all();
+  if (loop_thread_.joinable()) loop_thread_.join();
+}
+
+HardwareConfig Controller::BaseHardware(const VersionRecord& v) const {
+  HardwareConfig hw;
+  hw.device = options_.device.kind;
+  hw.device_index = options_.device.index;
+  hw.threads = v.config.intra_op_threads;
+  return hw;
+}
+
+void Controller::RecordControl(const std::string& kind, const std::string& model,
+                               const std::string& label, const std::string& hardware,
+                               const std::string& reason) {
+  metrics_.RecordControlAction(kind);
+  spdlog::info("control {} {}: {}", kind, label, reason);
+  DecisionRecord r;
+  r.unix_ms = NowUnixMs();
+  r.target = model;
+  r.requirements = "controller";
+  r.outcome = "control:" + kind;
+  r.variant = label;
+  r.hardware = hardware;
+  r.reason = reason;
+  log_.Add(std::move(r));
+}
+
+cluster::ClusterState Controller::ReadState(bool fresh) {
+  if (fresh) store_.PutWorker(worker_.Report());
+  cluster::ClusterState state = *store_.Read();
+  for (const VersionPtr& v : registry_.All()) AppendOptions(*v, &state.options);
+  return state;
+}
+
+int64_t Controller::EstimateBytes(const VersionRecord& v, const std::string& variant,
+                                  const HardwareConfig& hw) const {
+  for (const auto& p : v.profiles) {
+    if (p.variant != variant) continue;
+    if (const HardwareProfile* hp = p.For(hw)) return static_cast<int64_t>(hp->peak_memory_mb * kMiB);
+  }
+  // Unprofiled: what the worker measured for this variant of this version on
+  // any hardware, else twice the file (weights plus the framework's copies
+  // and workspace) until measured.
+  const auto state = store_.Read();
+  for (const auto& g : state->groups) {
+    if (g.model == v.config.name && g.version == v.version && g.variant == variant &&
+        !g.loading && g.memory_bytes > 0) {
+      return g.memory_bytes;
+    }
+  }
+  std::error_code ec;
+  const auto file_bytes = static_cast<int64_t>(std::filesystem::file_size(v.path, ec));
+  return ec ? 0 : 2 * file_bytes;
+}
+
+StatusOr<std::vector<cluster::Action>> Controller::Reserve(const std::string& label,
+                                                           int64_t extra_bytes) {
+  MutexLock lock(&placement_mu_);
+  if (!options_.managed || extra_bytes <= 0) {
+    reserved_[label] += std::max<int64_t>(extra_bytes, 0);
+    return std::vector<cluster::Action>{};
+  }
+  cluster::ClusterState state = *store_.Read();
+  // Loads under way count as loading groups: never victims, and their memory
+  // is taken.
+  for (const auto& [reserved_label, bytes] : reserved_) {
+    if (bytes <= 0) continue;
+    cluster::GroupState g;
+    g.model = reserved_label;
+    g.device = "cpu";
+    g.loading = true;
+    g.replicas = 1;
+    g.memory_bytes = bytes;
+    for (auto& d : state.devices) {
+      if (d.name == "cpu") d.used_bytes += bytes;
+    }
+    state.groups.push_back(std::move(g));
+  }
+  for (auto& g : state.groups) {
+    if (cluster::GroupLabel(g) == label) g.loading = true;  // never its own victim
+  }
+  auto placed = control::Place(state, extra_bytes, "cpu", options_.clock());
+  if (!placed.ok()) {
+    return ResourceExhausted("cannot place " + label + ": " + placed.status().message());
+  }
+  reserved_[label] += extra_bytes;
+  return control::EvictionActions(state, *placed);
+}
+
+void Controller::Release(const std::string& label) {
+  MutexLock lock(&placement_mu_);
+  reserved_.erase(label);
+}
+
+void Controller::Send(WorkerAction action, std::function<void(Status)> done) {
+  worker_.Apply(std::move(action), std::move(done));
+}
+
+Status Controller::SendAndWait(WorkerAction action) {
+  auto promise = std::make_shared<std::promise<Status>>();
+  auto future = promise->get_future();
+  Send(std::move(action), [promise](Status s) { promise->set_value(std::move(s)); });
+  return future.get();
+}
+
+void Controller::EnsureLoaded(VersionPtr version, const std::string& variant,
+                              const HardwareConfig& hw, int replicas, const std::string& reason,
+                              bool urgent, std::function<void(Status)> done) {
+  if (stopping_) {
+    done(Unavailable("server is shutting down"));
+    return;
+  }
+  replicas = std::max(replicas, 1);
+  const std::string label = cluster::GroupLabel(version->config.name, version->version, variant, hw);
+  // Replicas already there or on their way count; only the rest is placed.
+  int have = 0;
+  bool present = false;
+  for (const auto& g : store_.Read()->groups) {
+    if (cluster::GroupLabel(g) == label) {
+      have = g.replicas;
+      present = true;
+    }
+  }
+  const int64_t per_replica = EstimateBytes(*version, variant, hw);
+  const int64_t extra = per_replica * std::max(replicas - have, 0);
+  auto evictions = Reserve(label, present && extra == 0 ? 0 : extra);
+  if (!evictions.ok()) {
+    done(evictions.status());
+    return;
+  }
+  for (cluster::Action& e : *evictions) {
+    WorkerAction evict;
+    const std::string victim = cluster::GroupLabel(e.model, e.version, e.variant, e.hardware);
+    const std::string why = e.reason + " (to make room for " + label + ")";
+    evict.action = std::move(e);
+    evict.urgent = urgent;
+    evict.only_if_idle = true;
+    Send(std::move(evict), [this, victim, why, model = version->config.name](Status s) {
+      if (s.ok()) {
+        RecordControl("evict", model, victim, "", why);
+      } else {
+        spdlog::warn("control: eviction of {} not carried out: {}", victim, s.message());
+      }
+    });
+  }
+  WorkerAction load;
+  load.action = ActionFor(cluster::Action::kLoad, *version, variant, hw, replicas, reason);
+  load.version = version;
+  load.urgent = urgent;
+  load.pinned = !options_.managed;
+  const auto t0 = std::chrono::steady_clock::now();
+  Send(std::move(load), [this, label, version, hw, replicas, reason, urgent, present, t0,
+                         done = std::move(done)](Status s) {
+    Release(label);
+    if (s.ok() && !present) {
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now() - t0)
+                          .count();
+      if (urgent) metrics_.RecordColdStart(version->config.name);
+      RecordControl("load", version->config.name, label, hw.Name(),
+                    "x" + std::to_string(replicas) + " in " + std::to_string(ms) + " ms" +
+                        (urgent ? " (on a query's critical path)" : "") + ": " + reason);
+    }
+    done(std::move(s));
+  });
+}
+
+Status Controller::LoadModel(const std::string& name, bool startup) {
+  if (!IsValidModelName(name)) return InvalidArgument("invalid model name '" + name + "'");
+  if (stopping_) return Unavailable("server is shutting down");
+  MutexLock lifecycle(&lifecycle_mu_);
+  std::error_code ec;
+  const std::string& repo = registry_.options().repository_path;
+  if (!std::filesystem::is_directory(std::filesystem::path(repo) / name, ec)) {
+    return NotFound("model '" + name + "' not found in repository " + repo);
+  }
+  std::vector<RepositoryEntry> problems;
+  std::vector<VersionPtr> versions = registry_.Read(name, &problems);
+  const std::vector<std::string> serving = registry_.VersionsOf(name);
+  std::vector<VersionPtr> loaded;
+  for (const VersionPtr& v : versions) {
+    const bool reload =
+        std::find(serving.begin(), serving.end(), v->version_str) != serving.end();
+    const HardwareConfig hw = BaseHardware(*v);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::promise<Status> p;
+    auto f = p.get_future();
+    if (reload) {
+      WorkerAction a;
+      a.action = ActionFor(cluster::Action::kLoad, *v, kAsRegistered, hw, v->config.instance_count,
+                           "reload (repository API)");
+      a.version = v;
+      a.reload = true;
+      a.urgent = true;
+      a.pinned = !options_.managed;
+      Send(std::move(a), [&p](Status s) { p.set_value(std::move(s)); });
+    } else {
+      EnsureLoaded(v, kAsRegistered, hw, v->config.instance_count,
+                   "configured instances (model.yaml)", startup,
+                   [&p](Status s) { p.set_value(std::move(s)); });
+    }
+    Status s = f.get();
+    if (s.ok()) {
+      spdlog::info("loaded model {} version {} ({} instance(s) on {}, {} ms, {} profiled variants)",
+                   name, v->version, v->config.instance_count, options_.device.ToString(),
+                   std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::steady_clock::now() - t0)
+                       .count(),
+                   v->profiles.size());
+      loaded.push_back(v);
+    } else {
+      problems.push_back({name, v->version_str, "UNAVAILABLE", s.message()});
+    }
+  }
+  std::string why;
+  for (const auto& p : problems) {
+    why += (why.empty() ? "" : "; ") + p.reason;
+    spdlog::error("model {} version {}: {}", name, p.version.empty() ? "-" : p.version, p.reason);
+  }
+  if (loaded.empty() && !serving.empty()) {
+    // A broken reload must not take down a model that is serving.
+    return InvalidArgument("failed to reload model '" + name +
+                           "', previous versions keep serving: " + why);
+  }
+  registry_.Publish(name, loaded, problems);
+  // Versions no longer selected go once the new ones are up.
+  for (const auto& g : ReadState(true).groups) {
+    if (g.model != name) continue;
+    const bool kept = std::any_of(loaded.begin(), loaded.end(),
+                                  [&](const VersionPtr& v) { return v->version == g.version; });
+    if (kept) continue;
+    WorkerAction a;
+    a.action = ActionFor(cluster::Action::kUnload, VersionRecord{}, g.variant, g.hardware, 0,
+                         "version no longer served");
+    a.action.model = g.model;
+    a.action.version = g.version;
+    a.pinned = true;
+    Status s = SendAndWait(std::move(a));
+    if (!s.ok()) spdlog::warn("model {}: old version {} not unloaded: {}", name, g.version, s.message());
+  }
+  if (loaded.empty()) return InvalidArgument("failed to load model '" + name + "': " + why);
+  return Status::Ok();
+}
+
+Status Controller::UnloadModel(const std::string& name) {
+  MutexLock lifecycle(&lifecycle_mu_);
+  if (!registry_.Remove(name)) return NotFound("model '" + name + "' is not loaded");
+  for (const auto& g : ReadState(true).groups) {
+    if (g.model != name) continue;
+    WorkerAction a;
+    a.action.kind = cluster::Action::kUnload;
+    a.action.model = g.model;
+    a.action.version = g.version;
+    a.action.variant = g.variant;
+    a.action.hardware = g.hardware;
+    a.action.reason = "unloaded (repository API)";
+    a.pinned = true;  // an explicit unload overrides static pinning
+    a.urgent = true;
+    Status s = SendAndWait(std::move(a));
+    if (!s.ok()) spdlog::warn("model {}: {} not unloaded: {}", name, g.variant, s.message());
+  }
+  spdlog::info("unloaded model {}", name);
+  return Status::Ok();
+}
+
+void Controller::Tick() {
+  if (options_.before_tick) options_.before_tick();
+  MutexLock tick(&tick_mu_);
+  const cluster::TimePoint now = options_.clock();
+  const double tick_s = last_tick_ ? std::chrono::duration<double>(now - *last_tick_).count()
+                                   : options_.control_tick_ms / 1000.0;
+  last_tick_ = now;
+  cluster::ClusterState state = ReadState(true);
+  // Rates from the monotonic counters: this reader's own differences.
+  for (auto& d : state.demand) {
+    const std::string key = VersionKey(d.model, d.version);
+    auto [it, fresh] = last_arrivals_.try_emplace(key, d.arrivals_total);
+    d.rate_qps = !fresh && tick_s > 0
+                     ? static_cast<double>(d.arrivals_total - it->second) / tick_s
+                     : 0;
+    it->second = d.arrivals_total;
+  }
+  // Profiles are measured on a quiet machine; live batches run slower when
+  // it is busy. The slowest recently used group's factor calibrates every
+  // option's latency, so capacity is planned on what the machine delivers now.
+  double slowdown = 1.0;
+  int64_t replicas = 0;
+  for (auto& g : state.groups) {
+    const std::string key = cluster::GroupLabel(g);
+    auto [it, fresh] = last_uses_.try_emplace(key, g.uses_total);
+    g.recent_rate_qps = !fresh && tick_s > 0
+                            ? static_cast<double>(g.uses_total - it->second) / tick_s
+                            : 0;
+    it->second = g.uses_total;
+    replicas += g.replicas;
+    if (now - g.last_used <= std::chrono::seconds(10) && g.observed_slowdown > 0) {
+      slowdown = std::max(slowdown, std::min(g.observed_slowdown, 20.0));
+    }
+  }
+  for (auto& o : state.options) {
+    for (auto& point : o.latency.points) point.latency_ms *= slowdown;
+    o.latency.intercept_ms *= slowdown;
+    o.latency.slope_ms *= slowdown;
+  }
+  metrics_.AddInstanceSeconds(static_cast<double>(replicas) * tick_s);
+  for (const auto& d : state.devices) metrics_.SetMemory(d.name, d.used_bytes, d.budget_bytes);
+  metrics_.SetSlowdown(slowdown);
+
+  control::AutoscalerConfig config;
+  config.tick_s = options_.control_tick_ms / 1000.0;
+  config.prices = options_.prices;
+  if (options_.idle_unload_s > 0) config.idle_unload_s = options_.idle_unload_s;
+  control::AutoscalerDecision decision = control::Decide(state, memory_, now, config);
+  memory_ = std::move(decision.memory);
+  for (const auto& d : state.demand) {
+    auto m = memory_.models.find(VersionKey(d.model, d.version));
+    metrics_.SetRates(d.model, d.rate_qps,
+                      m == memory_.models.end() ? d.rate_qps : control::Forecast(m->second.holt, 0));
+  }
+  // Static provisioning keeps the accounting above comparable with managed
+  // runs, and changes nothing.
+  if (!options_.managed) return;
+  for (const std::string& note : decision.notes) spdlog::debug("control: {}", note);
+  bool made_ok = true;  // the last load or resize, for the unloads it replaces
+  for (const cluster::Action& a : decision.actions) {
+    if (stopping_) return;
+    auto version = registry_.Resolve(a.model, std::to_string(a.version));
+    const std::string label = cluster::GroupLabel(a.model, a.version, a.variant, a.hardware);
+    Status s;
+    switch (a.kind) {
+      case cluster::Action::kLoad:
+      case cluster::Action::kSetReplicas: {
+        if (!version.ok()) {
+          s = version.status();
+          made_ok = false;
+          break;
+        }
+        const bool exists = std::any_of(state.groups.begin(), state.groups.end(), [&](const auto& g) {
+          return cluster::GroupLabel(g) == label;
+        });
+        std::promise<Status> p;
+        auto f = p.get_future();
+        if (exists) {
+          // Resize: place the added replicas (if any) first.
+          int have = 0;
+          for (const auto& g : state.groups) {
+            if (cluster::GroupLabel(g) == label) have = g.replicas;
+          }
+          WorkerAction w;
+          w.action = a;
+          w.action.kind = cluster::Action::kSetReplicas;
+          w.version = *version;
+          auto evictions = Reserve(label, EstimateBytes(**version, a.variant, a.hardware) *
+                                              std::max(a.replicas - have, 0));
+          if (!evictions.ok()) {
+            s = evictions.status();
+            made_ok = false;
+            break;
+          }
+          for (cluster::Action& e : *evictions) {
+            WorkerAction evict;
+            evict.action = e;
+            evict.only_if_idle = true;
+            if (SendAndWait(std::move(evict)).ok()) {
+              RecordControl("evict", e.model, cluster::GroupLabel(e.model, e.version, e.variant, e.hardware),
+                            e.hardware.Name(), e.reason + " (to make room for " + label + ")");
+            }
+          }
+          Send(std::move(w), [&p](Status r) { p.set_value(std::move(r)); });
+          s = f.get();
+          Release(label);
+          if (s.ok()) {
+            RecordControl("set_replicas", a.model, label, a.hardware.Name(),
+                          std::to_string(have) + " -> " + std::to_string(a.replicas) + ": " + a.reason);
+          }
+        } else {
+          EnsureLoaded(*version, a.variant, a.hardware, a.replicas, a.reason, false,
+                       [&p](Status r) { p.set_value(std::move(r)); });
+          s = f.get();
+        }
+        made_ok = s.ok();
+        break;
+      }
+      case cluster::Action::kUnload:
+      case cluster::Action::kEvict: {
+        const bool replaced = a.cause == cluster::Action::Cause::kReplaced;
+        if (replaced && !made_ok) continue;  // make before break
+        WorkerAction w;
+        w.action = a;
+        w.only_if_idle = !replaced;
+        s = SendAndWait(std::move(w));
+        if (s.ok()) {
+          RecordControl(a.kind == cluster::Action::kEvict ? "evict" : "unload", a.model, label,
+                        a.hardware.Name(), a.reason);
+        }
+        break;
+      }
+    }
+    if (!s.ok()) spdlog::warn("control: {} not carried out: {}", cluster::ToString(a), s.message());
+  }
+}
+
+void Controller::Loop() {
+  for (;;) {
+    {
+      MutexLock lock(&loop_mu_);
+      if (!loop_stop_) {
+        loop_cv_.wait_for(loop_mu_.native(), std::chrono::milliseconds(options_.control_tick_ms));
+      }
+      if (loop_stop_) return;
+    }
+    Tick();
+  }
+}
+
+}  // namespace somm

@@ -1,0 +1,125 @@
+// Controller: the control loop, and the one place that decides what is loaded
+// where. Every tick it reads the cluster state (workers' reports and the
+// routers' demand, through the cluster-state store, plus the registry's
+// profiles), runs the autoscaler (autoscaler.h) and sends the actions it
+// returns to the workers, make before break. On demand, it places a load a
+// query needs (placement.h: which device, which groups to evict) and sends it.
+//
+// Placement reserves memory under placement_mu_ and sends the load after
+// releasing it, so a query's cold start never waits behind another load's
+// placement, and two loads never count the same free memory: a reservation
+// lasts until its load has finished and the worker reports the group.
+// EnsureLoaded() never blocks its caller on a load; LoadModel() and
+// UnloadModel() do (they serve the repository API, on handler threads).
+//
+// Every action is logged with its reason: spdlog, the decision log and the
+// metrics (somm_control_actions_total).
+//
+// Thread-safety: every method may be called concurrently. Locks, in the order
+// they may be taken: lifecycle_mu_ (LoadModel/UnloadModel), then
+// placement_mu_; neither is held while a worker carries out an action.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "cluster/cluster_state_store.h"
+#include "common/mutex.h"
+#include "controller/autoscaler.h"
+#include "metrics/serving_metrics.h"
+#include "registry/model_registry.h"
+#include "router/decision_log.h"
+#include "worker/worker_stub.h"
+
+namespace somm {
+
+struct ControllerOptions {
+  // Off: static provisioning. The configured instances are all there is,
+  // pinned; the loop still keeps the accounting (instance-seconds, memory,
+  // rates) and changes nothing.
+  bool managed = true;
+  int control_tick_ms = 1000;
+  // Seconds without a query after which a model's instances are unloaded
+  // (0 = the autoscaler's default).
+  double idle_unload_s = 0;
+  PriceList prices;
+  // The device the configured instances go on.
+  Device device;
+  // Called at the start of every tick (the embedded server publishes the
+  // router's demand counters with it).
+  std::function<void()> before_tick;
+  // The clock the loop and the policies read; tests step their own.
+  std::function<cluster::TimePoint()> clock = [] { return cluster::Clock::now(); };
+};
+
+class Controller {
+ public:
+  // Everything passed by reference must outlive the controller.
+  Controller(ControllerOptions options, ModelRegistry& registry, cluster::ClusterStateStore& store,
+             WorkerStub& worker, ServingMetrics& metrics, DecisionLog& log);
+  ~Controller();  // Stop()
+
+  void Start();  // the control thread
+  void Stop();
+
+  // Has `replicas` of `variant`@`hw` of `version` loaded, placing them first
+  // (evicting idle groups when managed). `done` runs once it is up or failed.
+  // `urgent`: a query waits (the worker's urgent lane, normal priority).
+  void EnsureLoaded(VersionPtr version, const std::string& variant, const HardwareConfig& hw,
+                    int replicas, const std::string& reason, bool urgent,
+                    std::function<void(Status)> done);
+  // (Re)loads a repository model's configured instances, new versions before
+  // old ones go; a broken reload leaves the serving versions alone.
+  Status LoadModel(const std::string& name, bool startup = false);
+  Status UnloadModel(const std::string& name);
+  // One step of the control loop, at options.clock() (tests call it).
+  void Tick();
+  // Where the configured instances of `version` run.
+  HardwareConfig BaseHardware(const VersionRecord& version) const;
+
+ private:
+  struct Placed;
+  cluster::ClusterState ReadState(bool fresh);
+  // Places `extra_bytes` for `label`; reserves them and returns the evictions
+  // to send first. Takes placement_mu_.
+  StatusOr<std::vector<cluster::Action>> Reserve(const std::string& label, int64_t extra_bytes);
+  void Release(const std::string& label);
+  int64_t EstimateBytes(const VersionRecord& v, const std::string& variant,
+                        const HardwareConfig& hw) const;
+  void Send(WorkerAction action, std::function<void(Status)> done);
+  Status SendAndWait(WorkerAction action);
+  void RecordControl(const std::string& kind, const std::string& model, const std::string& label,
+                     const std::string& hardware, const std::string& reason);
+  void Loop();
+
+  const ControllerOptions options_;
+  ModelRegistry& registry_;
+  cluster::ClusterStateStore& store_;
+  WorkerStub& worker_;
+  ServingMetrics& metrics_;
+  DecisionLog& log_;
+  std::atomic<bool> stopping_{false};
+
+  Mutex lifecycle_mu_ SOMM_ACQUIRED_BEFORE(placement_mu_);
+  Mutex placement_mu_;
+  std::map<std::string, int64_t> reserved_ SOMM_GUARDED_BY(placement_mu_);  // label -> bytes
+
+  // The loop's own memory between ticks (only the control thread, or a test
+  // calling Tick(), touches it).
+  Mutex tick_mu_;
+  control::AutoscalerMemory memory_ SOMM_GUARDED_BY(tick_mu_);
+  std::map<std::string, int64_t> last_arrivals_ SOMM_GUARDED_BY(tick_mu_);
+  std::map<std::string, int64_t> last_uses_ SOMM_GUARDED_BY(tick_mu_);
+  std::optional<cluster::TimePoint> last_tick_ SOMM_GUARDED_BY(tick_mu_);
+
+  Mutex loop_mu_;
+  std::condition_variable_any loop_cv_;
+  bool loop_stop_ SOMM_GUARDED_BY(loop_mu_) = false;
+  std::thread loop_thread_;
+};
+
+}  // namespace somm

@@ -1,0 +1,100 @@
+// Placement and eviction: which device a new instance's memory goes to, and,
+// when nothing has room, which loaded groups to evict for it. Pure functions
+// of a ClusterState snapshot and the time (see cluster_state.h).
+//
+// Placement is best fit: among the devices that match and have room, the one
+// left with the least budget after placing, which keeps large holes free for
+// large variants. When none has room, victims are chosen per device by a
+// GreedyDual-Size-Frequency-like value, lowest first:
+//
+//   value = (rate_qps * H + H / (H + idle_s)) * reload_ms / MiB freed
+//
+// i.e. the expected reuses within the horizon H (frequency, plus a recency
+// term that is 1 when just used and 1/2 after H idle seconds) times what each
+// reuse would cost to reload, per MiB the eviction gives back. Cheap-to-reload,
+// large, cold groups go first. Groups that are pinned, loading, or have queued
+// or executing queries are never victims. Of the devices that could be freed,
+// the one whose victims lose the least expected reload time wins.
+//
+// Thread-safety: stateless.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "cluster/cluster_state.h"
+
+namespace somm::control {
+
+// The policies speak the cluster model's vocabulary (cluster/cluster_state.h).
+using cluster::Action;
+using cluster::ActionKindName;
+using cluster::CauseName;
+using cluster::Clock;
+using cluster::ClusterState;
+using cluster::DeviceState;
+using cluster::FormatBytes;
+using cluster::GroupFor;
+using cluster::GroupLabel;
+using cluster::GroupState;
+using cluster::ModelDemand;
+using cluster::TimePoint;
+using cluster::ToString;
+using cluster::VariantOption;
+
+// Default memory budgets, as fractions of what is free when the server starts.
+// CPU: half of free RAM. The process also holds query tensors, batches, the
+// allocator's slack and libtorch's per-thread arenas, none of which is in a
+// profile's peak_memory_mb, and the machine is usually shared; swapping would
+// cost more than any reload. GPU: 80% of free device memory. A GPU is
+// normally ours alone, but the CUDA context, cuDNN/cuBLAS workspaces and the
+// caching allocator's fragmentation take the rest.
+inline constexpr double kDefaultCpuBudgetFraction = 0.5;
+inline constexpr double kDefaultGpuBudgetFraction = 0.8;
+
+// floor(free_bytes * fraction), clamped to [0, free_bytes].
+int64_t DefaultMemoryBudget(int64_t free_bytes, double fraction);
+
+struct PlacementOptions {
+  // H in the eviction value: how far ahead reuse is counted. A minute is a
+  // few idle_unload_s windows and far longer than any reload.
+  double reuse_horizon_s = 60;
+};
+
+// "cpu" matches "cpu"; "cuda" matches every "cuda:N"; "cuda:1" only itself;
+// "" matches any device.
+bool DeviceMatches(const std::string& device, const std::string& wanted);
+
+// May this group be evicted at all? Not when pinned, loading, or busy.
+bool Evictable(const GroupState& group);
+
+// The value above; lower is evicted first.
+double EvictionValue(const GroupState& group, TimePoint now, const PlacementOptions& options = {});
+
+struct EvictionVictim {
+  size_t group = 0;   // index into ClusterState::groups
+  int64_t bytes = 0;  // replicas * memory_bytes
+  double value = 0;
+  std::string reason;  // "evict: <group>: value 0.42 = (...)"
+};
+
+struct PlacementDecision {
+  std::string device;
+  int64_t free_after = 0;  // budget left on `device` after the evictions and the placement
+  std::vector<EvictionVictim> victims;  // evict in this order, before loading
+  std::string reason;
+};
+
+// Errors: NotFound when no device matches `wanted`; ResourceExhausted when no
+// matching device can make room even after evicting every evictable group,
+// with each device's budget, use and evictable bytes in the message.
+StatusOr<PlacementDecision> Place(const ClusterState& state, int64_t bytes_needed,
+                                  const std::string& wanted, TimePoint now,
+                                  const PlacementOptions& options = {});
+
+// The kUnload actions for a decision's victims, in order.
+std::vector<Action> EvictionActions(const ClusterState& state, const PlacementDecision& decision);
+
+}  // namespace somm::control

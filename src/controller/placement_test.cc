@@ -1,0 +1,194 @@
+#include "controller/placement.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace somm::control {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+const TimePoint kNow = TimePoint(100000s);
+constexpr int64_t kMiB = int64_t{1} << 20;
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+DeviceState Device(const std::string& name, int64_t budget, int64_t used) {
+  return DeviceState{name, budget, used, 4};
+}
+
+// An idle, evictable group: `rate` q/s recently, last used `idle` ago.
+GroupState Group(const std::string& model, int64_t mib, double rate, std::chrono::seconds idle,
+                 double load_ms, const std::string& device = "cpu") {
+  GroupState g;
+  g.model = model;
+  g.variant = "ts-fp32";
+  g.device = device;
+  g.replicas = 1;
+  g.memory_bytes = mib * kMiB;
+  g.recent_rate_qps = rate;
+  g.last_used = kNow - idle;
+  g.load_ms = load_ms;
+  return g;
+}
+
+std::vector<std::string> VictimModels(const ClusterState& state, const PlacementDecision& d) {
+  std::vector<std::string> models;
+  for (const EvictionVictim& v : d.victims) models.push_back(state.groups[v.group].model);
+  return models;
+}
+
+TEST(PlacementTest, DefaultMemoryBudgetIsAFractionOfFreeMemory) {
+  EXPECT_EQ(DefaultMemoryBudget(16 * kGiB, kDefaultCpuBudgetFraction), 8 * kGiB);
+  EXPECT_EQ(DefaultMemoryBudget(10 * kGiB, kDefaultGpuBudgetFraction), 8 * kGiB);
+  EXPECT_EQ(DefaultMemoryBudget(-5, 0.5), 0);
+  EXPECT_EQ(DefaultMemoryBudget(100, 3.0), 100);
+}
+
+TEST(PlacementTest, DeviceMatchesKindOrExactName) {
+  EXPECT_TRUE(DeviceMatches("cuda:1", "cuda"));
+  EXPECT_TRUE(DeviceMatches("cuda:1", "cuda:1"));
+  EXPECT_FALSE(DeviceMatches("cuda:1", "cuda:0"));
+  EXPECT_FALSE(DeviceMatches("cpu", "cuda"));
+  EXPECT_FALSE(DeviceMatches("cudax:0", "cuda"));
+  EXPECT_TRUE(DeviceMatches("cpu", ""));
+}
+
+TEST(PlacementTest, BestFitPicksTheDeviceLeftWithTheLeastRoom) {
+  ClusterState state;
+  state.devices = {Device("cpu", 64 * kGiB, 0), Device("cuda:0", 8 * kGiB, 2 * kGiB),
+                   Device("cuda:1", 8 * kGiB, 6 * kGiB + 512 * kMiB)};
+  auto d = Place(state, kGiB, "cuda", kNow);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->device, "cuda:1");
+  EXPECT_EQ(d->free_after, 512 * kMiB);
+  EXPECT_TRUE(d->victims.empty());
+  EXPECT_THAT(d->reason, StartsWith("best fit"));
+
+  // cuda:1 has 1.5 GiB left: 2 GiB goes to cuda:0.
+  d = Place(state, 2 * kGiB, "cuda", kNow);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->device, "cuda:0");
+
+  d = Place(state, kGiB, "cuda:0", kNow);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->device, "cuda:0");
+  d = Place(state, kGiB, "cpu", kNow);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->device, "cpu");
+}
+
+TEST(PlacementTest, NoMatchingDeviceIsNotFound) {
+  ClusterState state;
+  state.devices = {Device("cpu", kGiB, 0)};
+  auto d = Place(state, kMiB, "cuda", kNow);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), StatusCode::kNotFound);
+}
+
+TEST(PlacementTest, EvictionValueWeighsUseAgainstReloadCostPerByte) {
+  PlacementOptions o;  // H = 60 s
+  // (0.5 x 60 + 60 / (60 + 60)) x 200 ms / 100 MiB = 30.5 x 2 = 61.
+  EXPECT_DOUBLE_EQ(EvictionValue(Group("a", 100, 0.5, 60s, 200), kNow, o), 61.0);
+  // Colder, cheaper to reload, or larger -> lower value.
+  EXPECT_LT(EvictionValue(Group("a", 100, 0.0, 60s, 200), kNow, o),
+            EvictionValue(Group("a", 100, 0.1, 60s, 200), kNow, o));
+  EXPECT_LT(EvictionValue(Group("a", 100, 0.0, 600s, 200), kNow, o),
+            EvictionValue(Group("a", 100, 0.0, 6s, 200), kNow, o));
+  EXPECT_LT(EvictionValue(Group("a", 100, 0.0, 60s, 20), kNow, o),
+            EvictionValue(Group("a", 100, 0.0, 60s, 200), kNow, o));
+  EXPECT_LT(EvictionValue(Group("a", 400, 0.0, 60s, 200), kNow, o),
+            EvictionValue(Group("a", 100, 0.0, 60s, 200), kNow, o));
+}
+
+TEST(PlacementTest, EvictsTheLowestValueFirstUntilItFits) {
+  ClusterState state;
+  state.devices = {Device("cpu", 1000 * kMiB, 1000 * kMiB)};
+  state.groups = {
+      Group("hot", 200, 5.0, 1s, 100),             // (300 + 0.98) x 100 / 200 = 150
+      Group("cold", 200, 0.0, 600s, 100),          // (0 + 0.09) x 100 / 200 = 0.045
+      Group("slow-reload", 200, 0.0, 600s, 5000),  // 0.09 x 5000 / 200 = 2.27
+      Group("cheap", 200, 0.1, 10s, 20),           // (6 + 0.86) x 20 / 200 = 0.69
+  };
+  auto d = Place(state, 300 * kMiB, "cpu", kNow);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_THAT(VictimModels(state, *d), ::testing::ElementsAre("cold", "cheap"));
+  EXPECT_EQ(d->free_after, 100 * kMiB);
+  EXPECT_THAT(d->victims[0].reason,
+              AllOf(StartsWith("evict: cold:1:ts-fp32@cpu1"), HasSubstr("idle 600 s"),
+                    HasSubstr("reload 100 ms"), HasSubstr("200.0 MiB")));
+
+  d = Place(state, 500 * kMiB, "cpu", kNow);
+  ASSERT_TRUE(d.ok());
+  EXPECT_THAT(VictimModels(state, *d), ::testing::ElementsAre("cold", "cheap", "slow-reload"));
+
+  const std::vector<Action> actions = EvictionActions(state, *d);
+  ASSERT_EQ(actions.size(), 3u);
+  EXPECT_EQ(actions[0].kind, Action::kUnload);
+  EXPECT_EQ(actions[0].model, "cold");
+  EXPECT_THAT(actions[2].reason, StartsWith("evict: slow-reload"));
+}
+
+TEST(PlacementTest, DropsASmallVictimThatALargerOneMadeUnnecessary) {
+  ClusterState state;
+  state.devices = {Device("cpu", 1000 * kMiB, 1000 * kMiB)};
+  state.groups = {Group("small", 100, 0.0, 600s, 1), Group("large", 400, 0.0, 600s, 100)};
+  auto d = Place(state, 400 * kMiB, "cpu", kNow);
+  ASSERT_TRUE(d.ok());
+  EXPECT_THAT(VictimModels(state, *d), ::testing::ElementsAre("large"));
+}
+
+TEST(PlacementTest, NeverEvictsBusyPinnedOrLoadingGroups) {
+  ClusterState state;
+  state.devices = {Device("cpu", 1000 * kMiB, 1000 * kMiB)};
+  GroupState queued = Group("queued", 200, 0.0, 600s, 1);
+  queued.queued = 1;
+  GroupState executing = Group("executing", 200, 0.0, 600s, 1);
+  executing.executing = 1;
+  GroupState pinned = Group("pinned", 200, 0.0, 600s, 1);
+  pinned.pinned = true;
+  GroupState loading = Group("loading", 200, 0.0, 600s, 1);
+  loading.loading = true;
+  state.groups = {queued, executing, pinned, loading, Group("hot", 200, 50.0, 0s, 1000)};
+
+  auto d = Place(state, 150 * kMiB, "cpu", kNow);
+  ASSERT_TRUE(d.ok());
+  EXPECT_THAT(VictimModels(state, *d), ::testing::ElementsAre("hot"));
+
+  d = Place(state, 250 * kMiB, "cpu", kNow);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), StatusCode::kResourceExhausted);
+}
+
+TEST(PlacementTest, CannotFitReasonNamesTheNumbers) {
+  ClusterState state;
+  state.devices = {Device("cuda:0", 1000 * kMiB, 900 * kMiB),
+                   Device("cuda:1", 1000 * kMiB, 1000 * kMiB)};
+  GroupState pinned = Group("pinned", 700, 0.0, 600s, 1, "cuda:0");
+  pinned.pinned = true;
+  state.groups = {pinned, Group("idle", 200, 0.0, 600s, 1, "cuda:0")};
+  auto d = Place(state, 600 * kMiB, "cuda", kNow);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(d.status().message(),
+              AllOf(HasSubstr("cannot place 600.0 MiB on 'cuda'"),
+                    HasSubstr("cuda:0: budget 1000.0 MiB, used 900.0 MiB, free 100.0 MiB, "
+                              "evictable 200.0 MiB in 1 groups (not evictable: 0 busy, 1 pinned"),
+                    HasSubstr("cuda:1: budget 1000.0 MiB, used 1000.0 MiB, free 0 B")));
+}
+
+TEST(PlacementTest, PrefersTheDeviceWhoseVictimsLoseTheLeastReloadTime) {
+  ClusterState state;
+  state.devices = {Device("cuda:0", 1000 * kMiB, 1000 * kMiB),
+                   Device("cuda:1", 1000 * kMiB, 1000 * kMiB)};
+  state.groups = {Group("warm", 300, 1.0, 1s, 500, "cuda:0"),
+                  Group("cold", 300, 0.0, 900s, 500, "cuda:1")};
+  auto d = Place(state, 200 * kMiB, "cuda", kNow);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->device, "cuda:1");
+  EXPECT_THAT(VictimModels(state, *d), ::testing::ElementsAre("cold"));
+}
+
+}  // namespace
+}  // namespace somm::control

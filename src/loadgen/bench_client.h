@@ -1,0 +1,49 @@
+// BenchClient: the load generator's seam over the Open Inference Protocol
+// clients, so the load loops are written once for REST and gRPC and can be
+// tested with an in-memory twin.
+//
+// A ClientFactory makes one BenchClient per sender thread: HttpClient is not
+// thread-safe (one keep-alive connection each), and one connection per
+// sender is also what makes N concurrent senders N concurrent requests on
+// the wire. A BenchClient is used by one thread at a time; the factory
+// itself is thread-safe.
+//
+// REST needs only POST /v2/models/{m}/infer and GET /v2/health/ready from the
+// server, so a plain JSON-only OIP peer works; metadata is asked for only to
+// build synthetic inputs.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "serving/inference.h"
+#include "serving/inference_server.h"
+
+namespace somm::loadgen {
+
+class BenchClient {
+ public:
+  virtual ~BenchClient() = default;
+  virtual StatusOr<InferenceResponse> Infer(const InferenceRequest& request) = 0;
+  virtual StatusOr<bool> ServerReady() = 0;
+  virtual StatusOr<ModelMetadata> Metadata(const std::string& model) = 0;
+};
+
+class ClientFactory {
+ public:
+  virtual ~ClientFactory() = default;
+  virtual StatusOr<std::unique_ptr<BenchClient>> NewClient() = 0;
+};
+
+struct OipTarget {
+  std::string url = "127.0.0.1:8000";  // host:port; an http:// prefix is accepted
+  std::string protocol = "http";       // http | grpc
+  bool binary = false;                 // REST: binary tensor extension both ways
+};
+
+// InvalidArgument for a malformed URL or an unknown protocol. Connects
+// nothing: each NewClient connects (gRPC) or connects on first use (REST).
+StatusOr<std::unique_ptr<ClientFactory>> MakeOipClientFactory(const OipTarget& target);
+
+}  // namespace somm::loadgen

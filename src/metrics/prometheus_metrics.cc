@@ -1,0 +1,285 @@
+#include "metrics/prometheus_metrics.h"
+
+#include <httplib.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <thread>
+
+namespace somm {
+namespace {
+
+const prometheus::Histogram::BucketBoundaries& MicrosecondBuckets() {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {
+      10, 25, 50, 100, 250, 500, 1'000, 2'500, 5'000, 10'000, 25'000, 50'000, 100'000,
+      250'000, 500'000, 1'000'000, 2'500'000, 10'000'000};
+  return kBuckets;
+}
+
+const prometheus::Histogram::BucketBoundaries& BatchBuckets() {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {1, 2, 4, 8, 16, 32, 64,
+                                                                   128, 256, 512, 1024};
+  return kBuckets;
+}
+
+}  // namespace
+
+struct PrometheusMetrics::Families {
+  explicit Families(prometheus::Registry& r)
+      : success(prometheus::BuildCounter()
+                    .Name("somm_inference_request_success_total")
+                    .Help("Queries that completed successfully")
+                    .Register(r)),
+        failure(prometheus::BuildCounter()
+                    .Name("somm_inference_request_failure_total")
+                    .Help("Queries that failed, by status code")
+                    .Register(r)),
+        queue(prometheus::BuildHistogram()
+                  .Name("somm_inference_queue_duration_us")
+                  .Help("Time a query waited in its instance queue, microseconds")
+                  .Register(r)),
+        compute(prometheus::BuildHistogram()
+                    .Name("somm_inference_compute_duration_us")
+                    .Help("Backend execution time of the batch that served a query, microseconds")
+                    .Register(r)),
+        request(prometheus::BuildHistogram()
+                    .Name("somm_inference_request_duration_us")
+                    .Help("Server time from dispatch to response, microseconds")
+                    .Register(r)),
+        batch(prometheus::BuildHistogram()
+                  .Name("somm_inference_batch_size")
+                  .Help("Samples per executed batch")
+                  .Register(r)),
+        instances(prometheus::BuildGauge()
+                      .Name("somm_instances_loaded")
+                      .Help("Instances loaded per model version")
+                      .Register(r)),
+        decisions(prometheus::BuildCounter()
+                      .Name("somm_selector_decisions_total")
+                      .Help("Routing decisions, by outcome")
+                      .Register(r)),
+        replicas(prometheus::BuildGauge()
+                     .Name("somm_instances")
+                     .Help("Loaded replicas per variant and hardware")
+                     .Register(r)),
+        instance_memory(prometheus::BuildGauge()
+                            .Name("somm_instance_memory_bytes")
+                            .Help("Memory accounted to the loaded replicas of a variant")
+                            .Register(r)),
+        instance_seconds(prometheus::BuildCounter()
+                             .Name("somm_instance_seconds_total")
+                             .Help("Replica-seconds loaded, summed over every instance group")
+                             .Register(r)),
+        cold_starts(prometheus::BuildCounter()
+                        .Name("somm_cold_starts_total")
+                        .Help("Queries that waited for an instance to load")
+                        .Register(r)),
+        control_actions(prometheus::BuildCounter()
+                            .Name("somm_control_actions_total")
+                            .Help("Actions the controller carried out, by kind")
+                            .Register(r)),
+        paced_waits(prometheus::BuildCounter()
+                        .Name("somm_background_paced_waits_total")
+                        .Help("Background loads that waited for earlier background work's rest "
+                              "(--background-duty)")
+                        .Register(r)
+                        .Add({})),
+        paced_seconds(prometheus::BuildCounter()
+                          .Name("somm_background_paced_seconds_total")
+                          .Help("Seconds background loads waited for the pacer")
+                          .Register(r)
+                          .Add({})),
+        memory_used(prometheus::BuildGauge()
+                        .Name("somm_memory_used_bytes")
+                        .Help("Memory accounted to loaded instances, per device")
+                        .Register(r)),
+        memory_budget(prometheus::BuildGauge()
+                          .Name("somm_memory_budget_bytes")
+                          .Help("Memory budget for instances, per device")
+                          .Register(r)),
+        arrival_rate(prometheus::BuildGauge()
+                         .Name("somm_arrival_rate_qps")
+                         .Help("Arrival rate observed in the last control tick")
+                         .Register(r)),
+        forecast_rate(prometheus::BuildGauge()
+                          .Name("somm_forecast_rate_qps")
+                          .Help("The autoscaler's forecast arrival rate")
+                          .Register(r)),
+        slowdown(prometheus::BuildGauge()
+                     .Name("somm_profile_slowdown")
+                     .Help("Live batch latency over the profiled latency; the controller scales "
+                           "profiles by it")
+                     .Register(r)
+                     .Add({})),
+        instance_seconds_total(instance_seconds.Add({})) {}
+
+  prometheus::Family<prometheus::Counter>& success;
+  prometheus::Family<prometheus::Counter>& failure;
+  prometheus::Family<prometheus::Histogram>& queue;
+  prometheus::Family<prometheus::Histogram>& compute;
+  prometheus::Family<prometheus::Histogram>& request;
+  prometheus::Family<prometheus::Histogram>& batch;
+  prometheus::Family<prometheus::Gauge>& instances;
+  prometheus::Family<prometheus::Counter>& decisions;
+  prometheus::Family<prometheus::Gauge>& replicas;
+  prometheus::Family<prometheus::Gauge>& instance_memory;
+  prometheus::Family<prometheus::Counter>& instance_seconds;
+  prometheus::Family<prometheus::Counter>& cold_starts;
+  prometheus::Family<prometheus::Counter>& control_actions;
+  prometheus::Counter& paced_waits;
+  prometheus::Counter& paced_seconds;
+  prometheus::Family<prometheus::Gauge>& memory_used;
+  prometheus::Family<prometheus::Gauge>& memory_budget;
+  prometheus::Family<prometheus::Gauge>& arrival_rate;
+  prometheus::Family<prometheus::Gauge>& forecast_rate;
+  prometheus::Gauge& slowdown;
+  prometheus::Counter& instance_seconds_total;
+};
+
+namespace {
+
+class PrometheusModelMetrics : public ModelMetrics {
+ public:
+  PrometheusModelMetrics(PrometheusMetrics::Families& f, prometheus::Labels labels)
+      : families_(f),
+        labels_(labels),
+        success_(f.success.Add(labels)),
+        queue_(f.queue.Add(labels, MicrosecondBuckets())),
+        compute_(f.compute.Add(labels, MicrosecondBuckets())),
+        request_(f.request.Add(labels, MicrosecondBuckets())),
+        batch_(f.batch.Add(labels, BatchBuckets())),
+        instances_(f.instances.Add(labels)) {}
+
+  void RecordSuccess(double queue_us, double compute_us, double total_us) override {
+    success_.Increment();
+    queue_.Observe(queue_us);
+    compute_.Observe(compute_us);
+    request_.Observe(total_us);
+  }
+  void RecordFailure(const std::string& reason) override {
+    auto labels = labels_;
+    labels["reason"] = reason;
+    families_.failure.Add(labels).Increment();  // Add returns the existing child
+  }
+  void RecordBatch(int64_t batch_size) override { batch_.Observe(static_cast<double>(batch_size)); }
+  void SetInstancesLoaded(int64_t count) override { instances_.Set(static_cast<double>(count)); }
+
+ private:
+  PrometheusMetrics::Families& families_;
+  const prometheus::Labels labels_;
+  prometheus::Counter& success_;
+  prometheus::Histogram& queue_;
+  prometheus::Histogram& compute_;
+  prometheus::Histogram& request_;
+  prometheus::Histogram& batch_;
+  prometheus::Gauge& instances_;
+};
+
+}  // namespace
+
+PrometheusMetrics::PrometheusMetrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      families_(std::make_unique<Families>(*registry_)) {}
+
+PrometheusMetrics::~PrometheusMetrics() = default;
+
+ModelMetrics* PrometheusMetrics::ForModel(const std::string& model, const std::string& version) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& slot = models_[{model, version}];
+  if (!slot) {
+    slot = std::make_unique<PrometheusModelMetrics>(
+        *families_, prometheus::Labels{{"model", model}, {"version", version}});
+  }
+  return slot.get();
+}
+
+void PrometheusMetrics::RecordDecision(const std::string& outcome) {
+  families_->decisions.Add({{"outcome", outcome}}).Increment();
+}
+
+void PrometheusMetrics::SetReplicas(const std::string& model, const std::string& version,
+                                 const std::string& variant, const std::string& hardware,
+                                 int64_t replicas, int64_t memory_bytes_each) {
+  const prometheus::Labels labels = {
+      {"model", model}, {"version", version}, {"variant", variant}, {"hardware", hardware}};
+  families_->replicas.Add(labels).Set(static_cast<double>(replicas));
+  families_->instance_memory.Add(labels).Set(static_cast<double>(replicas * memory_bytes_each));
+}
+
+void PrometheusMetrics::AddInstanceSeconds(double seconds) {
+  if (seconds > 0) families_->instance_seconds_total.Increment(seconds);
+}
+
+void PrometheusMetrics::RecordColdStart(const std::string& model) {
+  families_->cold_starts.Add({{"model", model}}).Increment();
+}
+
+void PrometheusMetrics::RecordControlAction(const std::string& kind) {
+  families_->control_actions.Add({{"kind", kind}}).Increment();
+}
+
+void PrometheusMetrics::RecordPacedWait(double seconds) {
+  families_->paced_waits.Increment();
+  if (seconds > 0) families_->paced_seconds.Increment(seconds);
+}
+
+void PrometheusMetrics::SetMemory(const std::string& device, int64_t used_bytes,
+                               int64_t budget_bytes) {
+  families_->memory_used.Add({{"device", device}}).Set(static_cast<double>(used_bytes));
+  families_->memory_budget.Add({{"device", device}}).Set(static_cast<double>(budget_bytes));
+}
+
+void PrometheusMetrics::SetRates(const std::string& model, double arrival_qps, double forecast_qps) {
+  families_->arrival_rate.Add({{"model", model}}).Set(arrival_qps);
+  families_->forecast_rate.Add({{"model", model}}).Set(forecast_qps);
+}
+
+void PrometheusMetrics::SetSlowdown(double factor) { families_->slowdown.Set(factor); }
+
+std::string PrometheusMetrics::Serialize() const {
+  return prometheus::TextSerializer().Serialize(registry_->Collect());
+}
+
+struct MetricsEndpoint::Impl {
+  httplib::Server server;
+  std::thread thread;
+};
+
+MetricsEndpoint::MetricsEndpoint(std::unique_ptr<Impl> impl, int port)
+    : impl_(std::move(impl)), port_(port) {}
+
+MetricsEndpoint::~MetricsEndpoint() { Shutdown(); }
+
+StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(const PrometheusMetrics& metrics,
+                                                                  const std::string& address,
+                                                                  int port) {
+  auto impl = std::make_unique<Impl>();
+  impl->server.Get("/metrics", [&metrics](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics.Serialize(), "text/plain; version=0.0.4");
+  });
+  int bound = port;
+  if (port == 0) {
+    bound = impl->server.bind_to_any_port(address);
+  } else if (!impl->server.bind_to_port(address, port)) {
+    bound = -1;
+  }
+  if (bound < 0) {
+    return Unavailable("metrics endpoint: cannot listen on " + address + ":" +
+                       std::to_string(port));
+  }
+  Impl* raw = impl.get();
+  impl->thread = std::thread([raw] { raw->server.listen_after_bind(); });
+  return std::unique_ptr<MetricsEndpoint>(new MetricsEndpoint(std::move(impl), bound));
+}
+
+void MetricsEndpoint::Shutdown() {
+  if (!impl_) return;
+  impl_->server.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+}  // namespace somm

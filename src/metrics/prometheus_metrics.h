@@ -1,0 +1,68 @@
+// PrometheusMetrics: ServingMetrics (serving_metrics.h) on prometheus-cpp,
+// and the /metrics endpoint that serves it. prometheus-cpp types stay in
+// prometheus_metrics.cc.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "common/status.h"
+#include "metrics/serving_metrics.h"
+
+namespace prometheus {
+class Registry;
+}  // namespace prometheus
+
+namespace somm {
+
+class PrometheusMetrics : public ServingMetrics {
+ public:
+  PrometheusMetrics();
+  ~PrometheusMetrics() override;
+
+  ModelMetrics* ForModel(const std::string& model, const std::string& version) override;
+  void RecordDecision(const std::string& outcome) override;
+  void SetReplicas(const std::string& model, const std::string& version,
+                   const std::string& variant, const std::string& hardware, int64_t replicas,
+                   int64_t memory_bytes_each) override;
+  void AddInstanceSeconds(double seconds) override;
+  void RecordColdStart(const std::string& model) override;
+  void RecordControlAction(const std::string& kind) override;
+  void RecordPacedWait(double seconds) override;
+  void SetMemory(const std::string& device, int64_t used_bytes, int64_t budget_bytes) override;
+  void SetRates(const std::string& model, double arrival_qps, double forecast_qps) override;
+  void SetSlowdown(double factor) override;
+  // The Prometheus text exposition of every metric.
+  std::string Serialize() const;
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+  struct Families;  // opaque: defined in prometheus_metrics.cc
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<Families> families_;
+  std::mutex mu_;
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<ModelMetrics>> models_;
+};
+
+// Serves GET /metrics on its own port (Triton's --metrics-port habit).
+class MetricsEndpoint {
+ public:
+  // port 0 picks a free port; port() tells which.
+  static StatusOr<std::unique_ptr<MetricsEndpoint>> Start(const PrometheusMetrics& metrics,
+                                                          const std::string& address, int port);
+  ~MetricsEndpoint();
+  int port() const { return port_; }
+  void Shutdown();
+
+ private:
+  struct Impl;
+  explicit MetricsEndpoint(std::unique_ptr<Impl> impl, int port);
+  std::unique_ptr<Impl> impl_;
+  int port_;
+};
+
+}  // namespace somm

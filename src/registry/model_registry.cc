@@ -1,0 +1,309 @@
+#include "registry/model_registry.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "variants/variant_pipeline.h"
+
+namespace somm {
+namespace fs = std::filesystem;
+namespace {
+
+// Which versions the policy selects among those present on disk.
+std::vector<int64_t> SelectVersions(const VersionPolicy& policy, std::vector<int64_t> present) {
+  std::sort(present.begin(), present.end());
+  switch (policy.kind) {
+    case VersionPolicy::Kind::kAll:
+      return present;
+    case VersionPolicy::Kind::kLatest: {
+      const size_t n = std::min<size_t>(present.size(), static_cast<size_t>(policy.latest_count));
+      return std::vector<int64_t>(present.end() - static_cast<std::ptrdiff_t>(n), present.end());
+    }
+    case VersionPolicy::Kind::kSpecific:
+      return policy.specific;
+  }
+  return {};
+}
+
+}  // namespace
+
+void AppendOptions(const VersionRecord& v, std::vector<cluster::VariantOption>* out) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  for (const VariantProfile& p : v.profiles) {
+    for (const HardwareProfile& hp : p.hardware) {
+      cluster::VariantOption o;
+      o.model = v.config.name;
+      o.version = v.version;
+      o.task = v.config.task;
+      o.variant = p.variant;
+      o.hardware = hp.hardware;
+      o.device = Device{hp.hardware.device, hp.hardware.device_index}.ToString();
+      o.accuracy = p.accuracy;
+      o.latency = hp.latency;
+      o.max_batch = std::max<int64_t>(v.config.max_batch_size, 1);
+      o.memory_bytes = static_cast<int64_t>(hp.peak_memory_mb * kMiB);
+      o.load_ms = hp.load_time_ms;
+      o.usable = p.usable;
+      o.unusable_reason = p.unusable_reason;
+      out->push_back(std::move(o));
+    }
+  }
+}
+
+bool IsPositiveInteger(const std::string& s) {
+  return !s.empty() && s.size() < 19 && std::all_of(s.begin(), s.end(), ::isdigit) &&
+         std::stoll(s) > 0;
+}
+
+bool IsValidModelName(const std::string& name) {
+  return !name.empty() && name.size() <= 256 && name[0] != '.' &&
+         name.find('/') == std::string::npos && name.find('\\') == std::string::npos;
+}
+
+ModelRegistry::ModelRegistry(RegistryOptions options, Backend& backend)
+    : options_(std::move(options)), backend_(backend) {}
+
+ModelRegistry::~ModelRegistry() { Shutdown(); }
+
+void ModelRegistry::Shutdown() {
+  shutting_down_ = true;
+  std::vector<std::thread> jobs;
+  {
+    MutexLock lock(&jobs_mu_);
+    jobs.swap(job_threads_);
+  }
+  for (auto& t : jobs) t.join();  // a job in progress finishes its current step
+}
+
+std::vector<std::string> ModelRegistry::ListModelFolders() const {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(options_.repository_path, ec)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_directory() && IsValidModelName(name)) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::vector<VersionPtr> ModelRegistry::Read(const std::string& name,
+                                            std::vector<RepositoryEntry>* problems) const {
+  std::vector<VersionPtr> out;
+  const fs::path dir = fs::path(options_.repository_path) / name;
+  auto config = LoadModelConfig(dir.string());
+  if (!config.ok()) {
+    problems->push_back({name, "", "UNAVAILABLE", config.status().message()});
+    return out;
+  }
+  std::vector<int64_t> present;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string v = e.path().filename().string();
+    if (e.is_directory() && IsPositiveInteger(v)) present.push_back(std::stoll(v));
+  }
+  if (present.empty()) {
+    problems->push_back({name, "", "UNAVAILABLE",
+                         dir.string() + ": no version folders (expected " + name +
+                             "/<N>/model.pt)"});
+    return out;
+  }
+  for (int64_t v : SelectVersions(config->version_policy, present)) {
+    auto record = std::make_shared<VersionRecord>();
+    record->config = *config;
+    record->version = v;
+    record->version_str = std::to_string(v);
+    record->path = (dir / std::to_string(v) / "model.pt").string();
+    auto profiles = LoadProfiles(VariantsRoot(), name, v);
+    if (profiles.ok()) record->profiles = std::move(profiles).value();
+    out.push_back(std::move(record));
+  }
+  return out;
+}
+
+void ModelRegistry::Publish(const std::string& name, std::vector<VersionPtr> versions,
+                            std::vector<RepositoryEntry> problems) {
+  Entry entry;
+  for (auto& v : versions) {
+    if (!entry.config) entry.config = v->config;
+    entry.versions[v->version] = std::move(v);
+  }
+  entry.problems = std::move(problems);
+  WriterLock lock(&mu_);
+  models_[name] = std::move(entry);
+}
+
+bool ModelRegistry::Remove(const std::string& name) {
+  WriterLock lock(&mu_);
+  return models_.erase(name) > 0;
+}
+
+bool ModelRegistry::IsPublished(const std::string& name) const {
+  ReaderLock lock(&mu_);
+  return models_.count(name) > 0;
+}
+
+StatusOr<VersionPtr> ModelRegistry::Resolve(const std::string& name,
+                                            const std::string& version) const {
+  ReaderLock lock(&mu_);
+  auto it = models_.find(name);
+  if (it == models_.end()) return NotFound("unknown model '" + name + "'");
+  const Entry& entry = it->second;
+  if (entry.versions.empty()) {
+    const std::string why = entry.problems.empty() ? "" : ": " + entry.problems[0].reason;
+    return Unavailable("model '" + name + "' is not ready" + why);
+  }
+  if (version.empty()) return entry.versions.rbegin()->second;
+  if (!IsPositiveInteger(version)) {
+    return InvalidArgument("model '" + name + "': version '" + version +
+                           "' is not a positive integer");
+  }
+  auto v = entry.versions.find(std::stoll(version));
+  if (v == entry.versions.end()) {
+    std::string loaded;
+    for (const auto& [n, _] : entry.versions) {
+      loaded += (loaded.empty() ? "" : ", ") + std::to_string(n);
+    }
+    return NotFound("model '" + name + "' has no version " + version + " loaded (loaded: " +
+                    loaded + ")");
+  }
+  return v->second;
+}
+
+std::vector<std::string> ModelRegistry::VersionsOf(const std::string& name) const {
+  std::vector<std::string> out;
+  ReaderLock lock(&mu_);
+  auto it = models_.find(name);
+  if (it == models_.end()) return out;
+  for (const auto& [v, _] : it->second.versions) out.push_back(std::to_string(v));
+  return out;
+}
+
+std::vector<VersionPtr> ModelRegistry::ForTask(const std::string& task) const {
+  std::vector<VersionPtr> out;
+  ReaderLock lock(&mu_);
+  for (const auto& [_, entry] : models_) {
+    if (entry.config && entry.config->task == task && !entry.versions.empty()) {
+      out.push_back(entry.versions.rbegin()->second);
+    }
+  }
+  return out;
+}
+
+std::vector<VersionPtr> ModelRegistry::All() const {
+  std::vector<VersionPtr> out;
+  ReaderLock lock(&mu_);
+  for (const auto& [_, entry] : models_) {
+    for (const auto& [__, v] : entry.versions) out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<RepositoryEntry> ModelRegistry::Index(bool ready_only) const {
+  std::vector<RepositoryEntry> rows;
+  std::set<std::string> known;
+  {
+    ReaderLock lock(&mu_);
+    for (const auto& [name, entry] : models_) {
+      known.insert(name);
+      for (const auto& [v, _] : entry.versions) {
+        rows.push_back({name, std::to_string(v), "READY", ""});
+      }
+      if (!ready_only) rows.insert(rows.end(), entry.problems.begin(), entry.problems.end());
+    }
+  }
+  if (!ready_only) {
+    for (const std::string& name : ListModelFolders()) {
+      if (!known.count(name)) rows.push_back({name, "", "UNAVAILABLE", "unloaded"});
+    }
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const RepositoryEntry& a, const RepositoryEntry& b) {
+    return a.name < b.name;
+  });
+  return rows;
+}
+
+Status ModelRegistry::SetProfiles(const std::string& name, int64_t version,
+                                  std::vector<VariantProfile> profiles) {
+  WriterLock lock(&mu_);
+  auto it = models_.find(name);
+  if (it == models_.end()) return NotFound("unknown model '" + name + "'");
+  auto v = it->second.versions.find(version);
+  if (v == it->second.versions.end()) {
+    return NotFound("model '" + name + "' has no version " + std::to_string(version) + " loaded");
+  }
+  auto updated = std::make_shared<VersionRecord>(*v->second);
+  updated->profiles = std::move(profiles);
+  v->second = std::move(updated);
+  return Status::Ok();
+}
+
+StatusOr<RegistrationStatus> ModelRegistry::GetRegistrationStatus(const std::string& name) const {
+  {
+    MutexLock lock(&jobs_mu_);
+    auto it = jobs_.find(name);
+    if (it != jobs_.end()) return it->second;
+  }
+  SOMM_ASSIGN_OR_RETURN(VersionPtr v, Resolve(name, ""));
+  RegistrationStatus status;
+  status.name = name;
+  status.variants = v->profiles;
+  status.state = v->profiles.empty() ? "NONE" : "READY";
+  status.done = status.total = static_cast<int>(v->profiles.size());
+  return status;
+}
+
+void ModelRegistry::StartVariantJob(const ModelConfig& config, int64_t version) {
+  MutexLock lock(&jobs_mu_);
+  if (shutting_down_) return;
+  auto& job = jobs_[config.name];
+  if (job.state == "GENERATING") return;
+  job = RegistrationStatus{};
+  job.name = config.name;
+  job.state = "GENERATING";
+  job.phase = "queued";
+  job_threads_.emplace_back([this, config, version] { RunVariantJob(config, version); });
+}
+
+void ModelRegistry::RunVariantJob(ModelConfig config, int64_t version) {
+  // One job at a time: profiling measures latency, and two jobs at once on a
+  // small machine would measure each other.
+  MutexLock serial(&one_job_at_a_time_);
+  if (shutting_down_) return;
+  VariantPipelineOptions po;
+  po.variants_root = VariantsRoot();
+  po.hardware = options_.hardware;
+  po.accuracy_tolerance = options_.accuracy_tolerance;
+  po.tools_dir = options_.tools_dir;
+  po.cancelled = [this] { return shutting_down_.load(); };
+  const std::string model_dir = options_.repository_path + "/" + config.name;
+  auto result = GenerateAndProfile(
+      config, version, model_dir, backend_, po, [this, &config](const VariantProgress& p) {
+        MutexLock lock(&jobs_mu_);
+        auto& job = jobs_[config.name];
+        job.phase = p.phase + (p.current.empty() ? "" : " " + p.current);
+        job.done = p.done;
+        job.total = p.total;
+      });
+  Status installed = result.ok() ? SetProfiles(config.name, version, result->profiles)
+                                 : result.status();
+  MutexLock lock(&jobs_mu_);
+  auto& job = jobs_[config.name];
+  if (!result.ok()) {
+    job.state = "FAILED";
+    job.message = result.status().message();
+    spdlog::error("variant generation for {} failed: {}", config.name, job.message);
+    return;
+  }
+  job.variants = result->profiles;
+  for (const auto& sk : result->skipped) job.skipped.push_back(sk.variant + ": " + sk.reason);
+  job.state = installed.ok() ? "READY" : "FAILED";
+  job.phase = "done";
+  job.message = installed.ok() ? std::to_string(result->profiles.size()) + " variants profiled"
+                               : installed.message();
+  spdlog::info("variants of {}:{} ready: {}", config.name, version, job.message);
+}
+
+}  // namespace somm

@@ -1,0 +1,131 @@
+// ModelRegistry: what somm knows about the models of one repository: their
+// configs, their versions, each version's variant profiles, and the
+// registration jobs that produce those profiles. It serves no query and loads
+// no instance: the worker does that (worker/worker.h), told by the controller.
+//
+// A model is *published* once at least one of its versions loaded: from then
+// on Resolve() finds it (READY in the index). A VersionRecord is immutable;
+// SetProfiles() publishes a new one, so readers take a shared_ptr and hold no
+// lock while they use it.
+//
+// Registration: Register() validates a new model, stages its files, probes
+// that it loads (through the Backend), and moves it into the repository in one
+// rename; the caller then loads it and calls StartVariantJob(), which
+// generates and profiles variants in the background (variants/) and installs
+// the profiles when done. One job runs at a time (profiles measure latency).
+//
+// Thread-safety: every method may be called concurrently. Locks: mu_ (the
+// models map) and jobs_mu_ (the jobs); neither is held while calling out.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster/cluster_state.h"
+#include "common/mutex.h"
+#include "profiles/variant_profile.h"
+#include "repository/model_config.h"
+#include "runtime/backend.h"
+#include "serving/inference_server.h"
+
+namespace somm {
+
+struct RegistryOptions {
+  std::string repository_path;
+  // Hardware configurations variants are profiled on.
+  std::vector<HardwareConfig> hardware;
+  // A variant more than this below the as-registered accuracy is unusable.
+  double accuracy_tolerance = 0.02;
+  // Where tools/quantize_dynamic.py lives (int8 variants).
+  std::string tools_dir;
+  // The device a registration's probe load runs on.
+  Device device;
+};
+
+// One version of one model, as the repository and the profiles describe it.
+struct VersionRecord {
+  ModelConfig config;
+  int64_t version = 0;
+  std::string version_str;
+  std::string path;  // <repo>/<model>/<version>/model.pt
+  std::vector<VariantProfile> profiles;
+};
+using VersionPtr = std::shared_ptr<const VersionRecord>;
+
+// The variant name of a model as registered (variants/ generates it first).
+inline constexpr char kAsRegistered[] = "ts-fp32";
+
+class ModelRegistry {
+ public:
+  ModelRegistry(RegistryOptions options, Backend& backend);
+  ~ModelRegistry();  // Shutdown()
+
+  const RegistryOptions& options() const { return options_; }
+  // Model folders in the repository, sorted (valid names only).
+  std::vector<std::string> ListModelFolders() const;
+  // Reads `name`'s model.yaml and the versions its policy selects, with the
+  // profiles persisted earlier. Problems (config errors, missing folders) go
+  // to *problems as UNAVAILABLE rows.
+  std::vector<VersionPtr> Read(const std::string& name,
+                               std::vector<RepositoryEntry>* problems) const;
+  // Publishes `name` with the versions that loaded and the rows of what did
+  // not; replaces what was published.
+  void Publish(const std::string& name, std::vector<VersionPtr> versions,
+               std::vector<RepositoryEntry> problems);
+  // Forgets `name`; false when it was not published.
+  bool Remove(const std::string& name);
+  bool IsPublished(const std::string& name) const;
+
+  // The published version ("" = latest). NotFound, Unavailable (known but
+  // nothing loaded) or InvalidArgument (a malformed version), with messages.
+  StatusOr<VersionPtr> Resolve(const std::string& name, const std::string& version) const;
+  std::vector<std::string> VersionsOf(const std::string& name) const;
+  // The latest published version of every model registered for `task`.
+  std::vector<VersionPtr> ForTask(const std::string& task) const;
+  std::vector<VersionPtr> All() const;
+  std::vector<RepositoryEntry> Index(bool ready_only) const;
+  Status SetProfiles(const std::string& name, int64_t version, std::vector<VariantProfile> profiles);
+
+  // Registration (see above). On success the model's files are in the
+  // repository and its config is returned.
+  StatusOr<ModelConfig> Register(const RegistrationRequest& request);
+  // `installed` runs when the profiles are in place (the controller may then
+  // reconsider the model).
+  void StartVariantJob(const ModelConfig& config, int64_t version);
+  StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) const;
+  void Shutdown();
+
+ private:
+  struct Entry {
+    std::optional<ModelConfig> config;
+    std::map<int64_t, VersionPtr> versions;  // published, ascending
+    std::vector<RepositoryEntry> problems;
+  };
+  void RunVariantJob(ModelConfig config, int64_t version);
+  std::string VariantsRoot() const { return options_.repository_path + "/.somm/variants"; }
+
+  const RegistryOptions options_;
+  Backend& backend_;
+  std::atomic<bool> shutting_down_{false};
+  mutable SharedMutex mu_;
+  std::map<std::string, Entry> models_ SOMM_GUARDED_BY(mu_);
+  mutable Mutex jobs_mu_;
+  std::map<std::string, RegistrationStatus> jobs_ SOMM_GUARDED_BY(jobs_mu_);
+  std::vector<std::thread> job_threads_ SOMM_GUARDED_BY(jobs_mu_);
+  Mutex one_job_at_a_time_;  // held by a running variant job
+};
+
+// The cluster model's options for one version: every profiled variant on
+// every hardware it was profiled on (unusable ones flagged), appended.
+void AppendOptions(const VersionRecord& v, std::vector<cluster::VariantOption>* out);
+
+bool IsPositiveInteger(const std::string& s);
+bool IsValidModelName(const std::string& name);
+
+}  // namespace somm

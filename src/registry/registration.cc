@@ -1,0 +1,178 @@
+// ModelRegistry's registration path: validate a new model and move it into
+// the repository (model_registry.h says what happens next).
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "registry/model_registry.h"
+
+namespace somm {
+namespace fs = std::filesystem;
+namespace {
+
+std::string YamlList(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+std::string YamlFloats(const std::vector<float>& v) {
+  std::ostringstream s;
+  s << "[";
+  for (size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
+  s << "]";
+  return s.str();
+}
+
+std::string Quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+// The model.yaml a registration produces.
+std::string ConfigYaml(const RegistrationRequest& r) {
+  std::ostringstream y;
+  y << "name: " << r.name << "\nplatform: torchscript\ntask: " << r.task << "\n";
+  if (!r.description.empty()) y << "description: " << Quoted(r.description) << "\n";
+  y << "max_batch_size: " << r.max_batch_size << "\n";
+  for (const auto* specs : {&r.inputs, &r.outputs}) {
+    y << (specs == &r.inputs ? "inputs:\n" : "outputs:\n");
+    for (const auto& t : *specs) {
+      y << "  - {name: " << t.name << ", datatype: " << DataTypeName(t.datatype)
+        << ", shape: " << YamlList(t.shape) << "}\n";
+    }
+  }
+  if (r.max_batch_size > 0) {
+    y << "dynamic_batching: {max_queue_delay_us: 0, max_queue_size: 4096}\n";
+  }
+  y << "instance_count: 1\nintra_op_threads: 1\n";
+  if (r.preprocessing) {
+    const auto& p = *r.preprocessing;
+    y << "preprocessing:\n  image: {channels: " << p.channels << ", height: " << p.height
+      << ", width: " << p.width << ", scale: " << p.scale;
+    if (!p.mean.empty()) y << ", mean: " << YamlFloats(p.mean);
+    if (!p.stddev.empty()) y << ", std: " << YamlFloats(p.stddev);
+    y << ", invert: " << (p.invert ? "true" : "false") << "}\n";
+  }
+  return y.str();
+}
+
+Status CheckRegistration(const RegistrationRequest& r) {
+  if (r.name.empty() || r.name.size() > 128 || r.name[0] == '.' ||
+      r.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
+          std::string::npos) {
+    return InvalidArgument("model name '" + r.name + "' must be 1-128 letters, digits, '-', '_' or '.'");
+  }
+  if (r.task.find('/') == std::string::npos) {
+    return InvalidArgument("task '" + r.task + "' must be 'task/dataset'");
+  }
+  if (r.inputs.empty() || r.outputs.empty()) {
+    return InvalidArgument("registration of '" + r.name + "' needs at least one input and one output");
+  }
+  if (r.model_bytes.empty()) return InvalidArgument("registration of '" + r.name + "' has no model file");
+  if (r.validation_count < 0) return InvalidArgument("validation count must not be negative");
+  if (r.validation_count > 0) {
+    if (r.inputs.size() != 1) {
+      return InvalidArgument("validation data needs a model with exactly one input");
+    }
+    const TensorSpec& in = r.inputs[0];
+    const int64_t per_sample = ElementCount(in.shape);
+    if (per_sample < 0 || in.datatype == DataType::kBytes) {
+      return InvalidArgument("validation data needs input '" + in.name + "' to have a fixed shape");
+    }
+    const size_t expected = static_cast<size_t>(r.validation_count * per_sample) * DataTypeSize(in.datatype);
+    if (r.validation_inputs.size() != expected) {
+      return InvalidArgument("validation inputs hold " + std::to_string(r.validation_inputs.size()) +
+                             " bytes; " + std::to_string(r.validation_count) + " samples of " +
+                             DataTypeName(in.datatype) + " " + ShapeToString(in.shape) + " need " +
+                             std::to_string(expected));
+    }
+    if (r.validation_labels.size() != static_cast<size_t>(r.validation_count) * 8) {
+      return InvalidArgument("validation labels hold " + std::to_string(r.validation_labels.size()) +
+                             " bytes; " + std::to_string(r.validation_count) +
+                             " INT64 labels need " + std::to_string(r.validation_count * 8));
+    }
+  }
+  return Status::Ok();
+}
+
+Status WriteFile(const fs::path& path, const std::string& bytes) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) return Internal("cannot write " + path.string());
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<ModelConfig> ModelRegistry::Register(const RegistrationRequest& r) {
+  if (shutting_down_) return Unavailable("server is shutting down");
+  SOMM_RETURN_IF_ERROR(CheckRegistration(r));
+  const fs::path repo(options_.repository_path);
+  std::error_code ec;
+  if (fs::exists(repo / r.name, ec)) {
+    return AlreadyExists("model '" + r.name + "' already exists in the repository");
+  }
+  // Stage everything beside the repository, check it, then move it in with
+  // one rename: a broken registration leaves nothing behind.
+  static std::atomic<int> counter{0};
+  const fs::path staging = repo / ".somm" / "staging" /
+                           (std::to_string(getpid()) + "-" + std::to_string(counter++));
+  const fs::path dir = staging / r.name;
+  struct Cleanup {
+    fs::path path;
+    ~Cleanup() {
+      std::error_code e;
+      fs::remove_all(path, e);
+    }
+  } cleanup{staging};
+  SOMM_RETURN_IF_ERROR(WriteFile(dir / "model.yaml", ConfigYaml(r)));
+  SOMM_RETURN_IF_ERROR(WriteFile(dir / "1" / "model.pt", r.model_bytes));
+  if (r.validation_count > 0) {
+    SOMM_RETURN_IF_ERROR(WriteFile(dir / "1" / "validation" / "inputs.bin", r.validation_inputs));
+    SOMM_RETURN_IF_ERROR(WriteFile(dir / "1" / "validation" / "labels.bin", r.validation_labels));
+    std::ostringstream meta;
+    meta << "{\"count\": " << r.validation_count << ", \"input\": \"" << r.inputs[0].name
+         << "\", \"datatype\": \"" << DataTypeName(r.inputs[0].datatype)
+         << "\", \"shape\": " << YamlList(r.inputs[0].shape)
+         << ", \"labels_datatype\": \"INT64\", \"source\": \"somm register\"}\n";
+    SOMM_RETURN_IF_ERROR(WriteFile(dir / "1" / "validation" / "meta.json", meta.str()));
+  }
+  auto config = LoadModelConfig(dir.string());
+  if (!config.ok()) {
+    return InvalidArgument("registration of '" + r.name + "': " + config.status().message());
+  }
+  // Loading runs the model once on zeros of the declared signature: a model
+  // that does not load or does not match its signature is refused here.
+  LoadOptions lo;
+  lo.model_name = r.name;
+  lo.model_path = (dir / "1" / "model.pt").string();
+  lo.device = options_.device;
+  lo.max_batch_size = config->max_batch_size;
+  lo.inputs = config->inputs;
+  lo.outputs = config->outputs;
+  auto probe = backend_.Load(lo);
+  if (!probe.ok()) {
+    return InvalidArgument("registration of '" + r.name + "' refused: " + probe.status().message());
+  }
+  fs::rename(dir, repo / r.name, ec);
+  if (ec) return Internal("cannot move '" + r.name + "' into the repository: " + ec.message());
+  spdlog::info("registered model {} for task {}", r.name, r.task);
+  return std::move(config).value();
+}
+
+}  // namespace somm

@@ -1,0 +1,529 @@
+#include "router/router.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+
+#include "router/requirements.h"
+#include "worker/input_check.h"
+
+namespace somm {
+namespace {
+
+int64_t MicrosSince(SteadyClock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - t).count();
+}
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool SameGroup(const cluster::GroupState& g, const VersionRecord& v, const std::string& variant,
+               const HardwareConfig& hw) {
+  return g.version == v.version && g.variant == variant && g.hardware == hw &&
+         g.model == v.config.name;
+}
+
+}  // namespace
+
+struct Router::Demand {
+  std::string model;
+  int64_t version = 0;
+  std::atomic<int64_t> arrivals{0};
+  std::atomic<int64_t> tightest_slo_us{INT64_MAX};
+  std::atomic<int64_t> strictest_accuracy_ppm{0};
+};
+
+struct Router::Query {
+  SteadyClock::time_point start;
+  InferCallback done;
+  std::string id;
+  VersionPtr version;
+  std::string variant;
+  HardwareConfig hardware;
+  int64_t instance_id = -1;
+  std::vector<Tensor> inputs;  // checked, in model order
+  std::vector<bool> keep;      // outputs asked for
+  int64_t samples = 1;
+  DecisionRecord decision;
+  double price_per_s = 0;
+  std::optional<double> latency_slo_ms;
+  bool best_effort = false;
+  bool prepared = false;
+  // A task query's inputs and outputs until its model is chosen.
+  std::vector<Tensor> raw_inputs;
+  std::vector<RequestedOutput> requested_outputs;
+};
+
+Router::Router(RouterOptions options, ModelRegistry& registry, cluster::ClusterStateStore& store,
+               WorkerStub& worker, Controller& controller, ServingMetrics& metrics,
+               DecisionLog& log)
+    : options_(std::move(options)),
+      registry_(registry),
+      store_(store),
+      worker_(worker),
+      controller_(controller),
+      metrics_(metrics),
+      log_(log) {}
+
+Router::~Router() = default;
+
+ServerMetadata Router::GetServerMetadata() const {
+  return ServerMetadata{options_.server_name, options_.server_version,
+                        {"binary_tensor_data", "model_repository", "parameters", "statistics"}};
+}
+
+StatusOr<ModelMetadata> Router::GetModelMetadata(const std::string& name,
+                                                 const std::string& version) const {
+  SOMM_ASSIGN_OR_RETURN(VersionPtr v, registry_.Resolve(name, version));
+  ModelMetadata md;
+  md.name = name;
+  md.versions = registry_.VersionsOf(name);
+  const ModelConfig& c = v->config;
+  md.platform = "pytorch_torchscript";
+  for (const auto& s : c.inputs) md.inputs.push_back({s.name, DataTypeName(s.datatype), FullShape(c, s)});
+  for (const auto& s : c.outputs) md.outputs.push_back({s.name, DataTypeName(s.datatype), FullShape(c, s)});
+  if (!c.task.empty()) md.parameters["task"] = c.task;
+  md.parameters["max_batch_size"] = c.max_batch_size;
+  if (c.accuracy.value) md.parameters["accuracy"] = *c.accuracy.value;
+  if (!c.accuracy.source.empty()) md.parameters["accuracy_source"] = c.accuracy.source;
+  if (!c.description.empty()) md.parameters["description"] = c.description;
+  if (c.image_preprocessing) md.parameters["preprocessing"] = PreprocessingToJson(*c.image_preprocessing);
+  return md;
+}
+
+StatusOr<bool> Router::IsModelReady(const std::string& name, const std::string& version) const {
+  auto v = registry_.Resolve(name, version);
+  if (v.ok()) return !shutting_down_.load();
+  if (v.status().code() == StatusCode::kUnavailable) return false;
+  return v.status();
+}
+
+std::vector<RepositoryEntry> Router::RepositoryIndex(bool ready_only) const {
+  return registry_.Index(ready_only);
+}
+
+Status Router::LoadModel(const std::string& name) {
+  if (shutting_down_) return Unavailable("server is shutting down");
+  return controller_.LoadModel(name);
+}
+
+Status Router::UnloadModel(const std::string& name) { return controller_.UnloadModel(name); }
+
+Status Router::RegisterModel(RegistrationRequest request) {
+  if (shutting_down_) return Unavailable("server is shutting down");
+  SOMM_ASSIGN_OR_RETURN(ModelConfig config, registry_.Register(request));
+  SOMM_RETURN_IF_ERROR(controller_.LoadModel(config.name));
+  registry_.StartVariantJob(config, 1);
+  return Status::Ok();
+}
+
+StatusOr<RegistrationStatus> Router::GetRegistrationStatus(const std::string& name) const {
+  return registry_.GetRegistrationStatus(name);
+}
+
+std::vector<DecisionRecord> Router::RecentDecisions(size_t limit) const {
+  return log_.Recent(limit);
+}
+
+void Router::LogDecision(DecisionRecord record) {
+  metrics_.RecordDecision(record.outcome);
+  spdlog::debug("decision {} [{}]: {} -> {} on {}: {}", record.target, record.requirements,
+                record.outcome, record.variant, record.hardware, record.reason);
+  log_.Add(std::move(record));
+}
+
+void Router::RecordDemand(const VersionRecord& v, const Requirements& req) {
+  const std::string key = v.config.name + ":" + v.version_str;
+  Demand* d = nullptr;
+  {
+    ReaderLock lock(&demand_mu_);
+    auto it = demand_.find(key);
+    if (it != demand_.end()) d = it->second.get();
+  }
+  if (!d) {
+    WriterLock lock(&demand_mu_);
+    auto& slot = demand_[key];
+    if (!slot) {
+      slot = std::make_unique<Demand>();
+      slot->model = v.config.name;
+      slot->version = v.version;
+    }
+    d = slot.get();
+  }
+  d->arrivals.fetch_add(1, std::memory_order_relaxed);
+  if (req.latency_slo_ms) {
+    const auto us = static_cast<int64_t>(*req.latency_slo_ms * 1000.0);
+    int64_t cur = d->tightest_slo_us.load(std::memory_order_relaxed);
+    while (us < cur && !d->tightest_slo_us.compare_exchange_weak(cur, us)) {
+    }
+  }
+  if (req.min_accuracy) {
+    const auto ppm = static_cast<int64_t>(*req.min_accuracy * 1e6);
+    int64_t cur = d->strictest_accuracy_ppm.load(std::memory_order_relaxed);
+    while (ppm > cur && !d->strictest_accuracy_ppm.compare_exchange_weak(cur, ppm)) {
+    }
+  }
+}
+
+void Router::PublishDemand() {
+  std::vector<cluster::ModelDemand> rows;
+  {
+    ReaderLock lock(&demand_mu_);
+    for (const auto& [_, d] : demand_) {
+      cluster::ModelDemand m;
+      m.model = d->model;
+      m.version = d->version;
+      m.arrivals_total = d->arrivals.load(std::memory_order_relaxed);
+      // The tightest requirements since the last publication: this router
+      // starts a new window each time it publishes; readers only read.
+      const int64_t slo_us = d->tightest_slo_us.exchange(INT64_MAX);
+      if (slo_us != INT64_MAX) m.latency_slo_ms = static_cast<double>(slo_us) / 1000.0;
+      const int64_t acc = d->strictest_accuracy_ppm.exchange(0);
+      if (acc > 0) m.min_accuracy = static_cast<double>(acc) / 1e6;
+      rows.push_back(std::move(m));
+    }
+  }
+  store_.PutDemand(options_.id, std::move(rows));
+}
+
+Status Router::Prepare(Query& q, InferenceRequest& request) {
+  const ModelConfig& c = q.version->config;
+  const std::string label = c.name + ":" + q.version->version_str;
+  SOMM_RETURN_IF_ERROR(PrepareInputs(c, label, std::move(request.inputs), &q.inputs));
+  SOMM_ASSIGN_OR_RETURN(q.keep, SelectOutputs(c, label, request.outputs));
+  q.samples = c.max_batch_size > 0 && !q.inputs.empty() ? q.inputs[0].shape[0] : 1;
+  q.prepared = true;
+  return Status::Ok();
+}
+
+void Router::Infer(InferenceRequest request, InferCallback done) {
+  auto q = std::make_shared<Query>();
+  q->start = SteadyClock::now();
+  q->done = std::move(done);
+  q->id = std::move(request.id);
+  if (shutting_down_) return q->done(Unavailable("server is shutting down"));
+  std::string task = request.task;
+  if (task.empty()) {
+    auto it = request.parameters.find("task");
+    if (it != request.parameters.end()) {
+      const auto* s = std::get_if<std::string>(&it->second);
+      if (!s) return q->done(InvalidArgument("parameter 'task' must be a string"));
+      task = *s;
+    }
+  }
+  bool has_slo = false;
+  auto req = ParseRequirements(request.parameters, &has_slo);
+  if (!req.ok()) return q->done(req.status());
+  if (!task.empty()) {
+    std::vector<VersionPtr> versions = registry_.ForTask(task);
+    if (versions.empty()) return q->done(NotFound("no loaded model serves task '" + task + "'"));
+    // The model is not known yet: inputs are checked against the chosen
+    // one's signature, after selection and before anything loads.
+    q->raw_inputs = std::move(request.inputs);
+    q->requested_outputs = std::move(request.outputs);
+    Requirements r = *req;
+    r.task = task;
+    r.batch = QuerySamples(q->raw_inputs);
+    RouteSelected(q, std::move(versions), "task:" + task, r);
+    return;
+  }
+  if (request.model_name.find(':') != std::string::npos) {
+    RouteExplicit(q, request);
+    return;
+  }
+  auto v = registry_.Resolve(request.model_name, request.model_version);
+  if (!v.ok()) return q->done(v.status());
+  q->version = *v;
+  Status prepared = Prepare(*q, request);
+  if (!prepared.ok()) {
+    metrics_.ForModel(q->version->config.name, q->version->version_str)
+        ->RecordFailure(StatusCodeName(prepared.code()));
+    return q->done(std::move(prepared));
+  }
+  RecordDemand(**v, *req);
+  if (has_slo || req->best_effort) {
+    Requirements r = *req;
+    r.model = request.model_name;
+    r.batch = q->samples;
+    RouteSelected(q, {*v}, request.model_name, r);
+    return;
+  }
+  q->decision.target = request.model_name;
+  RouteDefault(std::move(q));
+}
+
+void Router::RouteDefault(std::shared_ptr<Query> q) {
+  const VersionRecord& v = *q->version;
+  HardwareConfig hw = controller_.BaseHardware(v);
+  q->decision.requirements = "none";
+  q->decision.outcome = "default";
+  q->decision.reason = "model named without SLOs: its configured instances run it as registered";
+  q->variant = kAsRegistered;
+  bool found = false;
+  const auto state = store_.Read();
+  for (const auto& g : state->groups) {
+    if (!g.loading && SameGroup(g, v, kAsRegistered, hw)) found = true;
+  }
+  if (!found && options_.managed) {
+    // The controller replaced the as-registered instances (an upgrade under
+    // load): the replicas it keeps serve the model's plain queries too.
+    const cluster::GroupState* best = nullptr;
+    for (const auto& g : state->groups) {
+      if (g.loading || g.model != v.config.name || g.version != v.version) continue;
+      if (!best || g.replicas > best->replicas) best = &g;
+    }
+    if (best) {
+      found = true;
+      q->variant = best->variant;
+      hw = best->hardware;
+      q->decision.outcome = "managed";
+      q->decision.reason = "model named without SLOs; the controller replaced its as-registered "
+                           "instances with " + v.config.name + ":" + v.version_str + ":" +
+                           best->variant + "@" + hw.Name();
+    }
+  }
+  q->hardware = hw;
+  q->price_per_s = options_.prices.PerSecond(hw);
+  q->decision.variant = v.config.name + ":" + v.version_str + ":" + q->variant;
+  q->decision.hardware = hw.Name();
+  metrics_.RecordDecision(q->decision.outcome);
+  if (found) return Dispatch(std::move(q), true);
+  q->decision.reason += " (loaded on demand: cold start)";
+  LoadThenDispatch(std::move(q), kAsRegistered, hw, v.config.instance_count,
+                   "a query for a model with no instance loaded");
+}
+
+void Router::RouteExplicit(std::shared_ptr<Query> q, InferenceRequest& request) {
+  // "model:version:variant[@hardware]"
+  const std::string& name = request.model_name;
+  const auto first = name.find(':');
+  const auto second = name.find(':', first + 1);
+  if (second == std::string::npos) {
+    return q->done(InvalidArgument("variant '" + name + "' must be model:version:variant[@hardware]"));
+  }
+  const std::string model = name.substr(0, first);
+  const std::string ver = name.substr(first + 1, second - first - 1);
+  std::string variant = name.substr(second + 1);
+  std::string hw_name;
+  if (const auto at = variant.find('@'); at != std::string::npos) {
+    hw_name = variant.substr(at + 1);
+    variant = variant.substr(0, at);
+  }
+  if (!request.model_version.empty() && request.model_version != ver) {
+    return q->done(InvalidArgument("variant '" + name + "' names version " + ver +
+                                   " but the request names " + request.model_version));
+  }
+  auto v = registry_.Resolve(model, ver);
+  if (!v.ok()) return q->done(v.status());
+  q->version = *v;
+  Status prepared = Prepare(*q, request);
+  if (!prepared.ok()) return q->done(std::move(prepared));
+  // The query's SLO still holds: the batcher admits, batches and drops by it.
+  bool has_slo = false;
+  auto req = ParseRequirements(request.parameters, &has_slo);
+  if (!req.ok()) return q->done(req.status());
+  q->latency_slo_ms = req->latency_slo_ms;
+  q->best_effort = req->best_effort;
+  q->decision.unix_ms = NowUnixMs();
+  q->decision.target = name;
+  q->decision.requirements = "explicit variant";
+  q->decision.outcome = "explicit";
+  const VersionRecord& rec = **v;
+  const VariantProfile* profile = nullptr;
+  for (const auto& p : rec.profiles) {
+    if (p.variant == variant) profile = &p;
+  }
+  HardwareConfig hw = controller_.BaseHardware(rec);
+  std::string reason = "variant named explicitly";
+  if (!profile) {
+    if (!(variant == kAsRegistered && (hw_name.empty() || hw_name == hw.Name()))) {
+      std::string known = kAsRegistered;
+      for (const auto& p : rec.profiles) {
+        if (p.variant != kAsRegistered) known += ", " + p.variant;
+      }
+      return q->done(NotFound("model '" + model + "' version " + ver + " has no variant '" +
+                              variant + "' (available: " + known + ")"));
+    }
+    q->decision.variant = model + ":" + ver + ":" + variant;
+  } else {
+    const HardwareProfile* chosen = nullptr;
+    for (const auto& hp : profile->hardware) {
+      if (hw_name.empty() || hp.hardware.Name() == hw_name) {
+        chosen = &hp;
+        break;
+      }
+    }
+    if (!chosen) {
+      return q->done(NotFound("variant '" + profile->Id() + "' was not profiled on hardware '" +
+                              hw_name + "'"));
+    }
+    hw = chosen->hardware;
+    q->decision.variant = profile->Id();
+    q->decision.predicted_latency_ms = chosen->latency.Predict(1);
+    if (!profile->usable) reason += " (marked unusable: " + profile->unusable_reason + ")";
+  }
+  q->variant = variant;
+  q->hardware = hw;
+  q->price_per_s = options_.prices.PerSecond(hw);
+  q->decision.hardware = hw.Name();
+  q->decision.reason = reason;
+  LogDecision(q->decision);
+  bool loaded = false;
+  for (const auto& g : store_.Read()->groups) {
+    if (!g.loading && SameGroup(g, rec, variant, hw)) loaded = true;
+  }
+  if (loaded) return Dispatch(std::move(q), true);
+  LoadThenDispatch(std::move(q), variant, hw, 1, "variant named explicitly");
+}
+
+void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> versions,
+                           const std::string& target, const Requirements& req) {
+  // The one cluster model: this worker's groups as they are now, and the
+  // profiled options of the versions in question.
+  cluster::ClusterState state;
+  {
+    cluster::WorkerReport fresh = worker_.Report();
+    state.groups = std::move(fresh.groups);
+  }
+  for (const VersionPtr& v : versions) AppendOptions(*v, &state.options);
+  std::vector<size_t> origins;
+  SelectorState candidates = CandidatesFrom(state, req, !options_.managed, &origins);
+  DecisionRecord record;
+  record.unix_ms = NowUnixMs();
+  record.target = target;
+  record.requirements = DescribeRequirements(req);
+  if (candidates.candidates.empty()) {
+    record.outcome = "rejected";
+    record.reason = "no profiled variants yet for " + target + " (variant generation in progress?)";
+    LogDecision(record);
+    return q->done(Unavailable(record.reason));
+  }
+  auto decision = SelectVariant(req, candidates, options_.prices, SelectorClock::now());
+  if (!decision.ok()) {
+    record.outcome = "rejected";
+    record.reason = decision.status().message();
+    LogDecision(record);
+    return q->done(decision.status());
+  }
+  const cluster::VariantOption& o = state.options[origins[decision->candidate]];
+  for (const VersionPtr& v : versions) {
+    if (v->config.name == o.model && v->version == o.version) q->version = v;
+  }
+  if (!q->prepared) {
+    // A task query: check its inputs against the chosen model now, before
+    // any load and before it counts as demand.
+    InferenceRequest r;
+    r.inputs = std::move(q->raw_inputs);
+    r.outputs = std::move(q->requested_outputs);
+    Status prepared = Prepare(*q, r);
+    if (!prepared.ok()) return q->done(std::move(prepared));
+    RecordDemand(*q->version, req);
+  }
+  q->variant = o.variant;
+  q->hardware = o.hardware;
+  q->instance_id = decision->instance_id;
+  q->latency_slo_ms = req.latency_slo_ms;
+  q->best_effort = req.best_effort;
+  q->price_per_s = options_.prices.PerSecond(o.hardware);
+  record.outcome = DecisionOutcomeName(decision->outcome);
+  record.variant = o.model + ":" + std::to_string(o.version) + ":" + o.variant;
+  record.hardware = o.hardware.Name();
+  record.predicted_latency_ms = decision->predicted_latency_ms;
+  record.cost_usd = decision->cost_usd;
+  record.reason = decision->reason;
+  q->decision = record;
+  LogDecision(std::move(record));
+  if (decision->instance_id >= 0) return Dispatch(std::move(q), true);
+  LoadThenDispatch(std::move(q), o.variant, o.hardware, 1, "chosen by the selector for " + target);
+}
+
+void Router::LoadThenDispatch(std::shared_ptr<Query> q, const std::string& variant,
+                              const HardwareConfig& hw, int replicas, const std::string& reason) {
+  VersionPtr v = q->version;
+  controller_.EnsureLoaded(v, variant, hw, replicas, reason, /*urgent=*/true,
+                           [this, q = std::move(q)](Status s) mutable {
+                             if (!s.ok()) {
+                               metrics_.ForModel(q->version->config.name, q->version->version_str)
+                                   ->RecordFailure(StatusCodeName(s.code()));
+                               return q->done(std::move(s));
+                             }
+                             Dispatch(std::move(q), false);
+                           });
+}
+
+void Router::Dispatch(std::shared_ptr<Query> q, bool retry_on_missing) {
+  ExecuteRequest r;
+  r.group = cluster::GroupLabel(q->version->config.name, q->version->version, q->variant,
+                                q->hardware);
+  r.instance_id = q->instance_id;
+  r.inputs = std::move(q->inputs);
+  if (q->latency_slo_ms) {
+    // The SLO runs from arrival: the batcher admits, batches and drops by it.
+    r.deadline = q->start + std::chrono::duration_cast<SteadyClock::duration>(
+                                std::chrono::duration<double, std::milli>(*q->latency_slo_ms));
+  }
+  r.best_effort = q->best_effort;
+  Status s = worker_.Execute(r, [this, q](StatusOr<ExecuteResult> result) {
+    Finish(q, std::move(result));
+  });
+  if (s.ok()) return;
+  if (s.code() == StatusCode::kNotFound && retry_on_missing) {
+    // Unloaded between routing and dispatch (an eviction, a replacement):
+    // load it again for this query.
+    q->inputs = std::move(r.inputs);
+    q->instance_id = -1;
+    VersionPtr v = q->version;
+    controller_.EnsureLoaded(v, q->variant, q->hardware, 1, "unloaded while a query was routed to it",
+                             true, [this, q](Status st) {
+                               if (!st.ok()) return q->done(std::move(st));
+                               Dispatch(q, false);
+                             });
+    return;
+  }
+  q->done(Unavailable(s.message()));
+}
+
+void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> result) {
+  ModelMetrics* metrics = metrics_.ForModel(q->version->config.name, q->version->version_str);
+  if (!result.ok()) {
+    metrics->RecordFailure(StatusCodeName(result.status().code()));
+    return q->done(result.status());
+  }
+  ExecuteResult& r = *result;
+  InferenceResponse response;
+  response.model_name = q->version->config.name;
+  response.model_version = q->version->version_str;
+  response.id = q->id;
+  for (size_t i = 0; i < r.outputs.size(); ++i) {
+    if (i < q->keep.size() && q->keep[i]) response.outputs.push_back(std::move(r.outputs[i]));
+  }
+  const BatchStats& stats = r.stats;
+  const int64_t total_us = MicrosSince(q->start);
+  auto& p = response.parameters;
+  const DecisionRecord& decision = q->decision;
+  p["somm_queue_us"] = stats.queue_ns / 1000;
+  p["somm_compute_us"] = stats.compute_ns / 1000;
+  p["somm_server_us"] = total_us;
+  p["somm_batch_size"] = stats.batch_size;
+  p["somm_instance"] = r.instance_id;
+  p["somm_variant"] = decision.variant;
+  p["somm_hardware"] = decision.hardware;
+  p["somm_device"] = r.device;
+  p["somm_decision"] = decision.outcome;
+  p["somm_predicted_latency_ms"] = decision.predicted_latency_ms;
+  p["somm_latency_ms"] = static_cast<double>(total_us) / 1000.0;
+  // This query's share of its batch's hardware time, at the hardware price.
+  p["somm_cost_usd"] = q->price_per_s * (static_cast<double>(stats.compute_ns) / 1e9) *
+                       static_cast<double>(q->samples) /
+                       static_cast<double>(std::max<int64_t>(stats.batch_size, 1));
+  p["somm_reason"] = decision.reason;
+  metrics->RecordSuccess(stats.queue_ns / 1e3, stats.compute_ns / 1e3, static_cast<double>(total_us));
+  q->done(std::move(response));
+}
+
+}  // namespace somm

@@ -1,0 +1,102 @@
+// Router: the InferenceServer that frontends talk to. Per query it resolves
+// the target (a model, an exact variant, or a task), checks the inputs
+// against the model's signature, runs the selector over the cluster state
+// (cluster/cluster_state.h) when the query states requirements, and
+// dispatches the decided query to a worker through its WorkerStub. A query
+// whose variant is not loaded asks the controller for the load and waits for
+// it in a callback: Infer() never blocks its caller, so it is safe on a REST
+// I/O loop or a gRPC callback thread. Every response says what ran and why
+// (somm_* parameters); every selector decision goes to the decision log.
+//
+// A malformed query (bad inputs, bad parameters) is answered before routing:
+// it never triggers a load and never counts as demand.
+//
+// Demand: the router counts arrivals per model version (monotonic) and the
+// tightest SLO and strictest accuracy floor seen, and PublishDemand() puts
+// them into the cluster-state store, where any reader differences them.
+//
+// Thread-safety: every method may be called concurrently. Lock: demand_mu_
+// (the demand table; held only to find or add a row).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "cluster/cluster_state_store.h"
+#include "common/mutex.h"
+#include "controller/controller.h"
+#include "metrics/serving_metrics.h"
+#include "registry/model_registry.h"
+#include "router/decision_log.h"
+#include "selector/selector.h"
+#include "serving/inference_server.h"
+#include "worker/worker_stub.h"
+
+namespace somm {
+
+struct RouterOptions {
+  std::string id = "router";
+  std::string server_name = "somm";
+  std::string server_version = "0.1.0";
+  // Static provisioning (false): the selector only picks loaded variants
+  // (an exact variant named in the request still loads on demand).
+  bool managed = true;
+  PriceList prices;
+};
+
+class Router : public InferenceServer {
+ public:
+  // Everything passed by reference must outlive the router.
+  Router(RouterOptions options, ModelRegistry& registry, cluster::ClusterStateStore& store,
+         WorkerStub& worker, Controller& controller, ServingMetrics& metrics, DecisionLog& log);
+  ~Router() override;
+
+  bool IsLive() const override { return true; }
+  bool IsReady() const override { return !shutting_down_.load(); }
+  ServerMetadata GetServerMetadata() const override;
+  StatusOr<ModelMetadata> GetModelMetadata(const std::string& name,
+                                           const std::string& version) const override;
+  StatusOr<bool> IsModelReady(const std::string& name, const std::string& version) const override;
+  void Infer(InferenceRequest request, InferCallback done) override;
+  std::vector<RepositoryEntry> RepositoryIndex(bool ready_only) const override;
+  Status LoadModel(const std::string& name) override;
+  Status UnloadModel(const std::string& name) override;
+  Status RegisterModel(RegistrationRequest request) override;
+  StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) const override;
+  std::vector<DecisionRecord> RecentDecisions(size_t limit) const override;
+
+  // Puts this router's demand counters into the store.
+  void PublishDemand();
+  // Refuses new queries (UNAVAILABLE).
+  void Shutdown() { shutting_down_ = true; }
+
+  struct Query;  // one query on its way: router.cc
+
+ private:
+  struct Demand;
+  void RouteDefault(std::shared_ptr<Query> q);
+  void RouteExplicit(std::shared_ptr<Query> q, InferenceRequest& request);
+  void RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> versions,
+                     const std::string& target, const Requirements& req);
+  void LoadThenDispatch(std::shared_ptr<Query> q, const std::string& variant,
+                        const HardwareConfig& hw, int replicas, const std::string& reason);
+  void Dispatch(std::shared_ptr<Query> q, bool retry_on_missing);
+  void Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> result);
+  Status Prepare(Query& q, InferenceRequest& request);
+  void RecordDemand(const VersionRecord& v, const Requirements& req);
+  void LogDecision(DecisionRecord record);
+
+  const RouterOptions options_;
+  ModelRegistry& registry_;
+  cluster::ClusterStateStore& store_;
+  WorkerStub& worker_;
+  Controller& controller_;
+  ServingMetrics& metrics_;
+  DecisionLog& log_;
+  std::atomic<bool> shutting_down_{false};
+  mutable SharedMutex demand_mu_;
+  std::map<std::string, std::unique_ptr<Demand>> demand_ SOMM_GUARDED_BY(demand_mu_);
+};
+
+}  // namespace somm

@@ -1,0 +1,85 @@
+#include "serving/embedded_server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "variants/variant_pipeline.h"
+
+namespace somm {
+
+EmbeddedServer::EmbeddedServer(EmbeddedServerOptions options, Backend& backend,
+                               ServingMetrics& metrics)
+    : options_(std::move(options)), log_(options_.decision_log_size) {
+  RegistryOptions ro;
+  ro.repository_path = options_.repository_path;
+  ro.hardware = options_.hardware.empty() ? DefaultHardware(backend) : options_.hardware;
+  ro.accuracy_tolerance = options_.accuracy_tolerance;
+  ro.tools_dir = options_.tools_dir;
+  ro.device = options_.device;
+  registry_ = std::make_unique<ModelRegistry>(ro, backend);
+
+  WorkerOptions wo;
+  wo.device = options_.device;
+  wo.memory_budget_bytes = options_.memory_budget_bytes;
+  wo.background_pacer = options_.background_pacer;
+  // Every change of the worker's groups reaches the store at once: the
+  // router reads where groups are from there.
+  wo.on_change = [this] {
+    if (stub_) stub_->Publish();
+  };
+  worker_ = std::make_unique<Worker>(wo, backend, metrics);
+  stub_ = std::make_unique<LocalWorkerStub>(*worker_, store_);
+
+  ControllerOptions co;
+  co.managed = options_.managed;
+  co.control_tick_ms = options_.control_tick_ms;
+  co.idle_unload_s = options_.idle_unload_s;
+  co.prices = options_.prices;
+  co.device = options_.device;
+  co.before_tick = [this] {
+    if (router_) router_->PublishDemand();
+  };
+  controller_ = std::make_unique<Controller>(co, *registry_, store_, *stub_, metrics, log_);
+
+  RouterOptions rto;
+  rto.server_name = options_.server_name;
+  rto.server_version = options_.server_version;
+  rto.managed = options_.managed;
+  rto.prices = options_.prices;
+  router_ = std::make_unique<Router>(rto, *registry_, store_, *stub_, *controller_, metrics, log_);
+}
+
+EmbeddedServer::~EmbeddedServer() { Shutdown(); }
+
+Status EmbeddedServer::Start() {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(options_.repository_path, ec)) {
+    return NotFound("model repository '" + options_.repository_path + "' is not a directory");
+  }
+  stub_->Publish();
+  for (const std::string& name : registry_->ListModelFolders()) {
+    Status s = controller_->LoadModel(name, /*startup=*/true);
+    if (!s.ok()) spdlog::error("{}", s.message());
+  }
+  if (options_.auto_variants) {
+    // Models placed in the repository by hand are managed like registered
+    // ones: variants are generated for any version that has none yet.
+    for (const VersionPtr& v : registry_->All()) {
+      if (v->profiles.empty()) registry_->StartVariantJob(v->config, v->version);
+    }
+  }
+  controller_->Start();
+  return Status::Ok();
+}
+
+void EmbeddedServer::Shutdown() {
+  if (stopped_) return;
+  stopped_ = true;
+  router_->Shutdown();
+  controller_->Stop();
+  registry_->Shutdown();
+  worker_->Shutdown();
+}
+
+}  // namespace somm

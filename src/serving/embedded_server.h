@@ -1,0 +1,123 @@
+// EmbeddedServer: somm in one process (`somm serve`): a router, a controller
+// and one local worker around an in-memory cluster-state store and the model
+// registry. It is the cluster's code path wired with direct calls instead of
+// RPCs (docs/architecture.md): the router reaches the worker through a
+// LocalWorkerStub, exactly where a cluster's router uses a gRPC stub.
+//
+// Lifecycle: Start() loads every model of the repository (a broken one is
+// UNAVAILABLE with the reason and does not stop the others), starts variant
+// generation for versions that have no profiles yet, and starts the control
+// loop. Shutdown() refuses new queries, stops the loop and the registration
+// jobs, and drains every queue.
+//
+// Thread-safety: every method may be called concurrently after Start().
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cluster/in_memory_store.h"
+#include "common/duty_cycle_pacer.h"
+#include "controller/controller.h"
+#include "metrics/serving_metrics.h"
+#include "registry/model_registry.h"
+#include "router/decision_log.h"
+#include "router/router.h"
+#include "runtime/backend.h"
+#include "worker/worker.h"
+#include "worker/worker_stub.h"
+
+namespace somm {
+
+struct EmbeddedServerOptions {
+  std::string repository_path;
+  std::string server_name = "somm";
+  std::string server_version = "0.1.0";
+  // Device every configured instance is placed on.
+  Device device;
+  // Hardware configurations variants are profiled on and may be placed on.
+  // Empty = one thread, every core, and each GPU the backend reports.
+  std::vector<HardwareConfig> hardware;
+  // Generate and profile variants for repository models that have none yet
+  // (registered models always get them).
+  bool auto_variants = true;
+  // A variant more than this below the as-registered accuracy is unusable.
+  double accuracy_tolerance = 0.02;
+  // Where tools/quantize_dynamic.py lives (int8 variants).
+  std::string tools_dir;
+  PriceList prices;
+  size_t decision_log_size = 1000;
+  // The managed runtime (docs/managed.md); off = static provisioning.
+  bool managed = true;
+  int control_tick_ms = 1000;
+  // Memory instances may use on the CPU; 0 = the default fraction.
+  int64_t memory_budget_bytes = 0;
+  // Seconds without a query before a model's instances go (0 = default).
+  double idle_unload_s = 0;
+  // Paces background loads (--background-duty). Null: unpaced.
+  std::shared_ptr<DutyCyclePacer> background_pacer;
+};
+
+class EmbeddedServer : public InferenceServer {
+ public:
+  // `backend` and `metrics` must outlive the server.
+  EmbeddedServer(EmbeddedServerOptions options, Backend& backend, ServingMetrics& metrics);
+  ~EmbeddedServer() override;
+
+  Status Start();
+  void Shutdown();
+
+  // The router: what frontends should hold (one call less per query).
+  Router& router() { return *router_; }
+  Worker& worker() { return *worker_; }
+  Controller& controller() { return *controller_; }
+  ModelRegistry& registry() { return *registry_; }
+  int64_t QueuedQueries() const { return worker_->QueuedQueries(); }
+
+  bool IsLive() const override { return true; }
+  bool IsReady() const override { return router_->IsReady(); }
+  ServerMetadata GetServerMetadata() const override { return router_->GetServerMetadata(); }
+  StatusOr<ModelMetadata> GetModelMetadata(const std::string& name,
+                                           const std::string& version) const override {
+    return router_->GetModelMetadata(name, version);
+  }
+  StatusOr<bool> IsModelReady(const std::string& name, const std::string& version) const override {
+    return router_->IsModelReady(name, version);
+  }
+  void Infer(InferenceRequest request, InferCallback done) override {
+    router_->Infer(std::move(request), std::move(done));
+  }
+  std::vector<RepositoryEntry> RepositoryIndex(bool ready_only) const override {
+    return router_->RepositoryIndex(ready_only);
+  }
+  Status LoadModel(const std::string& name) override { return router_->LoadModel(name); }
+  Status UnloadModel(const std::string& name) override { return router_->UnloadModel(name); }
+  Status RegisterModel(RegistrationRequest request) override {
+    return router_->RegisterModel(std::move(request));
+  }
+  StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) const override {
+    return router_->GetRegistrationStatus(name);
+  }
+  std::vector<DecisionRecord> RecentDecisions(size_t limit) const override {
+    return router_->RecentDecisions(limit);
+  }
+  // Installs profiled variants of a published model version (tests).
+  Status SetVariantProfiles(const std::string& name, int64_t version,
+                            std::vector<VariantProfile> profiles) {
+    return registry_->SetProfiles(name, version, std::move(profiles));
+  }
+
+ private:
+  const EmbeddedServerOptions options_;
+  cluster::InMemoryClusterStateStore store_;
+  DecisionLog log_;
+  std::unique_ptr<ModelRegistry> registry_;
+  std::unique_ptr<Worker> worker_;
+  std::unique_ptr<LocalWorkerStub> stub_;
+  std::unique_ptr<Controller> controller_;
+  std::unique_ptr<Router> router_;
+  bool stopped_ = false;
+};
+
+}  // namespace somm

@@ -1,0 +1,481 @@
+#include "worker/worker.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "common/host_probe.h"
+#include "controller/placement.h"
+#include "variants/variant_pipeline.h"
+
+namespace somm {
+namespace {
+
+constexpr int64_t kMiB = 1024 * 1024;
+
+int64_t MicrosSince(SteadyClock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - t).count();
+}
+
+std::string DeviceName(const HardwareConfig& hw) {
+  return Device{hw.device, hw.device_index}.ToString();
+}
+
+std::string NewIncarnation() {
+  std::random_device rd;
+  const uint64_t bits = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(bits));
+  return buf;
+}
+
+const VariantProfile* FindProfile(const VersionRecord& v, const std::string& variant) {
+  for (const auto& p : v.profiles) {
+    if (p.variant == variant) return &p;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+struct Worker::Slot {
+  std::string label;
+  std::string variant_id;  // "model:version:variant"
+  std::string variant;
+  HardwareConfig hardware;
+  VersionPtr record;
+  LatencyCurve curve;
+  double load_ms = 0;
+  bool pinned = false;
+  ModelMetrics* metrics = nullptr;
+  std::shared_ptr<InstanceGroup> group;  // null while the first load runs
+  bool loading = false;
+  int loading_replicas = 0;
+  int64_t memory_bytes = 0;  // per replica: profiled, measured, or the estimate while loading
+  std::vector<std::function<void(Status)>> waiters;
+};
+
+StatusOr<LoadOptions> VariantLoadOptions(const VersionRecord& v, Device device,
+                                         const std::string& variant, const HardwareConfig& hw) {
+  if (const VariantProfile* p = FindProfile(v, variant)) return LoadOptionsForVariant(v.config, *p, hw);
+  if (variant != kAsRegistered) {
+    return NotFound("model '" + v.config.name + "' version " + v.version_str +
+                    " has no profiled variant '" + variant + "'");
+  }
+  LoadOptions lo;
+  lo.model_name = v.config.name;
+  lo.model_version = v.version;
+  lo.model_path = v.path;
+  lo.device = Device{hw.device, hw.device_index};
+  lo.intra_op_threads = hw.threads;
+  lo.max_batch_size = v.config.max_batch_size;
+  lo.inputs = v.config.inputs;
+  lo.outputs = v.config.outputs;
+  (void)device;
+  return lo;
+}
+
+Worker::Worker(WorkerOptions options, Backend& backend, ServingMetrics& metrics)
+    : options_(std::move(options)),
+      backend_(backend),
+      metrics_(metrics),
+      incarnation_(NewIncarnation()) {
+  memory_budget_bytes_ = options_.memory_budget_bytes > 0
+                             ? options_.memory_budget_bytes
+                             : control::DefaultMemoryBudget(AvailableMemoryBytes(),
+                                                            control::kDefaultCpuBudgetFraction);
+  metrics_.SetMemory("cpu", 0, memory_budget_bytes_);
+  spdlog::info("worker {}: memory budget for instances: {} MiB ({})", options_.id,
+               memory_budget_bytes_ / kMiB,
+               options_.memory_budget_bytes > 0 ? "--memory-budget-mb"
+                                                : "default fraction of the memory available now");
+}
+
+Worker::~Worker() { Shutdown(); }
+
+void Worker::Shutdown() {
+  shutting_down_ = true;
+  urgent_lane_.Shutdown();
+  background_lane_.Shutdown();
+  std::map<std::string, std::shared_ptr<Slot>> drained;
+  {
+    WriterLock lock(&mu_);
+    drained.swap(slots_);
+  }
+  drained.clear();  // each group drains its queues as it goes
+}
+
+void Worker::Changed() {
+  if (options_.on_change) options_.on_change();
+}
+
+bool Worker::HasGroup(const std::string& label) const {
+  ReaderLock lock(&mu_);
+  auto it = slots_.find(label);
+  return it != slots_.end() && it->second->group != nullptr;
+}
+
+Status Worker::Execute(ExecuteRequest& request, ExecuteCallback done) {
+  std::shared_ptr<InstanceGroup> group;
+  ModelMetrics* metrics = nullptr;
+  std::string device;
+  {
+    ReaderLock lock(&mu_);
+    auto it = slots_.find(request.group);
+    if (it != slots_.end()) {
+      group = it->second->group;
+      metrics = it->second->metrics;
+      device = DeviceName(it->second->hardware);
+    }
+  }
+  if (!group) {
+    return NotFound("instance group " + request.group + " is not loaded on worker " + options_.id);
+  }
+  (void)metrics;
+  auto chosen = std::make_shared<int64_t>(-1);
+  BatchTask task;
+  task.inputs = std::move(request.inputs);
+  task.deadline = request.deadline;
+  task.best_effort = request.best_effort;
+  task.done = [done, chosen, device = std::move(device)](Status s, std::vector<Tensor> outputs,
+                                                          const BatchStats& stats) {
+    if (!s.ok()) {
+      done(std::move(s));
+      return;
+    }
+    ExecuteResult r;
+    r.outputs = std::move(outputs);
+    r.stats = stats;
+    r.instance_id = *chosen;
+    r.device = device;
+    done(std::move(r));
+  };
+  ExecuteCallback on_error = done;
+  Status enqueued = group->Enqueue(std::move(task), request.instance_id, chosen.get());
+  if (!enqueued.ok()) on_error(std::move(enqueued));
+  return Status::Ok();
+}
+
+void Worker::Apply(WorkerAction action, std::function<void(Status)> done) {
+  if (shutting_down_) {
+    done(Unavailable("worker " + options_.id + " is shutting down"));
+    return;
+  }
+  const cluster::Action& a = action.action;
+  const std::string label = cluster::GroupLabel(a.model, a.version, a.variant, a.hardware);
+  SerialExecutor& lane = action.urgent ? urgent_lane_ : background_lane_;
+  if (a.kind == cluster::Action::kLoad) {
+    bool start = false;
+    bool resize = false;
+    {
+      WriterLock lock(&mu_);
+      std::shared_ptr<Slot>& slot = slots_[label];
+      if (!slot) {
+        if (!action.version) {
+          slots_.erase(label);
+          done(InvalidArgument("load of " + label + " names no model version"));
+          return;
+        }
+        slot = std::make_shared<Slot>();
+        slot->label = label;
+        slot->variant = a.variant;
+        slot->variant_id = a.model + ":" + std::to_string(a.version) + ":" + a.variant;
+        slot->hardware = a.hardware;
+        slot->record = action.version;
+        slot->pinned = action.pinned;
+        slot->loading = true;
+        slot->loading_replicas = std::max(a.replicas, 1);
+        slot->metrics = metrics_.ForModel(a.model, std::to_string(a.version));
+        if (const VariantProfile* p = FindProfile(*action.version, a.variant)) {
+          if (const HardwareProfile* hp = p->For(a.hardware)) {
+            slot->curve = hp->latency;
+            slot->load_ms = hp->load_time_ms;
+            slot->memory_bytes = static_cast<int64_t>(hp->peak_memory_mb * kMiB);
+          }
+        }
+        slot->waiters.push_back(std::move(done));
+        start = true;
+      } else if (slot->loading) {
+        slot->waiters.push_back(std::move(done));
+        return;
+      } else if (action.reload) {
+        slot->loading = true;
+        slot->record = action.version;
+        slot->waiters.push_back(std::move(done));
+        start = true;
+      } else {
+        resize = slot->group && static_cast<int>(slot->group->size()) < a.replicas;
+      }
+    }
+    if (start) {
+      Changed();
+      if (!lane.Post([this, action] { RunLoad(action); })) {
+        RunLoad(action);  // shutting down: fail the waiters now
+      }
+      return;
+    }
+    if (!resize) {
+      done(Status::Ok());
+      return;
+    }
+    WorkerAction r = action;
+    r.action.kind = cluster::Action::kSetReplicas;
+    if (!lane.Post([this, r, done] { done(Resize(r)); })) done(Unavailable("worker is shutting down"));
+    return;
+  }
+  std::function<Status()> work;
+  if (a.kind == cluster::Action::kSetReplicas) {
+    work = [this, action] { return Resize(action); };
+  } else {
+    work = [this, action] { return Unload(action); };
+  }
+  if (!lane.Post([work, done] { done(work()); })) done(Unavailable("worker is shutting down"));
+}
+
+void Worker::RunLoad(const WorkerAction& action) {
+  const cluster::Action& a = action.action;
+  const std::string label = cluster::GroupLabel(a.model, a.version, a.variant, a.hardware);
+  Status s = shutting_down_ ? Unavailable("worker " + options_.id + " is shutting down")
+                            : LoadGroup(action);
+  std::vector<std::function<void(Status)>> waiters;
+  {
+    WriterLock lock(&mu_);
+    auto it = slots_.find(label);
+    if (it != slots_.end()) {
+      waiters.swap(it->second->waiters);
+      it->second->loading = false;
+      if (!it->second->group) slots_.erase(it);  // a first load that failed
+    }
+  }
+  Changed();
+  for (auto& w : waiters) w(s);
+}
+
+StatusOr<std::vector<std::unique_ptr<Batcher>>> Worker::LoadReplicas(
+    const VersionRecord& v, const LoadOptions& load, const std::string& id,
+    const LatencyCurve& curve, int first, int count, std::vector<int64_t>* ids) {
+  const ModelConfig& config = v.config;
+  ModelMetrics* metrics = metrics_.ForModel(config.name, v.version_str);
+  std::vector<std::unique_ptr<Batcher>> batchers;
+  for (int i = 0; i < count; ++i) {
+    SOMM_ASSIGN_OR_RETURN(std::unique_ptr<ExecutableModel> exe, backend_.Load(load));
+    BatcherOptions bo;
+    bo.name = id + "#" + std::to_string(first + i);
+    bo.max_batch_size = config.max_batch_size;
+    if (config.dynamic_batching) {
+      bo.max_queue_delay_us = config.dynamic_batching->max_queue_delay_us;
+      bo.preferred_batch_sizes = config.dynamic_batching->preferred_batch_sizes;
+      bo.max_queue_size = config.dynamic_batching->max_queue_size;
+    } else if (config.max_batch_size > 0) {
+      // Without dynamic batching a query runs with exactly the batch it
+      // brought: a preferred size of 1 sample cuts every batch at one query.
+      bo.preferred_batch_sizes = {1};
+    }
+    if (!curve.points.empty()) {
+      bo.predict_compute_us = [curve](int64_t batch) { return curve.Predict(batch) * 1000.0; };
+    }
+    batchers.push_back(std::make_unique<Batcher>(
+        bo, std::move(exe),
+        [metrics](int64_t size, int64_t, bool) { metrics->RecordBatch(size); }));
+    ids->push_back(next_instance_id_.fetch_add(1));
+  }
+  return batchers;
+}
+
+Status Worker::LoadGroup(const WorkerAction& action) {
+  const cluster::Action& a = action.action;
+  const VersionRecord& v = *action.version;
+  if (!action.urgent && options_.background_pacer) {
+    const auto waited = options_.background_pacer->WaitTurn();
+    if (waited.count() > 0) {
+      const double duty = options_.background_pacer->duty();
+      spdlog::info("load of {}:{}:{} waited {:.0f} ms: background loads and unloads are paced "
+                   "to {:.0f}% of wall time (--background-duty {:g}), so that back-to-back ones "
+                   "leave serving models some rest",
+                   a.model, a.version, a.variant,
+                   std::chrono::duration<double, std::milli>(waited).count(), duty * 100, duty);
+      metrics_.RecordPacedWait(std::chrono::duration<double>(waited).count());
+    }
+  }
+  SOMM_ASSIGN_OR_RETURN(LoadOptions load,
+                        VariantLoadOptions(v, options_.device, a.variant, a.hardware));
+  load.urgent = action.urgent;
+  const std::string id = a.model + ":" + std::to_string(a.version) + ":" + a.variant;
+  const std::string label = cluster::GroupLabel(a.model, a.version, a.variant, a.hardware);
+  const VariantProfile* profile = FindProfile(v, a.variant);
+  const HardwareProfile* hp = profile ? profile->For(a.hardware) : nullptr;
+  const int replicas = std::max(a.replicas, 1);
+  const auto t0 = SteadyClock::now();
+  const int64_t rss0 = ResidentBytes();
+  std::vector<int64_t> ids;
+  SOMM_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Batcher>> batchers,
+                        LoadReplicas(v, load, id, hp ? hp->latency : LatencyCurve{}, 0, replicas,
+                                     &ids));
+  int64_t bytes_per = hp ? static_cast<int64_t>(hp->peak_memory_mb * kMiB) : 0;
+  if (!hp) {
+    // Unprofiled: account what the load added to the process, at least the
+    // file's size (the weights).
+    std::error_code ec;
+    const auto file_bytes = static_cast<int64_t>(std::filesystem::file_size(load.model_path, ec));
+    bytes_per = std::max((ResidentBytes() - rss0) / replicas, ec ? int64_t{0} : file_bytes);
+  }
+  auto group = std::make_shared<InstanceGroup>(id, a.hardware, std::move(batchers), std::move(ids),
+                                               bytes_per);
+  std::shared_ptr<InstanceGroup> replaced;
+  {
+    WriterLock lock(&mu_);
+    auto it = slots_.find(label);
+    if (it == slots_.end()) return Unavailable(label + " was unloaded while it loaded");
+    Slot& slot = *it->second;
+    if (!hp) slot.memory_bytes = std::max(slot.memory_bytes, bytes_per);
+    replaced = std::move(slot.group);
+    slot.group = std::move(group);
+    slot.record = action.version;
+  }
+  replaced.reset();  // a reload's old instances finish their queued queries here
+  PublishReplicaMetrics(a.model, std::to_string(a.version));
+  spdlog::info("worker {}: loaded {} x{} in {} ms{}", options_.id, label, replicas,
+               MicrosSince(t0) / 1000, action.urgent ? " (urgent)" : "");
+  return Status::Ok();
+}
+
+Status Worker::Resize(const WorkerAction& action) {
+  const cluster::Action& a = action.action;
+  const std::string label = cluster::GroupLabel(a.model, a.version, a.variant, a.hardware);
+  std::shared_ptr<Slot> slot;
+  {
+    ReaderLock lock(&mu_);
+    auto it = slots_.find(label);
+    if (it != slots_.end()) slot = it->second;
+  }
+  if (!slot || !slot->group) return NotFound(label + " is not loaded on worker " + options_.id);
+  const int want = std::max(a.replicas, 1);
+  const int have = static_cast<int>(slot->group->size());
+  if (want > have) {
+    SOMM_ASSIGN_OR_RETURN(LoadOptions load,
+                          VariantLoadOptions(*slot->record, options_.device, a.variant, a.hardware));
+    // A scale-up answers load the group already cannot carry: its queries
+    // wait on it, so it runs at normal priority.
+    load.urgent = true;
+    std::vector<int64_t> ids;
+    SOMM_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Batcher>> batchers,
+                          LoadReplicas(*slot->record, load, slot->variant_id, slot->curve, have,
+                                       want - have, &ids));
+    slot->group->AddReplicas(std::move(batchers), std::move(ids));
+  } else if (want < have) {
+    slot->group->RemoveReplicas(have - want);
+  } else {
+    return Status::Ok();
+  }
+  PublishReplicaMetrics(a.model, std::to_string(a.version));
+  Changed();
+  return Status::Ok();
+}
+
+Status Worker::Unload(const WorkerAction& action) {
+  const cluster::Action& a = action.action;
+  const std::string label = cluster::GroupLabel(a.model, a.version, a.variant, a.hardware);
+  std::shared_ptr<InstanceGroup> removed;
+  {
+    WriterLock lock(&mu_);
+    auto it = slots_.find(label);
+    if (it == slots_.end() || it->second->loading) return Status::Ok();
+    Slot& slot = *it->second;
+    if (slot.pinned && !action.pinned) {
+      return FailedPrecondition(label + " is pinned (static provisioning)");
+    }
+    if (action.only_if_idle && slot.group && slot.group->InFlight() > 0) {
+      return FailedPrecondition(label + " has " + std::to_string(slot.group->InFlight()) +
+                                " queries in flight");
+    }
+    removed = std::move(slot.group);
+    slots_.erase(it);
+  }
+  metrics_.SetReplicas(a.model, std::to_string(a.version), a.variant, a.hardware.Name(), 0, 0);
+  PublishReplicaMetrics(a.model, std::to_string(a.version));
+  Changed();
+  // A query dispatched here a moment ago still holds the group and enqueues
+  // on it; the group drains once the last holder lets go.
+  removed.reset();
+  return Status::Ok();
+}
+
+void Worker::PublishReplicaMetrics(const std::string& model, const std::string& version) {
+  int64_t total = 0;
+  std::vector<std::tuple<std::string, std::string, int64_t, int64_t>> rows;
+  const std::string prefix = model + ":" + version + ":";
+  {
+    ReaderLock lock(&mu_);
+    for (const auto& [label, slot] : slots_) {
+      if (label.rfind(prefix, 0) != 0 || !slot->group) continue;
+      const auto n = static_cast<int64_t>(slot->group->size());
+      rows.emplace_back(slot->variant, slot->hardware.Name(), n, slot->group->memory_bytes());
+      total += n;
+    }
+  }
+  for (const auto& [variant, hw, n, bytes] : rows) {
+    metrics_.SetReplicas(model, version, variant, hw, n, bytes);
+  }
+  metrics_.ForModel(model, version)->SetInstancesLoaded(total);
+}
+
+cluster::WorkerReport Worker::Report() const {
+  cluster::WorkerReport r;
+  r.worker = options_.id;
+  r.incarnation = incarnation_;
+  r.zone = options_.zone;
+  r.sequence = report_sequence_.fetch_add(1) + 1;
+  cluster::DeviceState cpu;
+  cpu.worker = options_.id;
+  cpu.name = "cpu";
+  cpu.budget_bytes = memory_budget_bytes_;
+  cpu.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ReaderLock lock(&mu_);
+  for (const auto& [label, slot] : slots_) {
+    cluster::GroupState g;
+    g.worker = options_.id;
+    g.model = slot->record->config.name;
+    g.version = slot->record->version;
+    g.variant = slot->variant;
+    g.hardware = slot->hardware;
+    g.device = DeviceName(slot->hardware);
+    g.memory_bytes = slot->memory_bytes;
+    g.load_ms = slot->load_ms;
+    g.pinned = slot->pinned;
+    g.loading = slot->group == nullptr;
+    if (slot->group) {
+      const InstanceGroup& group = *slot->group;
+      g.replicas = static_cast<int>(group.size());
+      g.memory_bytes = std::max(g.memory_bytes, group.memory_bytes());
+      g.queued = group.QueuedQueries();
+      g.executing = std::max<int64_t>(group.InFlight() - g.queued, 0);
+      g.last_used = group.last_used();
+      g.uses_total = group.uses_total();
+      g.instances = group.Snapshot(slot->curve);
+      const int64_t batch = std::max<int64_t>(slot->record->config.max_batch_size, 1) >= 8 ? 8 : 1;
+      if (auto f = group.ObservedSlowdown(slot->curve, batch)) g.observed_slowdown = *f;
+    } else {
+      g.replicas = slot->loading_replicas;
+      g.last_used = SteadyClock::now();
+    }
+    if (g.device == "cpu") cpu.used_bytes += g.memory_bytes * g.replicas;
+    r.groups.push_back(std::move(g));
+  }
+  r.devices.push_back(cpu);
+  return r;
+}
+
+int64_t Worker::QueuedQueries() const {
+  ReaderLock lock(&mu_);
+  int64_t total = 0;
+  for (const auto& [_, slot] : slots_) {
+    if (slot->group) total += slot->group->QueuedQueries();
+  }
+  return total;
+}
+
+}  // namespace somm
