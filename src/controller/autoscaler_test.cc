@@ -226,6 +226,10 @@ TEST(AutoscalerTest, UpgradesToInt8WhenFp32CannotCarryTheLoadWithinTheCoresAndDo
   EXPECT_EQ(a[1].kind, Action::kUnload);
   EXPECT_EQ(a[1].variant, "ts-fp32");
   EXPECT_EQ(a[1].reason, "replaced by m:1:ts-int8@cpu1 (upgrade)");
+  // The ordering is in the types, not the text: the load names what it
+  // replaces, and the unload says it is a replacement.
+  EXPECT_EQ(a[0].replaces, (std::vector<std::string>{"m:1:ts-fp32@cpu1"}));
+  EXPECT_EQ(a[1].cause, Action::Cause::kReplaced);
   // Load falls to 50: fp32 x1 and int8 x1 both cost one core; fp32 is more
   // accurate. One move, once the peak has left the window, straight back to fp32.
   int moved_at = -1;
@@ -380,7 +384,7 @@ TEST(AutoscalerTest, EvictsAnotherModelsIdleGroupToMakeRoomButNeverABusyModels) 
   sim.state.demand = {ModelDemand{"m", 1, 250, 0, {}}, ModelDemand{"busy", 1, 5, 0, {}}};
   AutoscalerDecision d = Decide(sim.state, {}, kT0, sim.config);
   ASSERT_EQ(d.actions.size(), 2u);
-  EXPECT_EQ(d.actions[0].kind, Action::kUnload);
+  EXPECT_EQ(d.actions[0].kind, Action::kEvict);
   EXPECT_EQ(d.actions[0].model, "idle");
   EXPECT_THAT(d.actions[0].reason, AllOf(StartsWith("evict: idle:1:ts-fp32@cpu1: value"),
                                          HasSubstr("(room for m:1:ts-fp32@cpu1)")));

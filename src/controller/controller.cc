@@ -103,15 +103,18 @@ int64_t Controller::EstimateBytes(const VersionRecord& v, const std::string& var
     if (p.variant != variant) continue;
     if (const HardwareProfile* hp = p.For(hw)) return static_cast<int64_t>(hp->peak_memory_mb * kMiB);
   }
-  // Unprofiled: what the worker measured for this variant of this version on
-  // any hardware, else twice the file (weights plus the framework's copies
-  // and workspace) until measured.
+  // Unprofiled: what the worker measured for this variant (now or when it
+  // was last loaded), else twice the file (weights plus the framework's
+  // copies and workspace) until measured.
+  const std::string label = cluster::GroupLabel(v.config.name, v.version, variant, hw);
   const auto state = store_.Read();
   for (const auto& g : state->groups) {
-    if (g.model == v.config.name && g.version == v.version && g.variant == variant &&
-        !g.loading && g.memory_bytes > 0) {
-      return g.memory_bytes;
-    }
+    if (cluster::GroupLabel(g) == label && !g.loading && g.memory_bytes > 0) return g.memory_bytes;
+  }
+  {
+    MutexLock lock(&const_cast<Controller*>(this)->placement_mu_);
+    auto it = measured_.find(label);
+    if (it != measured_.end()) return it->second;
   }
   std::error_code ec;
   const auto file_bytes = static_cast<int64_t>(std::filesystem::file_size(v.path, ec));
@@ -153,8 +156,43 @@ StatusOr<std::vector<cluster::Action>> Controller::Reserve(const std::string& la
 }
 
 void Controller::Release(const std::string& label) {
+  const auto state = store_.Read();
   MutexLock lock(&placement_mu_);
   reserved_.erase(label);
+  for (const auto& g : state->groups) {
+    if (!g.loading && g.memory_bytes > 0 && cluster::GroupLabel(g) == label) {
+      measured_[label] = std::max(measured_[label], g.memory_bytes);
+    }
+  }
+}
+
+void Controller::FitBudget(const std::string& protect, const std::string& model) {
+  std::vector<cluster::Action> evictions;
+  {
+    MutexLock lock(&placement_mu_);
+    cluster::ClusterState state = *store_.Read();
+    for (auto& g : state.groups) {
+      if (cluster::GroupLabel(g) == protect) g.loading = true;
+    }
+    auto placed = control::Place(state, 0, "cpu", options_.clock());
+    if (!placed.ok()) {
+      spdlog::warn("memory budget exceeded after loading {}: {}", protect, placed.status().message());
+      return;
+    }
+    evictions = control::EvictionActions(state, *placed);
+  }
+  for (cluster::Action& e : evictions) {
+    const std::string victim = cluster::GroupLabel(e.model, e.version, e.variant, e.hardware);
+    const std::string why = e.reason + " (the measured size of " + protect + " took the budget over)";
+    const std::string victim_model = e.model;
+    WorkerAction evict;
+    evict.action = std::move(e);
+    evict.only_if_idle = true;
+    Send(std::move(evict), [this, victim, why, victim_model](Status s) {
+      if (s.ok()) RecordControl("evict", victim_model, victim, "", why);
+    });
+  }
+  (void)model;
 }
 
 void Controller::Send(WorkerAction action, std::function<void(Status)> done) {
@@ -170,7 +208,8 @@ Status Controller::SendAndWait(WorkerAction action) {
 
 void Controller::EnsureLoaded(VersionPtr version, const std::string& variant,
                               const HardwareConfig& hw, int replicas, const std::string& reason,
-                              bool urgent, std::function<void(Status)> done) {
+                              bool urgent, std::function<void(Status)> done,
+                              bool query_waits) {
   if (stopping_) {
     done(Unavailable("server is shutting down"));
     return;
@@ -197,10 +236,11 @@ void Controller::EnsureLoaded(VersionPtr version, const std::string& variant,
     WorkerAction evict;
     const std::string victim = cluster::GroupLabel(e.model, e.version, e.variant, e.hardware);
     const std::string why = e.reason + " (to make room for " + label + ")";
+    const std::string victim_model = e.model;
     evict.action = std::move(e);
     evict.urgent = urgent;
     evict.only_if_idle = true;
-    Send(std::move(evict), [this, victim, why, model = version->config.name](Status s) {
+    Send(std::move(evict), [this, victim, why, model = victim_model](Status s) {
       if (s.ok()) {
         RecordControl("evict", model, victim, "", why);
       } else {
@@ -214,18 +254,20 @@ void Controller::EnsureLoaded(VersionPtr version, const std::string& variant,
   load.urgent = urgent;
   load.pinned = !options_.managed;
   const auto t0 = std::chrono::steady_clock::now();
-  Send(std::move(load), [this, label, version, hw, replicas, reason, urgent, present, t0,
+  Send(std::move(load), [this, label, version, hw, replicas, reason, urgent, query_waits, present, t0,
                          done = std::move(done)](Status s) {
     Release(label);
     if (s.ok() && !present) {
       const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::steady_clock::now() - t0)
                           .count();
-      if (urgent) metrics_.RecordColdStart(version->config.name);
+      if (urgent && query_waits) metrics_.RecordColdStart(version->config.name);
       RecordControl("load", version->config.name, label, hw.Name(),
                     "x" + std::to_string(replicas) + " in " + std::to_string(ms) + " ms" +
-                        (urgent ? " (on a query's critical path)" : "") + ": " + reason);
+                        (urgent && query_waits ? " (on a query's critical path)" : "") + ": " +
+                        reason);
     }
+    if (s.ok() && !present && options_.managed) FitBudget(label, version->config.name);
     done(std::move(s));
   });
 }
@@ -262,7 +304,7 @@ Status Controller::LoadModel(const std::string& name, bool startup) {
     } else {
       EnsureLoaded(v, kAsRegistered, hw, v->config.instance_count,
                    "configured instances (model.yaml)", startup,
-                   [&p](Status s) { p.set_value(std::move(s)); });
+                   [&p](Status s) { p.set_value(std::move(s)); }, /*query_waits=*/false);
     }
     Status s = f.get();
     if (s.ok()) {
@@ -440,7 +482,7 @@ void Controller::Tick() {
           }
         } else {
           EnsureLoaded(*version, a.variant, a.hardware, a.replicas, a.reason, false,
-                       [&p](Status r) { p.set_value(std::move(r)); });
+                       [&p](Status r) { p.set_value(std::move(r)); }, /*query_waits=*/false);
           s = f.get();
         }
         made_ok = s.ok();

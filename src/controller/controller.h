@@ -68,10 +68,12 @@ class Controller {
 
   // Has `replicas` of `variant`@`hw` of `version` loaded, placing them first
   // (evicting idle groups when managed). `done` runs once it is up or failed.
-  // `urgent`: a query waits (the worker's urgent lane, normal priority).
+  // `urgent`: the worker's urgent lane, at normal priority (a query waits,
+  // or nothing serves yet). `query_waits`: a query waits on it, which counts
+  // as a cold start (somm_cold_starts_total).
   void EnsureLoaded(VersionPtr version, const std::string& variant, const HardwareConfig& hw,
                     int replicas, const std::string& reason, bool urgent,
-                    std::function<void(Status)> done);
+                    std::function<void(Status)> done, bool query_waits = true);
   // (Re)loads a repository model's configured instances, new versions before
   // old ones go; a broken reload leaves the serving versions alone.
   Status LoadModel(const std::string& name, bool startup = false);
@@ -88,6 +90,9 @@ class Controller {
   // to send first. Takes placement_mu_.
   StatusOr<std::vector<cluster::Action>> Reserve(const std::string& label, int64_t extra_bytes);
   void Release(const std::string& label);
+  // After a load whose size was a guess: evicts (by the placement policy)
+  // until the device is within its budget again, never `protect`.
+  void FitBudget(const std::string& protect, const std::string& model);
   int64_t EstimateBytes(const VersionRecord& v, const std::string& variant,
                         const HardwareConfig& hw) const;
   void Send(WorkerAction action, std::function<void(Status)> done);
@@ -107,6 +112,9 @@ class Controller {
   Mutex lifecycle_mu_ SOMM_ACQUIRED_BEFORE(placement_mu_);
   Mutex placement_mu_;
   std::map<std::string, int64_t> reserved_ SOMM_GUARDED_BY(placement_mu_);  // label -> bytes
+  // What workers measured for unprofiled groups (label -> bytes per replica),
+  // kept after the group goes so its next load is placed at its real size.
+  std::map<std::string, int64_t> measured_ SOMM_GUARDED_BY(placement_mu_);
 
   // The loop's own memory between ticks (only the control thread, or a test
   // calling Tick(), touches it).

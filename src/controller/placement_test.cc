@@ -125,7 +125,7 @@ TEST(PlacementTest, EvictsTheLowestValueFirstUntilItFits) {
 
   const std::vector<Action> actions = EvictionActions(state, *d);
   ASSERT_EQ(actions.size(), 3u);
-  EXPECT_EQ(actions[0].kind, Action::kUnload);
+  EXPECT_EQ(actions[0].kind, Action::kEvict);
   EXPECT_EQ(actions[0].model, "cold");
   EXPECT_THAT(actions[2].reason, StartsWith("evict: slow-reload"));
 }
