@@ -53,7 +53,7 @@ std::string GroupLabel(const std::string& model, int64_t version, const std::str
 
 std::string ToString(const Action& action) {
   std::string s = std::string(ActionKindName(action.kind)) + " " +
-                  GroupLabel(action.model, action.version, action.variant, action.hardware) +
+                  GroupLabel(action) +
                   " on " + action.device;
   if (action.kind != Action::kUnload && action.kind != Action::kEvict) s += " x" + std::to_string(action.replicas);
   return s + ": " + action.reason;

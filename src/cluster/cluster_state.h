@@ -150,6 +150,10 @@ inline std::string GroupLabel(const GroupState& g) {
 inline std::string GroupLabel(const VariantOption& o) {
   return GroupLabel(o.model, o.version, o.variant, o.hardware);
 }
+// The group an action is about.
+inline std::string GroupLabel(const Action& a) {
+  return GroupLabel(a.model, a.version, a.variant, a.hardware);
+}
 
 // A group of `replicas` of option `o`, last used at `last_used` (not loading,
 // nothing queued).

@@ -20,11 +20,6 @@ bool SerialExecutor::Post(std::function<void()> work) {
   return true;
 }
 
-size_t SerialExecutor::pending() const {
-  MutexLock lock(&mu_);
-  return queue_.size() + running_;
-}
-
 void SerialExecutor::Shutdown() {
   {
     MutexLock lock(&mu_);
@@ -44,11 +39,8 @@ void SerialExecutor::Run() {
       if (queue_.empty()) return;  // stopping, and everything posted has run
       work = std::move(queue_.front());
       queue_.pop_front();
-      running_ = 1;
     }
     work();
-    MutexLock lock(&mu_);
-    running_ = 0;
   }
 }
 

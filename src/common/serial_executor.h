@@ -26,17 +26,14 @@ class SerialExecutor {
 
   bool Post(std::function<void()> work);
   void Shutdown();
-  // Closures posted and not yet finished.
-  size_t pending() const;
 
  private:
   void Run();
 
   const std::string name_;
-  mutable Mutex mu_;
+  Mutex mu_;
   std::condition_variable_any cv_;
   std::deque<std::function<void()>> queue_ SOMM_GUARDED_BY(mu_);
-  size_t running_ SOMM_GUARDED_BY(mu_) = 0;
   bool stopping_ SOMM_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

@@ -98,7 +98,8 @@ cluster::ClusterState Controller::ReadState(bool fresh) {
 }
 
 int64_t Controller::EstimateBytes(const VersionRecord& v, const std::string& variant,
-                                  const HardwareConfig& hw) const {
+                                  const HardwareConfig& hw, bool* guessed) const {
+  if (guessed) *guessed = false;
   for (const auto& p : v.profiles) {
     if (p.variant != variant) continue;
     if (const HardwareProfile* hp = p.For(hw)) return static_cast<int64_t>(hp->peak_memory_mb * kMiB);
@@ -112,10 +113,11 @@ int64_t Controller::EstimateBytes(const VersionRecord& v, const std::string& var
     if (cluster::GroupLabel(g) == label && !g.loading && g.memory_bytes > 0) return g.memory_bytes;
   }
   {
-    MutexLock lock(&const_cast<Controller*>(this)->placement_mu_);
+    MutexLock lock(&placement_mu_);
     auto it = measured_.find(label);
     if (it != measured_.end()) return it->second;
   }
+  if (guessed) *guessed = true;
   std::error_code ec;
   const auto file_bytes = static_cast<int64_t>(std::filesystem::file_size(v.path, ec));
   return ec ? 0 : 2 * file_bytes;
@@ -166,7 +168,7 @@ void Controller::Release(const std::string& label) {
   }
 }
 
-void Controller::FitBudget(const std::string& protect, const std::string& model) {
+void Controller::FitBudget(const std::string& protect) {
   std::vector<cluster::Action> evictions;
   {
     MutexLock lock(&placement_mu_);
@@ -181,18 +183,50 @@ void Controller::FitBudget(const std::string& protect, const std::string& model)
     }
     evictions = control::EvictionActions(state, *placed);
   }
+  SendEvictions(std::move(evictions), "the measured size of " + protect + " took the budget over",
+                /*urgent=*/false);
+}
+
+void Controller::SendEvictions(std::vector<cluster::Action> evictions, const std::string& why,
+                               bool urgent) {
   for (cluster::Action& e : evictions) {
-    const std::string victim = cluster::GroupLabel(e.model, e.version, e.variant, e.hardware);
-    const std::string why = e.reason + " (the measured size of " + protect + " took the budget over)";
-    const std::string victim_model = e.model;
+    const std::string victim = cluster::GroupLabel(e);
+    const std::string reason = e.reason + " (" + why + ")";
+    const std::string model = e.model;
+    const std::string hardware = e.hardware.Name();
     WorkerAction evict;
     evict.action = std::move(e);
+    evict.urgent = urgent;
     evict.only_if_idle = true;
-    Send(std::move(evict), [this, victim, why, victim_model](Status s) {
-      if (s.ok()) RecordControl("evict", victim_model, victim, "", why);
+    Send(std::move(evict), [this, victim, reason, model, hardware](Status s) {
+      if (s.ok()) {
+        RecordControl("evict", model, victim, hardware, reason);
+      } else {
+        spdlog::warn("control: eviction of {} not carried out: {}", victim, s.message());
+      }
     });
   }
-  (void)model;
+}
+
+void Controller::UnloadGroups(const std::string& model,
+                              const std::function<bool(const cluster::GroupState&)>& which,
+                              const std::string& reason) {
+  store_.PutWorker(worker_.Report());
+  for (const auto& g : store_.Read()->groups) {
+    if (g.model != model || !which(g)) continue;
+    WorkerAction a;
+    a.action.kind = cluster::Action::kUnload;
+    a.action.model = g.model;
+    a.action.version = g.version;
+    a.action.variant = g.variant;
+    a.action.hardware = g.hardware;
+    a.action.device = g.device;
+    a.action.reason = reason;
+    a.pinned = true;  // the repository API overrides static pinning
+    a.urgent = true;
+    Status s = SendAndWait(std::move(a));
+    if (!s.ok()) spdlog::warn("model {}: {} not unloaded: {}", model, cluster::GroupLabel(g), s.message());
+  }
 }
 
 void Controller::Send(WorkerAction action, std::function<void(Status)> done) {
@@ -225,37 +259,22 @@ void Controller::EnsureLoaded(VersionPtr version, const std::string& variant,
       present = true;
     }
   }
-  const int64_t per_replica = EstimateBytes(*version, variant, hw);
-  const int64_t extra = per_replica * std::max(replicas - have, 0);
-  auto evictions = Reserve(label, present && extra == 0 ? 0 : extra);
+  bool guessed = false;
+  const int64_t per_replica = EstimateBytes(*version, variant, hw, &guessed);
+  auto evictions = Reserve(label, per_replica * std::max(replicas - have, 0));
   if (!evictions.ok()) {
     done(evictions.status());
     return;
   }
-  for (cluster::Action& e : *evictions) {
-    WorkerAction evict;
-    const std::string victim = cluster::GroupLabel(e.model, e.version, e.variant, e.hardware);
-    const std::string why = e.reason + " (to make room for " + label + ")";
-    const std::string victim_model = e.model;
-    evict.action = std::move(e);
-    evict.urgent = urgent;
-    evict.only_if_idle = true;
-    Send(std::move(evict), [this, victim, why, model = victim_model](Status s) {
-      if (s.ok()) {
-        RecordControl("evict", model, victim, "", why);
-      } else {
-        spdlog::warn("control: eviction of {} not carried out: {}", victim, s.message());
-      }
-    });
-  }
+  SendEvictions(std::move(evictions).value(), "to make room for " + label, urgent);
   WorkerAction load;
   load.action = ActionFor(cluster::Action::kLoad, *version, variant, hw, replicas, reason);
   load.version = version;
   load.urgent = urgent;
   load.pinned = !options_.managed;
   const auto t0 = std::chrono::steady_clock::now();
-  Send(std::move(load), [this, label, version, hw, replicas, reason, urgent, query_waits, present, t0,
-                         done = std::move(done)](Status s) {
+  Send(std::move(load), [this, label, version, hw, replicas, reason, urgent, query_waits, present, guessed,
+                         t0, done = std::move(done)](Status s) {
     Release(label);
     if (s.ok() && !present) {
       const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -267,7 +286,9 @@ void Controller::EnsureLoaded(VersionPtr version, const std::string& variant,
                         (urgent && query_waits ? " (on a query's critical path)" : "") + ": " +
                         reason);
     }
-    if (s.ok() && !present && options_.managed) FitBudget(label, version->config.name);
+    // The size was a guess: if what was measured took the device over its
+    // budget, others make room now.
+    if (s.ok() && !present && guessed && options_.managed) FitBudget(label);
     done(std::move(s));
   });
 }
@@ -331,20 +352,13 @@ Status Controller::LoadModel(const std::string& name, bool startup) {
   }
   registry_.Publish(name, loaded, problems);
   // Versions no longer selected go once the new ones are up.
-  for (const auto& g : ReadState(true).groups) {
-    if (g.model != name) continue;
-    const bool kept = std::any_of(loaded.begin(), loaded.end(),
-                                  [&](const VersionPtr& v) { return v->version == g.version; });
-    if (kept) continue;
-    WorkerAction a;
-    a.action = ActionFor(cluster::Action::kUnload, VersionRecord{}, g.variant, g.hardware, 0,
-                         "version no longer served");
-    a.action.model = g.model;
-    a.action.version = g.version;
-    a.pinned = true;
-    Status s = SendAndWait(std::move(a));
-    if (!s.ok()) spdlog::warn("model {}: old version {} not unloaded: {}", name, g.version, s.message());
-  }
+  UnloadGroups(
+      name,
+      [&loaded](const cluster::GroupState& g) {
+        return std::none_of(loaded.begin(), loaded.end(),
+                            [&g](const VersionPtr& v) { return v->version == g.version; });
+      },
+      "version no longer served");
   if (loaded.empty()) return InvalidArgument("failed to load model '" + name + "': " + why);
   return Status::Ok();
 }
@@ -352,20 +366,8 @@ Status Controller::LoadModel(const std::string& name, bool startup) {
 Status Controller::UnloadModel(const std::string& name) {
   MutexLock lifecycle(&lifecycle_mu_);
   if (!registry_.Remove(name)) return NotFound("model '" + name + "' is not loaded");
-  for (const auto& g : ReadState(true).groups) {
-    if (g.model != name) continue;
-    WorkerAction a;
-    a.action.kind = cluster::Action::kUnload;
-    a.action.model = g.model;
-    a.action.version = g.version;
-    a.action.variant = g.variant;
-    a.action.hardware = g.hardware;
-    a.action.reason = "unloaded (repository API)";
-    a.pinned = true;  // an explicit unload overrides static pinning
-    a.urgent = true;
-    Status s = SendAndWait(std::move(a));
-    if (!s.ok()) spdlog::warn("model {}: {} not unloaded: {}", name, g.variant, s.message());
-  }
+  UnloadGroups(
+      name, [](const cluster::GroupState&) { return true; }, "unloaded (repository API)");
   spdlog::info("unloaded model {}", name);
   return Status::Ok();
 }
@@ -432,7 +434,7 @@ void Controller::Tick() {
   for (const cluster::Action& a : decision.actions) {
     if (stopping_) return;
     auto version = registry_.Resolve(a.model, std::to_string(a.version));
-    const std::string label = cluster::GroupLabel(a.model, a.version, a.variant, a.hardware);
+    const std::string label = cluster::GroupLabel(a);
     Status s;
     switch (a.kind) {
       case cluster::Action::kLoad:
@@ -442,17 +444,14 @@ void Controller::Tick() {
           made_ok = false;
           break;
         }
-        const bool exists = std::any_of(state.groups.begin(), state.groups.end(), [&](const auto& g) {
-          return cluster::GroupLabel(g) == label;
-        });
+        const auto existing =
+            std::find_if(state.groups.begin(), state.groups.end(),
+                         [&](const cluster::GroupState& g) { return cluster::GroupLabel(g) == label; });
         std::promise<Status> p;
         auto f = p.get_future();
-        if (exists) {
+        if (existing != state.groups.end()) {
           // Resize: place the added replicas (if any) first.
-          int have = 0;
-          for (const auto& g : state.groups) {
-            if (cluster::GroupLabel(g) == label) have = g.replicas;
-          }
+          const int have = existing->replicas;
           WorkerAction w;
           w.action = a;
           w.action.kind = cluster::Action::kSetReplicas;
@@ -464,15 +463,8 @@ void Controller::Tick() {
             made_ok = false;
             break;
           }
-          for (cluster::Action& e : *evictions) {
-            WorkerAction evict;
-            evict.action = e;
-            evict.only_if_idle = true;
-            if (SendAndWait(std::move(evict)).ok()) {
-              RecordControl("evict", e.model, cluster::GroupLabel(e.model, e.version, e.variant, e.hardware),
-                            e.hardware.Name(), e.reason + " (to make room for " + label + ")");
-            }
-          }
+          // Both go to the worker's background lane, in this order.
+          SendEvictions(std::move(evictions).value(), "to make room for " + label, /*urgent=*/false);
           Send(std::move(w), [&p](Status r) { p.set_value(std::move(r)); });
           s = f.get();
           Release(label);

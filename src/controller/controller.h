@@ -84,7 +84,6 @@ class Controller {
   HardwareConfig BaseHardware(const VersionRecord& version) const;
 
  private:
-  struct Placed;
   cluster::ClusterState ReadState(bool fresh);
   // Places `extra_bytes` for `label`; reserves them and returns the evictions
   // to send first. Takes placement_mu_.
@@ -92,9 +91,17 @@ class Controller {
   void Release(const std::string& label);
   // After a load whose size was a guess: evicts (by the placement policy)
   // until the device is within its budget again, never `protect`.
-  void FitBudget(const std::string& protect, const std::string& model);
+  void FitBudget(const std::string& protect);
+  // Sends the evictions placement chose, each logged with its reason and
+  // `why` once carried out.
+  void SendEvictions(std::vector<cluster::Action> evictions, const std::string& why, bool urgent);
+  // Unloads (and waits for) every group of `model` that `which` selects.
+  void UnloadGroups(const std::string& model,
+                    const std::function<bool(const cluster::GroupState&)>& which,
+                    const std::string& reason);
+  // Bytes per replica: profiled, else measured, else a guess (*guessed).
   int64_t EstimateBytes(const VersionRecord& v, const std::string& variant,
-                        const HardwareConfig& hw) const;
+                        const HardwareConfig& hw, bool* guessed = nullptr) const;
   void Send(WorkerAction action, std::function<void(Status)> done);
   Status SendAndWait(WorkerAction action);
   void RecordControl(const std::string& kind, const std::string& model, const std::string& label,
@@ -110,7 +117,7 @@ class Controller {
   std::atomic<bool> stopping_{false};
 
   Mutex lifecycle_mu_ SOMM_ACQUIRED_BEFORE(placement_mu_);
-  Mutex placement_mu_;
+  mutable Mutex placement_mu_;
   std::map<std::string, int64_t> reserved_ SOMM_GUARDED_BY(placement_mu_);  // label -> bytes
   // What workers measured for unprofiled groups (label -> bytes per replica),
   // kept after the group goes so its next load is placed at its real size.

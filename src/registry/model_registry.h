@@ -95,8 +95,9 @@ class ModelRegistry {
   // Registration (see above). On success the model's files are in the
   // repository and its config is returned.
   StatusOr<ModelConfig> Register(const RegistrationRequest& request);
-  // `installed` runs when the profiles are in place (the controller may then
-  // reconsider the model).
+  // Generates and profiles `config`'s variants in the background and
+  // installs the profiles when done (see above); a job already running for
+  // the model is not started twice.
   void StartVariantJob(const ModelConfig& config, int64_t version);
   StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) const;
   void Shutdown();

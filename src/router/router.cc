@@ -30,9 +30,12 @@ bool SameGroup(const cluster::GroupState& g, const VersionRecord& v, const std::
 
 }  // namespace
 
-struct Router::Demand {
+// What the router keeps per model version: its metrics handle (found once,
+// not per query) and its demand counters.
+struct Router::VersionStats {
   std::string model;
   int64_t version = 0;
+  ModelMetrics* metrics = nullptr;
   std::atomic<int64_t> arrivals{0};
   std::atomic<int64_t> tightest_slo_us{INT64_MAX};
   std::atomic<int64_t> strictest_accuracy_ppm{0};
@@ -43,6 +46,7 @@ struct Router::Query {
   InferCallback done;
   std::string id;
   VersionPtr version;
+  VersionStats* stats = nullptr;  // of `version`; set with it
   std::string variant;
   HardwareConfig hardware;
   int64_t instance_id = -1;
@@ -137,35 +141,50 @@ void Router::LogDecision(DecisionRecord record) {
   log_.Add(std::move(record));
 }
 
-void Router::RecordDemand(const VersionRecord& v, const Requirements& req) {
-  const std::string key = v.config.name + ":" + v.version_str;
-  Demand* d = nullptr;
+Router::VersionStats& Router::StatsFor(const VersionRecord& v) {
   {
-    ReaderLock lock(&demand_mu_);
-    auto it = demand_.find(key);
-    if (it != demand_.end()) d = it->second.get();
-  }
-  if (!d) {
-    WriterLock lock(&demand_mu_);
-    auto& slot = demand_[key];
-    if (!slot) {
-      slot = std::make_unique<Demand>();
-      slot->model = v.config.name;
-      slot->version = v.version;
+    ReaderLock lock(&stats_mu_);
+    auto m = stats_.find(v.config.name);
+    if (m != stats_.end()) {
+      auto it = m->second.find(v.version);
+      if (it != m->second.end()) return *it->second;
     }
-    d = slot.get();
   }
-  d->arrivals.fetch_add(1, std::memory_order_relaxed);
+  WriterLock lock(&stats_mu_);
+  auto& row = stats_[v.config.name][v.version];
+  if (!row) {
+    row = std::make_unique<VersionStats>();
+    row->model = v.config.name;
+    row->version = v.version;
+    row->metrics = metrics_.ForModel(v.config.name, v.version_str);
+  }
+  return *row;
+}
+
+void Router::SetVersion(Query& q, VersionPtr version) {
+  q.stats = &StatsFor(*version);
+  q.version = std::move(version);
+}
+
+void Router::Fail(const std::shared_ptr<Query>& q, Status status) {
+  // Counted per model once the query reached one, as a query the model
+  // refused or failed (bad inputs, a full queue, an error while it ran).
+  q->stats->metrics->RecordFailure(StatusCodeName(status.code()));
+  q->done(std::move(status));
+}
+
+void Router::RecordDemand(VersionStats& d, const Requirements& req) {
+  d.arrivals.fetch_add(1, std::memory_order_relaxed);
   if (req.latency_slo_ms) {
     const auto us = static_cast<int64_t>(*req.latency_slo_ms * 1000.0);
-    int64_t cur = d->tightest_slo_us.load(std::memory_order_relaxed);
-    while (us < cur && !d->tightest_slo_us.compare_exchange_weak(cur, us)) {
+    int64_t cur = d.tightest_slo_us.load(std::memory_order_relaxed);
+    while (us < cur && !d.tightest_slo_us.compare_exchange_weak(cur, us)) {
     }
   }
   if (req.min_accuracy) {
     const auto ppm = static_cast<int64_t>(*req.min_accuracy * 1e6);
-    int64_t cur = d->strictest_accuracy_ppm.load(std::memory_order_relaxed);
-    while (ppm > cur && !d->strictest_accuracy_ppm.compare_exchange_weak(cur, ppm)) {
+    int64_t cur = d.strictest_accuracy_ppm.load(std::memory_order_relaxed);
+    while (ppm > cur && !d.strictest_accuracy_ppm.compare_exchange_weak(cur, ppm)) {
     }
   }
 }
@@ -173,19 +192,21 @@ void Router::RecordDemand(const VersionRecord& v, const Requirements& req) {
 void Router::PublishDemand() {
   std::vector<cluster::ModelDemand> rows;
   {
-    ReaderLock lock(&demand_mu_);
-    for (const auto& [_, d] : demand_) {
-      cluster::ModelDemand m;
-      m.model = d->model;
-      m.version = d->version;
-      m.arrivals_total = d->arrivals.load(std::memory_order_relaxed);
-      // The tightest requirements since the last publication: this router
-      // starts a new window each time it publishes; readers only read.
-      const int64_t slo_us = d->tightest_slo_us.exchange(INT64_MAX);
-      if (slo_us != INT64_MAX) m.latency_slo_ms = static_cast<double>(slo_us) / 1000.0;
-      const int64_t acc = d->strictest_accuracy_ppm.exchange(0);
-      if (acc > 0) m.min_accuracy = static_cast<double>(acc) / 1e6;
-      rows.push_back(std::move(m));
+    ReaderLock lock(&stats_mu_);
+    for (const auto& [_, versions] : stats_) {
+      for (const auto& [__, d] : versions) {
+        cluster::ModelDemand m;
+        m.model = d->model;
+        m.version = d->version;
+        m.arrivals_total = d->arrivals.load(std::memory_order_relaxed);
+        // The tightest requirements since the last publication: this router
+        // starts a new window each time it publishes; readers only read.
+        const int64_t slo_us = d->tightest_slo_us.exchange(INT64_MAX);
+        if (slo_us != INT64_MAX) m.latency_slo_ms = static_cast<double>(slo_us) / 1000.0;
+        const int64_t acc = d->strictest_accuracy_ppm.exchange(0);
+        if (acc > 0) m.min_accuracy = static_cast<double>(acc) / 1e6;
+        rows.push_back(std::move(m));
+      }
     }
   }
   store_.PutDemand(options_.id, std::move(rows));
@@ -233,19 +254,15 @@ void Router::Infer(InferenceRequest request, InferCallback done) {
     return;
   }
   if (request.model_name.find(':') != std::string::npos) {
-    RouteExplicit(q, request);
+    RouteExplicit(q, request, *req);
     return;
   }
   auto v = registry_.Resolve(request.model_name, request.model_version);
   if (!v.ok()) return q->done(v.status());
-  q->version = *v;
+  SetVersion(*q, *v);
   Status prepared = Prepare(*q, request);
-  if (!prepared.ok()) {
-    metrics_.ForModel(q->version->config.name, q->version->version_str)
-        ->RecordFailure(StatusCodeName(prepared.code()));
-    return q->done(std::move(prepared));
-  }
-  RecordDemand(**v, *req);
+  if (!prepared.ok()) return Fail(q, std::move(prepared));
+  RecordDemand(*q->stats, *req);
   if (has_slo || req->best_effort) {
     Requirements r = *req;
     r.model = request.model_name;
@@ -298,7 +315,8 @@ void Router::RouteDefault(std::shared_ptr<Query> q) {
                    "a query for a model with no instance loaded");
 }
 
-void Router::RouteExplicit(std::shared_ptr<Query> q, InferenceRequest& request) {
+void Router::RouteExplicit(std::shared_ptr<Query> q, InferenceRequest& request,
+                           const Requirements& req) {
   // "model:version:variant[@hardware]"
   const std::string& name = request.model_name;
   const auto first = name.find(':');
@@ -320,15 +338,12 @@ void Router::RouteExplicit(std::shared_ptr<Query> q, InferenceRequest& request) 
   }
   auto v = registry_.Resolve(model, ver);
   if (!v.ok()) return q->done(v.status());
-  q->version = *v;
+  SetVersion(*q, *v);
   Status prepared = Prepare(*q, request);
-  if (!prepared.ok()) return q->done(std::move(prepared));
+  if (!prepared.ok()) return Fail(q, std::move(prepared));
   // The query's SLO still holds: the batcher admits, batches and drops by it.
-  bool has_slo = false;
-  auto req = ParseRequirements(request.parameters, &has_slo);
-  if (!req.ok()) return q->done(req.status());
-  q->latency_slo_ms = req->latency_slo_ms;
-  q->best_effort = req->best_effort;
+  q->latency_slo_ms = req.latency_slo_ms;
+  q->best_effort = req.best_effort;
   q->decision.unix_ms = NowUnixMs();
   q->decision.target = name;
   q->decision.requirements = "explicit variant";
@@ -412,7 +427,7 @@ void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> ver
   }
   const cluster::VariantOption& o = state.options[origins[decision->candidate]];
   for (const VersionPtr& v : versions) {
-    if (v->config.name == o.model && v->version == o.version) q->version = v;
+    if (v->config.name == o.model && v->version == o.version && v != q->version) SetVersion(*q, v);
   }
   if (!q->prepared) {
     // A task query: check its inputs against the chosen model now, before
@@ -421,8 +436,8 @@ void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> ver
     r.inputs = std::move(q->raw_inputs);
     r.outputs = std::move(q->requested_outputs);
     Status prepared = Prepare(*q, r);
-    if (!prepared.ok()) return q->done(std::move(prepared));
-    RecordDemand(*q->version, req);
+    if (!prepared.ok()) return Fail(q, std::move(prepared));
+    RecordDemand(*q->stats, req);
   }
   q->variant = o.variant;
   q->hardware = o.hardware;
@@ -447,11 +462,9 @@ void Router::LoadThenDispatch(std::shared_ptr<Query> q, const std::string& varia
   VersionPtr v = q->version;
   controller_.EnsureLoaded(v, variant, hw, replicas, reason, /*urgent=*/true,
                            [this, q = std::move(q)](Status s) mutable {
-                             if (!s.ok()) {
-                               metrics_.ForModel(q->version->config.name, q->version->version_str)
-                                   ->RecordFailure(StatusCodeName(s.code()));
-                               return q->done(std::move(s));
-                             }
+                             // A load that failed is a routing error, not
+                             // one the model made: not counted as its failure.
+                             if (!s.ok()) return q->done(std::move(s));
                              Dispatch(std::move(q), false);
                            });
 }
@@ -485,15 +498,11 @@ void Router::Dispatch(std::shared_ptr<Query> q, bool retry_on_missing) {
                              });
     return;
   }
-  q->done(Unavailable(s.message()));
+  Fail(q, Unavailable(s.message()));
 }
 
 void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> result) {
-  ModelMetrics* metrics = metrics_.ForModel(q->version->config.name, q->version->version_str);
-  if (!result.ok()) {
-    metrics->RecordFailure(StatusCodeName(result.status().code()));
-    return q->done(result.status());
-  }
+  if (!result.ok()) return Fail(q, result.status());
   ExecuteResult& r = *result;
   InferenceResponse response;
   response.model_name = q->version->config.name;
@@ -522,7 +531,8 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
                        static_cast<double>(q->samples) /
                        static_cast<double>(std::max<int64_t>(stats.batch_size, 1));
   p["somm_reason"] = decision.reason;
-  metrics->RecordSuccess(stats.queue_ns / 1e3, stats.compute_ns / 1e3, static_cast<double>(total_us));
+  q->stats->metrics->RecordSuccess(stats.queue_ns / 1e3, stats.compute_ns / 1e3,
+                                   static_cast<double>(total_us));
   q->done(std::move(response));
 }
 

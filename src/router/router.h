@@ -15,11 +15,13 @@
 // tightest SLO and strictest accuracy floor seen, and PublishDemand() puts
 // them into the cluster-state store, where any reader differences them.
 //
-// Thread-safety: every method may be called concurrently. Lock: demand_mu_
-// (the demand table; held only to find or add a row).
+// Thread-safety: every method may be called concurrently. Lock: stats_mu_
+// (the per-version table of metrics handles and demand counters; held only
+// to find or add a row).
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -74,9 +76,13 @@ class Router : public InferenceServer {
   struct Query;  // one query on its way: router.cc
 
  private:
-  struct Demand;
+  struct VersionStats;
+  VersionStats& StatsFor(const VersionRecord& v);
+  void SetVersion(Query& q, VersionPtr version);
+  // Answers `status`, counted as a failure of the query's model version.
+  void Fail(const std::shared_ptr<Query>& q, Status status);
   void RouteDefault(std::shared_ptr<Query> q);
-  void RouteExplicit(std::shared_ptr<Query> q, InferenceRequest& request);
+  void RouteExplicit(std::shared_ptr<Query> q, InferenceRequest& request, const Requirements& req);
   void RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> versions,
                      const std::string& target, const Requirements& req);
   void LoadThenDispatch(std::shared_ptr<Query> q, const std::string& variant,
@@ -84,7 +90,7 @@ class Router : public InferenceServer {
   void Dispatch(std::shared_ptr<Query> q, bool retry_on_missing);
   void Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> result);
   Status Prepare(Query& q, InferenceRequest& request);
-  void RecordDemand(const VersionRecord& v, const Requirements& req);
+  void RecordDemand(VersionStats& stats, const Requirements& req);
   void LogDecision(DecisionRecord record);
 
   const RouterOptions options_;
@@ -95,8 +101,11 @@ class Router : public InferenceServer {
   ServingMetrics& metrics_;
   DecisionLog& log_;
   std::atomic<bool> shutting_down_{false};
-  mutable SharedMutex demand_mu_;
-  std::map<std::string, std::unique_ptr<Demand>> demand_ SOMM_GUARDED_BY(demand_mu_);
+  mutable SharedMutex stats_mu_;
+  // model -> version -> row; rows are never removed, so a Query may keep a
+  // pointer to one.
+  std::map<std::string, std::map<int64_t, std::unique_ptr<VersionStats>>> stats_
+      SOMM_GUARDED_BY(stats_mu_);
 };
 
 }  // namespace somm

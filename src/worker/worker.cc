@@ -51,7 +51,6 @@ struct Worker::Slot {
   LatencyCurve curve;
   double load_ms = 0;
   bool pinned = false;
-  ModelMetrics* metrics = nullptr;
   std::shared_ptr<InstanceGroup> group;  // null while the first load runs
   bool loading = false;
   int loading_replicas = 0;
@@ -59,8 +58,8 @@ struct Worker::Slot {
   std::vector<std::function<void(Status)>> waiters;
 };
 
-StatusOr<LoadOptions> VariantLoadOptions(const VersionRecord& v, Device device,
-                                         const std::string& variant, const HardwareConfig& hw) {
+StatusOr<LoadOptions> VariantLoadOptions(const VersionRecord& v, const std::string& variant,
+                                         const HardwareConfig& hw) {
   if (const VariantProfile* p = FindProfile(v, variant)) return LoadOptionsForVariant(v.config, *p, hw);
   if (variant != kAsRegistered) {
     return NotFound("model '" + v.config.name + "' version " + v.version_str +
@@ -75,7 +74,6 @@ StatusOr<LoadOptions> VariantLoadOptions(const VersionRecord& v, Device device,
   lo.max_batch_size = v.config.max_batch_size;
   lo.inputs = v.config.inputs;
   lo.outputs = v.config.outputs;
-  (void)device;
   return lo;
 }
 
@@ -121,21 +119,18 @@ bool Worker::HasGroup(const std::string& label) const {
 
 Status Worker::Execute(ExecuteRequest& request, ExecuteCallback done) {
   std::shared_ptr<InstanceGroup> group;
-  ModelMetrics* metrics = nullptr;
   std::string device;
   {
     ReaderLock lock(&mu_);
     auto it = slots_.find(request.group);
     if (it != slots_.end()) {
       group = it->second->group;
-      metrics = it->second->metrics;
       device = DeviceName(it->second->hardware);
     }
   }
   if (!group) {
     return NotFound("instance group " + request.group + " is not loaded on worker " + options_.id);
   }
-  (void)metrics;
   auto chosen = std::make_shared<int64_t>(-1);
   BatchTask task;
   task.inputs = std::move(request.inputs);
@@ -154,9 +149,9 @@ Status Worker::Execute(ExecuteRequest& request, ExecuteCallback done) {
     r.device = device;
     done(std::move(r));
   };
-  ExecuteCallback on_error = done;
+  // A refused task is not called back (batcher.h): `done` answers here.
   Status enqueued = group->Enqueue(std::move(task), request.instance_id, chosen.get());
-  if (!enqueued.ok()) on_error(std::move(enqueued));
+  if (!enqueued.ok()) done(std::move(enqueued));
   return Status::Ok();
 }
 
@@ -166,7 +161,7 @@ void Worker::Apply(WorkerAction action, std::function<void(Status)> done) {
     return;
   }
   const cluster::Action& a = action.action;
-  const std::string label = cluster::GroupLabel(a.model, a.version, a.variant, a.hardware);
+  const std::string label = cluster::GroupLabel(a);
   SerialExecutor& lane = action.urgent ? urgent_lane_ : background_lane_;
   if (a.kind == cluster::Action::kLoad) {
     bool start = false;
@@ -189,7 +184,6 @@ void Worker::Apply(WorkerAction action, std::function<void(Status)> done) {
         slot->pinned = action.pinned;
         slot->loading = true;
         slot->loading_replicas = std::max(a.replicas, 1);
-        slot->metrics = metrics_.ForModel(a.model, std::to_string(a.version));
         if (const VariantProfile* p = FindProfile(*action.version, a.variant)) {
           if (const HardwareProfile* hp = p->For(a.hardware)) {
             slot->curve = hp->latency;
@@ -238,7 +232,7 @@ void Worker::Apply(WorkerAction action, std::function<void(Status)> done) {
 
 void Worker::RunLoad(const WorkerAction& action) {
   const cluster::Action& a = action.action;
-  const std::string label = cluster::GroupLabel(a.model, a.version, a.variant, a.hardware);
+  const std::string label = cluster::GroupLabel(a);
   Status s = shutting_down_ ? Unavailable("worker " + options_.id + " is shutting down")
                             : LoadGroup(action);
   std::vector<std::function<void(Status)>> waiters;
@@ -302,10 +296,10 @@ Status Worker::LoadGroup(const WorkerAction& action) {
     }
   }
   SOMM_ASSIGN_OR_RETURN(LoadOptions load,
-                        VariantLoadOptions(v, options_.device, a.variant, a.hardware));
+                        VariantLoadOptions(v, a.variant, a.hardware));
   load.urgent = action.urgent;
   const std::string id = a.model + ":" + std::to_string(a.version) + ":" + a.variant;
-  const std::string label = cluster::GroupLabel(a.model, a.version, a.variant, a.hardware);
+  const std::string label = cluster::GroupLabel(a);
   const VariantProfile* profile = FindProfile(v, a.variant);
   const HardwareProfile* hp = profile ? profile->For(a.hardware) : nullptr;
   const int replicas = std::max(a.replicas, 1);
@@ -345,7 +339,7 @@ Status Worker::LoadGroup(const WorkerAction& action) {
 
 Status Worker::Resize(const WorkerAction& action) {
   const cluster::Action& a = action.action;
-  const std::string label = cluster::GroupLabel(a.model, a.version, a.variant, a.hardware);
+  const std::string label = cluster::GroupLabel(a);
   std::shared_ptr<Slot> slot;
   {
     ReaderLock lock(&mu_);
@@ -357,7 +351,7 @@ Status Worker::Resize(const WorkerAction& action) {
   const int have = static_cast<int>(slot->group->size());
   if (want > have) {
     SOMM_ASSIGN_OR_RETURN(LoadOptions load,
-                          VariantLoadOptions(*slot->record, options_.device, a.variant, a.hardware));
+                          VariantLoadOptions(*slot->record, a.variant, a.hardware));
     // A scale-up answers load the group already cannot carry: its queries
     // wait on it, so it runs at normal priority.
     load.urgent = true;
@@ -378,7 +372,7 @@ Status Worker::Resize(const WorkerAction& action) {
 
 Status Worker::Unload(const WorkerAction& action) {
   const cluster::Action& a = action.action;
-  const std::string label = cluster::GroupLabel(a.model, a.version, a.variant, a.hardware);
+  const std::string label = cluster::GroupLabel(a);
   std::shared_ptr<InstanceGroup> removed;
   {
     WriterLock lock(&mu_);

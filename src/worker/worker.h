@@ -136,7 +136,7 @@ class Worker {
 
 // How `variant` of `v` loads on `hw`: as profiled, or, for the variant as
 // registered before any profile exists, as the model's config says.
-StatusOr<LoadOptions> VariantLoadOptions(const VersionRecord& v, Device device,
-                                         const std::string& variant, const HardwareConfig& hw);
+StatusOr<LoadOptions> VariantLoadOptions(const VersionRecord& v, const std::string& variant,
+                                         const HardwareConfig& hw);
 
 }  // namespace somm
