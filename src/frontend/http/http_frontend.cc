@@ -3,7 +3,6 @@
 #include <strings.h>
 
 #include <algorithm>
-#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -12,7 +11,6 @@
 #include <optional>
 #include <string_view>
 #include <thread>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -38,9 +36,6 @@ constexpr char kInferenceHeaderLengthField[] = "inference-header-content-length"
 // The extensions this frontend itself implements; added to whatever the
 // InferenceServer reports, since only the REST frontend speaks them.
 constexpr const char* kRestExtensions[] = {"binary_tensor_data", "model_repository"};
-
-// An inference path that answered within this long is taken to be loaded.
-constexpr auto kWarmPathTtl = std::chrono::seconds(1);
 
 Response JsonResponse(int status, std::string body) {
   Response res;
@@ -77,28 +72,6 @@ void Guarded(Responder& responder, const std::function<void()>& handler) {
     if (responder.pending()) responder.Send(ErrorResponse(500, "internal error: unknown exception"));
   }
 }
-
-// Inference paths that answered recently (see the header): path -> when.
-// Shared with the completion callbacks, which may outlive the frontend when
-// a query is still running after Shutdown's grace period.
-class WarmPaths {
- public:
-  bool IsWarm(const std::string& path) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = when_.find(path);
-    return it != when_.end() && std::chrono::steady_clock::now() - it->second < kWarmPathTtl;
-  }
-  void MarkWarm(const std::string& path) {
-    std::lock_guard<std::mutex> lock(mu_);
-    // Bounded: a client inventing paths must not grow this without limit.
-    if (when_.size() > 4096) when_.clear();
-    when_[path] = std::chrono::steady_clock::now();
-  }
-
- private:
-  std::mutex mu_;
-  std::unordered_map<std::string, std::chrono::steady_clock::time_point> when_;
-};
 
 // A fixed set of threads running queued work: where handlers that may block go.
 class HandlerPool {
@@ -161,8 +134,6 @@ struct HttpFrontend::Impl {
   std::unique_ptr<http::Server> http;
   std::mutex shutdown_mu;
 
-  const std::shared_ptr<WarmPaths> warm_paths = std::make_shared<WarmPaths>();
-
   void Handle(Request request, Responder responder);
   Response Dispatch(const oip::RestRoute& route, const Request& req);
   Response ServerMetadataHandler();
@@ -206,7 +177,9 @@ void HttpFrontend::Impl::Handle(Request request, Responder responder) {
         return responder.Send(HealthResponse(server.IsReady()));
       case RestEndpoint::kModelInfer:
       case RestEndpoint::kTaskInfer:
-        if (req.body.size() <= options.inline_body_bytes && warm_paths->IsWarm(req.head.path)) {
+        // Infer never blocks (a load runs on the worker's lanes), so only
+        // the decoding of a large body is worth moving off the I/O loop.
+        if (req.body.size() <= options.inline_body_bytes) {
           return InferHandler(route, std::move(request), std::move(responder));
         }
         break;
@@ -303,18 +276,16 @@ void HttpFrontend::Impl::InferHandler(const oip::RestRoute& route, Request req,
     oip::BinaryOutputs binary;
     std::string id;
     std::string model;
-    std::string path;
   };
   auto pending = std::make_shared<Pending>(Pending{std::move(responder), std::move(binary).value(),
-                                                   request->id, route.model, req.head.path});
-  server.Infer(std::move(request).value(), [warm = warm_paths, pending](StatusOr<InferenceResponse> result) {
+                                                   request->id, route.model});
+  server.Infer(std::move(request).value(), [pending](StatusOr<InferenceResponse> result) {
     Responder& out = pending->responder;
     Guarded(out, [&] {
       if (!result.ok()) return out.Send(StatusResponse(result.status()));
       InferenceResponse& response = result.value();
       if (response.model_name.empty()) response.model_name = pending->model;
       if (response.id.empty()) response.id = pending->id;
-      warm->MarkWarm(pending->path);
       StatusOr<oip::EncodedBody> encoded = oip::EncodeInferResponse(response, pending->binary);
       if (!encoded.ok()) return out.Send(StatusResponse(encoded.status()));
       Response res;

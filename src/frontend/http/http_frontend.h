@@ -9,15 +9,12 @@
 // Inference requests are decoded on the I/O thread that read them and handed
 // to InferenceServer::Infer; the response is encoded and written by whichever
 // thread completes the query (the batcher's), with no hand-off in between.
-// Everything that may block runs on a small pool of handler threads instead:
-// repository load/unload/register, metadata and decisions; inferences with
-// large bodies (decoding 1.6 MB of JSON takes milliseconds); and the first
-// inference on a path after a second without a successful one, because
-// InferenceServer::Infer may load the model first (a managed server's
-// on-demand load or a task's newly chosen variant). An I/O thread so keeps
-// serving its other connections while a model loads, except in one case it
-// cannot foresee: a model evicted under memory pressure while its path was
-// busy.
+// InferenceServer::Infer never blocks (a query that needs a model loaded
+// waits in a callback while the load runs elsewhere), so an I/O thread keeps
+// serving its other connections while a model loads. Everything that may
+// block runs on a small pool of handler threads instead: repository
+// load/unload/register, metadata and decisions, and inferences with large
+// bodies (decoding 1.6 MB of JSON takes milliseconds).
 //
 // Errors are JSON {"error": "<message>"} with the HTTP status chosen by
 // oip::HttpStatusFromCode (frontend/http/http_status.h); bodies over
