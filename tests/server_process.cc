@@ -8,14 +8,16 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 namespace somm::testing {
 
 ServerProcess::ServerProcess(const std::string& binary, const std::string& repo,
                              const std::vector<std::string>& extra_args) {
-  char tmpl[] = "/tmp/somm_e2e_log_XXXXXX";
-  const int log_fd = mkstemp(tmpl);
+  // The system's temporary directory (TMPDIR or its default), not a fixed path.
+  std::string tmpl = (std::filesystem::temp_directory_path() / "somm_e2e_log_XXXXXX").string();
+  const int log_fd = mkstemp(tmpl.data());
   log_path_ = tmpl;
   int out[2];
   if (pipe(out) != 0) return;

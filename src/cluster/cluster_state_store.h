@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,7 @@ struct WorkerReport {
   std::string worker;       // stable name, e.g. "local" or a pod name
   std::string incarnation;  // new for every process start of that worker
   std::string zone;
+  std::string address;      // where its worker service listens ("host:port"; "" = in process)
   int64_t sequence = 0;     // increases with every report of one incarnation
   std::vector<DeviceState> devices;
   std::vector<GroupState> groups;  // worker and device fields filled in
@@ -51,5 +53,12 @@ class ClusterStateStore {
   // Increases with every change; readers use it to notice one.
   virtual uint64_t generation() const = 0;
 };
+
+// The snapshot a store hands out: devices and groups of every worker (in the
+// map's order), and per model version the demand summed over routers
+// (counters and rates add up; the tightest SLO and the strictest accuracy
+// floor win). Shared by every store, so that they all merge alike.
+ClusterState MergeClusterState(const std::map<std::string, WorkerReport>& workers,
+                               const std::map<std::string, std::vector<ModelDemand>>& demand);
 
 }  // namespace somm::cluster

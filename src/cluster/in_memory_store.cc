@@ -1,7 +1,5 @@
 #include "cluster/in_memory_store.h"
 
-#include <map>
-#include <tuple>
 
 namespace somm::cluster {
 
@@ -42,31 +40,7 @@ uint64_t InMemoryClusterStateStore::generation() const {
 }
 
 void InMemoryClusterStateStore::RebuildLocked() {
-  auto state = std::make_shared<ClusterState>();
-  for (const auto& [id, report] : workers_) {
-    state->devices.insert(state->devices.end(), report.devices.begin(), report.devices.end());
-    state->groups.insert(state->groups.end(), report.groups.begin(), report.groups.end());
-  }
-  // Demand: counters add up over routers; the tightest SLO and the strictest
-  // accuracy floor win.
-  std::map<std::pair<std::string, int64_t>, ModelDemand> sum;
-  for (const auto& [router, rows] : demand_) {
-    for (const ModelDemand& d : rows) {
-      auto [it, fresh] = sum.try_emplace({d.model, d.version}, d);
-      if (fresh) continue;
-      ModelDemand& s = it->second;
-      s.arrivals_total += d.arrivals_total;
-      s.rate_qps += d.rate_qps;
-      if (d.latency_slo_ms > 0 && (s.latency_slo_ms <= 0 || d.latency_slo_ms < s.latency_slo_ms)) {
-        s.latency_slo_ms = d.latency_slo_ms;
-      }
-      if (d.min_accuracy && (!s.min_accuracy || *d.min_accuracy > *s.min_accuracy)) {
-        s.min_accuracy = d.min_accuracy;
-      }
-    }
-  }
-  for (auto& [_, d] : sum) state->demand.push_back(std::move(d));
-  snapshot_ = std::move(state);
+  snapshot_ = std::make_shared<const ClusterState>(MergeClusterState(workers_, demand_));
   ++generation_;
 }
 

@@ -1,0 +1,262 @@
+#include "redis/redis_cluster_state_store.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <random>
+
+#include "cluster/cluster_state_json.h"
+
+namespace somm::redis {
+namespace {
+
+using cluster::ClusterState;
+using cluster::ModelDemand;
+using cluster::WorkerReport;
+
+// KEYS: worker hash, workers set, generation. ARGV: incarnation, sequence,
+// report, lease ms, worker id, channel. Returns the new generation, 0 for
+// an older sequence of the same incarnation, -1 for an older incarnation.
+constexpr char kPutWorkerScript[] = R"lua(
+local inc = redis.call('HGET', KEYS[1], 'incarnation')
+if inc and ARGV[1] < inc then return -1 end
+if inc == ARGV[1] then
+  local seq = tonumber(redis.call('HGET', KEYS[1], 'sequence'))
+  if seq and seq > tonumber(ARGV[2]) then return 0 end
+end
+redis.call('HSET', KEYS[1], 'incarnation', ARGV[1], 'sequence', ARGV[2], 'report', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('SADD', KEYS[2], ARGV[5])
+local g = redis.call('INCR', KEYS[3])
+redis.call('PUBLISH', ARGV[6], g)
+return g
+)lua";
+
+// KEYS: worker hash, workers set, generation. ARGV: worker id, channel,
+// "lapsed" (only if the hash is gone) or "remove".
+constexpr char kRemoveWorkerScript[] = R"lua(
+if ARGV[3] == 'lapsed' and redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('SREM', KEYS[2], ARGV[1])
+local g = redis.call('INCR', KEYS[3])
+redis.call('PUBLISH', ARGV[2], g)
+return g
+)lua";
+
+// KEYS: demand key, routers set, generation. ARGV: demand JSON, ttl ms,
+// router id, channel.
+constexpr char kPutDemandScript[] = R"lua(
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('SADD', KEYS[2], ARGV[3])
+local g = redis.call('INCR', KEYS[3])
+redis.call('PUBLISH', ARGV[4], g)
+return g
+)lua";
+
+}  // namespace
+
+std::string NewIncarnation() {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+  std::random_device rd;
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%016" PRId64 "-%08x", static_cast<int64_t>(ms), rd());
+  return buf;
+}
+
+RedisClusterStateStore::RedisClusterStateStore(RedisStoreOptions options)
+    : options_(std::move(options)),
+      write_conn_(options_.endpoint),
+      read_conn_(options_.endpoint),
+      snapshot_(std::make_shared<const ClusterState>()) {}
+
+StatusOr<std::unique_ptr<RedisClusterStateStore>> RedisClusterStateStore::Open(
+    RedisStoreOptions options) {
+  std::unique_ptr<RedisClusterStateStore> store(new RedisClusterStateStore(std::move(options)));
+  SOMM_RETURN_IF_ERROR(store->Refresh());
+  if (store->options_.watch) store->watch_thread_ = std::thread([s = store.get()] { s->Watch(); });
+  return store;
+}
+
+RedisClusterStateStore::~RedisClusterStateStore() {
+  stopping_ = true;
+  if (watch_thread_.joinable()) watch_thread_.join();
+}
+
+StatusOr<RedisReply> RedisClusterStateStore::Write(const std::vector<std::string>& command) {
+  MutexLock lock(&write_mu_);
+  StatusOr<RedisReply> reply = write_conn_.Command(command);
+  if (!reply.ok()) {
+    last_write_ = reply.status();
+  } else if (reply->is_error()) {
+    last_write_ = Internal("redis at " + options_.endpoint.ToString() + ": " + reply->str);
+    return last_write_;
+  } else {
+    last_write_ = Status::Ok();
+  }
+  return reply;
+}
+
+Status RedisClusterStateStore::WriteWorker(const WorkerReport& report) {
+  const std::string json = cluster::WorkerReportToJson(report, cluster::Clock::now());
+  SOMM_ASSIGN_OR_RETURN(
+      RedisReply reply,
+      Write({"EVAL", kPutWorkerScript, "3", Key("worker:" + report.worker), Key("workers"),
+             Key("generation"), report.incarnation, std::to_string(report.sequence), json,
+             std::to_string(options_.lease.count()), report.worker, Key("changes")}));
+  if (reply.integer < 0) {
+    return FailedPrecondition("worker '" + report.worker + "' incarnation " + report.incarnation +
+                              " is older than the one registered: a stale process");
+  }
+  if (reply.integer == 0) {
+    return FailedPrecondition("worker '" + report.worker + "' report " +
+                              std::to_string(report.sequence) + " is older than the one held");
+  }
+  return Status::Ok();
+}
+
+void RedisClusterStateStore::PutWorker(WorkerReport report) {
+  const Status s = WriteWorker(report);
+  if (!s.ok()) spdlog::warn("cluster state: report of worker {} not written: {}", report.worker, s.ToString());
+}
+
+void RedisClusterStateStore::RemoveWorker(const std::string& worker) {
+  const auto reply = Write({"EVAL", kRemoveWorkerScript, "3", Key("worker:" + worker),
+                            Key("workers"), Key("generation"), worker, Key("changes"), "remove"});
+  if (!reply.ok()) spdlog::warn("cluster state: worker {} not removed: {}", worker, reply.status().ToString());
+}
+
+void RedisClusterStateStore::PutDemand(const std::string& router, std::vector<ModelDemand> demand) {
+  const auto reply = Write({"EVAL", kPutDemandScript, "3", Key("demand:" + router), Key("routers"),
+                            Key("generation"), cluster::DemandToJson(demand),
+                            std::to_string(options_.demand_ttl.count()), router, Key("changes")});
+  if (!reply.ok()) spdlog::warn("cluster state: demand of {} not written: {}", router, reply.status().ToString());
+}
+
+Status RedisClusterStateStore::last_write_status() const {
+  MutexLock lock(&write_mu_);
+  return last_write_;
+}
+
+std::shared_ptr<const ClusterState> RedisClusterStateStore::Read() const {
+  MutexLock lock(&view_mu_);
+  return snapshot_;
+}
+
+uint64_t RedisClusterStateStore::generation() const {
+  MutexLock lock(&view_mu_);
+  return generation_;
+}
+
+std::map<std::string, WorkerReport> RedisClusterStateStore::Workers() const {
+  MutexLock lock(&view_mu_);
+  return workers_;
+}
+
+void RedisClusterStateStore::SetOnChange(std::function<void()> on_change) {
+  MutexLock lock(&view_mu_);
+  on_change_ = std::move(on_change);
+}
+
+Status RedisClusterStateStore::Refresh() {
+  MutexLock refresh(&refresh_mu_);
+  SOMM_ASSIGN_OR_RETURN(std::vector<RedisReply> heads,
+                        read_conn_.Pipeline({{"SMEMBERS", Key("workers")},
+                                             {"SMEMBERS", Key("routers")},
+                                             {"GET", Key("generation")}}));
+  std::vector<std::string> worker_ids, router_ids;
+  for (const RedisReply& r : heads[0].elements) worker_ids.push_back(r.str);
+  for (const RedisReply& r : heads[1].elements) router_ids.push_back(r.str);
+  const int64_t redis_generation =
+      heads[2].type == RedisReply::Type::kString ? std::strtoll(heads[2].str.c_str(), nullptr, 10) : 0;
+
+  std::vector<std::vector<std::string>> reads;
+  for (const std::string& id : worker_ids) reads.push_back({"HGET", Key("worker:" + id), "report"});
+  for (const std::string& id : router_ids) reads.push_back({"GET", Key("demand:" + id)});
+  std::vector<RedisReply> values;
+  if (!reads.empty()) {
+    SOMM_ASSIGN_OR_RETURN(values, read_conn_.Pipeline(reads));
+  }
+
+  const cluster::TimePoint now = cluster::Clock::now();
+  std::map<std::string, WorkerReport> workers;
+  std::vector<std::string> lapsed;
+  for (size_t i = 0; i < worker_ids.size(); ++i) {
+    const RedisReply& v = values[i];
+    if (v.type != RedisReply::Type::kString) {
+      lapsed.push_back(worker_ids[i]);
+      continue;
+    }
+    StatusOr<WorkerReport> report = cluster::WorkerReportFromJson(v.str, now);
+    if (!report.ok()) {
+      spdlog::warn("cluster state: worker {}: {}", worker_ids[i], report.status().ToString());
+      continue;
+    }
+    workers.emplace(worker_ids[i], std::move(report).value());
+  }
+  std::map<std::string, std::vector<ModelDemand>> demand;
+  std::vector<std::string> gone_routers;
+  for (size_t i = 0; i < router_ids.size(); ++i) {
+    const RedisReply& v = values[worker_ids.size() + i];
+    if (v.type != RedisReply::Type::kString) {
+      gone_routers.push_back(router_ids[i]);
+      continue;
+    }
+    StatusOr<std::vector<ModelDemand>> rows = cluster::DemandFromJson(v.str);
+    if (rows.ok()) demand.emplace(router_ids[i], std::move(rows).value());
+  }
+  // Anyone who notices a lapsed lease prunes it (idempotent, and only if the
+  // worker has not come back meanwhile).
+  for (const std::string& id : lapsed) {
+    spdlog::warn("cluster state: worker {} lease lapsed ({} ms without a heartbeat): dropped", id,
+                 options_.lease.count());
+    (void)read_conn_.Command({"EVAL", kRemoveWorkerScript, "3", Key("worker:" + id),
+                              Key("workers"), Key("generation"), id, Key("changes"), "lapsed"});
+  }
+  for (const std::string& id : gone_routers) (void)read_conn_.Command({"SREM", Key("routers"), id});
+
+  const bool changed = redis_generation != last_redis_generation_ || !lapsed.empty();
+  last_redis_generation_ = redis_generation;
+  auto snapshot = std::make_shared<const ClusterState>(cluster::MergeClusterState(workers, demand));
+  std::function<void()> notify;
+  {
+    MutexLock lock(&view_mu_);
+    workers_ = std::move(workers);
+    snapshot_ = std::move(snapshot);
+    if (changed) {
+      ++generation_;
+      notify = on_change_;
+    }
+  }
+  if (notify) notify();
+  return Status::Ok();
+}
+
+void RedisClusterStateStore::Watch() {
+  RedisConnection notices(options_.endpoint);
+  (void)notices.Subscribe({Key("changes")});
+  auto next_poll = std::chrono::steady_clock::now() + options_.repoll;
+  const auto slice = std::min(options_.repoll, std::chrono::milliseconds(100));
+  bool ok = true;
+  while (!stopping_.load()) {
+    StatusOr<std::optional<std::string>> notice = notices.WaitMessage(slice);
+    if (!notice.ok()) {
+      if (ok) spdlog::warn("cluster state: {}; retrying", notice.status().ToString());
+      ok = false;
+      std::this_thread::sleep_for(slice);  // Redis is down: retry at the slice's pace
+    }
+    const bool due = std::chrono::steady_clock::now() >= next_poll;
+    if ((notice.ok() && notice->has_value()) || due) {
+      // Coalesce a burst of notices into one refresh.
+      while (notice.ok() && notice->has_value()) notice = notices.WaitMessage(std::chrono::milliseconds(0));
+      const Status s = Refresh();
+      if (s.ok() && !ok) spdlog::info("cluster state: redis at {} is back", options_.endpoint.ToString());
+      ok = s.ok();
+      next_poll = std::chrono::steady_clock::now() + options_.repoll;
+    }
+  }
+}
+
+}  // namespace somm::redis

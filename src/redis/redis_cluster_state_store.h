@@ -1,0 +1,116 @@
+// RedisClusterStateStore: the cluster-state store of a cluster
+// (cluster/cluster_state_store.h), shared by every router, worker and
+// controller through one Redis.
+//
+// Redis holds soft state only. Each worker's latest report lives in a hash
+// whose TTL is the worker's lease: the worker's heartbeat writes the report
+// again before the lease lapses, and a worker that stops (killed, frozen, cut
+// off) drops out of every view within one lease. After a Redis restart the
+// store is empty until the workers' next heartbeats, and nothing else is
+// lost. Each router's demand counters live in a key with a longer TTL.
+//
+// Writes that touch several keys are one Lua script each (atomic): the
+// report, its lease, the membership set, the generation counter and the
+// change notice (PUBLISH) together. A report is refused when it comes from
+// an older incarnation of the worker than the one registered (a stale
+// process must not overwrite its successor; incarnations order by start
+// time, see NewIncarnation) or carries an older sequence number of the same
+// incarnation.
+//
+// Reads never touch Redis: Read() returns a snapshot that a watch thread
+// keeps fresh, refreshed on each change notice (pub/sub) and re-polled every
+// `repoll` even without one, so a lost notice or a lapsed lease (which sends
+// no notice) shows within `repoll`.
+//
+// Keys, under `prefix` (default "somm:"): worker:<id> (hash: incarnation,
+// sequence, report JSON), workers (set), demand:<router> (JSON), routers
+// (set), generation (counter); channel "<prefix>changes".
+//
+// Thread-safety: every method may be called concurrently. Locks:
+// write_mu_ (the write connection), refresh_mu_ (the read connection) then
+// view_mu_ (the snapshot); no lock is held while waiting for a change notice.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "cluster/cluster_state_store.h"
+#include "common/mutex.h"
+#include "redis/redis_connection.h"
+
+namespace somm::redis {
+
+struct RedisStoreOptions {
+  RedisEndpoint endpoint;
+  std::string prefix = "somm:";
+  // A worker report's TTL; heartbeats must come faster (about a third).
+  std::chrono::milliseconds lease{3000};
+  // A router's demand counters' TTL.
+  std::chrono::milliseconds demand_ttl{10000};
+  // The view is re-read at least this often.
+  std::chrono::milliseconds repoll{500};
+  // Keep a view (the watch thread). A process that only writes turns it off.
+  bool watch = true;
+};
+
+class RedisClusterStateStore : public cluster::ClusterStateStore {
+ public:
+  // Connects and reads the view once. UNAVAILABLE when Redis cannot be
+  // reached: the message names the address.
+  static StatusOr<std::unique_ptr<RedisClusterStateStore>> Open(RedisStoreOptions options);
+  ~RedisClusterStateStore() override;
+
+  // Failed writes are logged and show in last_write_status(); the next
+  // heartbeat writes again.
+  void PutWorker(cluster::WorkerReport report) override;
+  void RemoveWorker(const std::string& worker) override;
+  void PutDemand(const std::string& router, std::vector<cluster::ModelDemand> demand) override;
+  std::shared_ptr<const cluster::ClusterState> Read() const override;
+  uint64_t generation() const override;
+
+  // The same write, with its outcome: OK; FAILED_PRECONDITION when Redis
+  // refused the report as stale; UNAVAILABLE when Redis is unreachable.
+  Status WriteWorker(const cluster::WorkerReport& report);
+  Status last_write_status() const;
+  // Re-reads Redis now (the watch thread calls it; tests may).
+  Status Refresh();
+  // The latest report of each worker in the view (address, zone, ...).
+  std::map<std::string, cluster::WorkerReport> Workers() const;
+  // Called after every refresh that changed the view, on the watch thread.
+  void SetOnChange(std::function<void()> on_change);
+
+ private:
+  explicit RedisClusterStateStore(RedisStoreOptions options);
+  StatusOr<RedisReply> Write(const std::vector<std::string>& command);
+  void Watch();
+  std::string Key(const std::string& suffix) const { return options_.prefix + suffix; }
+
+  const RedisStoreOptions options_;
+  mutable Mutex write_mu_;
+  RedisConnection write_conn_ SOMM_GUARDED_BY(write_mu_);
+  Status last_write_ SOMM_GUARDED_BY(write_mu_);
+
+  Mutex refresh_mu_ SOMM_ACQUIRED_BEFORE(view_mu_);
+  RedisConnection read_conn_ SOMM_GUARDED_BY(refresh_mu_);
+  int64_t last_redis_generation_ SOMM_GUARDED_BY(refresh_mu_) = -1;
+
+  mutable Mutex view_mu_;
+  std::map<std::string, cluster::WorkerReport> workers_ SOMM_GUARDED_BY(view_mu_);
+  std::shared_ptr<const cluster::ClusterState> snapshot_ SOMM_GUARDED_BY(view_mu_);
+  uint64_t generation_ SOMM_GUARDED_BY(view_mu_) = 0;
+  std::function<void()> on_change_ SOMM_GUARDED_BY(view_mu_);
+
+  std::atomic<bool> stopping_{false};
+  std::thread watch_thread_;
+};
+
+// A new incarnation id for a process starting now: the start time in
+// milliseconds, zero-padded so that ids order as strings, then random hex.
+std::string NewIncarnation();
+
+}  // namespace somm::redis

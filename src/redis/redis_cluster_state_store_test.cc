@@ -1,0 +1,243 @@
+// The Redis cluster-state store against a real redis-server on loopback,
+// started by the test (scripts/setup installs redis-server).
+#include "redis/redis_cluster_state_store.h"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <functional>
+#include <thread>
+
+namespace somm::redis {
+namespace {
+
+using namespace std::chrono_literals;
+using cluster::WorkerReport;
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// A redis-server process of its own, soft state only (no persistence).
+class RedisServer {
+ public:
+  explicit RedisServer(int port) : port_(port) { Start(); }
+  ~RedisServer() { Kill(); }
+  void Start() {
+    pid_ = fork();
+    if (pid_ == 0) {
+      const std::string port = std::to_string(port_);
+      execlp("redis-server", "redis-server", "--port", port.c_str(), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--loglevel", "warning", nullptr);
+      _exit(127);
+    }
+  }
+  // SIGKILL: what a crash or an OOM kill does.
+  void Kill() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  RedisEndpoint endpoint() const { return RedisEndpoint{"127.0.0.1", port_, 500ms}; }
+  // Waits (bounded) until it answers PING.
+  bool WaitReady() {
+    RedisConnection c(endpoint());
+    for (int i = 0; i < 200; ++i) {
+      auto r = c.Command({"PING"});
+      if (r.ok() && r->str == "PONG") return true;
+      std::this_thread::sleep_for(25ms);
+    }
+    return false;
+  }
+
+ private:
+  int port_;
+  pid_t pid_ = -1;
+};
+
+// Polls `done` until it holds; false after 10 s.
+bool Eventually(const std::function<bool()>& done) {
+  for (int i = 0; i < 1000; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+WorkerReport Report(const std::string& worker, const std::string& incarnation, int64_t sequence,
+                    const std::string& model = "digits-mlp") {
+  WorkerReport r;
+  r.worker = worker;
+  r.incarnation = incarnation;
+  r.address = "127.0.0.1:9" + std::to_string(sequence % 1000);
+  r.sequence = sequence;
+  r.devices.push_back(cluster::DeviceState{"cpu", int64_t{1} << 30, 0, 2, worker});
+  cluster::GroupState g;
+  g.model = model;
+  g.variant = "ts-fp32";
+  g.worker = worker;
+  g.device = "cpu";
+  g.instances.push_back(cluster::InstanceState{1, 0, {}});
+  r.groups.push_back(g);
+  return r;
+}
+
+class RedisStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = std::make_unique<RedisServer>(FreePort());
+    ASSERT_TRUE(server_->WaitReady()) << "redis-server did not start (is it installed? scripts/setup)";
+  }
+  std::unique_ptr<RedisClusterStateStore> Open(std::chrono::milliseconds lease = 3000ms) {
+    RedisStoreOptions o;
+    o.endpoint = server_->endpoint();
+    o.lease = lease;
+    o.repoll = 100ms;
+    auto s = RedisClusterStateStore::Open(o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+  static bool Has(const RedisClusterStateStore& s, const std::string& worker) {
+    for (const auto& g : s.Read()->groups) {
+      if (g.worker == worker) return true;
+    }
+    return false;
+  }
+  std::unique_ptr<RedisServer> server_;
+};
+
+TEST_F(RedisStoreTest, ReportWrittenByOneProcessShowsInAnothersView) {
+  auto writer = Open();
+  auto reader = Open();
+  const uint64_t before = reader->generation();
+  ASSERT_TRUE(writer->WriteWorker(Report("w1", NewIncarnation(), 1)).ok());
+  ASSERT_TRUE(Eventually([&] { return Has(*reader, "w1"); }));
+  EXPECT_GT(reader->generation(), before);
+  const auto state = reader->Read();
+  ASSERT_EQ(state->devices.size(), 1u);
+  EXPECT_EQ(state->devices[0].worker, "w1");
+  EXPECT_EQ(reader->Workers().at("w1").address, "127.0.0.1:91");
+}
+
+TEST_F(RedisStoreTest, OlderSequenceAndOlderIncarnationAreRefused) {
+  auto store = Open();
+  const std::string old_incarnation = NewIncarnation();
+  std::this_thread::sleep_for(2ms);  // incarnations order by start time (ms)
+  const std::string incarnation = NewIncarnation();
+  ASSERT_LT(old_incarnation, incarnation);
+  ASSERT_TRUE(store->WriteWorker(Report("w1", incarnation, 5)).ok());
+  EXPECT_EQ(store->WriteWorker(Report("w1", incarnation, 4)).code(), StatusCode::kFailedPrecondition);
+  const Status stale = store->WriteWorker(Report("w1", old_incarnation, 99));
+  EXPECT_EQ(stale.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(stale.message().find("stale process"), std::string::npos) << stale.message();
+  EXPECT_TRUE(store->WriteWorker(Report("w1", incarnation, 6)).ok());
+  std::this_thread::sleep_for(2ms);
+  EXPECT_TRUE(store->WriteWorker(Report("w1", NewIncarnation(), 1)).ok()) << "a restart is accepted";
+}
+
+TEST_F(RedisStoreTest, WorkerWithoutHeartbeatDropsOutWhenItsLeaseLapses) {
+  auto store = Open(300ms);
+  ASSERT_TRUE(store->WriteWorker(Report("alive", NewIncarnation(), 1)).ok());
+  const std::string incarnation = NewIncarnation();
+  ASSERT_TRUE(store->WriteWorker(Report("dies", incarnation, 1)).ok());
+  ASSERT_TRUE(Eventually([&] { return Has(*store, "dies"); }));
+  // "alive" keeps beating; "dies" stops.
+  int64_t seq = 2;
+  ASSERT_TRUE(Eventually([&] {
+    EXPECT_TRUE(store->WriteWorker(Report("alive", store->Workers().at("alive").incarnation, seq++)).ok());
+    return !Has(*store, "dies");
+  }));
+  EXPECT_TRUE(Has(*store, "alive"));
+  // Pruned from the membership set too.
+  RedisConnection c(server_->endpoint());
+  auto members = c.Command({"SMEMBERS", "somm:workers"});
+  ASSERT_TRUE(members.ok());
+  ASSERT_EQ(members->elements.size(), 1u);
+  EXPECT_EQ(members->elements[0].str, "alive");
+}
+
+TEST_F(RedisStoreTest, RemovedWorkerLeavesAtOnce) {
+  auto store = Open();
+  ASSERT_TRUE(store->WriteWorker(Report("w1", NewIncarnation(), 1)).ok());
+  ASSERT_TRUE(Eventually([&] { return Has(*store, "w1"); }));
+  store->RemoveWorker("w1");
+  EXPECT_TRUE(Eventually([&] { return !Has(*store, "w1"); }));
+}
+
+TEST_F(RedisStoreTest, DemandAddsUpOverRouters) {
+  auto store = Open();
+  cluster::ModelDemand a;
+  a.model = "m";
+  a.arrivals_total = 10;
+  a.latency_slo_ms = 20;
+  cluster::ModelDemand b = a;
+  b.arrivals_total = 5;
+  b.latency_slo_ms = 8;
+  b.min_accuracy = 0.9;
+  store->PutDemand("router-a", {a});
+  store->PutDemand("router-b", {b});
+  ASSERT_TRUE(Eventually([&] {
+    const auto s = store->Read();
+    return s->demand.size() == 1 && s->demand[0].arrivals_total == 15;
+  }));
+  const auto d = store->Read()->demand[0];
+  EXPECT_EQ(d.latency_slo_ms, 8);
+  EXPECT_EQ(d.min_accuracy, 0.9);
+}
+
+TEST_F(RedisStoreTest, ViewRecoversAfterARedisRestartOnceWorkersAnnounceAgain) {
+  auto writer = Open();
+  auto reader = Open();
+  const std::string incarnation = NewIncarnation();
+  ASSERT_TRUE(writer->WriteWorker(Report("w1", incarnation, 1)).ok());
+  ASSERT_TRUE(Eventually([&] { return Has(*reader, "w1"); }));
+
+  server_->Kill();
+  const Status down = writer->WriteWorker(Report("w1", incarnation, 2));
+  EXPECT_EQ(down.code(), StatusCode::kUnavailable);
+  EXPECT_NE(down.message().find(server_->endpoint().ToString()), std::string::npos) << down.message();
+  // The last view stays readable meanwhile (soft state: nothing to do).
+  EXPECT_TRUE(Has(*reader, "w1"));
+
+  server_->Start();
+  ASSERT_TRUE(server_->WaitReady());
+  // Redis came back empty; the reader's view empties, then the worker's next
+  // heartbeat brings it back.
+  ASSERT_TRUE(Eventually([&] { return !Has(*reader, "w1"); }));
+  ASSERT_TRUE(Eventually([&] { return writer->WriteWorker(Report("w1", incarnation, 3)).ok(); }));
+  EXPECT_TRUE(Eventually([&] { return Has(*reader, "w1"); }));
+}
+
+TEST_F(RedisStoreTest, UnreachableRedisIsUnavailableNamingTheAddress) {
+  RedisStoreOptions o;
+  o.endpoint = RedisEndpoint{"127.0.0.1", FreePort(), 200ms};
+  auto s = RedisClusterStateStore::Open(o);
+  ASSERT_EQ(s.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(s.status().message().find(o.endpoint.ToString()), std::string::npos);
+}
+
+TEST(RedisEndpointTest, ParsesAndNamesMistakes) {
+  auto e = ParseRedisEndpoint("redis://cache.local:6380");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->host, "cache.local");
+  EXPECT_EQ(e->port, 6380);
+  EXPECT_EQ(ParseRedisEndpoint("h").value().port, 6379);
+  EXPECT_NE(ParseRedisEndpoint("h:99999").status().message().find("1..65535"), std::string::npos);
+  EXPECT_FALSE(ParseRedisEndpoint(":6379").ok());
+}
+
+}  // namespace
+}  // namespace somm::redis
