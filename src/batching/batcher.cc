@@ -109,6 +109,7 @@ Status SplitBatch(Tensor batched, const std::vector<int64_t>& sizes, std::vector
 Batcher::Batcher(BatcherOptions options, std::unique_ptr<ExecutableModel> model,
                  BatchObserver observer)
     : options_(std::move(options)),
+      clock_(options_.clock ? *options_.clock : Clock::Real()),
       model_(std::move(model)),
       observer_(std::move(observer)),
       predictor_(options_.max_batch_size, options_.predict_compute_us),
@@ -133,7 +134,7 @@ Status Batcher::Enqueue(BatchTask task) {
                                std::to_string(options_.max_queue_size) +
                                " queries waiting); retry later");
     }
-    const auto now = SteadyClock::now();
+    const auto now = clock_.Now();
     if (HasSlo(task)) {
       SOMM_RETURN_IF_ERROR(AdmitForDeadline(task, samples, now));
       ++slo_queued_;
@@ -213,7 +214,7 @@ std::vector<Batcher::Expired> Batcher::TakeExpired(SteadyClock::time_point now) 
 }
 
 void Batcher::FailExpired(std::vector<Expired> expired) {
-  const auto now = SteadyClock::now();
+  const auto now = clock_.Now();
   for (Expired& e : expired) {
     BatchStats stats{ElapsedNs(e.queued.enqueued, now), 0, 0};
     e.queued.task.done(std::move(e.why), {}, stats);
@@ -227,7 +228,7 @@ int64_t Batcher::queue_length() const {
 
 Batcher::Load Batcher::load() const {
   std::lock_guard<std::mutex> lock(mu_);
-  const std::optional<double> backlog = PredictBacklogUs(queued_samples_, SteadyClock::now());
+  const std::optional<double> backlog = PredictBacklogUs(queued_samples_, clock_.Now());
   return Load{static_cast<int64_t>(queue_.size()),
               queued_samples_,
               executing_,
@@ -284,7 +285,7 @@ size_t Batcher::TasksForNextBatch(bool* ready, SteadyClock::time_point* wake_at)
     tightest = std::min(tightest, q.task.deadline);
     ++count;
   }
-  const auto now = SteadyClock::now();
+  const auto now = clock_.Now();
   *wake_at = head.enqueued + std::chrono::microseconds(options_.max_queue_delay_us);
   if (tightest != SteadyClock::time_point::max()) {
     // Start late enough to gather company, early enough that a full batch
@@ -305,7 +306,7 @@ void Batcher::Run() {
   while (true) {
     cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) break;  // stopping and drained
-    std::vector<Expired> expired = TakeExpired(SteadyClock::now());
+    std::vector<Expired> expired = TakeExpired(clock_.Now());
     if (!expired.empty()) {
       lock.unlock();  // done callbacks may call back into this batcher
       FailExpired(std::move(expired));
@@ -316,7 +317,7 @@ void Batcher::Run() {
     SteadyClock::time_point wake_at;
     const size_t n = TasksForNextBatch(&ready, &wake_at);
     if (!ready) {
-      cv_.wait_until(lock, wake_at);
+      clock_.WaitUntil(cv_, lock, wake_at);
       continue;  // re-evaluate: more queries may have come, or the delay expired
     }
     std::vector<Queued> batch;
@@ -330,7 +331,7 @@ void Batcher::Run() {
     }
     queued_samples_ -= samples;
     executing_ = true;
-    executing_since_ = SteadyClock::now();
+    executing_since_ = clock_.Now();
     executing_samples_ = samples;
     lock.unlock();
     Execute(std::move(batch));
@@ -340,7 +341,7 @@ void Batcher::Run() {
 }
 
 void Batcher::Execute(std::vector<Queued> batch) {
-  const auto start = SteadyClock::now();
+  const auto start = clock_.Now();
   std::vector<int64_t> sizes;
   int64_t total = 0;
   for (const Queued& q : batch) {
@@ -360,7 +361,7 @@ void Batcher::Execute(std::vector<Queued> batch) {
   }
   std::vector<Tensor> outputs;
   Status status = model_->Execute(inputs, &outputs);
-  const auto end = SteadyClock::now();
+  const auto end = clock_.Now();
   const int64_t compute_ns = ElapsedNs(start, end);
 
   // per_task[i] holds the outputs of batch[i].

@@ -56,6 +56,7 @@
 #include <vector>
 
 #include "batching/slo_policy.h"
+#include "common/clock.h"
 #include "common/status.h"
 #include "common/tensor.h"
 #include "runtime/backend.h"
@@ -81,6 +82,10 @@ struct BatcherOptions {
   // "Deadlines"). Called only in the constructor, once per batch size
   // 1..max(1, max_batch_size). Empty: nothing known until batches have run.
   std::function<double(int64_t batch)> predict_compute_us;
+  // Every time the batcher reads (enqueue, execution, deadlines) and its
+  // waits for the queue delay; must outlive the Batcher. null = Clock::Real().
+  // Task deadlines are points on this clock.
+  const Clock* clock = nullptr;
 };
 
 // What one query experienced.
@@ -171,6 +176,7 @@ class Batcher {
                       SteadyClock::time_point end);
 
   const BatcherOptions options_;
+  const Clock& clock_;
   const std::unique_ptr<ExecutableModel> model_;
   const BatchObserver observer_;
 

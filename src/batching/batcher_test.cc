@@ -4,20 +4,47 @@
 
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
 #include <thread>
+
+#include "common/clock.h"
 
 namespace somm {
 namespace {
 
 using namespace std::chrono_literals;
 
+// Every test runs its batcher on a ManualClock: time moves only when a test
+// or the model's compute moves it, so no test sleeps and none depends on how
+// fast the machine is. Waits for something that must happen are bounded by
+// kPatience of real time, a failure bound only.
+constexpr auto kPatience = 10s;
+
+// Spins (yielding, not sleeping) until `done` holds; false after kPatience.
+bool Eventually(const std::function<bool()>& done) {
+  const auto give_up = std::chrono::steady_clock::now() + kPatience;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// True once the batcher's worker, waiting on `clock`, has looked at the
+// clock's current time and gone back to waiting (see ManualClock).
+bool WorkerSawTheTime(const ManualClock& clock) {
+  const int64_t calls = clock.wait_calls();
+  return Eventually([&] { return clock.wait_calls() >= calls + 2; });
+}
+
 // Doubles its FP32 input; records batch sizes; can be held at a gate so that
-// tests control when batches run.
+// tests control when batches run. Its compute advances the manual clock.
 class DoublingModel : public ExecutableModel {
  public:
+  explicit DoublingModel(ManualClock* clock) : clock_(clock) {}
   Status Execute(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override {
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -26,7 +53,7 @@ class DoublingModel : public ExecutableModel {
       gate_cv_.wait(lock, [this] { return open_; });
       batch_sizes_.push_back(inputs[0].shape.empty() ? 1 : inputs[0].shape[0]);
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(compute_us.load()));
+    clock_->Advance(std::chrono::microseconds(compute_us.load()));
     if (fail_) return Internal("model exploded");
     Tensor out = inputs[0];
     out.name = "y";
@@ -58,6 +85,7 @@ class DoublingModel : public ExecutableModel {
   std::atomic<int64_t> compute_us{0};  // how long each Execute takes once past the gate
 
  private:
+  ManualClock* const clock_;
   std::mutex mu_;
   std::condition_variable gate_cv_, entered_cv_;
   bool open_ = true;
@@ -83,15 +111,13 @@ struct Result {
   BatchStats stats;
 };
 
+bool IsReady(const std::future<Result>& f) { return f.wait_for(0s) == std::future_status::ready; }
+
 // A query's latency SLO; the default is none.
 struct Slo {
   SteadyClock::time_point deadline = SteadyClock::time_point::max();
   bool best_effort = false;
 };
-
-Slo DueIn(SteadyClock::duration d, bool best_effort = false) {
-  return Slo{SteadyClock::now() + d, best_effort};
-}
 
 // Enqueues and returns a future for the query's result.
 std::future<Result> Submit(Batcher& b, Tensor input, Status* enqueue_status = nullptr,
@@ -113,10 +139,15 @@ std::future<Result> Submit(Batcher& b, Tensor input, Status* enqueue_status = nu
 
 struct Fixture {
   explicit Fixture(BatcherOptions o) {
-    auto m = std::make_unique<DoublingModel>();
+    o.clock = &clock;
+    auto m = std::make_unique<DoublingModel>(&clock);
     model = m.get();
     batcher = std::make_unique<Batcher>(std::move(o), std::move(m));
   }
+  Slo DueIn(SteadyClock::duration d, bool best_effort = false) const {
+    return Slo{clock.Now() + d, best_effort};
+  }
+  ManualClock clock;  // declared first: outlives the batcher
   DoublingModel* model;
   std::unique_ptr<Batcher> batcher;
 };
@@ -161,17 +192,23 @@ TEST(BatcherTest, QueuedQueriesFormOneBatchAndSplitBack) {
 TEST(BatcherTest, WaitsForMaxQueueDelayThenRunsWhatItHas) {
   Fixture f(Options(8, 20'000));
   auto r = Submit(*f.batcher, Row({1}, 1));
-  ASSERT_EQ(r.wait_for(10s), std::future_status::ready);
+  f.clock.Advance(20ms - 1us);
+  ASSERT_TRUE(WorkerSawTheTime(f.clock));
+  EXPECT_FALSE(IsReady(r));  // held back for company
+  EXPECT_TRUE(f.model->batch_sizes().empty());
+  f.clock.Advance(1us);
+  ASSERT_EQ(r.wait_for(kPatience), std::future_status::ready);
   auto result = r.get();
   EXPECT_TRUE(result.status.ok());
-  EXPECT_GE(result.stats.queue_ns, 20'000'000);  // held back for company
+  EXPECT_EQ(result.stats.queue_ns, 20'000'000);
+  EXPECT_EQ(f.model->batch_sizes(), (std::vector<int64_t>{1}));
 }
 
 TEST(BatcherTest, FullBatchIsCutWithoutWaitingForTheDelay) {
-  Fixture f(Options(4, 60'000'000));  // a minute: the test would time out
+  Fixture f(Options(4, 60'000'000));  // the manual clock never gets there
   std::vector<std::future<Result>> r;
   for (int i = 0; i < 4; ++i) r.push_back(Submit(*f.batcher, Row({float(i)}, 1)));
-  for (auto& x : r) ASSERT_EQ(x.wait_for(10s), std::future_status::ready);
+  for (auto& x : r) ASSERT_EQ(x.wait_for(kPatience), std::future_status::ready);
   EXPECT_EQ(f.model->batch_sizes(), (std::vector<int64_t>{4}));
 }
 
@@ -183,9 +220,11 @@ TEST(BatcherTest, PreferredBatchSizeIsCutAtOnce) {
   std::vector<std::future<Result>> r;
   for (int i = 0; i < 5; ++i) r.push_back(Submit(*f.batcher, Row({float(i)}, 1)));
   f.model->Open();
-  for (int i = 0; i < 4; ++i) ASSERT_EQ(r[i].wait_for(10s), std::future_status::ready);
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(r[i].wait_for(kPatience), std::future_status::ready);
   EXPECT_EQ(f.model->batch_sizes()[0], 4);
-  f.batcher->Stop();  // the 5th waits for the delay; Stop flushes it
+  ASSERT_TRUE(WorkerSawTheTime(f.clock));
+  EXPECT_FALSE(IsReady(r[4]));  // the 5th waits for the delay; Stop flushes it
+  f.batcher->Stop();
   EXPECT_TRUE(r[4].get().status.ok());
 }
 
@@ -244,13 +283,23 @@ TEST(BatcherTest, ModelErrorReachesEveryQueryInTheBatch) {
 }
 
 TEST(BatcherTest, StopFinishesQueuedWorkThenRefuses) {
-  Fixture f(Options(1, 0));
+  BatcherOptions o = Options(1, 0);
+  o.max_queue_size = 3;  // full below: a probe is refused without being queued
+  Fixture f(o);
   f.model->Close();
   std::vector<std::future<Result>> r;
-  for (int i = 0; i < 4; ++i) r.push_back(Submit(*f.batcher, Row({float(i)}, 1)));
+  r.push_back(Submit(*f.batcher, Row({0}, 1)));
   f.model->WaitEntered(1);
+  for (int i = 1; i < 4; ++i) r.push_back(Submit(*f.batcher, Row({float(i)}, 1)));
   std::thread stopper([&] { f.batcher->Stop(); });
-  std::this_thread::sleep_for(10ms);
+  // Stop has begun once a probe is refused as UNAVAILABLE rather than for the
+  // full queue; the three queued queries are still waiting for the model.
+  ASSERT_TRUE(Eventually([&] {
+    Status s;
+    Submit(*f.batcher, Row({8}, 1), &s);
+    return s.code() == StatusCode::kUnavailable;
+  }));
+  EXPECT_EQ(f.batcher->queue_length(), 3);
   f.model->Open();
   stopper.join();
   for (auto& x : r) EXPECT_TRUE(x.get().status.ok());
@@ -260,8 +309,10 @@ TEST(BatcherTest, StopFinishesQueuedWorkThenRefuses) {
 }
 
 TEST(BatcherTest, ConcurrentClientsAllGetTheirOwnAnswers) {
-  Fixture f(Options(16, 100));
+  // The manual clock stands still, so the delay never expires and every
+  // batch waits until all clients, each with one query in flight, are in it.
   constexpr int kClients = 8, kQueries = 300;
+  Fixture f(Options(kClients, 100));
   std::atomic<int> wrong{0};
   std::vector<std::thread> clients;
   for (int c = 0; c < kClients; ++c) {
@@ -281,7 +332,7 @@ TEST(BatcherTest, ConcurrentClientsAllGetTheirOwnAnswers) {
     biggest = std::max(biggest, b);
   }
   EXPECT_EQ(total, kClients * kQueries);
-  EXPECT_GT(biggest, 1);
+  EXPECT_EQ(biggest, kClients);
 }
 
 TEST(BatcherTest, NonBatchingModelRunsQueriesAlone) {
@@ -292,8 +343,8 @@ TEST(BatcherTest, NonBatchingModelRunsQueriesAlone) {
   EXPECT_EQ(r.outputs[0].shape, (Shape{3}));
 }
 
-// Deadlines. Timing margins are wide (hundreds of ms): the tests run on
-// loaded 2-core machines and under TSan, and none asserts how fast anything is.
+// Deadlines. Deadlines are points on the fixture's manual clock; where a
+// deadline passes or slack runs out, the test moves the clock.
 
 BatcherOptions WithSeed(BatcherOptions o, double us_per_sample) {
   o.predict_compute_us = [us_per_sample](int64_t n) { return us_per_sample * double(n); };
@@ -309,14 +360,14 @@ TEST(BatcherDeadlineTest, DeadlineTheQueueCannotMeetIsRejectedAtOnce) {
   for (int i = 0; i < 3; ++i) queued.push_back(Submit(*f.batcher, Row({2}, 1)));
   // Three queued batches and its own take at least 400 ms.
   Status s;
-  auto rejected = Submit(*f.batcher, Row({3}, 1), &s, DueIn(250ms));
+  auto rejected = Submit(*f.batcher, Row({3}, 1), &s, f.DueIn(250ms));
   EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
   EXPECT_NE(s.message().find("cannot meet latency SLO on test:1#0: predicted "), std::string::npos)
       << s.message();
   EXPECT_NE(s.message().find("(queue 3 queries)"), std::string::npos) << s.message();
-  auto roomy = Submit(*f.batcher, Row({4}, 1), &s, DueIn(60s));
+  auto roomy = Submit(*f.batcher, Row({4}, 1), &s, f.DueIn(60s));
   EXPECT_TRUE(s.ok()) << s.ToString();
-  auto past = Submit(*f.batcher, Row({5}, 1), &s, DueIn(-1ms));
+  auto past = Submit(*f.batcher, Row({5}, 1), &s, f.DueIn(-1ms));
   EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded);
   EXPECT_EQ(f.batcher->rejected_slo(), 2);
   f.model->Open();
@@ -332,9 +383,9 @@ TEST(BatcherDeadlineTest, BestEffortQueryIsAdmittedAndRunsWhateverItsDeadline) {
   std::vector<std::future<Result>> queued;
   for (int i = 0; i < 3; ++i) queued.push_back(Submit(*f.batcher, Row({2}, 1)));
   Status s;
-  auto best = Submit(*f.batcher, Row({3}, 1), &s, DueIn(1ms, /*best_effort=*/true));
+  auto best = Submit(*f.batcher, Row({3}, 1), &s, f.DueIn(1ms, /*best_effort=*/true));
   EXPECT_TRUE(s.ok()) << s.ToString();
-  std::this_thread::sleep_for(20ms);  // its deadline passes while it waits
+  f.clock.Advance(20ms);  // its deadline passes while it waits
   f.model->Open();
   auto r = best.get();
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
@@ -349,10 +400,10 @@ TEST(BatcherDeadlineTest, ExpiredQueryIsDroppedAndNeverExecuted) {
   auto executing = Submit(*f.batcher, Row({1}, 1));
   f.model->WaitEntered(1);
   Status s;
-  auto late = Submit(*f.batcher, Row({7}, 1), &s, DueIn(300ms));
+  auto late = Submit(*f.batcher, Row({7}, 1), &s, f.DueIn(300ms));
   ASSERT_TRUE(s.ok()) << s.ToString();
   auto other = Submit(*f.batcher, Row({8}, 1));
-  std::this_thread::sleep_for(600ms);
+  f.clock.Advance(600ms);
   f.model->Open();
   auto r = late.get();
   EXPECT_EQ(r.status.code(), StatusCode::kDeadlineExceeded);
@@ -373,11 +424,11 @@ TEST(BatcherDeadlineTest, QueryThatCannotFinishEvenAloneIsDropped) {
   f.model->Close();
   auto executing = Submit(*f.batcher, Row({1}, 1));
   f.model->WaitEntered(1);
-  std::this_thread::sleep_for(1100ms);  // the executing batch overruns its prediction
+  f.clock.Advance(1100ms);  // the executing batch overruns its prediction
   Status s;
-  auto tight = Submit(*f.batcher, Row({7}, 1), &s, DueIn(3s));  // predicted 1 s: admitted
+  auto tight = Submit(*f.batcher, Row({7}, 1), &s, f.DueIn(3s));  // predicted 1 s: admitted
   ASSERT_TRUE(s.ok()) << s.ToString();
-  std::this_thread::sleep_for(2500ms);  // now 1 s of compute would end after the deadline
+  f.clock.Advance(2500ms);  // now 1 s of compute would end after the deadline
   f.model->Open();
   auto r = tight.get();
   EXPECT_EQ(r.status.code(), StatusCode::kDeadlineExceeded);
@@ -391,16 +442,16 @@ TEST(BatcherDeadlineTest, LateBatchCutsTheCapByATenthOnTimeOnesRaiseItByOne) {
   Fixture f(WithSeed(Options(20, 0), 1'000));
   EXPECT_EQ(f.batcher->batch_cap(), 20);
   f.model->compute_us = 1'200'000;
-  auto late = Submit(*f.batcher, Row({1}, 1), nullptr, DueIn(400ms)).get();
+  auto late = Submit(*f.batcher, Row({1}, 1), nullptr, f.DueIn(400ms)).get();
   EXPECT_TRUE(late.status.ok()) << late.status.ToString();  // computed, if late
   EXPECT_EQ(f.batcher->batch_cap(), 18);
   f.model->compute_us = 0;
-  EXPECT_TRUE(Submit(*f.batcher, Row({2}, 1), nullptr, DueIn(60s)).get().status.ok());
+  EXPECT_TRUE(Submit(*f.batcher, Row({2}, 1), nullptr, f.DueIn(60s)).get().status.ok());
   EXPECT_EQ(f.batcher->batch_cap(), 19);
   EXPECT_TRUE(Submit(*f.batcher, Row({3}, 1)).get().status.ok());  // no deadline: no change
   EXPECT_EQ(f.batcher->batch_cap(), 19);
-  EXPECT_TRUE(Submit(*f.batcher, Row({4}, 1), nullptr, DueIn(60s)).get().status.ok());
-  EXPECT_TRUE(Submit(*f.batcher, Row({5}, 1), nullptr, DueIn(60s)).get().status.ok());
+  EXPECT_TRUE(Submit(*f.batcher, Row({4}, 1), nullptr, f.DueIn(60s)).get().status.ok());
+  EXPECT_TRUE(Submit(*f.batcher, Row({5}, 1), nullptr, f.DueIn(60s)).get().status.ok());
   EXPECT_EQ(f.batcher->batch_cap(), 20);  // never above max_batch_size
   EXPECT_EQ(f.batcher->load().batch_cap, 20);
 }
@@ -408,7 +459,7 @@ TEST(BatcherDeadlineTest, LateBatchCutsTheCapByATenthOnTimeOnesRaiseItByOne) {
 TEST(BatcherDeadlineTest, BatchesAreCutAtTheCap) {
   Fixture f(WithSeed(Options(20, 0), 1'000));
   f.model->compute_us = 1'200'000;
-  EXPECT_TRUE(Submit(*f.batcher, Row({1}, 1), nullptr, DueIn(400ms)).get().status.ok());
+  EXPECT_TRUE(Submit(*f.batcher, Row({1}, 1), nullptr, f.DueIn(400ms)).get().status.ok());
   f.model->compute_us = 0;
   ASSERT_EQ(f.batcher->batch_cap(), 18);
   f.model->Close();
@@ -422,30 +473,37 @@ TEST(BatcherDeadlineTest, BatchesAreCutAtTheCap) {
 }
 
 TEST(BatcherDeadlineTest, SlackInTheDeadlineIsSpentGatheringABatch) {
-  // A full batch of 8 is predicted at 800 ms, so queries due in 2 s wait for
-  // company about 1.2 s (not the minute of the delay). The 700 ms between a
-  // batch of 3 and one of 8 absorb a late wake-up on a loaded machine.
+  // A full batch of 8 is predicted at 800 ms (margin 40 ms), so queries due
+  // in 2 s wait for company until 1.16 s (not the minute of the delay).
   Fixture f(WithSeed(Options(8, 60'000'000), 100'000));
-  const auto deadline = SteadyClock::now() + 2s;
+  const auto deadline = f.clock.Now() + 2s;
   std::vector<std::future<Result>> r;
   for (int i = 0; i < 3; ++i)
     r.push_back(Submit(*f.batcher, Row({float(i)}, 1), nullptr, {deadline}));
-  for (auto& x : r) ASSERT_EQ(x.wait_for(30s), std::future_status::ready);
+  f.clock.Advance(1100ms);
+  ASSERT_TRUE(WorkerSawTheTime(f.clock));
+  for (auto& x : r) EXPECT_FALSE(IsReady(x));  // held back for company
+  f.clock.Advance(100ms);
+  for (auto& x : r) ASSERT_EQ(x.wait_for(kPatience), std::future_status::ready);
   for (auto& x : r) {
     auto result = x.get();
     EXPECT_TRUE(result.status.ok()) << result.status.ToString();
     EXPECT_EQ(result.stats.batch_size, 3);
-    EXPECT_GE(result.stats.queue_ns, 500'000'000);  // held back for company
+    EXPECT_GE(result.stats.queue_ns, 1'100'000'000);
   }
   EXPECT_EQ(f.model->batch_sizes(), (std::vector<int64_t>{3}));
 }
 
 TEST(BatcherDeadlineTest, TightDeadlineCutsTheBatchLongBeforeTheQueueDelay) {
-  // A full batch of 8 is predicted at 800 ms, so a query due in 1 s may wait
-  // for company only about 150 ms, then runs alone.
+  // A full batch of 8 is predicted at 800 ms (margin 40 ms), so a query due
+  // in 1 s may wait for company only 160 ms, then runs alone.
   Fixture f(WithSeed(Options(8, 60'000'000), 100'000));
-  auto r = Submit(*f.batcher, Row({1}, 1), nullptr, DueIn(1s));
-  ASSERT_EQ(r.wait_for(30s), std::future_status::ready);
+  auto r = Submit(*f.batcher, Row({1}, 1), nullptr, f.DueIn(1s));
+  f.clock.Advance(150ms);
+  ASSERT_TRUE(WorkerSawTheTime(f.clock));
+  EXPECT_FALSE(IsReady(r));
+  f.clock.Advance(20ms);
+  ASSERT_EQ(r.wait_for(kPatience), std::future_status::ready);
   EXPECT_TRUE(r.get().status.ok());
   EXPECT_EQ(f.model->batch_sizes(), (std::vector<int64_t>{1}));
 }
@@ -481,9 +539,9 @@ TEST(BatcherDeadlineTest, UnknownPredictionAdmitsEveryDeadlineStillDropsExpired)
   std::vector<std::future<Result>> queued;
   for (int i = 0; i < 5; ++i) queued.push_back(Submit(*f.batcher, Row({1}, 1)));
   Status s;
-  auto due = Submit(*f.batcher, Row({2}, 1), &s, DueIn(100ms));
+  auto due = Submit(*f.batcher, Row({2}, 1), &s, f.DueIn(100ms));
   EXPECT_TRUE(s.ok()) << s.ToString();
-  std::this_thread::sleep_for(300ms);
+  f.clock.Advance(300ms);
   f.model->Open();
   EXPECT_EQ(due.get().status.code(), StatusCode::kDeadlineExceeded);
   for (auto& q : queued) EXPECT_TRUE(q.get().status.ok());

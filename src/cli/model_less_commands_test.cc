@@ -11,15 +11,15 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "frontend/grpc/fake_inference_server.h"
 #include "frontend/grpc/grpc_server.h"
-#include "frontend/http/fake_inference_server.h"
 #include "frontend/http/http_frontend.h"
+#include "serving/testing/fake_inference_server.h"
 
 namespace somm {
 namespace {
 
 namespace fs = std::filesystem;
+using ::somm::testing::FakeInferenceServer;
 
 RegistrationStatus Ready(const std::string& name) {
   RegistrationStatus s;
@@ -79,7 +79,7 @@ class ModelLessCommandsTest : public ::testing::Test {
   }
 
   FakeInferenceServer http_server_;
-  testing::FakeInferenceServer grpc_server_;
+  FakeInferenceServer grpc_server_;
   std::unique_ptr<HttpFrontend> http_;
   std::unique_ptr<GrpcFrontend> grpc_;
   fs::path dir_;
@@ -89,7 +89,8 @@ TEST_F(ModelLessCommandsTest, RegisterOverHttpWaitsForTheVariants) {
   // The fake reports GENERATING 0/3 until this thread marks the model READY.
   std::thread finish([this] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    http_server_.set_registration_status(Ready("fresh"));
+    http_server_.Configure(
+        [](FakeInferenceServer::Config& c) { c.registrations["fresh"] = Ready("fresh"); });
   });
   RegisterOptions o = Register("fresh", Http());
   o.wait = true;
@@ -107,7 +108,7 @@ TEST_F(ModelLessCommandsTest, RegisterOverHttpWaitsForTheVariants) {
   // Redrawn only when the line changes.
   EXPECT_EQ(err.find("0/3 queued", err.find("0/3 queued") + 1), std::string::npos) << err;
   EXPECT_NE(err.find("\r[##########] 2/2 done"), std::string::npos) << err;
-  EXPECT_EQ(http_server_.last_registration().max_batch_size, 32);
+  EXPECT_EQ(http_server_.calls().last_registration.max_batch_size, 32);
 
   // Registering the name again fails with the server's message.
   ::testing::internal::CaptureStderr();
@@ -125,7 +126,7 @@ TEST_F(ModelLessCommandsTest, RegisterOverGrpcAndFailedGeneration) {
   // --wait on a model whose generation fails exits 1 and prints why.
   std::thread fail([this] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    grpc_server_.Configure([](testing::FakeInferenceServer::Config& c) {
+    grpc_server_.Configure([](FakeInferenceServer::Config& c) {
       c.registrations["broken"] = {
           "broken", "FAILED", "tracing", 1, 4, "model.pt is not TorchScript", {}, {}};
     });
@@ -145,13 +146,14 @@ TEST_F(ModelLessCommandsTest, RegisterOverGrpcAndFailedGeneration) {
 }
 
 TEST_F(ModelLessCommandsTest, VariantsAndDecisionsOverBothProtocols) {
-  http_server_.set_registration_status(Ready("m"));
-  grpc_server_.Configure([](testing::FakeInferenceServer::Config& c) {
+  http_server_.Configure([](FakeInferenceServer::Config& c) { c.registrations["m"] = Ready("m"); });
+  grpc_server_.Configure([](FakeInferenceServer::Config& c) {
     c.registrations["m"] = Ready("m");
     c.decisions = {{1767225600000, "m", "none", "default", "m:1:ts-fp32", "cpu1", 0.5, 0, "r"}};
   });
-  http_server_.set_decisions(
-      {{1767225600000, "m", "none", "default", "m:1:ts-fp32", "cpu1", 0.5, 0, "r"}});
+  http_server_.Configure([](FakeInferenceServer::Config& c) {
+    c.decisions = {{1767225600000, "m", "none", "default", "m:1:ts-fp32", "cpu1", 0.5, 0, "r"}};
+  });
   for (const ClientOptions& client : {Http(), Grpc()}) {
     SCOPED_TRACE(client.protocol);
     ::testing::internal::CaptureStdout();
@@ -169,7 +171,7 @@ TEST_F(ModelLessCommandsTest, VariantsAndDecisionsOverBothProtocols) {
     EXPECT_EQ(RunVariants({client, "nope"}), 1);
     EXPECT_NE(::testing::internal::GetCapturedStderr().find("NOT_FOUND"), std::string::npos);
   }
-  EXPECT_EQ(http_server_.last_decision_limit(), 10u);
+  EXPECT_EQ(http_server_.calls().last_decision_limit, 10u);
   EXPECT_EQ(grpc_server_.calls().last_decision_limit, 10u);
 }
 

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <thread>
 
-#include "frontend/grpc/fake_inference_server.h"
 #include "frontend/grpc/grpc_server.h"
+#include "serving/testing/fake_inference_server.h"
 
 namespace somm {
 namespace {
@@ -38,6 +38,12 @@ class GrpcClientTest : public ::testing::Test {
     fake_.Configure([&](FakeInferenceServer::Config& c) {
       c.models["digits"] = m;
       c.index = {{"digits", "1", "READY", ""}};
+      c.task_model = "digits";  // serves every task
+      // Answered as a batcher answers: on another thread, each output named
+      // as its input, with the compute time among the parameters.
+      c.inline_callback = false;
+      c.keep_output_names = true;
+      c.response_parameters["somm_compute_ms"] = 0.25;
     });
     GrpcFrontendOptions options;
     options.address = "127.0.0.1";

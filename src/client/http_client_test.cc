@@ -7,11 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "frontend/http/fake_inference_server.h"
 #include "frontend/http/http_frontend.h"
+#include "serving/testing/fake_inference_server.h"
 
 namespace somm {
 namespace {
+
+using ::somm::testing::FakeInferenceServer;
 
 template <typename T>
 std::string Raw(const std::vector<T>& values) {
@@ -216,7 +218,7 @@ TEST_F(HttpClientTest, InferTaskLetsTheServerPickTheModel) {
 
 TEST_F(HttpClientTest, RegisterThenWatchTheVariants) {
   ASSERT_TRUE(client_->Register(Registration("fresh")).ok());
-  const RegistrationRequest seen = server_.last_registration();
+  const RegistrationRequest seen = server_.calls().last_registration;
   EXPECT_EQ(seen.name, "fresh");
   EXPECT_EQ(seen.model_bytes, Registration("fresh").model_bytes);
   EXPECT_EQ(seen.validation_inputs, std::string(256, '\7'));
@@ -243,7 +245,7 @@ TEST_F(HttpClientTest, RegisterThenWatchTheVariants) {
 TEST_F(HttpClientTest, RecentDecisions) {
   std::vector<DecisionRecord> log(5);
   for (int i = 0; i < 5; ++i) log[i] = {i, "digits", "none", "default", "v", "cpu1", 1, 0, "r"};
-  server_.set_decisions(log);
+  server_.Configure([&](FakeInferenceServer::Config& c) { c.decisions = log; });
   auto got = client_->RecentDecisions(3);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   ASSERT_EQ(got->size(), 3u);

@@ -4,11 +4,12 @@ namespace somm {
 
 InstanceGroup::InstanceGroup(std::string variant_id, HardwareConfig hardware,
                              std::vector<std::unique_ptr<Batcher>> instances,
-                             std::vector<int64_t> ids, int64_t memory_bytes)
+                             std::vector<int64_t> ids, int64_t memory_bytes, const Clock* clock)
     : variant_id_(std::move(variant_id)),
       hardware_(hardware),
       memory_bytes_(memory_bytes),
-      last_used_ns_(SteadyClock::now().time_since_epoch().count()) {
+      clock_(clock ? *clock : Clock::Real()),
+      last_used_ns_(clock_.Now().time_since_epoch().count()) {
   auto r = std::make_shared<Replicas>();
   for (size_t i = 0; i < instances.size(); ++i) {
     r->push_back({ids.at(i), std::shared_ptr<Batcher>(std::move(instances[i]))});
@@ -28,7 +29,7 @@ std::shared_ptr<const InstanceGroup::Replicas> InstanceGroup::replicas() const {
 
 Status InstanceGroup::Enqueue(BatchTask task, int64_t instance, int64_t* chosen) {
   uses_.fetch_add(1, std::memory_order_relaxed);
-  last_used_ns_.store(SteadyClock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  last_used_ns_.store(clock_.Now().time_since_epoch().count(), std::memory_order_relaxed);
   // Held shared across pick + Enqueue: RemoveReplicas swaps the set under the
   // exclusive lock, so no query can reach a replica after it starts stopping.
   ReaderLock lock(&mu_);

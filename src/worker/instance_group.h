@@ -19,6 +19,7 @@
 
 #include "batching/batcher.h"
 #include "cluster/cluster_state.h"
+#include "common/clock.h"
 #include "common/mutex.h"
 #include "profiles/variant_profile.h"
 
@@ -29,9 +30,12 @@ class InstanceGroup {
   // `id` names the group in logs and responses, e.g. "digits-mlp:1:ts-int8".
   // `memory_bytes` is what one replica is accounted in the memory budget.
   // ids[i] is instances[i]'s stable instance id (unique within the worker).
+  // `clock` stamps last_used() and must outlive the group; null =
+  // Clock::Real(). The batchers arrive built, so they read the clock of their
+  // own BatcherOptions: give them the same one.
   InstanceGroup(std::string variant_id, HardwareConfig hardware,
                 std::vector<std::unique_ptr<Batcher>> instances, std::vector<int64_t> ids,
-                int64_t memory_bytes = 0);
+                int64_t memory_bytes = 0, const Clock* clock = nullptr);
   ~InstanceGroup();  // drains and stops every instance
   InstanceGroup(const InstanceGroup&) = delete;
   InstanceGroup& operator=(const InstanceGroup&) = delete;
@@ -80,6 +84,7 @@ class InstanceGroup {
   const std::string variant_id_;
   const HardwareConfig hardware_;
   const int64_t memory_bytes_;
+  const Clock& clock_;
   mutable SharedMutex mu_;
   std::shared_ptr<const Replicas> replicas_ SOMM_GUARDED_BY(mu_);  // never empty
   std::atomic<uint64_t> next_{0};

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "frontend/grpc/fake_inference_server.h"
 #include "frontend/grpc/grpc_server.h"
 #include "frontend/grpc/somm_codec.h"
 #include "proto/inference.grpc.pb.h"
 #include "proto/somm.grpc.pb.h"
+#include "serving/testing/fake_inference_server.h"
 
 namespace somm {
 namespace {
@@ -172,6 +172,15 @@ TEST(SommCodecTest, StatusAndDecisionsRoundTrip) {
 class GrpcSommTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    fake_.Configure([](FakeInferenceServer::Config& c) {
+      ModelMetadata digits;
+      digits.name = "digits";
+      digits.versions = {"1"};
+      c.models["digits"] = digits;
+      c.task_model = "digits";  // serves every task
+      c.inline_callback = false;
+      c.keep_output_names = true;
+    });
     GrpcFrontendOptions options;
     options.address = "127.0.0.1";
     options.port = 0;

@@ -11,9 +11,9 @@
 #include <random>
 #include <thread>
 
-#include "frontend/grpc/fake_inference_server.h"
 #include "frontend/grpc/grpc_codec.h"
 #include "proto/inference.grpc.pb.h"
+#include "serving/testing/fake_inference_server.h"
 
 namespace somm {
 namespace {
@@ -58,7 +58,16 @@ class GrpcFrontendTest : public ::testing::Test {
     m.platform = "torchscript";
     m.inputs = {{"INPUT0", "FP32", {-1, 64}}};
     m.outputs = {{"OUTPUT0", "FP32", {-1, 10}}};
-    fake_.Configure([&](FakeInferenceServer::Config& c) { c.models["digits"] = m; });
+    fake_.Configure([&](FakeInferenceServer::Config& c) {
+      c.models["digits"] = m;
+      c.server.extensions = {"model_repository"};
+      // Answered as a batcher answers: on another thread, each output named
+      // as its input, with parameters of several types.
+      c.inline_callback = false;
+      c.keep_output_names = true;
+      c.response_parameters["somm_fake"] = true;
+      c.response_parameters["somm_compute_ms"] = 0.25;
+    });
     StartFrontend(GrpcFrontendOptions{});
   }
 
@@ -115,7 +124,7 @@ TEST_F(GrpcFrontendTest, HealthReflectsTheServer) {
     ASSERT_TRUE(stub_->ServerLive(&ctx, {}, &r).ok());
     EXPECT_TRUE(r.live());
   }
-  fake_.Configure([](auto& c) { c.ready = false; });
+  fake_.ready = false;
   grpc::ClientContext ctx;
   inference::ServerReadyResponse r;
   ASSERT_TRUE(stub_->ServerReady(&ctx, {}, &r).ok());

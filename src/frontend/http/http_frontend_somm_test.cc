@@ -10,15 +10,16 @@
 #include <vector>
 
 #include "common/base64.h"
-#include "frontend/http/fake_inference_server.h"
 #include "frontend/http/http_frontend.h"
 #include "frontend/http/oip_json.h"
 #include "frontend/http/somm_json.h"
+#include "serving/testing/fake_inference_server.h"
 
 namespace somm {
 namespace {
 
 using nlohmann::json;
+using ::somm::testing::FakeInferenceServer;
 
 constexpr char kFloatInput[] =
     R"({"id":"q1","inputs":[{"name":"IN0","datatype":"FP32","shape":[1,4],)"
@@ -116,7 +117,7 @@ TEST_F(HttpFrontendSommTest, RegisterAnswers202AndShowsProgress) {
   EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
   EXPECT_EQ(res->get_header_value("Location"), "/v2/repository/models/new-model/variants");
   EXPECT_EQ(res->body, oip::EncodeRegistrationAccepted("new-model"));
-  const RegistrationRequest seen = server_.last_registration();
+  const RegistrationRequest seen = server_.calls().last_registration;
   EXPECT_EQ(seen.name, "new-model");
   EXPECT_EQ(seen.task, "classification/digits");
   EXPECT_EQ(seen.model_bytes, "torchscript bytes");
@@ -160,12 +161,16 @@ TEST_F(HttpFrontendSommTest, RegisterErrorsNameTheFieldOrPassTheServersCode) {
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 400);
 
-  server_.set_register_status(InvalidArgument("task 'digits' must be 'task/dataset'"));
+  server_.Configure([](FakeInferenceServer::Config& c) {
+    c.register_status = InvalidArgument("task 'digits' must be 'task/dataset'");
+  });
   res = Post("/v2/repository/models/m/register", RegistrationBody().dump());
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 400);
   EXPECT_EQ(oip::DecodeError(res->body), "task 'digits' must be 'task/dataset'");
-  server_.set_register_status(Unimplemented("model registration is not supported"));
+  server_.Configure([](FakeInferenceServer::Config& c) {
+    c.register_status = Unimplemented("model registration is not supported");
+  });
   res = Post("/v2/repository/models/m/register", RegistrationBody().dump());
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 501);
@@ -193,11 +198,11 @@ TEST_F(HttpFrontendSommTest, DecisionsHonourTheLimit) {
     log[i].outcome = "loaded";
     log[i].predicted_latency_ms = 0.5 * i;
   }
-  server_.set_decisions(log);
+  server_.Configure([&](FakeInferenceServer::Config& c) { c.decisions = log; });
   auto res = client_->Get("/v2/somm/decisions");
   ASSERT_TRUE(res);
   ASSERT_EQ(res->status, 200) << res->body;
-  EXPECT_EQ(server_.last_decision_limit(), 100u);
+  EXPECT_EQ(server_.calls().last_decision_limit, 100u);
   StatusOr<std::vector<DecisionRecord>> got = oip::DecodeDecisions(res->body);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   ASSERT_EQ(got->size(), 3u);
@@ -207,7 +212,7 @@ TEST_F(HttpFrontendSommTest, DecisionsHonourTheLimit) {
   res = client_->Get("/v2/somm/decisions?limit=2");
   ASSERT_TRUE(res);
   ASSERT_EQ(res->status, 200);
-  EXPECT_EQ(server_.last_decision_limit(), 2u);
+  EXPECT_EQ(server_.calls().last_decision_limit, 2u);
   EXPECT_EQ(oip::DecodeDecisions(res->body)->size(), 2u);
 
   for (const char* bad : {"abc", "10001", "-1", ""}) {

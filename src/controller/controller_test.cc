@@ -1,0 +1,202 @@
+// The controller's tick in process, against a fake worker stub
+// (worker/testing/) that records the actions it receives and holds loads
+// until the test finishes them, on a clock the test sets. Tick() waits for
+// each action it sends, so a test that holds a load runs the tick on a
+// thread of its own and looks at what was sent while the load is in flight.
+#include "controller/controller.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster/in_memory_store.h"
+#include "worker/testing/fake_worker_stub.h"
+
+namespace somm {
+namespace {
+
+using ::somm::testing::FakeWorkerStub;
+using namespace std::chrono_literals;
+
+// The registry's backend only serves registrations, which these tests do not make.
+class NoBackend : public Backend {
+ public:
+  std::string Name() const override { return "none"; }
+  std::vector<Device> Devices() const override { return {Device{}}; }
+  StatusOr<std::unique_ptr<ExecutableModel>> Load(const LoadOptions&) override {
+    return Unimplemented("no backend in controller tests");
+  }
+};
+
+HardwareConfig Cpu(int threads) { return {DeviceKind::kCpu, 0, threads}; }
+
+// A profile of `variant` on `hw`: `ms` per query at any batch, 100 MiB.
+VariantProfile Profile(const std::string& variant, HardwareConfig hw, double accuracy, double ms) {
+  VariantProfile p;
+  p.model = "m";
+  p.variant = variant;
+  p.accuracy = accuracy;
+  HardwareProfile hp;
+  hp.hardware = hw;
+  hp.latency.points = {{1, ms}};
+  hp.latency.intercept_ms = ms;
+  hp.peak_memory_mb = 100;
+  hp.load_time_ms = 500;
+  p.hardware = {hp};
+  return p;
+}
+
+// fp32 on one thread: 10 ms a query, 100 q/s a replica.
+VariantProfile Fp32() { return Profile("ts-fp32", Cpu(1), 0.97, 10); }
+// int8 on one thread: 300 q/s, a little less accurate.
+VariantProfile Int8() { return Profile("ts-int8", Cpu(1), 0.95, 10.0 / 3); }
+// fp32 on four threads: 380 q/s.
+VariantProfile Fp32Cpu4() { return Profile("ts-fp32", Cpu(4), 0.97, 1000.0 / 380); }
+
+// Version 1 of "m" (no batching), with `profiles`.
+VersionPtr Model(std::vector<VariantProfile> profiles) {
+  auto v = std::make_shared<VersionRecord>();
+  v->config.name = "m";
+  v->config.inputs = {{"x", DataType::kFp32, {2}}};
+  v->config.outputs = {{"y", DataType::kFp32, {2}}};
+  v->version = 1;
+  v->version_str = "1";
+  v->path = "/nonexistent/m/1/model.pt";
+  v->profiles = std::move(profiles);
+  return v;
+}
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  // A worker with `cores` cores that already serves `serving`x1 of `v`.
+  void Start(int cores, VersionPtr v, const std::string& variant, HardwareConfig hw) {
+    FakeWorkerStub::Options wo;
+    wo.cores = cores;
+    wo.hold_loads = true;
+    wo.clock = [this] { return now_; };
+    worker_ = std::make_unique<FakeWorkerStub>(store_, wo);
+    ControllerOptions co;
+    co.clock = [this] { return now_; };
+    controller_ = std::make_unique<Controller>(co, registry_, store_, *worker_, metrics_, log_);
+    registry_.Publish("m", {v}, {});
+    worker_->AddGroup(v, variant, hw);
+  }
+
+  // What the routers have counted for m:1 so far.
+  void Arrivals(int64_t total) {
+    cluster::ModelDemand d;
+    d.model = "m";
+    d.version = 1;
+    d.arrivals_total = total;
+    store_.PutDemand("router", {d});
+  }
+
+  // A first tick with no arrivals yet (rates come from differences), then,
+  // a second later, `rate` arrivals.
+  void DemandRises(int64_t rate) {
+    Arrivals(0);
+    controller_->Tick();
+    ASSERT_TRUE(worker_->actions().empty()) << worker_->ActionLog()[0];
+    now_ += 1s;
+    Arrivals(rate);
+  }
+
+  // The tick that follows, on its own thread (it waits for its actions).
+  std::thread TickInTheBackground() {
+    return std::thread([this] { controller_->Tick(); });
+  }
+
+  // Runs a tick that should replace `old_label` with `new_label` and checks
+  // make before break: the load is sent and finished before the unload.
+  void ExpectLoadThenUnload(const std::string& new_label, const std::string& old_label) {
+    std::thread tick = TickInTheBackground();
+    ASSERT_TRUE(worker_->WaitForActions(1));
+    // The load is in flight: the old group still serves, and its unload
+    // has not been sent.
+    EXPECT_EQ(worker_->ActionLog(), std::vector<std::string>{"load " + new_label});
+    EXPECT_EQ(worker_->Held(), std::vector<std::string>{new_label});
+    EXPECT_FALSE(worker_->actions()[0].urgent);  // the controller's work: background
+    EXPECT_EQ(worker_->StateOf(old_label), "loaded");
+
+    ASSERT_TRUE(worker_->Complete(new_label));
+    ASSERT_TRUE(worker_->WaitForActions(2));
+    tick.join();
+    EXPECT_EQ(worker_->ActionLog(),
+              (std::vector<std::string>{"load " + new_label, "unload " + old_label}));
+    EXPECT_EQ(worker_->actions()[1].action.cause, cluster::Action::Cause::kReplaced);
+    EXPECT_FALSE(worker_->actions()[1].only_if_idle);  // its queries moved on
+    EXPECT_EQ(worker_->StateOf(new_label), "loaded");
+    EXPECT_EQ(worker_->StateOf(old_label), "");
+  }
+
+  cluster::TimePoint now_ = cluster::TimePoint(100000s);
+  cluster::InMemoryClusterStateStore store_;
+  NoBackend backend_;
+  ModelRegistry registry_{RegistryOptions{}, backend_};
+  NullServingMetrics metrics_;
+  DecisionLog log_{100};
+  std::unique_ptr<FakeWorkerStub> worker_;
+  std::unique_ptr<Controller> controller_;
+};
+
+TEST_F(ControllerTest, UpgradeLoadsTheNewVariantBeforeItUnloadsTheOld) {
+  // 250 q/s on two cores: fp32 would need 4 replicas, int8 needs 2.
+  Start(/*cores=*/2, Model({Fp32(), Int8()}), "ts-fp32", Cpu(1));
+  DemandRises(250);
+  ExpectLoadThenUnload("m:1:ts-int8@cpu1", "m:1:ts-fp32@cpu1");
+  EXPECT_EQ(worker_->actions()[0].action.replicas, 2);
+}
+
+TEST_F(ControllerTest, VerticalScalingLoadsTheWiderGroupBeforeItUnloadsTheNarrowOne) {
+  // Four 1-thread fp32 replicas cost what one 4-thread one does, with four
+  // copies of the weights.
+  Start(/*cores=*/4, Model({Fp32(), Fp32Cpu4()}), "ts-fp32", Cpu(1));
+  DemandRises(250);
+  ExpectLoadThenUnload("m:1:ts-fp32@cpu4", "m:1:ts-fp32@cpu1");
+}
+
+TEST_F(ControllerTest, FailedReplacementLoadKeepsTheOldGroup) {
+  Start(/*cores=*/2, Model({Fp32(), Int8()}), "ts-fp32", Cpu(1));
+  DemandRises(250);
+  std::thread tick = TickInTheBackground();
+  ASSERT_TRUE(worker_->WaitForActions(1));
+  ASSERT_TRUE(worker_->Complete("m:1:ts-int8@cpu1", Internal("out of memory")));
+  tick.join();
+  EXPECT_EQ(worker_->ActionLog(), std::vector<std::string>{"load m:1:ts-int8@cpu1"});
+  EXPECT_EQ(worker_->StateOf("m:1:ts-fp32@cpu1"), "loaded");
+  EXPECT_EQ(worker_->StateOf("m:1:ts-int8@cpu1"), "");
+}
+
+TEST_F(ControllerTest, ScaleUpWaitsForTheResizeAndUnloadsNothing) {
+  // 150 q/s on one fp32 replica (100 q/s): 150 / 0.7 -> 3 replicas.
+  Start(/*cores=*/8, Model({Fp32()}), "ts-fp32", Cpu(1));
+  DemandRises(150);
+  std::thread tick = TickInTheBackground();
+  ASSERT_TRUE(worker_->WaitForActions(1));
+  EXPECT_EQ(worker_->ActionLog(), std::vector<std::string>{"set-replicas m:1:ts-fp32@cpu1"});
+  EXPECT_EQ(worker_->actions()[0].action.replicas, 3);
+  EXPECT_EQ(worker_->Held(), std::vector<std::string>{"m:1:ts-fp32@cpu1"});
+  ASSERT_TRUE(worker_->Complete("m:1:ts-fp32@cpu1"));
+  tick.join();
+  EXPECT_EQ(worker_->actions().size(), 1u);
+  ASSERT_EQ(store_.Read()->groups.size(), 1u);
+  EXPECT_EQ(store_.Read()->groups[0].replicas, 3);
+}
+
+TEST_F(ControllerTest, IdleGroupIsUnloadedOnceIdleLongEnough) {
+  Start(/*cores=*/2, Model({Fp32()}), "ts-fp32", Cpu(1));
+  Arrivals(0);
+  controller_->Tick();
+  EXPECT_TRUE(worker_->actions().empty());
+  now_ += 31s;  // past the autoscaler's default idle_unload_s (30 s)
+  controller_->Tick();
+  EXPECT_EQ(worker_->ActionLog(), std::vector<std::string>{"unload m:1:ts-fp32@cpu1"});
+  EXPECT_TRUE(worker_->actions()[0].only_if_idle);  // never under a query in flight
+  EXPECT_TRUE(store_.Read()->groups.empty());
+}
+
+}  // namespace
+}  // namespace somm

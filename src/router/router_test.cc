@@ -1,0 +1,323 @@
+// The router in process, against a fake worker stub (worker/testing/) that
+// records what it is asked and finishes loads when the test says so, with a
+// real controller (never started: nothing ticks) and registry records built
+// here. Everything runs on the test's thread: the fake answers inside the
+// calls, so a query that waits for a load is answered inside Complete().
+#include "router/router.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster/in_memory_store.h"
+#include "worker/testing/fake_worker_stub.h"
+
+namespace somm {
+namespace {
+
+using ::somm::testing::FakeWorkerStub;
+using namespace std::chrono_literals;
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+// The registry's backend only serves registrations, which these tests do not make.
+class NoBackend : public Backend {
+ public:
+  std::string Name() const override { return "none"; }
+  std::vector<Device> Devices() const override { return {Device{}}; }
+  StatusOr<std::unique_ptr<ExecutableModel>> Load(const LoadOptions&) override {
+    return Unimplemented("no backend in router tests");
+  }
+};
+
+// Where the controller puts configured instances: cpu, one thread.
+HardwareConfig Cpu1() { return {DeviceKind::kCpu, 0, 1}; }
+
+// Version 1 of `name`: x FP32 [2] -> y FP32 [2], batching up to 4; with
+// `profiled_mb`, its as-registered variant is profiled on cpu1 at that size.
+VersionPtr Model(const std::string& name, std::optional<double> profiled_mb = {}) {
+  auto v = std::make_shared<VersionRecord>();
+  v->config.name = name;
+  v->config.max_batch_size = 4;
+  v->config.inputs = {{"x", DataType::kFp32, {2}}};
+  v->config.outputs = {{"y", DataType::kFp32, {2}}};
+  v->version = 1;
+  v->version_str = "1";
+  v->path = "/nonexistent/" + name + "/1/model.pt";
+  if (profiled_mb) {
+    VariantProfile p;
+    p.model = name;
+    p.variant = kAsRegistered;
+    p.precision = "fp32";
+    p.accuracy = 0.97;
+    HardwareProfile hp;
+    hp.hardware = Cpu1();
+    hp.latency = LatencyCurve::Fit({{1, 1.0}, {4, 2.0}});
+    hp.peak_memory_mb = *profiled_mb;
+    hp.load_time_ms = 100;
+    p.hardware = {hp};
+    v->profiles = {p};
+  }
+  return v;
+}
+
+std::string Label(const std::string& model) {
+  return cluster::GroupLabel(model, 1, kAsRegistered, Cpu1());
+}
+
+Tensor X(Shape shape = {1, 2}) {
+  return Tensor{"x", DataType::kFp32, shape,
+                std::string(static_cast<size_t>(ElementCount(shape)) * sizeof(float), '\1')};
+}
+
+// One query's answer, once the router gives it.
+struct Answer {
+  std::optional<StatusOr<InferenceResponse>> result;
+  bool answered() const { return result.has_value(); }
+  StatusOr<InferenceResponse>& get() { return *result; }
+};
+
+class RouterTest : public ::testing::Test {
+ protected:
+  explicit RouterTest(int64_t budget_bytes = int64_t{1} << 40)
+      : worker_(store_, WorkerOptions(budget_bytes)) {
+    worker_.Publish();  // the device, before anything places on it
+  }
+
+  FakeWorkerStub::Options WorkerOptions(int64_t budget_bytes) {
+    FakeWorkerStub::Options o;
+    o.hold_loads = true;
+    o.budget_bytes = budget_bytes;
+    o.clock = [this] { return now_; };
+    return o;
+  }
+
+  VersionPtr Publish(VersionPtr v) {
+    registry_.Publish(v->config.name, {v}, {});
+    return v;
+  }
+
+  std::shared_ptr<Answer> Infer(const std::string& model, Tensor x = X(),
+                                const std::string& version = "") {
+    InferenceRequest r;
+    r.model_name = model;
+    r.model_version = version;
+    r.id = "q";
+    r.inputs.push_back(std::move(x));
+    auto answer = std::make_shared<Answer>();
+    router_.Infer(std::move(r), [answer](StatusOr<InferenceResponse> res) {
+      ASSERT_FALSE(answer->answered()) << "answered twice";
+      answer->result = std::move(res);
+    });
+    return answer;
+  }
+
+  // Arrivals the router has counted for `model` version 1, as published.
+  int64_t Arrivals(const std::string& model) {
+    router_.PublishDemand();
+    for (const auto& d : store_.Read()->demand) {
+      if (d.model == model && d.version == 1) return d.arrivals_total;
+    }
+    return 0;
+  }
+
+  cluster::TimePoint now_ = cluster::TimePoint(100000s);
+  cluster::InMemoryClusterStateStore store_;
+  FakeWorkerStub worker_;
+  NoBackend backend_;
+  ModelRegistry registry_{RegistryOptions{}, backend_};
+  NullServingMetrics metrics_;
+  DecisionLog log_{100};
+  Controller controller_{[this] {
+                           ControllerOptions o;
+                           o.clock = [this] { return now_; };
+                           return o;
+                         }(),
+                         registry_,
+                         store_,
+                         worker_,
+                         metrics_,
+                         log_};
+  Router router_{RouterOptions{}, registry_, store_, worker_, controller_, metrics_, log_};
+};
+
+TEST_F(RouterTest, LoadedModelRunsOnItsGroupAndTheResponseSaysWhatRan) {
+  VersionPtr v = Publish(Model("m"));
+  worker_.AddGroup(v, kAsRegistered, Cpu1());
+  auto a = Infer("m", X({2, 2}));
+  ASSERT_TRUE(a->answered());
+  ASSERT_TRUE(a->get().ok()) << a->get().status().ToString();
+  const InferenceResponse& r = *a->get();
+  EXPECT_EQ(r.model_name, "m");
+  EXPECT_EQ(r.model_version, "1");
+  EXPECT_EQ(r.id, "q");
+  ASSERT_EQ(r.outputs.size(), 1u);
+  EXPECT_EQ(r.outputs[0].name, "y");
+  EXPECT_EQ(r.outputs[0].shape, (Shape{2, 2}));
+
+  const auto executed = worker_.executed();
+  ASSERT_EQ(executed.size(), 1u);
+  EXPECT_EQ(executed[0].group, Label("m"));
+  EXPECT_EQ(executed[0].instance_id, -1);  // the worker's least loaded
+  ASSERT_EQ(executed[0].inputs.size(), 1u);
+  EXPECT_EQ(executed[0].inputs[0].shape, (Shape{2, 2}));
+
+  const Parameters& p = r.parameters;
+  EXPECT_EQ(std::get<std::string>(p.at("somm_variant")), "m:1:ts-fp32");
+  EXPECT_EQ(std::get<std::string>(p.at("somm_hardware")), "cpu1");
+  EXPECT_EQ(std::get<std::string>(p.at("somm_device")), "cpu");
+  EXPECT_EQ(std::get<std::string>(p.at("somm_decision")), "default");
+  EXPECT_EQ(std::get<int64_t>(p.at("somm_instance")), 0);
+  EXPECT_EQ(std::get<int64_t>(p.at("somm_batch_size")), 2);
+  EXPECT_EQ(std::get<int64_t>(p.at("somm_queue_us")), 1);
+  EXPECT_EQ(std::get<int64_t>(p.at("somm_compute_us")), 2);
+  for (const char* key : {"somm_server_us", "somm_latency_ms", "somm_cost_usd",
+                          "somm_predicted_latency_ms", "somm_reason"}) {
+    EXPECT_TRUE(p.count(key)) << key;
+  }
+  EXPECT_TRUE(worker_.actions().empty());  // nothing to load
+  EXPECT_EQ(Arrivals("m"), 1);
+}
+
+TEST_F(RouterTest, MalformedQueryIsRefusedBeforeRoutingLoadsNothingAndIsNoDemand) {
+  Publish(Model("m"));  // nothing loaded: a query that passed the checks would load it
+  Tensor misnamed = X();
+  misnamed.name = "z";
+  struct Case {
+    std::string model;
+    Tensor x;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"m", misnamed, "missing input 'x'"},
+      {"m", X({1, 3}), "has shape [1,3], expected [-1,2]"},
+      {"m", X({5, 2}), "batch size 5, allowed 1..4"},
+      {"m:1:ts-fp32", X({1, 3}), "has shape [1,3], expected [-1,2]"},  // an explicit variant
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.model + ": " + c.message);
+    auto a = Infer(c.model, c.x);
+    ASSERT_TRUE(a->answered());
+    EXPECT_EQ(a->get().status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(a->get().status().message().find(c.message), std::string::npos)
+        << a->get().status().message();
+  }
+  EXPECT_TRUE(worker_.actions().empty());
+  EXPECT_TRUE(worker_.executed().empty());
+  EXPECT_EQ(Arrivals("m"), 0);
+}
+
+TEST_F(RouterTest, UnknownModelOrVersionIsNotFound) {
+  Publish(Model("m"));
+  auto a = Infer("ghost");
+  ASSERT_TRUE(a->answered());
+  EXPECT_EQ(a->get().status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(a->get().status().message(), "unknown model 'ghost'");
+  a = Infer("m", X(), "7");
+  ASSERT_TRUE(a->answered());
+  EXPECT_EQ(a->get().status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(worker_.actions().empty());
+}
+
+TEST_F(RouterTest, ColdQueryAsksForOneLoadAndRunsOnceItIsUp) {
+  Publish(Model("m"));
+  auto a = Infer("m");
+  EXPECT_FALSE(a->answered());  // Infer returned; the query waits for the load
+  const auto actions = worker_.actions();
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].action.kind, cluster::Action::kLoad);
+  EXPECT_EQ(cluster::GroupLabel(actions[0].action), Label("m"));
+  EXPECT_EQ(actions[0].action.replicas, 1);  // the configured instance count
+  EXPECT_TRUE(actions[0].urgent);            // a query waits on it
+  EXPECT_EQ(worker_.Held(), std::vector<std::string>{Label("m")});
+  EXPECT_TRUE(worker_.executed().empty());
+
+  ASSERT_TRUE(worker_.Complete(Label("m")));
+  ASSERT_TRUE(a->answered());
+  ASSERT_TRUE(a->get().ok()) << a->get().status().ToString();
+  EXPECT_NE(std::get<std::string>(a->get()->parameters.at("somm_reason")).find("cold start"),
+            std::string::npos);
+  ASSERT_EQ(worker_.executed().size(), 1u);
+  EXPECT_EQ(worker_.executed()[0].group, Label("m"));
+  EXPECT_EQ(worker_.actions().size(), 1u);
+}
+
+TEST_F(RouterTest, TwoQueriesWaitingForTheSameLoadShareIt) {
+  Publish(Model("m", 10));
+  auto first = Infer("m");
+  auto second = Infer("m");
+  EXPECT_FALSE(first->answered());
+  EXPECT_FALSE(second->answered());
+  // The second query finds the group loading (the store counts it from the
+  // moment its load starts): no second placement, no eviction, one load.
+  // (Its kLoad still reaches the worker, which joins it to the load under way.)
+  EXPECT_EQ(worker_.loads_started(), 1);
+  EXPECT_EQ(worker_.Held(), std::vector<std::string>{Label("m")});
+  ASSERT_FALSE(worker_.actions().empty());
+  for (const std::string& action : worker_.ActionLog()) EXPECT_EQ(action, "load " + Label("m"));
+
+  ASSERT_TRUE(worker_.Complete(Label("m")));
+  ASSERT_TRUE(first->answered());
+  ASSERT_TRUE(second->answered());
+  EXPECT_TRUE(first->get().ok()) << first->get().status().ToString();
+  EXPECT_TRUE(second->get().ok()) << second->get().status().ToString();
+  EXPECT_EQ(worker_.executed().size(), 2u);
+  EXPECT_EQ(worker_.loads_started(), 1);
+}
+
+TEST_F(RouterTest, FailedLoadFailsTheQueriesWaitingOnItWithItsError) {
+  Publish(Model("m"));
+  auto first = Infer("m");
+  auto second = Infer("m");
+  ASSERT_TRUE(worker_.Complete(Label("m"), InvalidArgument("model 'm': corrupt file")));
+  for (const auto& a : {first, second}) {
+    ASSERT_TRUE(a->answered());
+    EXPECT_EQ(a->get().status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(a->get().status().message(), "model 'm': corrupt file");
+  }
+  EXPECT_TRUE(worker_.executed().empty());
+  EXPECT_TRUE(store_.Read()->groups.empty());
+}
+
+TEST_F(RouterTest, GroupGoneAtDispatchIsLoadedAgainAndTheQueryRetried) {
+  VersionPtr v = Publish(Model("m"));
+  worker_.AddGroup(v, kAsRegistered, Cpu1());
+  // Unloaded a moment ago: the store still shows it, the worker answers NotFound.
+  worker_.DropSilently(Label("m"));
+  auto a = Infer("m");
+  EXPECT_FALSE(a->answered());
+  EXPECT_EQ(worker_.ActionLog(), std::vector<std::string>{"load " + Label("m")});
+  EXPECT_TRUE(worker_.executed().empty());
+  ASSERT_TRUE(worker_.Complete(Label("m")));
+  ASSERT_TRUE(a->answered());
+  ASSERT_TRUE(a->get().ok()) << a->get().status().ToString();
+  EXPECT_EQ(worker_.executed().size(), 1u);
+}
+
+// A budget that holds one of the two models.
+class RouterEvictionTest : public RouterTest {
+ protected:
+  RouterEvictionTest() : RouterTest(100 * kMiB) {}
+};
+
+TEST_F(RouterEvictionTest, NeededLoadEvictsAnIdleGroupFirst) {
+  VersionPtr a = Publish(Model("a", 60));
+  Publish(Model("b", 60));
+  worker_.AddGroup(a, kAsRegistered, Cpu1());
+  auto q = Infer("b");
+  EXPECT_FALSE(q->answered());
+  EXPECT_EQ(worker_.ActionLog(),
+            (std::vector<std::string>{"evict " + Label("a"), "load " + Label("b")}));
+  const auto actions = worker_.actions();
+  EXPECT_TRUE(actions[0].only_if_idle);  // never under a query in flight
+  EXPECT_EQ(worker_.StateOf(Label("a")), "");
+  ASSERT_TRUE(worker_.Complete(Label("b")));
+  ASSERT_TRUE(q->answered());
+  EXPECT_TRUE(q->get().ok()) << q->get().status().ToString();
+}
+
+}  // namespace
+}  // namespace somm
