@@ -212,7 +212,8 @@ void Controller::UnloadGroups(const std::string& model,
                               const std::function<bool(const cluster::GroupState&)>& which,
                               const std::string& reason) {
   store_.PutWorker(worker_.Report());
-  for (const auto& g : store_.Read()->groups) {
+  const auto snapshot = store_.Read();  // held for the loop
+  for (const auto& g : snapshot->groups) {
     if (g.model != model || !which(g)) continue;
     WorkerAction a;
     a.action.kind = cluster::Action::kUnload;
@@ -253,7 +254,8 @@ void Controller::EnsureLoaded(VersionPtr version, const std::string& variant,
   // Replicas already there or on their way count; only the rest is placed.
   int have = 0;
   bool present = false;
-  for (const auto& g : store_.Read()->groups) {
+  const auto snapshot = store_.Read();  // held for the loop
+  for (const auto& g : snapshot->groups) {
     if (cluster::GroupLabel(g) == label) {
       have = g.replicas;
       present = true;

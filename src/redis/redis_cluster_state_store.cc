@@ -76,6 +76,9 @@ StatusOr<std::unique_ptr<RedisClusterStateStore>> RedisClusterStateStore::Open(
     RedisStoreOptions options) {
   std::unique_ptr<RedisClusterStateStore> store(new RedisClusterStateStore(std::move(options)));
   SOMM_RETURN_IF_ERROR(store->Refresh());
+  // spdlog's registry is created on first use; create it here, before the
+  // watch thread exists, not from two threads at once.
+  spdlog::default_logger_raw();
   if (store->options_.watch) store->watch_thread_ = std::thread([s = store.get()] { s->Watch(); });
   return store;
 }

@@ -3,7 +3,9 @@
 #include "redis/redis_cluster_state_store.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -38,6 +40,12 @@ class RedisServer {
   void Start() {
     pid_ = fork();
     if (pid_ == 0) {
+      // Dies with the test, whatever kills it, and never holds the test's
+      // output open (CTest waits for that to close).
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      const int devnull = open("/dev/null", O_WRONLY);
+      dup2(devnull, STDOUT_FILENO);
+      dup2(devnull, STDERR_FILENO);
       const std::string port = std::to_string(port_);
       execlp("redis-server", "redis-server", "--port", port.c_str(), "--bind", "127.0.0.1",
              "--save", "", "--appendonly", "no", "--loglevel", "warning", nullptr);
@@ -111,7 +119,8 @@ class RedisStoreTest : public ::testing::Test {
     return s.ok() ? std::move(s).value() : nullptr;
   }
   static bool Has(const RedisClusterStateStore& s, const std::string& worker) {
-    for (const auto& g : s.Read()->groups) {
+    const auto snapshot = s.Read();
+    for (const auto& g : snapshot->groups) {
       if (g.worker == worker) return true;
     }
     return false;

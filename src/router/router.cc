@@ -389,7 +389,8 @@ void Router::RouteExplicit(std::shared_ptr<Query> q, InferenceRequest& request,
   q->decision.reason = reason;
   LogDecision(q->decision);
   bool loaded = false;
-  for (const auto& g : store_.Read()->groups) {
+  const auto snapshot = store_.Read();  // held for the loop
+  for (const auto& g : snapshot->groups) {
     if (!g.loading && SameGroup(g, rec, variant, hw)) loaded = true;
   }
   if (loaded) return Dispatch(std::move(q), true);

@@ -118,7 +118,8 @@ class RouterTest : public ::testing::Test {
   // Arrivals the router has counted for `model` version 1, as published.
   int64_t Arrivals(const std::string& model) {
     router_.PublishDemand();
-    for (const auto& d : store_.Read()->demand) {
+    const auto snapshot = store_.Read();
+    for (const auto& d : snapshot->demand) {
       if (d.model == model && d.version == 1) return d.arrivals_total;
     }
     return 0;

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The REST JSON wire at its fastest: `wrk -t1` (one load-generator thread,
+# keep-alive connections) POSTing the demo digit to digits-mlp on one
+# `somm serve`, at each concurrency given, each run three times; prints
+# q/s and p99 per run and the median per concurrency. A quick, repeatable
+# check of the serving path's per-query cost (bench/compare.sh is the full
+# comparison). Needs Debian's `wrk`.
+#
+# Usage: bench/wrk_rest.sh [--duration-s S] [--connections "16 32"] [--runs N]
+#          [--model M] [--body FILE]
+# Environment: SOMM_BUILD_DIR=<dir> (default build), SOMM_REPO=<dir>
+# (default models/demo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+die() { echo "wrk_rest.sh: $*" >&2; exit 1; }
+source bench/lib.sh
+
+duration=10 connections="16 32" runs=3 model=digits-mlp body=models/demo/.examples/digit_3.json
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --duration-s) duration="$2"; shift 2 ;;
+    --connections) connections="$2"; shift 2 ;;
+    --runs) runs="$2"; shift 2 ;;
+    --model) model="$2"; shift 2 ;;
+    --body) body="$2"; shift 2 ;;
+    *) die "unknown argument $1" ;;
+  esac
+done
+command -v wrk >/dev/null || die "wrk is not installed (apt-get install wrk)"
+build="${SOMM_BUILD_DIR:-build}" repo="${SOMM_REPO:-models/demo}"
+[[ -f "$body" ]] || die "no request body $body (scripts/setup makes the demo repository)"
+out="$(mktemp -d)"
+cat >"$out/post.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local f = assert(io.open("$body", "rb"))
+wrk.body = f:read("*a")
+f:close()
+done = function(summary, latency, requests)
+  io.write(string.format("RESULT %.0f %.3f %d\n", summary.requests / (summary.duration / 1e6),
+                         latency:percentile(99) / 1000, summary.errors.status + summary.errors.connect
+                         + summary.errors.read + summary.errors.write + summary.errors.timeout))
+end
+LUA
+start_somm_serve wrk "$build/somm" "$out/somm" --model-repository "$repo" --auto-variants false
+url="http://127.0.0.1:$SERVED_HTTP_PORT/v2/models/$model/infer"
+curl -sf -d @"$body" "$url" >/dev/null || die "the first query failed"
+echo "commit $(git rev-parse --short HEAD), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, model $model"
+wrk -t1 -c16 -d3s -s "$out/post.lua" "$url" >/dev/null  # warm-up
+for c in $connections; do
+  qps=() p99=()
+  for r in $(seq "$runs"); do
+    line="$(wrk -t1 -c"$c" -d"${duration}s" -s "$out/post.lua" "$url" | grep '^RESULT')"
+    read -r _ q p e <<<"$line"
+    [[ "$e" == 0 ]] || die "c=$c run $r: $e errors"
+    echo "c=$c run $r: $q q/s, p99 $p ms"
+    qps+=("$q"); p99+=("$p")
+  done
+  mq="$(printf '%s\n' "${qps[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')"
+  mp="$(printf '%s\n' "${p99[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')"
+  echo "c=$c median: $mq q/s, p99 $mp ms"
+done
+rm -rf "$out"
