@@ -18,7 +18,9 @@ int main(int argc, char** argv) {
   // commands run no models and skip the second start (loading libtorch and
   // the rest again). The subcommand is always argv[1]: the app has no global
   // flags.
-  if (argc > 1 && std::string_view(argv[1]) == "serve") somm::ReexecWithProcessEnvDefaults(argv);
+  if (argc > 1 && (std::string_view(argv[1]) == "serve" || std::string_view(argv[1]) == "worker")) {
+    somm::ReexecWithProcessEnvDefaults(argv);
+  }
 
   CLI::App app{"somm: managed, model-less inference serving"};
   app.require_subcommand(1);
@@ -217,8 +219,68 @@ int main(int argc, char** argv) {
                         "Trace: write per (second, model) counts (sent, ok, SLO met, late, "
                         "rejected, expired, failed, p50, p99) as CSV to this file");
 
+  // The cluster's processes (docs/cluster.md).
+  somm::WorkerProcessOptions worker;
+  auto* worker_cmd = app.add_subcommand(
+      "worker", "Cluster worker: hosts model instances for the cluster's routers and controller");
+  worker_cmd->add_option("--model-repository,--repo", worker.model_repository,
+                         "Shared model repository folder")->required();
+  worker_cmd->add_option("--redis", worker.redis, "host:port of the cluster's Redis")->capture_default_str();
+  worker_cmd->add_option("--address", worker.address, "Address the worker service listens on")->capture_default_str();
+  worker_cmd->add_option("--port", worker.port, "Worker service (gRPC) port (0 = pick a free one)")->capture_default_str();
+  worker_cmd->add_option("--advertise", worker.advertise, "host:port routers dial (default: address:port)");
+  worker_cmd->add_option("--metrics-port", worker.metrics_port, "Prometheus and health port (0 = pick)")->capture_default_str();
+  worker_cmd->add_option("--worker-id", worker.worker_id, "Stable worker name (default hostname-port)");
+  worker_cmd->add_option("--zone", worker.zone, "Zone label");
+  worker_cmd->add_option("--device", worker.device, "auto, cpu or cuda:N")->capture_default_str();
+  worker_cmd->add_option("--memory-budget-mb", worker.memory_budget_mb, "Memory instances may use (0 = half of free RAM)")->capture_default_str();
+  worker_cmd->add_option("--lease-ms", worker.lease_ms, "Lease of its report in Redis")->capture_default_str();
+  worker_cmd->add_option("--heartbeat-ms", worker.heartbeat_ms, "How often it renews the lease")->capture_default_str();
+  worker_cmd->add_option("--background-duty", worker.background_duty, "Share of time background loads may take")->capture_default_str();
+  worker_cmd->add_option("--log-level", worker.log_level, "trace, debug, info, warn, error")->capture_default_str();
+
+  somm::RouterProcessOptions router;
+  auto* router_cmd = app.add_subcommand(
+      "router", "Cluster router: the Open Inference Protocol (REST and gRPC) in front of the workers");
+  router_cmd->add_option("--model-repository,--repo", router.model_repository,
+                         "Shared model repository folder")->required();
+  router_cmd->add_option("--redis", router.redis, "host:port of the cluster's Redis")->capture_default_str();
+  router_cmd->add_option("--address", router.address, "Address to listen on")->capture_default_str();
+  router_cmd->add_option("--http-port", router.http_port, "REST port (0 = pick)")->capture_default_str();
+  router_cmd->add_option("--grpc-port", router.grpc_port, "gRPC port (0 = pick)")->capture_default_str();
+  router_cmd->add_option("--metrics-port", router.metrics_port, "Prometheus port (0 = pick)")->capture_default_str();
+  router_cmd->add_option("--router-id", router.router_id, "Router name (default hostname-port)");
+  router_cmd->add_option("--zone", router.zone, "Zone label");
+  router_cmd->add_option("--device", router.device, "Where configured instances run: auto, cpu or cuda:N")->capture_default_str();
+  router_cmd->add_option("--max-body-bytes", router.max_body_bytes, "Largest request body or message")->capture_default_str();
+  router_cmd->add_option("--http-threads", router.http_threads, "REST I/O threads (0 = half the cores, 1 to 4)")->capture_default_str();
+  router_cmd->add_option("--log-level", router.log_level, "trace, debug, info, warn, error")->capture_default_str();
+
+  somm::ControllerProcessOptions ctl;
+  auto* controller_cmd = app.add_subcommand(
+      "controller", "Cluster controller: placement, autoscaling and the repository API; one leader "
+                    "at a time holds a lease in Redis, others stand by");
+  controller_cmd->add_option("--model-repository,--repo", ctl.model_repository,
+                             "Shared model repository folder")->required();
+  controller_cmd->add_option("--redis", ctl.redis, "host:port of the cluster's Redis")->capture_default_str();
+  controller_cmd->add_option("--address", ctl.address, "Address the control service listens on")->capture_default_str();
+  controller_cmd->add_option("--port", ctl.port, "Control service (gRPC) port (0 = pick)")->capture_default_str();
+  controller_cmd->add_option("--advertise", ctl.advertise, "host:port routers dial (default: address:port)");
+  controller_cmd->add_option("--metrics-port", ctl.metrics_port, "Prometheus and health port (0 = pick)")->capture_default_str();
+  controller_cmd->add_option("--controller-id", ctl.controller_id, "Controller name (default hostname-port)");
+  controller_cmd->add_option("--leader-lease-ms", ctl.leader_lease_ms, "Leader lease TTL")->capture_default_str();
+  controller_cmd->add_option("--control-tick-ms", ctl.control_tick_ms, "Control loop period")->capture_default_str();
+  controller_cmd->add_option("--managed", ctl.managed, "Autoscale, evict and load on demand (false = static)")->capture_default_str();
+  controller_cmd->add_option("--idle-unload-s", ctl.idle_unload_s, "Seconds idle before a model's instances go (0 = default)")->capture_default_str();
+  controller_cmd->add_option("--device", ctl.device, "Where configured instances run: auto, cpu or cuda:N")->capture_default_str();
+  controller_cmd->add_option("--wait-for-workers-s", ctl.wait_for_workers_s, "How long a new leader waits for a first worker")->capture_default_str();
+  controller_cmd->add_option("--log-level", ctl.log_level, "trace, debug, info, warn, error")->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
   if (serve_cmd->parsed()) return somm::RunServe(serve);
+  if (worker_cmd->parsed()) return somm::RunWorker(worker);
+  if (router_cmd->parsed()) return somm::RunRouter(router);
+  if (controller_cmd->parsed()) return somm::RunController(ctl);
   if (infer_cmd->parsed()) {
     if (infer.input.empty()) std::swap(infer.input, infer.model);
     if (infer.input.empty() || (infer.model.empty() == infer.task.empty())) {

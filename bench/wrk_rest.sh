@@ -45,7 +45,7 @@ LUA
 start_somm_serve wrk "$build/somm" "$out/somm" --model-repository "$repo" --auto-variants false
 url="http://127.0.0.1:$SERVED_HTTP_PORT/v2/models/$model/infer"
 curl -sf -d @"$body" "$url" >/dev/null || die "the first query failed"
-echo "commit $(git rev-parse --short HEAD), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, model $model"
+echo "binary $build/somm (checkout at $(git -C "$build/.." rev-parse --short HEAD 2>/dev/null || echo unknown)), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, model $model"
 wrk -t1 -c16 -d3s -s "$out/post.lua" "$url" >/dev/null  # warm-up
 for c in $connections; do
   qps=() p99=()

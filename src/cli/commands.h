@@ -35,6 +35,62 @@ struct ServeOptions {
 };
 int RunServe(const ServeOptions& options);
 
+// The cluster's processes (docs/cluster.md): they share state through one
+// Redis and read models from one shared repository.
+struct WorkerProcessOptions {
+  std::string model_repository;
+  std::string redis = "127.0.0.1:6379";
+  std::string address = "127.0.0.1";  // where the worker service listens
+  int port = 8101;                    // 0 = pick a free one and print it
+  std::string advertise;              // what routers dial; "" = address:port
+  int metrics_port = 8102;            // /metrics and the health probes
+  std::string worker_id;              // "" = hostname-port
+  std::string zone;
+  std::string device = "auto";
+  double memory_budget_mb = 0;
+  int lease_ms = 3000;                // its report's TTL in Redis
+  int heartbeat_ms = 1000;            // how often it renews it
+  double background_duty = 0.15;
+  std::string log_level = "info";
+};
+int RunWorker(const WorkerProcessOptions& options);
+
+struct RouterProcessOptions {
+  std::string model_repository;
+  std::string redis = "127.0.0.1:6379";
+  std::string address = "127.0.0.1";
+  int http_port = 8000;
+  int grpc_port = 8001;
+  int metrics_port = 8002;
+  std::string router_id;  // "" = hostname-port
+  std::string zone;
+  std::string device = "auto";  // where configured instances run (as the controller's)
+  int64_t max_body_bytes = 64 << 20;
+  int http_threads = 0;
+  std::string log_level = "info";
+};
+int RunRouter(const RouterProcessOptions& options);
+
+struct ControllerProcessOptions {
+  std::string model_repository;
+  std::string redis = "127.0.0.1:6379";
+  std::string address = "127.0.0.1";  // where the control service listens
+  int port = 8201;
+  std::string advertise;              // what routers dial; "" = address:port
+  int metrics_port = 8202;
+  std::string controller_id;          // "" = hostname-port
+  int leader_lease_ms = 3000;
+  int control_tick_ms = 1000;
+  bool managed = true;
+  double idle_unload_s = 0;
+  std::string device = "auto";
+  // Seconds the new leader waits for a first worker before loading the
+  // repository's models.
+  double wait_for_workers_s = 60;
+  std::string log_level = "info";
+};
+int RunController(const ControllerProcessOptions& options);
+
 struct ClientOptions {
   std::string url = "127.0.0.1:8000";  // host:port of the REST or gRPC endpoint
   std::string protocol = "http";       // http | grpc

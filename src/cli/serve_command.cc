@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/device_flag.h"
 #include "frontend/grpc/grpc_server.h"
 #include "frontend/http/http_frontend.h"
 #include "metrics/prometheus_metrics.h"
@@ -15,9 +16,8 @@
 #include "serving/embedded_server.h"
 
 namespace somm {
-namespace {
 
-StatusOr<Device> ParseDevice(const std::string& text, const Backend& backend) {
+StatusOr<Device> ParseDeviceFlag(const std::string& text, const Backend& backend) {
   if (text == "cpu") return Device{};
   if (text == "auto") {
     // The first GPU when libtorch has CUDA and the machine has one; else CPU.
@@ -36,11 +36,9 @@ StatusOr<Device> ParseDevice(const std::string& text, const Backend& backend) {
   return InvalidArgument("unknown device '" + text + "' (use auto, cpu or cuda:N)");
 }
 
-std::string Host(const std::string& address) {
+std::string DialHost(const std::string& address) {
   return address == "0.0.0.0" || address == "::" ? "127.0.0.1" : address;
 }
-
-}  // namespace
 
 int RunServe(const ServeOptions& options) {
   // Logs go to stderr; stdout carries only the banner that scripts read.
@@ -60,7 +58,7 @@ int RunServe(const ServeOptions& options) {
   // One pacer: the backend records background work, the manager waits.
   backend_options.background_pacer = std::make_shared<DutyCyclePacer>(options.background_duty);
   auto backend = CreateTorchBackend(backend_options);
-  auto device = ParseDevice(options.device, *backend);
+  auto device = ParseDeviceFlag(options.device, *backend);
   if (!device.ok()) {
     spdlog::error("{}", device.status().message());
     return 2;
@@ -109,7 +107,7 @@ int RunServe(const ServeOptions& options) {
     return 2;
   }
 
-  const std::string host = Host(options.address);
+  const std::string host = DialHost(options.address);
   const int http_port = (*http)->port();
   int ready = 0;
   for (const auto& row : manager.RepositoryIndex(true)) ready += row.state == "READY";

@@ -123,6 +123,9 @@ struct Action {
   enum class Cause { kDemand, kIdle, kRedundant, kReplaced };
   Kind kind = kLoad;
   Cause cause = Cause::kDemand;
+  // The worker that carries it out: the group's for an existing group, the
+  // placement's for a new one ("" = the only worker).
+  std::string worker;
   std::string model;
   int64_t version = 1;
   std::string variant;

@@ -12,6 +12,9 @@ namespace somm {
 namespace {
 
 constexpr int64_t kMiB = 1024 * 1024;
+// How long a worker that failed an action stays out of placement (a dead
+// one leaves the store sooner, when its lease lapses).
+constexpr auto kUnreachableFor = std::chrono::seconds(10);
 
 int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -41,12 +44,12 @@ cluster::Action ActionFor(cluster::Action::Kind kind, const VersionRecord& v,
 }  // namespace
 
 Controller::Controller(ControllerOptions options, ModelRegistry& registry,
-                       cluster::ClusterStateStore& store, WorkerStub& worker,
+                       cluster::ClusterStateStore& store, WorkerDirectory& workers,
                        ServingMetrics& metrics, DecisionLog& log)
     : options_(std::move(options)),
       registry_(registry),
       store_(store),
-      worker_(worker),
+      workers_(workers),
       metrics_(metrics),
       log_(log) {}
 
@@ -90,8 +93,19 @@ void Controller::RecordControl(const std::string& kind, const std::string& model
   log_.Add(std::move(r));
 }
 
+std::string Controller::WorkerOf(const cluster::ClusterState& state, const std::string& label) {
+  for (const auto& g : state.groups) {
+    if (cluster::GroupLabel(g) == label) return g.worker;
+  }
+  return "";
+}
+
 cluster::ClusterState Controller::ReadState(bool fresh) {
-  if (fresh) store_.PutWorker(worker_.Report());
+  if (fresh && options_.fresh_reports) {
+    for (const std::string& id : workers_.Ids()) {
+      if (auto stub = workers_.Find(id)) store_.PutWorker(stub->Report());
+    }
+  }
   cluster::ClusterState state = *store_.Read();
   for (const VersionPtr& v : registry_.All()) AppendOptions(*v, &state.options);
   return state;
@@ -124,43 +138,79 @@ int64_t Controller::EstimateBytes(const VersionRecord& v, const std::string& var
 }
 
 StatusOr<std::vector<cluster::Action>> Controller::Reserve(const std::string& label,
-                                                           int64_t extra_bytes) {
+                                                           int64_t extra_bytes,
+                                                           std::string* worker) {
   MutexLock lock(&placement_mu_);
-  if (!options_.managed || extra_bytes <= 0) {
-    reserved_[label] += std::max<int64_t>(extra_bytes, 0);
-    return std::vector<cluster::Action>{};
-  }
   cluster::ClusterState state = *store_.Read();
+  DropUnreachable(&state);
   // Loads under way count as loading groups: never victims, and their memory
   // is taken.
-  for (const auto& [reserved_label, bytes] : reserved_) {
+  for (const auto& [where, bytes] : reserved_) {
     if (bytes <= 0) continue;
     cluster::GroupState g;
-    g.model = reserved_label;
+    g.worker = where.first;
+    g.model = where.second;
     g.device = "cpu";
     g.loading = true;
     g.replicas = 1;
     g.memory_bytes = bytes;
     for (auto& d : state.devices) {
-      if (d.name == "cpu") d.used_bytes += bytes;
+      if (d.name == "cpu" && d.worker == where.first) d.used_bytes += bytes;
     }
     state.groups.push_back(std::move(g));
   }
   for (auto& g : state.groups) {
     if (cluster::GroupLabel(g) == label) g.loading = true;  // never its own victim
   }
-  auto placed = control::Place(state, extra_bytes, "cpu", options_.clock());
+  if (!options_.managed || extra_bytes <= 0) {
+    // Static provisioning places without evicting; a worker is still chosen.
+    if (worker->empty()) {
+      auto placed = control::PlaceAcrossWorkers(state, std::max<int64_t>(extra_bytes, 0), "cpu",
+                                                label, options_.clock());
+      if (placed.ok()) *worker = placed->worker;
+      else if (!state.devices.empty()) *worker = state.devices.front().worker;
+    }
+    reserved_[{*worker, label}] += std::max<int64_t>(extra_bytes, 0);
+    return std::vector<cluster::Action>{};
+  }
+  auto placed = worker->empty()
+                    ? control::PlaceAcrossWorkers(state, extra_bytes, "cpu", label, options_.clock())
+                    : control::Place(control::WorkerShare(state, *worker), extra_bytes, "cpu",
+                                     options_.clock());
   if (!placed.ok()) {
     return ResourceExhausted("cannot place " + label + ": " + placed.status().message());
   }
-  reserved_[label] += extra_bytes;
-  return control::EvictionActions(state, *placed);
+  std::vector<cluster::Action> evictions;
+  if (worker->empty()) {
+    *worker = placed->worker;
+    evictions = control::EvictionActions(state, *placed);
+  } else {
+    evictions = control::EvictionActions(control::WorkerShare(state, *worker), *placed);
+  }
+  reserved_[{*worker, label}] += extra_bytes;
+  return evictions;
 }
 
-void Controller::Release(const std::string& label) {
+void Controller::MarkUnreachable(const std::string& worker) {
+  MutexLock lock(&placement_mu_);
+  unreachable_[worker] = options_.clock() + kUnreachableFor;
+}
+
+void Controller::DropUnreachable(cluster::ClusterState* state) {
+  const cluster::TimePoint now = options_.clock();
+  for (auto it = unreachable_.begin(); it != unreachable_.end();) {
+    it = it->second <= now ? unreachable_.erase(it) : std::next(it);
+  }
+  if (unreachable_.empty()) return;
+  auto gone = [this](const std::string& w) { return unreachable_.count(w) > 0; };
+  std::erase_if(state->devices, [&](const cluster::DeviceState& d) { return gone(d.worker); });
+  std::erase_if(state->groups, [&](const cluster::GroupState& g) { return gone(g.worker); });
+}
+
+void Controller::Release(const std::string& worker, const std::string& label) {
   const auto state = store_.Read();
   MutexLock lock(&placement_mu_);
-  reserved_.erase(label);
+  reserved_.erase({worker, label});
   for (const auto& g : state->groups) {
     if (!g.loading && g.memory_bytes > 0 && cluster::GroupLabel(g) == label) {
       measured_[label] = std::max(measured_[label], g.memory_bytes);
@@ -168,11 +218,11 @@ void Controller::Release(const std::string& label) {
   }
 }
 
-void Controller::FitBudget(const std::string& protect) {
+void Controller::FitBudget(const std::string& worker, const std::string& protect) {
   std::vector<cluster::Action> evictions;
   {
     MutexLock lock(&placement_mu_);
-    cluster::ClusterState state = *store_.Read();
+    cluster::ClusterState state = control::WorkerShare(*store_.Read(), worker);
     for (auto& g : state.groups) {
       if (cluster::GroupLabel(g) == protect) g.loading = true;
     }
@@ -211,12 +261,12 @@ void Controller::SendEvictions(std::vector<cluster::Action> evictions, const std
 void Controller::UnloadGroups(const std::string& model,
                               const std::function<bool(const cluster::GroupState&)>& which,
                               const std::string& reason) {
-  store_.PutWorker(worker_.Report());
-  const auto snapshot = store_.Read();  // held for the loop
-  for (const auto& g : snapshot->groups) {
+  const cluster::ClusterState snapshot = ReadState(true);
+  for (const auto& g : snapshot.groups) {
     if (g.model != model || !which(g)) continue;
     WorkerAction a;
     a.action.kind = cluster::Action::kUnload;
+    a.action.worker = g.worker;
     a.action.model = g.model;
     a.action.version = g.version;
     a.action.variant = g.variant;
@@ -231,7 +281,12 @@ void Controller::UnloadGroups(const std::string& model,
 }
 
 void Controller::Send(WorkerAction action, std::function<void(Status)> done) {
-  worker_.Apply(std::move(action), std::move(done));
+  std::shared_ptr<WorkerStub> stub = workers_.Find(action.action.worker);
+  if (!stub) {
+    done(Unavailable("worker '" + action.action.worker + "' is not in the cluster (any more)"));
+    return;
+  }
+  stub->Apply(std::move(action), std::move(done));
 }
 
 Status Controller::SendAndWait(WorkerAction action) {
@@ -252,18 +307,25 @@ void Controller::EnsureLoaded(VersionPtr version, const std::string& variant,
   replicas = std::max(replicas, 1);
   const std::string label = cluster::GroupLabel(version->config.name, version->version, variant, hw);
   // Replicas already there or on their way count; only the rest is placed.
+  // One group per label, on one worker: more replicas join it there.
   int have = 0;
   bool present = false;
-  const auto snapshot = store_.Read();  // held for the loop
-  for (const auto& g : snapshot->groups) {
+  std::string worker;
+  cluster::ClusterState snapshot = *store_.Read();
+  {
+    MutexLock lock(&placement_mu_);
+    DropUnreachable(&snapshot);
+  }
+  for (const auto& g : snapshot.groups) {
     if (cluster::GroupLabel(g) == label) {
       have = g.replicas;
       present = true;
+      worker = g.worker;
     }
   }
   bool guessed = false;
   const int64_t per_replica = EstimateBytes(*version, variant, hw, &guessed);
-  auto evictions = Reserve(label, per_replica * std::max(replicas - have, 0));
+  auto evictions = Reserve(label, per_replica * std::max(replicas - have, 0), &worker);
   if (!evictions.ok()) {
     done(evictions.status());
     return;
@@ -271,26 +333,36 @@ void Controller::EnsureLoaded(VersionPtr version, const std::string& variant,
   SendEvictions(std::move(evictions).value(), "to make room for " + label, urgent);
   WorkerAction load;
   load.action = ActionFor(cluster::Action::kLoad, *version, variant, hw, replicas, reason);
+  load.action.worker = worker;
   load.version = version;
   load.urgent = urgent;
   load.pinned = !options_.managed;
   const auto t0 = std::chrono::steady_clock::now();
-  Send(std::move(load), [this, label, version, hw, replicas, reason, urgent, query_waits, present, guessed,
-                         t0, done = std::move(done)](Status s) {
-    Release(label);
+  Send(std::move(load), [this, label, worker, version, variant, hw, replicas, reason, urgent,
+                         query_waits, present, guessed, t0, done = std::move(done)](Status s) mutable {
+    Release(worker, label);
+    if (s.code() == StatusCode::kUnavailable && !worker.empty() && !stopping_) {
+      // The worker is gone or draining: place again without it (each round
+      // leaves one more worker out, so this ends).
+      spdlog::warn("control: worker {} did not take {} ({}); placing it elsewhere", worker, label,
+                   s.message());
+      MarkUnreachable(worker);
+      EnsureLoaded(version, variant, hw, replicas, reason, urgent, std::move(done), query_waits);
+      return;
+    }
     if (s.ok() && !present) {
       const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::steady_clock::now() - t0)
                           .count();
       if (urgent && query_waits) metrics_.RecordColdStart(version->config.name);
-      RecordControl("load", version->config.name, label, hw.Name(),
+      RecordControl("load", version->config.name, label + (worker.empty() ? "" : " on " + worker), hw.Name(),
                     "x" + std::to_string(replicas) + " in " + std::to_string(ms) + " ms" +
                         (urgent && query_waits ? " (on a query's critical path)" : "") + ": " +
                         reason);
     }
     // The size was a guess: if what was measured took the device over its
     // budget, others make room now.
-    if (s.ok() && !present && guessed && options_.managed) FitBudget(label);
+    if (s.ok() && !present && guessed && options_.managed) FitBudget(worker, label);
     done(std::move(s));
   });
 }
@@ -319,6 +391,8 @@ Status Controller::LoadModel(const std::string& name, bool startup) {
       WorkerAction a;
       a.action = ActionFor(cluster::Action::kLoad, *v, kAsRegistered, hw, v->config.instance_count,
                            "reload (repository API)");
+      a.action.worker =
+          WorkerOf(*store_.Read(), cluster::GroupLabel(v->config.name, v->version, kAsRegistered, hw));
       a.version = v;
       a.reload = true;
       a.urgent = true;
@@ -458,8 +532,10 @@ void Controller::Tick() {
           w.action = a;
           w.action.kind = cluster::Action::kSetReplicas;
           w.version = *version;
+          std::string worker = existing->worker;
+          w.action.worker = worker;
           auto evictions = Reserve(label, EstimateBytes(**version, a.variant, a.hardware) *
-                                              std::max(a.replicas - have, 0));
+                                              std::max(a.replicas - have, 0), &worker);
           if (!evictions.ok()) {
             s = evictions.status();
             made_ok = false;
@@ -469,7 +545,7 @@ void Controller::Tick() {
           SendEvictions(std::move(evictions).value(), "to make room for " + label, /*urgent=*/false);
           Send(std::move(w), [&p](Status r) { p.set_value(std::move(r)); });
           s = f.get();
-          Release(label);
+          Release(worker, label);
           if (s.ok()) {
             RecordControl("set_replicas", a.model, label, a.hardware.Name(),
                           std::to_string(have) + " -> " + std::to_string(a.replicas) + ": " + a.reason);
@@ -488,6 +564,7 @@ void Controller::Tick() {
         if (replaced && !made_ok) continue;  // make before break
         WorkerAction w;
         w.action = a;
+        if (w.action.worker.empty()) w.action.worker = WorkerOf(state, label);
         w.only_if_idle = !replaced;
         s = SendAndWait(std::move(w));
         if (s.ok()) {

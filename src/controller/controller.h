@@ -30,10 +30,11 @@
 #include "cluster/cluster_state_store.h"
 #include "common/mutex.h"
 #include "controller/autoscaler.h"
+#include "controller/control_client.h"
 #include "metrics/serving_metrics.h"
 #include "registry/model_registry.h"
 #include "router/decision_log.h"
-#include "worker/worker_stub.h"
+#include "worker/worker_directory.h"
 
 namespace somm {
 
@@ -52,16 +53,20 @@ struct ControllerOptions {
   // Called at the start of every tick (the embedded server publishes the
   // router's demand counters with it).
   std::function<void()> before_tick;
+  // Put a fresh report of every worker into the store before reading it
+  // (embedded: one direct call). A cluster's controller reads the reports
+  // the workers' heartbeats put there instead.
+  bool fresh_reports = true;
   // The clock the loop and the policies read; tests step their own.
   std::function<cluster::TimePoint()> clock = [] { return cluster::Clock::now(); };
 };
 
-class Controller {
+class Controller : public ControlClient {
  public:
   // Everything passed by reference must outlive the controller.
   Controller(ControllerOptions options, ModelRegistry& registry, cluster::ClusterStateStore& store,
-             WorkerStub& worker, ServingMetrics& metrics, DecisionLog& log);
-  ~Controller();  // Stop()
+             WorkerDirectory& workers, ServingMetrics& metrics, DecisionLog& log);
+  ~Controller() override;  // Stop()
 
   void Start();  // the control thread
   void Stop();
@@ -73,25 +78,32 @@ class Controller {
   // as a cold start (somm_cold_starts_total).
   void EnsureLoaded(VersionPtr version, const std::string& variant, const HardwareConfig& hw,
                     int replicas, const std::string& reason, bool urgent,
-                    std::function<void(Status)> done, bool query_waits = true);
+                    std::function<void(Status)> done, bool query_waits = true) override;
   // (Re)loads a repository model's configured instances, new versions before
   // old ones go; a broken reload leaves the serving versions alone.
-  Status LoadModel(const std::string& name, bool startup = false);
-  Status UnloadModel(const std::string& name);
+  Status LoadModel(const std::string& name, bool startup = false) override;
+  Status UnloadModel(const std::string& name) override;
   // One step of the control loop, at options.clock() (tests call it).
   void Tick();
   // Where the configured instances of `version` run.
-  HardwareConfig BaseHardware(const VersionRecord& version) const;
+  HardwareConfig BaseHardware(const VersionRecord& version) const override;
 
  private:
   cluster::ClusterState ReadState(bool fresh);
-  // Places `extra_bytes` for `label`; reserves them and returns the evictions
-  // to send first. Takes placement_mu_.
-  StatusOr<std::vector<cluster::Action>> Reserve(const std::string& label, int64_t extra_bytes);
-  void Release(const std::string& label);
+  // Places `extra_bytes` for `label` on `*worker` (chosen across workers
+  // when empty, and set); reserves them and returns the evictions to send
+  // first. Takes placement_mu_.
+  StatusOr<std::vector<cluster::Action>> Reserve(const std::string& label, int64_t extra_bytes,
+                                                 std::string* worker);
+  void Release(const std::string& worker, const std::string& label);
+  void MarkUnreachable(const std::string& worker);
+  // Removes the devices and groups of unreachable workers from `state`.
+  void DropUnreachable(cluster::ClusterState* state) SOMM_REQUIRES(placement_mu_);
   // After a load whose size was a guess: evicts (by the placement policy)
-  // until the device is within its budget again, never `protect`.
-  void FitBudget(const std::string& protect);
+  // until `worker`'s device is within its budget again, never `protect`.
+  void FitBudget(const std::string& worker, const std::string& protect);
+  // The worker that holds `label` in `state`; "" when none does.
+  static std::string WorkerOf(const cluster::ClusterState& state, const std::string& label);
   // Sends the evictions placement chose, each logged with its reason and
   // `why` once carried out.
   void SendEvictions(std::vector<cluster::Action> evictions, const std::string& why, bool urgent);
@@ -111,17 +123,22 @@ class Controller {
   const ControllerOptions options_;
   ModelRegistry& registry_;
   cluster::ClusterStateStore& store_;
-  WorkerStub& worker_;
+  WorkerDirectory& workers_;
   ServingMetrics& metrics_;
   DecisionLog& log_;
   std::atomic<bool> stopping_{false};
 
   Mutex lifecycle_mu_ SOMM_ACQUIRED_BEFORE(placement_mu_);
   mutable Mutex placement_mu_;
-  std::map<std::string, int64_t> reserved_ SOMM_GUARDED_BY(placement_mu_);  // label -> bytes
+  // (worker, label) -> bytes of loads under way.
+  std::map<std::pair<std::string, std::string>, int64_t> reserved_ SOMM_GUARDED_BY(placement_mu_);
   // What workers measured for unprofiled groups (label -> bytes per replica),
   // kept after the group goes so its next load is placed at its real size.
   std::map<std::string, int64_t> measured_ SOMM_GUARDED_BY(placement_mu_);
+  // Workers that answered an action UNAVAILABLE (dead, or draining), left
+  // out of placement until then: the store keeps a dead one until its lease
+  // lapses.
+  std::map<std::string, cluster::TimePoint> unreachable_ SOMM_GUARDED_BY(placement_mu_);
 
   // The loop's own memory between ticks (only the control thread, or a test
   // calling Tick(), touches it).

@@ -78,9 +78,10 @@ class ControllerTest : public ::testing::Test {
     wo.hold_loads = true;
     wo.clock = [this] { return now_; };
     worker_ = std::make_unique<FakeWorkerStub>(store_, wo);
+    workers_ = std::make_unique<SingleWorkerDirectory>(*worker_);
     ControllerOptions co;
     co.clock = [this] { return now_; };
-    controller_ = std::make_unique<Controller>(co, registry_, store_, *worker_, metrics_, log_);
+    controller_ = std::make_unique<Controller>(co, registry_, store_, *workers_, metrics_, log_);
     registry_.Publish("m", {v}, {});
     worker_->AddGroup(v, variant, hw);
   }
@@ -139,6 +140,7 @@ class ControllerTest : public ::testing::Test {
   NullServingMetrics metrics_;
   DecisionLog log_{100};
   std::unique_ptr<FakeWorkerStub> worker_;
+  std::unique_ptr<SingleWorkerDirectory> workers_;
   std::unique_ptr<Controller> controller_;
 };
 

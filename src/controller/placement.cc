@@ -1,5 +1,8 @@
 #include "controller/placement.h"
 
+#include <functional>
+#include <optional>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -53,7 +56,7 @@ DevicePlan PlanDevice(const ClusterState& state, size_t d, int64_t bytes_needed,
   std::vector<EvictionVictim> pool;
   for (size_t i = 0; i < state.groups.size(); ++i) {
     const GroupState& g = state.groups[i];
-    if (g.device != dev.name) continue;
+    if (g.device != dev.name || g.worker != dev.worker) continue;
     if (g.pinned) {
       ++pinned;
     } else if (g.loading) {
@@ -161,6 +164,7 @@ StatusOr<PlacementDecision> Place(const ClusterState& state, int64_t bytes_neede
     return ResourceExhausted(msg);
   }
   PlacementDecision out;
+  out.worker = state.devices[best->device].worker;
   out.device = state.devices[best->device].name;
   out.free_after = best->free_after;
   out.victims = best->victims;
@@ -172,12 +176,80 @@ StatusOr<PlacementDecision> Place(const ClusterState& state, int64_t bytes_neede
   return out;
 }
 
+ClusterState WorkerShare(const ClusterState& state, const std::string& worker) {
+  ClusterState share;
+  share.options = state.options;
+  share.demand = state.demand;
+  for (const DeviceState& d : state.devices) {
+    if (d.worker == worker) share.devices.push_back(d);
+  }
+  for (const GroupState& g : state.groups) {
+    if (g.worker == worker) share.groups.push_back(g);
+  }
+  return share;
+}
+
+StatusOr<PlacementDecision> PlaceAcrossWorkers(const ClusterState& state, int64_t bytes_needed,
+                                               const std::string& wanted, const std::string& key,
+                                               TimePoint now, const PlacementOptions& options) {
+  std::vector<std::string> workers;
+  for (const DeviceState& d : state.devices) {
+    if (std::find(workers.begin(), workers.end(), d.worker) == workers.end()) {
+      workers.push_back(d.worker);
+    }
+  }
+  if (workers.size() <= 1) return Place(state, bytes_needed, wanted, now, options);
+  struct Option {
+    PlacementDecision decision;
+    double lost_reload_ms = 0;
+    uint64_t hash = 0;
+    std::vector<size_t> group_index;  // the share's group i is state.groups[group_index[i]]
+  };
+  std::optional<Option> best;
+  std::string refusals;
+  for (const std::string& w : workers) {
+    ClusterState share = WorkerShare(state, w);
+    auto placed = Place(share, bytes_needed, wanted, now, options);
+    if (!placed.ok()) {
+      refusals += (refusals.empty() ? "" : "; ") + ("worker " + w + ": " + placed.status().message());
+      continue;
+    }
+    Option o;
+    o.decision = std::move(placed).value();
+    for (const EvictionVictim& v : o.decision.victims) {
+      o.lost_reload_ms += v.value * static_cast<double>(v.bytes) / kMiB;
+    }
+    o.hash = std::hash<std::string>{}(key + "@" + w);
+    for (size_t i = 0; i < state.groups.size(); ++i) {
+      if (state.groups[i].worker == w) o.group_index.push_back(i);
+    }
+    auto better = [](const Option& a, const Option& b) {
+      if (a.decision.victims.empty() != b.decision.victims.empty()) return a.decision.victims.empty();
+      if (a.lost_reload_ms != b.lost_reload_ms) return a.lost_reload_ms < b.lost_reload_ms;
+      if (a.decision.free_after != b.decision.free_after) {
+        return a.decision.free_after > b.decision.free_after;
+      }
+      return a.hash > b.hash;
+    };
+    if (!best || better(o, *best)) best = std::move(o);
+  }
+  if (!best) {
+    return ResourceExhausted("cannot place " + FormatBytes(bytes_needed) + " on any of " +
+                             std::to_string(workers.size()) + " workers: " + refusals);
+  }
+  for (EvictionVictim& v : best->decision.victims) v.group = best->group_index[v.group];
+  best->decision.reason = "worker " + best->decision.worker + " (of " +
+                          std::to_string(workers.size()) + "): " + best->decision.reason;
+  return std::move(best->decision);
+}
+
 std::vector<Action> EvictionActions(const ClusterState& state, const PlacementDecision& decision) {
   std::vector<Action> actions;
   for (const EvictionVictim& v : decision.victims) {
     const GroupState& g = state.groups[v.group];
     Action a;
     a.kind = Action::kEvict;
+    a.worker = g.worker;
     a.model = g.model;
     a.version = g.version;
     a.variant = g.variant;

@@ -81,6 +81,7 @@ struct EvictionVictim {
 };
 
 struct PlacementDecision {
+  std::string worker;  // the chosen device's worker
   std::string device;
   int64_t free_after = 0;  // budget left on `device` after the evictions and the placement
   std::vector<EvictionVictim> victims;  // evict in this order, before loading
@@ -93,6 +94,21 @@ struct PlacementDecision {
 StatusOr<PlacementDecision> Place(const ClusterState& state, int64_t bytes_needed,
                                   const std::string& wanted, TimePoint now,
                                   const PlacementOptions& options = {});
+
+// Place() over a cluster of workers: each worker's devices are planned alone
+// (its own groups are its only victims). A worker that needs no eviction
+// beats one that does (prefer a worker that is not full); then the one whose
+// victims lose the least expected reload time; then the one left with the
+// most free memory (spreading load across workers, while placement inside a
+// worker stays best fit); then rendezvous hashing of (`key`, worker), so that
+// where a key goes stays stable as workers come and go. With one worker it
+// decides as Place() does. Victims index `state.groups`.
+StatusOr<PlacementDecision> PlaceAcrossWorkers(const ClusterState& state, int64_t bytes_needed,
+                                               const std::string& wanted, const std::string& key,
+                                               TimePoint now, const PlacementOptions& options = {});
+// The part of `state` on `worker`: its devices and groups (options and
+// demand kept whole).
+ClusterState WorkerShare(const ClusterState& state, const std::string& worker);
 
 // The kUnload actions for a decision's victims, in order.
 std::vector<Action> EvictionActions(const ClusterState& state, const PlacementDecision& decision);

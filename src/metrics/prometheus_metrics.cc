@@ -256,11 +256,20 @@ MetricsEndpoint::~MetricsEndpoint() { Shutdown(); }
 
 StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(const PrometheusMetrics& metrics,
                                                                   const std::string& address,
-                                                                  int port) {
+                                                                  int port,
+                                                                  std::function<bool()> ready) {
   auto impl = std::make_unique<Impl>();
   impl->server.Get("/metrics", [&metrics](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics.Serialize(), "text/plain; version=0.0.4");
   });
+  if (ready) {
+    impl->server.Get("/v2/health/live",
+                     [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
+    impl->server.Get("/v2/health/ready",
+                     [ready](const httplib::Request&, httplib::Response& res) {
+                       res.status = ready() ? 200 : 400;
+                     });
+  }
   int bound = port;
   if (port == 0) {
     bound = impl->server.bind_to_any_port(address);

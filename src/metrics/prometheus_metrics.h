@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -52,8 +53,13 @@ class PrometheusMetrics : public ServingMetrics {
 class MetricsEndpoint {
  public:
   // port 0 picks a free port; port() tells which.
+  // With `ready`, it also answers the KServe v2 health probes (a cluster's
+  // workers and controllers have no REST frontend of their own):
+  // /v2/health/live 200 while the process runs, /v2/health/ready 200 while
+  // ready() holds, else 400.
   static StatusOr<std::unique_ptr<MetricsEndpoint>> Start(const PrometheusMetrics& metrics,
-                                                          const std::string& address, int port);
+                                                          const std::string& address, int port,
+                                                          std::function<bool()> ready = nullptr);
   ~MetricsEndpoint();
   int port() const { return port_; }
   void Shutdown();

@@ -54,6 +54,38 @@ redis.call('PUBLISH', ARGV[4], g)
 return g
 )lua";
 
+// KEYS: catalog, generation. ARGV: model, generation or "" (remove), channel.
+constexpr char kCatalogScript[] = R"lua(
+if ARGV[2] == '' then redis.call('HDEL', KEYS[1], ARGV[1])
+else redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
+local g = redis.call('INCR', KEYS[2])
+redis.call('PUBLISH', ARGV[3], g)
+return g
+)lua";
+
+// KEYS: leader, generation. ARGV: holder, ttl ms, channel. 1 while held.
+constexpr char kLeaseScript[] = R"lua(
+local cur = redis.call('GET', KEYS[1])
+if cur == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+if cur then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+local g = redis.call('INCR', KEYS[2])
+redis.call('PUBLISH', ARGV[3], g)
+return 1
+)lua";
+
+// KEYS: leader, generation. ARGV: holder, channel.
+constexpr char kReleaseScript[] = R"lua(
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+local g = redis.call('INCR', KEYS[2])
+redis.call('PUBLISH', ARGV[2], g)
+return 1
+)lua";
+
 }  // namespace
 
 std::string NewIncarnation() {
@@ -163,12 +195,55 @@ void RedisClusterStateStore::SetOnChange(std::function<void()> on_change) {
   on_change_ = std::move(on_change);
 }
 
+std::map<std::string, std::string> RedisClusterStateStore::Catalog() const {
+  MutexLock lock(&view_mu_);
+  return catalog_;
+}
+
+std::string RedisClusterStateStore::Leader() const {
+  MutexLock lock(&view_mu_);
+  return leader_;
+}
+
+Status RedisClusterStateStore::PublishModel(const std::string& model,
+                                            const std::string& generation) {
+  return Write({"EVAL", kCatalogScript, "2", Key("catalog"), Key("generation"), model, generation,
+                Key("changes")})
+      .status();
+}
+
+Status RedisClusterStateStore::RemoveModel(const std::string& model) {
+  return Write({"EVAL", kCatalogScript, "2", Key("catalog"), Key("generation"), model, "",
+                Key("changes")})
+      .status();
+}
+
+StatusOr<bool> RedisClusterStateStore::HoldLease(const std::string& holder,
+                                                 std::chrono::milliseconds ttl) {
+  SOMM_ASSIGN_OR_RETURN(RedisReply reply,
+                        Write({"EVAL", kLeaseScript, "2", Key("leader"), Key("generation"), holder,
+                               std::to_string(ttl.count()), Key("changes")}));
+  return reply.integer == 1;
+}
+
+void RedisClusterStateStore::ReleaseLease(const std::string& holder) {
+  (void)Write({"EVAL", kReleaseScript, "2", Key("leader"), Key("generation"), holder,
+               Key("changes")});
+}
+
 Status RedisClusterStateStore::Refresh() {
   MutexLock refresh(&refresh_mu_);
   SOMM_ASSIGN_OR_RETURN(std::vector<RedisReply> heads,
                         read_conn_.Pipeline({{"SMEMBERS", Key("workers")},
                                              {"SMEMBERS", Key("routers")},
-                                             {"GET", Key("generation")}}));
+                                             {"GET", Key("generation")},
+                                             {"HGETALL", Key("catalog")},
+                                             {"GET", Key("leader")}}));
+  std::map<std::string, std::string> catalog;
+  for (size_t i = 0; i + 1 < heads[3].elements.size(); i += 2) {
+    catalog[heads[3].elements[i].str] = heads[3].elements[i + 1].str;
+  }
+  std::string leader = heads[4].type == RedisReply::Type::kString ? heads[4].str : "";
   std::vector<std::string> worker_ids, router_ids;
   for (const RedisReply& r : heads[0].elements) worker_ids.push_back(r.str);
   for (const RedisReply& r : heads[1].elements) router_ids.push_back(r.str);
@@ -228,6 +303,8 @@ Status RedisClusterStateStore::Refresh() {
     MutexLock lock(&view_mu_);
     workers_ = std::move(workers);
     snapshot_ = std::move(snapshot);
+    catalog_ = std::move(catalog);
+    leader_ = std::move(leader);
     if (changed) {
       ++generation_;
       notify = on_change_;

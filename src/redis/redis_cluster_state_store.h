@@ -22,9 +22,19 @@
 // `repoll` even without one, so a lost notice or a lapsed lease (which sends
 // no notice) shows within `repoll`.
 //
+// Two more pieces of soft state live here, read into the same view:
+//   * the catalog: the models the cluster serves, each with a generation
+//     that changes whenever the model is (re)published; the leader
+//     controller writes it (and writes it again after a Redis restart),
+//     routers and workers follow it and read the models themselves from the
+//     shared repository;
+//   * the leader lease of the controllers (SET NX PX, renewed by the holder
+//     through a script that only renews its own lease).
+//
 // Keys, under `prefix` (default "somm:"): worker:<id> (hash: incarnation,
 // sequence, report JSON), workers (set), demand:<router> (JSON), routers
-// (set), generation (counter); channel "<prefix>changes".
+// (set), catalog (hash: model -> generation), leader (holder), generation
+// (counter); channel "<prefix>changes".
 //
 // Thread-safety: every method may be called concurrently. Locks:
 // write_mu_ (the write connection), refresh_mu_ (the read connection) then
@@ -84,6 +94,19 @@ class RedisClusterStateStore : public cluster::ClusterStateStore {
   // Called after every refresh that changed the view, on the watch thread.
   void SetOnChange(std::function<void()> on_change);
 
+  // The catalog (model -> generation) and the lease holder in the view.
+  std::map<std::string, std::string> Catalog() const;
+  std::string Leader() const;
+  // Writes one model's catalog entry, or removes it.
+  Status PublishModel(const std::string& model, const std::string& generation);
+  Status RemoveModel(const std::string& model);
+  // Takes the lease for `holder`, or renews it if `holder` has it: true while
+  // held. UNAVAILABLE when Redis cannot be reached (the caller then acts as
+  // if it lost the lease: the TTL will end it).
+  StatusOr<bool> HoldLease(const std::string& holder, std::chrono::milliseconds ttl);
+  // Gives the lease up if `holder` has it (a clean stop hands over at once).
+  void ReleaseLease(const std::string& holder);
+
  private:
   explicit RedisClusterStateStore(RedisStoreOptions options);
   StatusOr<RedisReply> Write(const std::vector<std::string>& command);
@@ -102,6 +125,8 @@ class RedisClusterStateStore : public cluster::ClusterStateStore {
   mutable Mutex view_mu_;
   std::map<std::string, cluster::WorkerReport> workers_ SOMM_GUARDED_BY(view_mu_);
   std::shared_ptr<const cluster::ClusterState> snapshot_ SOMM_GUARDED_BY(view_mu_);
+  std::map<std::string, std::string> catalog_ SOMM_GUARDED_BY(view_mu_);
+  std::string leader_ SOMM_GUARDED_BY(view_mu_);
   uint64_t generation_ SOMM_GUARDED_BY(view_mu_) = 0;
   std::function<void()> on_change_ SOMM_GUARDED_BY(view_mu_);
 

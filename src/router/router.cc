@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <random>
 
 #include "router/requirements.h"
 #include "worker/input_check.h"
@@ -50,6 +51,10 @@ struct Router::Query {
   std::string variant;
   HardwareConfig hardware;
   int64_t instance_id = -1;
+  std::string worker;          // "" = not chosen yet (or the only worker)
+  bool remote = false;         // dispatched to a worker of another process
+  int attempts = 0;            // dispatches that failed on a remote worker
+  std::vector<std::string> failed_workers;  // never tried again for this query
   std::vector<Tensor> inputs;  // checked, in model order
   std::vector<bool> keep;      // outputs asked for
   int64_t samples = 1;
@@ -64,12 +69,12 @@ struct Router::Query {
 };
 
 Router::Router(RouterOptions options, ModelRegistry& registry, cluster::ClusterStateStore& store,
-               WorkerStub& worker, Controller& controller, ServingMetrics& metrics,
+               WorkerDirectory& workers, ControlClient& controller, ServingMetrics& metrics,
                DecisionLog& log)
     : options_(std::move(options)),
       registry_(registry),
       store_(store),
-      worker_(worker),
+      workers_(workers),
       controller_(controller),
       metrics_(metrics),
       log_(log) {}
@@ -281,11 +286,9 @@ void Router::RouteDefault(std::shared_ptr<Query> q) {
   q->decision.outcome = "default";
   q->decision.reason = "model named without SLOs: its configured instances run it as registered";
   q->variant = kAsRegistered;
-  bool found = false;
+  q->hardware = hw;
   const auto state = store_.Read();
-  for (const auto& g : state->groups) {
-    if (!g.loading && SameGroup(g, v, kAsRegistered, hw)) found = true;
-  }
+  bool found = PickWorker(*q, state->groups);
   if (!found && options_.managed) {
     // The controller replaced the as-registered instances (an upgrade under
     // load): the replicas it keeps serve the model's plain queries too.
@@ -298,6 +301,7 @@ void Router::RouteDefault(std::shared_ptr<Query> q) {
       found = true;
       q->variant = best->variant;
       hw = best->hardware;
+      q->worker = best->worker;
       q->decision.outcome = "managed";
       q->decision.reason = "model named without SLOs; the controller replaced its as-registered "
                            "instances with " + v.config.name + ":" + v.version_str + ":" +
@@ -388,12 +392,8 @@ void Router::RouteExplicit(std::shared_ptr<Query> q, InferenceRequest& request,
   q->decision.hardware = hw.Name();
   q->decision.reason = reason;
   LogDecision(q->decision);
-  bool loaded = false;
-  const auto snapshot = store_.Read();  // held for the loop
-  for (const auto& g : snapshot->groups) {
-    if (!g.loading && SameGroup(g, rec, variant, hw)) loaded = true;
-  }
-  if (loaded) return Dispatch(std::move(q), true);
+  const auto snapshot = store_.Read();
+  if (PickWorker(*q, snapshot->groups)) return Dispatch(std::move(q), true);
   LoadThenDispatch(std::move(q), variant, hw, 1, "variant named explicitly");
 }
 
@@ -402,10 +402,7 @@ void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> ver
   // The one cluster model: this worker's groups as they are now, and the
   // profiled options of the versions in question.
   cluster::ClusterState state;
-  {
-    cluster::WorkerReport fresh = worker_.Report();
-    state.groups = std::move(fresh.groups);
-  }
+  state.groups = Groups();
   for (const VersionPtr& v : versions) AppendOptions(*v, &state.options);
   std::vector<size_t> origins;
   SelectorState candidates = CandidatesFrom(state, req, !options_.managed, &origins);
@@ -442,7 +439,6 @@ void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> ver
   }
   q->variant = o.variant;
   q->hardware = o.hardware;
-  q->instance_id = decision->instance_id;
   q->latency_slo_ms = req.latency_slo_ms;
   q->best_effort = req.best_effort;
   q->price_per_s = options_.prices.PerSecond(o.hardware);
@@ -454,7 +450,9 @@ void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> ver
   record.reason = decision->reason;
   q->decision = record;
   LogDecision(std::move(record));
-  if (decision->instance_id >= 0) return Dispatch(std::move(q), true);
+  if (decision->instance_id >= 0 && PickWorker(*q, state.groups, decision->instance_id)) {
+    return Dispatch(std::move(q), true);
+  }
   LoadThenDispatch(std::move(q), o.variant, o.hardware, 1, "chosen by the selector for " + target);
 }
 
@@ -470,27 +468,103 @@ void Router::LoadThenDispatch(std::shared_ptr<Query> q, const std::string& varia
                            });
 }
 
+std::vector<cluster::GroupState> Router::Groups() {
+  const std::vector<std::string> ids = workers_.Ids();
+  if (ids.size() == 1) {
+    std::shared_ptr<WorkerStub> stub = workers_.Find(ids[0]);
+    if (stub && stub->local()) return stub->Report().groups;
+  }
+  return store_.Read()->groups;
+}
+
+bool Router::PickWorker(Query& q, const std::vector<cluster::GroupState>& groups,
+                        int64_t instance) {
+  // Two holders drawn at random (reservoir sampling), the less loaded wins:
+  // the power of two choices, on queued work per replica.
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  const cluster::GroupState* first = nullptr;
+  const cluster::GroupState* second = nullptr;
+  int seen = 0;
+  for (const auto& g : groups) {
+    if (g.loading || !SameGroup(g, *q.version, q.variant, q.hardware)) continue;
+    if (std::find(q.failed_workers.begin(), q.failed_workers.end(), g.worker) !=
+        q.failed_workers.end()) {
+      continue;
+    }
+    ++seen;
+    if (seen == 1) {
+      first = &g;
+    } else if (seen == 2) {
+      second = &g;
+    } else {
+      const int k = std::uniform_int_distribution<int>(0, seen - 1)(rng);
+      if (k == 0) first = &g;
+      if (k == 1) second = &g;
+    }
+  }
+  if (first == nullptr) return false;
+  auto load = [](const cluster::GroupState& g) {
+    return static_cast<double>(g.queued + g.executing) / std::max(1, g.replicas);
+  };
+  const cluster::GroupState* pick = second != nullptr && load(*second) < load(*first) ? second : first;
+  q.worker = pick->worker;
+  q.instance_id = -1;
+  for (const auto& i : pick->instances) {
+    if (instance >= 0 && i.instance_id == instance) q.instance_id = instance;
+  }
+  return true;
+}
+
 void Router::Dispatch(std::shared_ptr<Query> q, bool retry_on_missing) {
+  std::shared_ptr<WorkerStub> stub = workers_.Find(q->worker);
+  if (!stub) {
+    // No worker chosen yet (after a load in a cluster), or it left: one that
+    // holds the group now.
+    const auto snapshot = store_.Read();
+    if (PickWorker(*q, snapshot->groups)) stub = workers_.Find(q->worker);
+  }
+  std::string group = cluster::GroupLabel(q->version->config.name, q->version->version,
+                                          q->variant, q->hardware);
+  if (!stub) {
+    if (!retry_on_missing) return Fail(q, Unavailable("no worker holds " + group + " now"));
+    q->worker.clear();
+    VersionPtr v = q->version;
+    controller_.EnsureLoaded(v, q->variant, q->hardware, 1, "no worker held it", true,
+                             [this, q](Status st) {
+                               if (!st.ok()) return q->done(std::move(st));
+                               Dispatch(q, false);
+                             });
+    return;
+  }
   ExecuteRequest r;
-  r.group = cluster::GroupLabel(q->version->config.name, q->version->version, q->variant,
-                                q->hardware);
+  r.group = std::move(group);
   r.instance_id = q->instance_id;
-  r.inputs = std::move(q->inputs);
+  // A remote worker gets a copy: the query keeps its inputs for a retry
+  // elsewhere (the copy is what goes on the wire).
+  q->remote = !stub->local();
+  if (q->remote) {
+    r.inputs = q->inputs;
+  } else {
+    r.inputs = std::move(q->inputs);
+  }
   if (q->latency_slo_ms) {
     // The SLO runs from arrival: the batcher admits, batches and drops by it.
     r.deadline = q->start + std::chrono::duration_cast<SteadyClock::duration>(
                                 std::chrono::duration<double, std::milli>(*q->latency_slo_ms));
   }
   r.best_effort = q->best_effort;
-  Status s = worker_.Execute(r, [this, q](StatusOr<ExecuteResult> result) {
+  const bool remote = q->remote;
+  Status s = stub->Execute(r, [this, q, remote](StatusOr<ExecuteResult> result) {
+    if (remote && !result.ok() && Retry(q, result.status())) return;
     Finish(q, std::move(result));
   });
   if (s.ok()) return;
   if (s.code() == StatusCode::kNotFound && retry_on_missing) {
     // Unloaded between routing and dispatch (an eviction, a replacement):
     // load it again for this query.
-    q->inputs = std::move(r.inputs);
+    if (!remote) q->inputs = std::move(r.inputs);
     q->instance_id = -1;
+    q->worker.clear();
     VersionPtr v = q->version;
     controller_.EnsureLoaded(v, q->variant, q->hardware, 1, "unloaded while a query was routed to it",
                              true, [this, q](Status st) {
@@ -500,6 +574,34 @@ void Router::Dispatch(std::shared_ptr<Query> q, bool retry_on_missing) {
     return;
   }
   Fail(q, Unavailable(s.message()));
+}
+
+bool Router::Retry(const std::shared_ptr<Query>& q, const Status& why) {
+  if (why.code() != StatusCode::kUnavailable && why.code() != StatusCode::kNotFound) return false;
+  if (++q->attempts >= kMaxAttempts) return false;
+  if (q->latency_slo_ms &&
+      SteadyClock::now() - q->start >= std::chrono::duration<double, std::milli>(*q->latency_slo_ms)) {
+    return false;  // no time left in its SLO
+  }
+  spdlog::info("query {}: worker {} answered {}; trying elsewhere (attempt {} of {})", q->id,
+               q->worker, why.ToString(), q->attempts + 1, kMaxAttempts);
+  // Neither a dead worker nor one without the group is tried again.
+  q->failed_workers.push_back(q->worker);
+  q->worker.clear();
+  q->instance_id = -1;
+  const auto snapshot = store_.Read();
+  if (PickWorker(*q, snapshot->groups)) {
+    Dispatch(q, false);
+    return true;
+  }
+  VersionPtr v = q->version;
+  controller_.EnsureLoaded(v, q->variant, q->hardware, 1,
+                           "the worker that held it failed a query: " + why.message(), true,
+                           [this, q](Status st) {
+                             if (!st.ok()) return q->done(std::move(st));
+                             Dispatch(q, false);
+                           });
+  return true;
 }
 
 void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> result) {
@@ -532,6 +634,7 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
                        static_cast<double>(q->samples) /
                        static_cast<double>(std::max<int64_t>(stats.batch_size, 1));
   p["somm_reason"] = decision.reason;
+  if (q->remote) p["somm_worker"] = q->worker;
   q->stats->metrics->RecordSuccess(stats.queue_ns / 1e3, stats.compute_ns / 1e3,
                                    static_cast<double>(total_us));
   q->done(std::move(response));

@@ -15,6 +15,15 @@
 // tightest SLO and strictest accuracy floor seen, and PublishDemand() puts
 // them into the cluster-state store, where any reader differences them.
 //
+// Workers: the router reaches them through a WorkerDirectory (one local
+// worker when embedded; a gRPC stub per worker in a cluster). Among the
+// workers that hold a query's group it picks by the power of two choices on
+// queued work. A remote worker that fails a query (UNAVAILABLE: dead or
+// unreachable; NOT_FOUND: the group left it) makes the router try another
+// worker that holds the group, or load it elsewhere, while the query's SLO
+// leaves time and at most kMaxAttempts times; a worker that was UNAVAILABLE
+// is never tried again for that query.
+//
 // Thread-safety: every method may be called concurrently. Lock: stats_mu_
 // (the per-version table of metrics handles and demand counters; held only
 // to find or add a row).
@@ -27,13 +36,13 @@
 
 #include "cluster/cluster_state_store.h"
 #include "common/mutex.h"
-#include "controller/controller.h"
+#include "controller/control_client.h"
 #include "metrics/serving_metrics.h"
 #include "registry/model_registry.h"
 #include "router/decision_log.h"
 #include "selector/selector.h"
 #include "serving/inference_server.h"
-#include "worker/worker_stub.h"
+#include "worker/worker_directory.h"
 
 namespace somm {
 
@@ -51,7 +60,8 @@ class Router : public InferenceServer {
  public:
   // Everything passed by reference must outlive the router.
   Router(RouterOptions options, ModelRegistry& registry, cluster::ClusterStateStore& store,
-         WorkerStub& worker, Controller& controller, ServingMetrics& metrics, DecisionLog& log);
+         WorkerDirectory& workers, ControlClient& controller, ServingMetrics& metrics,
+         DecisionLog& log);
   ~Router() override;
 
   bool IsLive() const override { return true; }
@@ -74,6 +84,8 @@ class Router : public InferenceServer {
   void Shutdown() { shutting_down_ = true; }
 
   struct Query;  // one query on its way: router.cc
+  // Dispatch attempts per query (the first one included).
+  static constexpr int kMaxAttempts = 3;
 
  private:
   struct VersionStats;
@@ -88,6 +100,16 @@ class Router : public InferenceServer {
   void LoadThenDispatch(std::shared_ptr<Query> q, const std::string& variant,
                         const HardwareConfig& hw, int replicas, const std::string& reason);
   void Dispatch(std::shared_ptr<Query> q, bool retry_on_missing);
+  // After a remote worker failed `q` with `why`: tries another worker or a
+  // load elsewhere. False when the query should fail with `why` instead.
+  bool Retry(const std::shared_ptr<Query>& q, const Status& why);
+  // The groups as fresh as this router can see them: the one local worker's
+  // own report, else the cluster-state view.
+  std::vector<cluster::GroupState> Groups();
+  // Sets q.worker (and q.instance_id when `instance` >= 0 is on it) to a
+  // worker that holds q's group and is not excluded; false when none does.
+  bool PickWorker(Query& q, const std::vector<cluster::GroupState>& groups,
+                  int64_t instance = -1);
   void Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> result);
   Status Prepare(Query& q, InferenceRequest& request);
   void RecordDemand(VersionStats& stats, const Requirements& req);
@@ -96,8 +118,8 @@ class Router : public InferenceServer {
   const RouterOptions options_;
   ModelRegistry& registry_;
   cluster::ClusterStateStore& store_;
-  WorkerStub& worker_;
-  Controller& controller_;
+  WorkerDirectory& workers_;
+  ControlClient& controller_;
   ServingMetrics& metrics_;
   DecisionLog& log_;
   std::atomic<bool> shutting_down_{false};

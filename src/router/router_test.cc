@@ -5,6 +5,8 @@
 // calls, so a query that waits for a load is answered inside Complete().
 #include "router/router.h"
 
+#include "controller/controller.h"
+
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -128,6 +130,7 @@ class RouterTest : public ::testing::Test {
   cluster::TimePoint now_ = cluster::TimePoint(100000s);
   cluster::InMemoryClusterStateStore store_;
   FakeWorkerStub worker_;
+  SingleWorkerDirectory workers_{worker_};
   NoBackend backend_;
   ModelRegistry registry_{RegistryOptions{}, backend_};
   NullServingMetrics metrics_;
@@ -139,10 +142,10 @@ class RouterTest : public ::testing::Test {
                          }(),
                          registry_,
                          store_,
-                         worker_,
+                         workers_,
                          metrics_,
                          log_};
-  Router router_{RouterOptions{}, registry_, store_, worker_, controller_, metrics_, log_};
+  Router router_{RouterOptions{}, registry_, store_, workers_, controller_, metrics_, log_};
 };
 
 TEST_F(RouterTest, LoadedModelRunsOnItsGroupAndTheResponseSaysWhatRan) {

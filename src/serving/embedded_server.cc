@@ -30,6 +30,7 @@ EmbeddedServer::EmbeddedServer(EmbeddedServerOptions options, Backend& backend,
   };
   worker_ = std::make_unique<Worker>(wo, backend, metrics);
   stub_ = std::make_unique<LocalWorkerStub>(*worker_, store_);
+  directory_ = std::make_unique<SingleWorkerDirectory>(*stub_);
 
   ControllerOptions co;
   co.managed = options_.managed;
@@ -40,14 +41,15 @@ EmbeddedServer::EmbeddedServer(EmbeddedServerOptions options, Backend& backend,
   co.before_tick = [this] {
     if (router_) router_->PublishDemand();
   };
-  controller_ = std::make_unique<Controller>(co, *registry_, store_, *stub_, metrics, log_);
+  controller_ = std::make_unique<Controller>(co, *registry_, store_, *directory_, metrics, log_);
 
   RouterOptions rto;
   rto.server_name = options_.server_name;
   rto.server_version = options_.server_version;
   rto.managed = options_.managed;
   rto.prices = options_.prices;
-  router_ = std::make_unique<Router>(rto, *registry_, store_, *stub_, *controller_, metrics, log_);
+  router_ = std::make_unique<Router>(rto, *registry_, store_, *directory_, *controller_, metrics,
+                                     log_);
 }
 
 EmbeddedServer::~EmbeddedServer() { Shutdown(); }

@@ -26,6 +26,7 @@
 #include "router/router.h"
 #include "runtime/backend.h"
 #include "worker/worker.h"
+#include "worker/worker_directory.h"
 #include "worker/worker_stub.h"
 
 namespace somm {
@@ -115,6 +116,7 @@ class EmbeddedServer : public InferenceServer {
   std::unique_ptr<ModelRegistry> registry_;
   std::unique_ptr<Worker> worker_;
   std::unique_ptr<LocalWorkerStub> stub_;
+  std::unique_ptr<SingleWorkerDirectory> directory_;
   std::unique_ptr<Controller> controller_;
   std::unique_ptr<Router> router_;
   bool stopped_ = false;

@@ -20,14 +20,23 @@ class WorkerStub {
  public:
   virtual ~WorkerStub() = default;
   virtual const std::string& id() const = 0;
-  // Runs a decided query. NotFound, with `request` left as it was, when its
-  // group is not loaded there (the router then asks for a load and tries
-  // again); otherwise it takes the request, returns Ok, and `done` runs once.
+  // Runs a decided query. A local stub returns NotFound, with `request` left
+  // as it was, when its group is not loaded there (the router then asks for
+  // a load and tries again); otherwise it takes the request, returns Ok, and
+  // `done` runs once.
+  // A remote stub (cluster_rpc/grpc_worker_stub.h) cannot know synchronously:
+  // it copies the inputs onto the wire, leaves `request` in place (so that
+  // the router may retry elsewhere), returns Ok, and reports everything,
+  // NotFound for a group not loaded there included, through `done`. Callers
+  // must therefore handle NotFound from either place.
   virtual Status Execute(ExecuteRequest& request, ExecuteCallback done) = 0;
   // Carries out one action; `done` when it is carried out or failed.
   virtual void Apply(WorkerAction action, std::function<void(Status)> done) = 0;
   // The worker's share of the cluster state, fresh.
   virtual cluster::WorkerReport Report() = 0;
+  // A worker of this process: Execute takes the inputs without a copy and
+  // Report() is a direct call, cheap enough per query.
+  virtual bool local() const { return false; }
 };
 
 // Direct calls into a Worker of this process. Every change the worker makes
@@ -45,6 +54,7 @@ class LocalWorkerStub : public WorkerStub {
     worker_.Apply(std::move(action), std::move(done));
   }
   cluster::WorkerReport Report() override { return worker_.Report(); }
+  bool local() const override { return true; }
   // Puts the worker's report into the store.
   void Publish() { store_.PutWorker(worker_.Report()); }
 

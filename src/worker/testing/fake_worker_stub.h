@@ -56,6 +56,7 @@ class FakeWorkerStub : public WorkerStub {
   // --- WorkerStub ---
 
   const std::string& id() const override { return options_.id; }
+  bool local() const override { return true; }  // as the LocalWorkerStub it stands in for
 
   Status Execute(ExecuteRequest& request, ExecuteCallback done) override {
     ExecuteResult result;

@@ -1,0 +1,477 @@
+// somm worker, somm router and somm controller: the processes of a cluster
+// (docs/cluster.md). Each wires the same nouns as `somm serve`
+// (serving/embedded_server.h) around the Redis cluster-state store and the
+// cluster's gRPC services instead of direct calls.
+#include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/device_flag.h"
+#include "cluster_rpc/control_service.h"
+#include "cluster_rpc/grpc_control_client.h"
+#include "cluster_rpc/worker_pool.h"
+#include "cluster_rpc/worker_service.h"
+#include "controller/controller.h"
+#include "frontend/grpc/grpc_server.h"
+#include "frontend/http/http_frontend.h"
+#include "metrics/prometheus_metrics.h"
+#include "redis/redis_cluster_state_store.h"
+#include "registry/model_registry.h"
+#include "router/router.h"
+#include "runtime/torch/torch_backend.h"
+#include "worker/worker.h"
+
+namespace somm {
+namespace {
+
+using redis::RedisClusterStateStore;
+
+// Logs to stderr (stdout carries the banner), and the stop signals blocked
+// in every thread so that only sigwait sees them.
+sigset_t SetUpProcess(const std::string& log_level) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("somm"));
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  return stop;
+}
+
+const char* WaitForStop(sigset_t* stop) {
+  int signal_number = 0;
+  sigwait(stop, &signal_number);
+  return signal_number == SIGTERM ? "SIGTERM" : "SIGINT";
+}
+
+// "<hostname>-<port>", or "<hostname>-<pid>" when the port is picked at
+// start (0).
+std::string DefaultId(const std::string& given, int port) {
+  if (!given.empty()) return given;
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  return std::string(host) + "-" + std::to_string(port != 0 ? port : getpid());
+}
+
+StatusOr<std::unique_ptr<RedisClusterStateStore>> OpenStore(const std::string& address,
+                                                             int lease_ms, bool watch) {
+  SOMM_ASSIGN_OR_RETURN(redis::RedisEndpoint endpoint, redis::ParseRedisEndpoint(address));
+  redis::RedisStoreOptions o;
+  o.endpoint = endpoint;
+  o.lease = std::chrono::milliseconds(lease_ms);
+  o.watch = watch;
+  return RedisClusterStateStore::Open(o);
+}
+
+// The version of `model` the shared repository holds, read afresh (a worker
+// loads what the controller names, which may be newer than anything it saw).
+StatusOr<VersionPtr> ReadVersion(const ModelRegistry& registry, const std::string& model,
+                                 int64_t version) {
+  if (!IsValidModelName(model)) return InvalidArgument("invalid model name '" + model + "'");
+  std::vector<RepositoryEntry> problems;
+  for (const VersionPtr& v : registry.Read(model, &problems)) {
+    if (v->version == version) return v;
+  }
+  std::string why;
+  for (const auto& p : problems) why += "; " + p.reason;
+  return NotFound("model '" + model + "' version " + std::to_string(version) +
+                  " is not in the repository " + registry.options().repository_path + why);
+}
+
+// Keeps a registry in line with the cluster's catalog: a model the catalog
+// lists is read from the shared repository whenever its generation changes;
+// one it stops listing is forgotten. An empty catalog changes nothing: that
+// is Redis after a restart, until the leader writes the catalog again.
+class CatalogFollower {
+ public:
+  explicit CatalogFollower(ModelRegistry& registry) : registry_(registry) {}
+  void Sync(const std::map<std::string, std::string>& catalog) {
+    std::lock_guard lock(mu_);
+    if (catalog.empty()) return;
+    for (const auto& [name, generation] : catalog) {
+      auto it = synced_.find(name);
+      if (it != synced_.end() && it->second == generation) continue;
+      std::vector<RepositoryEntry> problems;
+      std::vector<VersionPtr> versions = registry_.Read(name, &problems);
+      spdlog::info("catalog: model {} (generation {}): {} version(s) from the repository", name,
+                   generation, versions.size());
+      registry_.Publish(name, std::move(versions), std::move(problems));
+      synced_[name] = generation;
+    }
+    for (auto it = synced_.begin(); it != synced_.end();) {
+      if (catalog.count(it->first) == 0) {
+        spdlog::info("catalog: model {} is no longer served", it->first);
+        registry_.Remove(it->first);
+        it = synced_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+ private:
+  ModelRegistry& registry_;
+  std::mutex mu_;
+  std::map<std::string, std::string> synced_;  // model -> generation read
+};
+
+// The worker ids and addresses a store's view holds: what a GrpcWorkerPool
+// dials.
+GrpcWorkerPool::Provider AddressesOf(RedisClusterStateStore& store) {
+  return [&store] {
+    std::map<std::string, std::string> out;
+    for (const auto& [id, report] : store.Workers()) {
+      if (!report.address.empty()) out[id] = report.address;
+    }
+    return out;
+  };
+}
+
+// The leader's control address from the lease holder "id|host:port".
+std::string LeaderAddress(const RedisClusterStateStore& store) {
+  const std::string holder = store.Leader();
+  const auto bar = holder.find('|');
+  return bar == std::string::npos ? "" : holder.substr(bar + 1);
+}
+
+// A loop that runs `step` every `period` until Stop().
+class Ticker {
+ public:
+  Ticker(std::chrono::milliseconds period, std::function<void()> step)
+      : period_(period), step_(std::move(step)), thread_([this] { Loop(); }) {}
+  ~Ticker() { Stop(); }
+  void Poke() { cv_.notify_all(); }
+  void Stop() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock lock(mu_);
+    while (!stop_) {
+      lock.unlock();
+      step_();
+      lock.lock();
+      cv_.wait_for(lock, period_);
+    }
+  }
+  const std::chrono::milliseconds period_;
+  const std::function<void()> step_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+int RunWorker(const WorkerProcessOptions& o) {
+  sigset_t stop = SetUpProcess(o.log_level);
+  PrometheusMetrics metrics;
+  TorchBackendOptions backend_options;
+  backend_options.background_pacer = std::make_shared<DutyCyclePacer>(o.background_duty);
+  auto backend = CreateTorchBackend(backend_options);
+  auto device = ParseDeviceFlag(o.device, *backend);
+  if (!device.ok()) {
+    spdlog::error("{}", device.status().message());
+    return 2;
+  }
+  auto store = OpenStore(o.redis, o.lease_ms, /*watch=*/false);
+  if (!store.ok()) {
+    spdlog::error("{}", store.status().message());
+    return 2;
+  }
+  RegistryOptions ro;
+  ro.repository_path = o.model_repository;
+  ro.device = *device;
+  ModelRegistry registry(ro, *backend);
+
+  std::atomic<bool> draining{false};
+  std::unique_ptr<Ticker> heartbeat;
+  WorkerOptions wo;
+  wo.zone = o.zone;
+  wo.device = *device;
+  wo.memory_budget_bytes = static_cast<int64_t>(o.memory_budget_mb * 1024 * 1024);
+  wo.background_pacer = backend_options.background_pacer;
+  // A change of the groups is reported at once, not at the next beat.
+  wo.on_change = [&heartbeat] {
+    if (heartbeat) heartbeat->Poke();
+  };
+  const std::string id = DefaultId(o.worker_id, o.port);
+  wo.id = id;
+  Worker worker_instance(wo, *backend, metrics);
+  Worker* worker = &worker_instance;
+  WorkerServiceOptions so;
+  so.address = o.address;
+  so.port = o.port;
+  auto service = WorkerService::Start(
+      *worker, [&registry](const std::string& m, int64_t v) { return ReadVersion(registry, m, v); },
+      so);
+  if (!service.ok()) {
+    spdlog::error("{}", service.status().message());
+    return 2;
+  }
+  const int port = (*service)->port();
+  const std::string advertise =
+      o.advertise.empty() ? DialHost(o.address) + ":" + std::to_string(port) : o.advertise;
+  const std::string incarnation = redis::NewIncarnation();
+  int64_t sequence = 0;
+  bool warned = false;
+  heartbeat = std::make_unique<Ticker>(std::chrono::milliseconds(o.heartbeat_ms), [&] {
+    if (draining) return;
+    cluster::WorkerReport report = worker->Report();
+    report.incarnation = incarnation;
+    report.sequence = ++sequence;
+    report.address = advertise;
+    report.zone = o.zone;
+    const Status s = (*store)->WriteWorker(report);
+    if (!s.ok() && !warned) spdlog::warn("worker {}: heartbeat not written: {}", id, s.message());
+    if (s.ok() && warned) spdlog::info("worker {}: heartbeats are written again", id);
+    warned = !s.ok();
+  });
+  auto endpoint = MetricsEndpoint::Start(metrics, o.address, o.metrics_port,
+                                         [&draining] { return !draining.load(); });
+  if (!endpoint.ok()) {
+    spdlog::error("{}", endpoint.status().message());
+    return 2;
+  }
+  std::printf("somm worker: listening grpc=%d metrics=%d id=%s\n", port, (*endpoint)->port(),
+              id.c_str());
+  std::fflush(stdout);
+  spdlog::info("worker {} (incarnation {}) serves {} from {}, reports to redis at {}", id,
+               incarnation, advertise, o.model_repository, o.redis);
+
+  const char* why = WaitForStop(&stop);
+  // Drain: leave routing first (no new queries), then finish what is in
+  // flight, then go.
+  spdlog::info("worker {}: {}: deregistering, then finishing the queries in flight", id, why);
+  draining = true;
+  heartbeat->Stop();
+  (*store)->RemoveWorker(id);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // routers' views follow
+  (*service)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  worker->Shutdown();
+  (*endpoint)->Shutdown();
+  spdlog::info("worker {} stopped cleanly", id);
+  return 0;
+}
+
+int RunRouter(const RouterProcessOptions& o) {
+  sigset_t stop = SetUpProcess(o.log_level);
+  PrometheusMetrics metrics;
+  auto backend = CreateTorchBackend(TorchBackendOptions{});
+  auto device = ParseDeviceFlag(o.device, *backend);
+  if (!device.ok()) {
+    spdlog::error("{}", device.status().message());
+    return 2;
+  }
+  auto store = OpenStore(o.redis, 3000, /*watch=*/true);
+  if (!store.ok()) {
+    spdlog::error("{}", store.status().message());
+    return 2;
+  }
+  RegistryOptions ro;
+  ro.repository_path = o.model_repository;
+  ro.device = *device;
+  ModelRegistry registry(ro, *backend);
+  CatalogFollower catalog(registry);
+  catalog.Sync((*store)->Catalog());
+  (*store)->SetOnChange([&catalog, s = store->get()] { catalog.Sync(s->Catalog()); });
+
+  GrpcWorkerPool workers(AddressesOf(**store));
+  GrpcControlClient control([s = store->get()] { return LeaderAddress(*s); }, *device);
+  DecisionLog log(1000);
+  RouterOptions rto;
+  rto.id = DefaultId(o.router_id, o.http_port);
+  Router router(rto, registry, **store, workers, control, metrics, log);
+  Ticker demand(std::chrono::milliseconds(1000), [&router] { router.PublishDemand(); });
+
+  HttpFrontendOptions ho;
+  ho.address = o.address;
+  ho.port = o.http_port;
+  ho.max_body_bytes = static_cast<size_t>(o.max_body_bytes);
+  ho.io_threads = o.http_threads;
+  auto http = HttpFrontend::Start(router, ho);
+  if (!http.ok()) {
+    spdlog::error("REST frontend: {}", http.status().message());
+    return 2;
+  }
+  GrpcFrontendOptions go;
+  go.address = o.address;
+  go.port = o.grpc_port;
+  go.max_message_bytes = static_cast<int>(o.max_body_bytes);
+  auto grpc = GrpcFrontend::Start(router, go);
+  if (!grpc.ok()) {
+    spdlog::error("gRPC frontend: {}", grpc.status().message());
+    return 2;
+  }
+  auto endpoint = MetricsEndpoint::Start(metrics, o.address, o.metrics_port);
+  if (!endpoint.ok()) {
+    spdlog::error("{}", endpoint.status().message());
+    return 2;
+  }
+  // The same first line as `somm serve`: scripts and tests read it.
+  std::printf("somm: listening http=%d grpc=%d metrics=%d\n", (*http)->port(), (*grpc)->port(),
+              (*endpoint)->port());
+  std::printf("somm router %s: the cluster at redis %s\n", rto.id.c_str(), o.redis.c_str());
+  std::fflush(stdout);
+
+  const char* why = WaitForStop(&stop);
+  spdlog::info("router {}: {}: finishing the queries in flight", rto.id, why);
+  router.Shutdown();
+  (*http)->Shutdown();
+  (*grpc)->Shutdown(std::chrono::seconds(30));
+  demand.Stop();
+  (*endpoint)->Shutdown();
+  spdlog::info("router {} stopped cleanly", rto.id);
+  return 0;
+}
+
+int RunController(const ControllerProcessOptions& o) {
+  sigset_t stop = SetUpProcess(o.log_level);
+  PrometheusMetrics metrics;
+  TorchBackendOptions backend_options;
+  auto backend = CreateTorchBackend(backend_options);
+  auto device = ParseDeviceFlag(o.device, *backend);
+  if (!device.ok()) {
+    spdlog::error("{}", device.status().message());
+    return 2;
+  }
+  auto store = OpenStore(o.redis, 3000, /*watch=*/true);
+  if (!store.ok()) {
+    spdlog::error("{}", store.status().message());
+    return 2;
+  }
+  RegistryOptions ro;
+  ro.repository_path = o.model_repository;
+  ro.device = *device;
+  ModelRegistry registry(ro, *backend);
+  GrpcWorkerPool workers(AddressesOf(**store));
+  DecisionLog log(1000);
+  ControllerOptions co;
+  co.managed = o.managed;
+  co.control_tick_ms = std::max(o.control_tick_ms, 10);
+  co.idle_unload_s = o.idle_unload_s;
+  co.device = *device;
+  co.fresh_reports = false;  // the workers' heartbeats keep the store fresh
+  Controller controller(co, registry, **store, workers, metrics, log);
+
+  std::atomic<bool> leader{false};
+  auto service = ControlService::Start(
+      controller, **store,
+      [&registry](const std::string& m, int64_t v) {
+        return registry.Resolve(m, std::to_string(v));
+      },
+      [&leader] { return leader.load(); }, ControlServiceOptions{o.address, o.port});
+  if (!service.ok()) {
+    spdlog::error("{}", service.status().message());
+    return 2;
+  }
+  const int port = (*service)->port();
+  const std::string id = DefaultId(o.controller_id, port);
+  const std::string advertise =
+      o.advertise.empty() ? DialHost(o.address) + ":" + std::to_string(port) : o.advertise;
+  const std::string holder = id + "|" + advertise;
+  auto endpoint = MetricsEndpoint::Start(metrics, o.address, o.metrics_port, [] { return true; });
+  if (!endpoint.ok()) {
+    spdlog::error("{}", endpoint.status().message());
+    return 2;
+  }
+  std::printf("somm controller: listening control=%d metrics=%d id=%s\n", port,
+              (*endpoint)->port(), id.c_str());
+  std::fflush(stdout);
+
+  // The catalog entry of every model this controller serves; written again
+  // whenever Redis lost it (soft state).
+  std::mutex catalog_mu;
+  std::map<std::string, std::string> catalog;
+  auto publish_catalog = [&] {
+    std::lock_guard lock(catalog_mu);
+    std::set<std::string> served;
+    for (const VersionPtr& v : registry.All()) served.insert(v->config.name);
+    const auto held = (*store)->Catalog();
+    for (const std::string& name : served) {
+      auto& generation = catalog[name];
+      if (generation.empty()) generation = redis::NewIncarnation();
+      auto it = held.find(name);
+      if (it == held.end() || it->second != generation) (void)(*store)->PublishModel(name, generation);
+    }
+    for (auto it = catalog.begin(); it != catalog.end();) {
+      if (served.count(it->first) == 0) {
+        (void)(*store)->RemoveModel(it->first);
+        it = catalog.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  };
+
+  std::atomic<bool> lost{false};
+  std::atomic<bool> started{false};
+  std::unique_ptr<std::thread> startup;
+  const auto lease = std::chrono::milliseconds(o.leader_lease_ms);
+  Ticker leadership(lease / 3, [&] {
+    StatusOr<bool> held = (*store)->HoldLease(holder, lease);
+    const bool now_leader = held.ok() && *held;
+    if (leader && !now_leader) {
+      // A lapsed lease may already be another's: stop acting at once; the
+      // supervisor starts this process again as a standby.
+      spdlog::error("controller {}: lost the leader lease ({}); exiting", id,
+                    held.ok() ? "another holds it" : held.status().message());
+      lost = true;
+      kill(getpid(), SIGTERM);
+      return;
+    }
+    if (!leader && now_leader) {
+      leader = true;
+      spdlog::info("controller {}: took the leader lease; loading the repository's models", id);
+      startup = std::make_unique<std::thread>([&] {
+        const auto give_up = std::chrono::steady_clock::now() +
+                             std::chrono::milliseconds(static_cast<int64_t>(o.wait_for_workers_s * 1000));
+        while (workers.Ids().empty() && std::chrono::steady_clock::now() < give_up && !lost) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        for (const std::string& name : registry.ListModelFolders()) {
+          if (registry.IsPublished(name)) continue;
+          const Status s = controller.LoadModel(name, /*startup=*/true);
+          if (!s.ok()) spdlog::error("model {}: {}", name, s.message());
+        }
+        publish_catalog();
+        controller.Start();
+        started = true;
+      });
+    }
+    if (leader && started) publish_catalog();
+  });
+
+  const char* why = WaitForStop(&stop);
+  spdlog::info("controller {}: {}: stopping", id, why);
+  leadership.Stop();
+  if (startup && startup->joinable()) startup->join();
+  controller.Stop();
+  if (leader && !lost) (*store)->ReleaseLease(holder);
+  (*service)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  (*endpoint)->Shutdown();
+  spdlog::info("controller {} stopped", id);
+  return lost ? 3 : 0;
+}
+
+}  // namespace somm

@@ -1,0 +1,187 @@
+#include "cluster_rpc/control_service.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "frontend/grpc/grpc_codec.h"
+#include "proto/control.grpc.pb.h"
+
+namespace somm {
+namespace {
+
+namespace pb = ::somm::control_rpc;
+using grpc::CallbackServerContext;
+using grpc::ServerUnaryReactor;
+using grpc_codec::ToGrpcStatus;
+
+ServerUnaryReactor* FinishNow(CallbackServerContext* context, const Status& status) {
+  ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+// Runs the blocking repository calls one after another, off gRPC's threads.
+class SerialThread {
+ public:
+  SerialThread() : thread_([this] { Loop(); }) {}
+  ~SerialThread() { Stop(); }
+  void Post(std::function<void()> job) {
+    std::lock_guard lock(mu_);
+    jobs_.push_back(std::move(job));
+    cv_.notify_one();
+  }
+  void Stop() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+      cv_.notify_one();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock lock(mu_);
+    while (true) {
+      cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;
+      auto job = std::move(jobs_.front());
+      jobs_.pop_front();
+      lock.unlock();
+      job();
+      lock.lock();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+class SommControlService final : public pb::SommControl::CallbackService {
+ public:
+  SommControlService(ControlClient& controller, cluster::ClusterStateStore& store,
+                     ControlService::Resolver resolve, std::function<bool()> is_leader)
+      : controller_(controller),
+        store_(store),
+        resolve_(std::move(resolve)),
+        is_leader_(std::move(is_leader)) {}
+
+  ServerUnaryReactor* EnsureLoaded(CallbackServerContext* context,
+                                   const pb::EnsureLoadedRequest* request,
+                                   pb::EnsureLoadedResponse* response) override {
+    if (!is_leader_()) return FinishNow(context, Unavailable("not the leader controller"));
+    StatusOr<VersionPtr> version = resolve_(request->model(), request->version());
+    if (!version.ok()) return FinishNow(context, version.status());
+    HardwareConfig hw;
+    const std::string& device = request->hardware().device();
+    if (device != "cpu" && device != "cuda") {
+      return FinishNow(context, InvalidArgument("hardware.device '" + device + "' is not cpu or cuda"));
+    }
+    hw.device = device == "cuda" ? DeviceKind::kCuda : DeviceKind::kCpu;
+    hw.device_index = request->hardware().index();
+    hw.threads = std::max(1, request->hardware().threads());
+    const std::string label = cluster::GroupLabel(request->model(), request->version(),
+                                                  request->variant(), hw);
+    ServerUnaryReactor* reactor = context->DefaultReactor();
+    controller_.EnsureLoaded(
+        *version, request->variant(), hw, std::max(1, request->replicas()), request->reason(),
+        request->urgent(),
+        [this, reactor, response, label](Status s) {
+          if (s.ok()) {
+            const auto state = store_.Read();
+            for (const auto& g : state->groups) {
+              if (cluster::GroupLabel(g) == label) response->set_worker(g.worker);
+            }
+          }
+          reactor->Finish(ToGrpcStatus(s));
+        },
+        request->query_waits());
+    return reactor;
+  }
+
+  ServerUnaryReactor* LoadModel(CallbackServerContext* context, const pb::ModelRequest* request,
+                                pb::ModelResponse*) override {
+    return Repository(context, request->name(), true);
+  }
+  ServerUnaryReactor* UnloadModel(CallbackServerContext* context, const pb::ModelRequest* request,
+                                  pb::ModelResponse*) override {
+    return Repository(context, request->name(), false);
+  }
+
+  void Stop() { serial_.Stop(); }
+
+ private:
+  ServerUnaryReactor* Repository(CallbackServerContext* context, const std::string& name,
+                                 bool load) {
+    if (!is_leader_()) return FinishNow(context, Unavailable("not the leader controller"));
+    ServerUnaryReactor* reactor = context->DefaultReactor();
+    serial_.Post([this, reactor, name, load] {
+      const Status s = load ? controller_.LoadModel(name) : controller_.UnloadModel(name);
+      reactor->Finish(ToGrpcStatus(s));
+    });
+    return reactor;
+  }
+
+  ControlClient& controller_;
+  cluster::ClusterStateStore& store_;
+  const ControlService::Resolver resolve_;
+  const std::function<bool()> is_leader_;
+  SerialThread serial_;
+};
+
+}  // namespace
+
+struct ControlService::Impl {
+  Impl(ControlClient& c, cluster::ClusterStateStore& s, Resolver r, std::function<bool()> l)
+      : service(c, s, std::move(r), std::move(l)) {}
+  SommControlService service;
+  int port = 0;
+  std::once_flag shutdown_once;
+  std::unique_ptr<grpc::Server> server;  // last: destroyed first
+};
+
+StatusOr<std::unique_ptr<ControlService>> ControlService::Start(
+    ControlClient& controller, cluster::ClusterStateStore& store, Resolver resolve,
+    std::function<bool()> is_leader, ControlServiceOptions options) {
+  if (options.port < 0 || options.port > 65535) {
+    return InvalidArgument("control service port " + std::to_string(options.port) +
+                           " is not in 0..65535");
+  }
+  grpc_codec::TurnOffAbslDeadlockDetection();
+  auto impl = std::make_unique<Impl>(controller, store, std::move(resolve), std::move(is_leader));
+  const std::string where = options.address + ":" + std::to_string(options.port);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(where, grpc::InsecureServerCredentials(), &impl->port);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.RegisterService(&impl->service);
+  impl->server = builder.BuildAndStart();
+  if (!impl->server || impl->port == 0) {
+    if (impl->server) impl->server->Shutdown();
+    impl->server.reset();
+    return Unavailable("control service cannot listen on " + where +
+                       " (address invalid or port in use)");
+  }
+  return std::unique_ptr<ControlService>(new ControlService(std::move(impl)));
+}
+
+ControlService::ControlService(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+ControlService::~ControlService() { Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1)); }
+
+int ControlService::port() const { return impl_->port; }
+
+void ControlService::Shutdown(std::chrono::system_clock::time_point deadline) {
+  std::call_once(impl_->shutdown_once, [&] {
+    if (impl_->server) impl_->server->Shutdown(deadline);
+    impl_->service.Stop();
+  });
+}
+
+}  // namespace somm

@@ -1,0 +1,108 @@
+#include "cluster_rpc/grpc_control_client.h"
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include "frontend/grpc/grpc_codec.h"
+#include "proto/control.grpc.pb.h"
+
+namespace somm {
+
+namespace pb = ::somm::control_rpc;
+
+struct GrpcControlClient::Channel {
+  std::string address;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<pb::SommControl::Stub> stub;
+};
+
+GrpcControlClient::GrpcControlClient(std::function<std::string()> leader, Device device,
+                                     std::chrono::milliseconds load_timeout)
+    : leader_(std::move(leader)), device_(device), load_timeout_(load_timeout) {
+  grpc_codec::TurnOffAbslDeadlockDetection();
+}
+
+GrpcControlClient::~GrpcControlClient() = default;
+
+StatusOr<std::shared_ptr<GrpcControlClient::Channel>> GrpcControlClient::Leader() {
+  const std::string address = leader_();
+  if (address.empty()) return Unavailable("no controller holds the leader lease now");
+  MutexLock lock(&mu_);
+  if (!channel_ || channel_->address != address) {
+    auto c = std::make_shared<Channel>();
+    c->address = address;
+    c->channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+    c->stub = pb::SommControl::NewStub(c->channel);
+    channel_ = std::move(c);
+  }
+  return channel_;
+}
+
+HardwareConfig GrpcControlClient::BaseHardware(const VersionRecord& v) const {
+  HardwareConfig hw;
+  hw.device = device_.kind;
+  hw.device_index = device_.index;
+  hw.threads = v.config.intra_op_threads;
+  return hw;
+}
+
+void GrpcControlClient::EnsureLoaded(VersionPtr version, const std::string& variant,
+                                     const HardwareConfig& hw, int replicas,
+                                     const std::string& reason, bool urgent,
+                                     std::function<void(Status)> done, bool query_waits) {
+  auto leader = Leader();
+  if (!leader.ok()) return done(leader.status());
+  struct Call {
+    grpc::ClientContext context;
+    pb::EnsureLoadedRequest request;
+    pb::EnsureLoadedResponse response;
+    std::shared_ptr<Channel> channel;  // kept alive for the call
+    std::function<void(Status)> done;
+  };
+  auto call = std::make_shared<Call>();
+  call->channel = *leader;
+  call->done = std::move(done);
+  call->context.set_deadline(std::chrono::system_clock::now() + load_timeout_);
+  auto& r = call->request;
+  r.set_model(version->config.name);
+  r.set_version(version->version);
+  r.set_variant(variant);
+  r.mutable_hardware()->set_device(hw.device == DeviceKind::kCuda ? "cuda" : "cpu");
+  r.mutable_hardware()->set_index(hw.device_index);
+  r.mutable_hardware()->set_threads(hw.threads);
+  r.set_replicas(replicas);
+  r.set_reason(reason);
+  r.set_urgent(urgent);
+  r.set_query_waits(query_waits);
+  call->channel->stub->async()->EnsureLoaded(
+      &call->context, &call->request, &call->response, [call](grpc::Status s) {
+        Status status = grpc_codec::FromGrpcStatus(s);
+        if (!status.ok()) {
+          status = Status(status.code(), "controller at " + call->channel->address + ": " +
+                                             status.message());
+        }
+        call->done(std::move(status));
+      });
+}
+
+Status GrpcControlClient::LoadModel(const std::string& name, bool) {
+  SOMM_ASSIGN_OR_RETURN(std::shared_ptr<Channel> c, Leader());
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + load_timeout_);
+  pb::ModelRequest request;
+  request.set_name(name);
+  pb::ModelResponse response;
+  return grpc_codec::FromGrpcStatus(c->stub->LoadModel(&context, request, &response));
+}
+
+Status GrpcControlClient::UnloadModel(const std::string& name) {
+  SOMM_ASSIGN_OR_RETURN(std::shared_ptr<Channel> c, Leader());
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + load_timeout_);
+  pb::ModelRequest request;
+  request.set_name(name);
+  pb::ModelResponse response;
+  return grpc_codec::FromGrpcStatus(c->stub->UnloadModel(&context, request, &response));
+}
+
+}  // namespace somm

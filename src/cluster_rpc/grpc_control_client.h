@@ -1,0 +1,51 @@
+// GrpcControlClient: a router's ControlClient in a cluster: every call goes
+// to the leader controller's ControlService over gRPC. Where the leader is
+// comes from `leader` (the Redis store's leader record), asked again after
+// any UNAVAILABLE answer, so a router follows a failover by itself. One
+// channel per leader address, reused.
+//
+// EnsureLoaded is asynchronous (its `done` runs on a gRPC thread) and bounded
+// by `load_timeout`; LoadModel and UnloadModel block, bounded likewise.
+// BaseHardware is computed here, as the controller does, from `device`.
+//
+// Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/mutex.h"
+#include "controller/control_client.h"
+#include "profiles/device.h"
+
+namespace somm {
+
+class GrpcControlClient : public ControlClient {
+ public:
+  // `leader` returns "host:port" of the leader's ControlService, or "".
+  GrpcControlClient(std::function<std::string()> leader, Device device,
+                    std::chrono::milliseconds load_timeout = std::chrono::minutes(5));
+  ~GrpcControlClient() override;
+
+  void EnsureLoaded(VersionPtr version, const std::string& variant, const HardwareConfig& hw,
+                    int replicas, const std::string& reason, bool urgent,
+                    std::function<void(Status)> done, bool query_waits = true) override;
+  Status LoadModel(const std::string& name, bool startup = false) override;
+  Status UnloadModel(const std::string& name) override;
+  HardwareConfig BaseHardware(const VersionRecord& version) const override;
+
+ private:
+  struct Channel;
+  // The channel to the leader now; Unavailable when none is known.
+  StatusOr<std::shared_ptr<Channel>> Leader();
+
+  const std::function<std::string()> leader_;
+  const Device device_;
+  const std::chrono::milliseconds load_timeout_;
+  Mutex mu_;
+  std::shared_ptr<Channel> channel_ SOMM_GUARDED_BY(mu_);
+};
+
+}  // namespace somm

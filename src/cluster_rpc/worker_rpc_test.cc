@@ -1,0 +1,315 @@
+// The worker RPC end to end on loopback: a real Worker (with a fake backend
+// whose model echoes x as y) behind WorkerService, reached through
+// GrpcWorkerStub.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "cluster_rpc/grpc_worker_stub.h"
+#include "cluster_rpc/worker_pool.h"
+#include "cluster_rpc/worker_service.h"
+#include "metrics/serving_metrics.h"
+
+namespace somm {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A bound on waits, so that a bug fails the test instead of hanging it; no
+// test relies on its length.
+constexpr auto kFailAfter = 20s;
+
+// Echoes x as y, after `delay` (for deadline tests).
+class EchoModel : public ExecutableModel {
+ public:
+  explicit EchoModel(const std::atomic<int>& delay_ms) : delay_ms_(delay_ms) {}
+  Status Execute(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override {
+    if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_.load()));
+    Tensor out = inputs[0];
+    out.name = "y";
+    outputs->push_back(std::move(out));
+    return Status::Ok();
+  }
+
+ private:
+  const std::atomic<int>& delay_ms_;
+};
+
+class FakeBackend : public Backend {
+ public:
+  std::string Name() const override { return "fake"; }
+  std::vector<Device> Devices() const override { return {Device{}}; }
+  StatusOr<std::unique_ptr<ExecutableModel>> Load(const LoadOptions&) override {
+    return std::unique_ptr<ExecutableModel>(std::make_unique<EchoModel>(delay_ms));
+  }
+  std::atomic<int> delay_ms{0};
+};
+
+HardwareConfig Cpu1() { return {DeviceKind::kCpu, 0, 1}; }
+
+// Version 1 of `name`: x FP32 [2] -> y FP32 [2], batching up to 4; no
+// repository behind it (the fake backend reads no file).
+VersionPtr Model(const std::string& name) {
+  auto v = std::make_shared<VersionRecord>();
+  v->config.name = name;
+  v->config.max_batch_size = 4;
+  v->config.inputs = {{"x", DataType::kFp32, {2}}};
+  v->config.outputs = {{"y", DataType::kFp32, {2}}};
+  v->version = 1;
+  v->version_str = "1";
+  v->path = "/nonexistent/" + name + "/1/model.pt";
+  return v;
+}
+
+std::string Label(const std::string& model) {
+  return cluster::GroupLabel(model, 1, kAsRegistered, Cpu1());
+}
+
+WorkerAction LoadOf(const std::string& model) {
+  WorkerAction w;
+  w.action.kind = cluster::Action::kLoad;
+  w.action.model = model;
+  w.action.version = 1;
+  w.action.variant = kAsRegistered;
+  w.action.hardware = Cpu1();
+  w.action.device = "cpu";
+  w.action.replicas = 1;
+  w.action.reason = "test";
+  w.urgent = true;
+  return w;
+}
+
+ExecuteRequest QueryFor(const std::string& model) {
+  ExecuteRequest r;
+  r.group = Label(model);
+  const float values[] = {1.5f, -2.0f};
+  r.inputs.push_back(Tensor{"x", DataType::kFp32, {1, 2},
+                            std::string(reinterpret_cast<const char*>(values), sizeof(values))});
+  return r;
+}
+
+class ClusterRpcTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WorkerOptions o;
+    o.id = "w1";
+    o.memory_budget_bytes = int64_t{1} << 30;
+    worker_ = std::make_unique<Worker>(o, backend_, metrics_);
+    auto service = WorkerService::Start(
+        *worker_, [](const std::string& model, int64_t version) -> StatusOr<VersionPtr> {
+          if (model != "echo" || version != 1) {
+            return NotFound("model '" + model + "' version " + std::to_string(version) +
+                            " is not in the repository");
+          }
+          return Model(model);
+        });
+    ASSERT_TRUE(service.ok()) << service.status().ToString();
+    service_ = std::move(service).value();
+    address_ = "127.0.0.1:" + std::to_string(service_->port());
+    stub_ = std::make_unique<GrpcWorkerStub>("w1", address_);
+  }
+  void TearDown() override {
+    stub_.reset();
+    if (service_) service_->Shutdown(1s);
+    worker_->Shutdown();
+  }
+
+  Status Apply(WorkerAction action) {
+    auto p = std::make_shared<std::promise<Status>>();
+    std::future<Status> f = p->get_future();
+    stub_->Apply(std::move(action), [p](Status s) { p->set_value(std::move(s)); });
+    if (f.wait_for(kFailAfter) != std::future_status::ready) return Internal("apply hung");
+    return f.get();
+  }
+
+  // Runs `request` through the stub; checks that done runs exactly once.
+  StatusOr<ExecuteResult> Execute(ExecuteRequest& request) {
+    auto p = std::make_shared<std::promise<StatusOr<ExecuteResult>>>();
+    auto calls = std::make_shared<std::atomic<int>>(0);
+    std::future<StatusOr<ExecuteResult>> f = p->get_future();
+    Status taken = stub_->Execute(request, [p, calls](StatusOr<ExecuteResult> r) {
+      if (calls->fetch_add(1) == 0) p->set_value(std::move(r));
+    });
+    if (!taken.ok()) return taken;
+    if (f.wait_for(kFailAfter) != std::future_status::ready) return Internal("execute hung");
+    StatusOr<ExecuteResult> result = f.get();
+    std::this_thread::sleep_for(10ms);  // a second call of done would show by now
+    EXPECT_EQ(calls->load(), 1);
+    return result;
+  }
+
+  FakeBackend backend_;
+  NullServingMetrics metrics_;
+  std::unique_ptr<Worker> worker_;
+  std::unique_ptr<WorkerService> service_;
+  std::string address_;
+  std::unique_ptr<GrpcWorkerStub> stub_;
+};
+
+TEST_F(ClusterRpcTest, LoadThenExecuteEchoesAndLeavesTheInputs) {
+  ASSERT_TRUE(Apply(LoadOf("echo")).ok());
+  EXPECT_TRUE(worker_->HasGroup(Label("echo")));
+
+  ExecuteRequest request = QueryFor("echo");
+  request.deadline = SteadyClock::now() + 10s;
+  const std::string bytes = request.inputs[0].data;
+  StatusOr<ExecuteResult> r = Execute(request);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->outputs.size(), 1u);
+  EXPECT_EQ(r->outputs[0].name, "y");
+  EXPECT_EQ(r->outputs[0].datatype, DataType::kFp32);
+  EXPECT_EQ(r->outputs[0].shape, (Shape{1, 2}));
+  EXPECT_EQ(r->outputs[0].data, bytes);
+  EXPECT_EQ(r->stats.batch_size, 1);
+  EXPECT_GE(r->stats.compute_ns, 0);
+  EXPECT_GE(r->instance_id, 0);
+  EXPECT_EQ(r->device, "cpu");
+  // The router may retry elsewhere: the inputs are still there.
+  ASSERT_EQ(request.inputs.size(), 1u);
+  EXPECT_EQ(request.inputs[0].data, bytes);
+  EXPECT_EQ(request.inputs[0].name, "x");
+
+  // No deadline works too.
+  ExecuteRequest no_deadline = QueryFor("echo");
+  EXPECT_TRUE(Execute(no_deadline).ok());
+}
+
+TEST_F(ClusterRpcTest, ConcurrentQueriesShareTheStubAndEachGetsItsOwnAnswer) {
+  ASSERT_TRUE(Apply(LoadOf("echo")).ok());
+  constexpr int kQueries = 64;
+  std::vector<std::promise<StatusOr<ExecuteResult>>> answers(kQueries);
+  std::vector<std::string> sent(kQueries);
+  for (int i = 0; i < kQueries; ++i) {
+    ExecuteRequest request = QueryFor("echo");
+    const float values[] = {static_cast<float>(i), static_cast<float>(-i)};
+    request.inputs[0].data.assign(reinterpret_cast<const char*>(values), sizeof(values));
+    sent[i] = request.inputs[0].data;
+    ASSERT_TRUE(stub_->Execute(request, [&answers, i](StatusOr<ExecuteResult> r) {
+                       answers[i].set_value(std::move(r));
+                     }).ok());
+  }
+  for (int i = 0; i < kQueries; ++i) {
+    auto f = answers[i].get_future();
+    ASSERT_EQ(f.wait_for(kFailAfter), std::future_status::ready) << i;
+    StatusOr<ExecuteResult> r = f.get();
+    ASSERT_TRUE(r.ok()) << i << ": " << r.status().ToString();
+    ASSERT_EQ(r->outputs.size(), 1u);
+    EXPECT_EQ(r->outputs[0].data, sent[i]) << i;
+  }
+}
+
+TEST_F(ClusterRpcTest, UnknownGroupIsNotFoundThroughDone) {
+  ExecuteRequest request = QueryFor("echo");
+  StatusOr<ExecuteResult> r = Execute(request);
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound) << r.status().ToString();
+  EXPECT_NE(r.status().message().find(Label("echo")), std::string::npos) << r.status().ToString();
+  EXPECT_EQ(request.inputs.size(), 1u);
+}
+
+TEST_F(ClusterRpcTest, ResolverErrorIsTheApplysError) {
+  Status s = Apply(LoadOf("missing"));
+  EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.ToString();
+  EXPECT_NE(s.message().find("not in the repository"), std::string::npos) << s.ToString();
+  EXPECT_FALSE(worker_->HasGroup(Label("missing")));
+}
+
+TEST_F(ClusterRpcTest, UnloadNeedsNoRecord) {
+  ASSERT_TRUE(Apply(LoadOf("echo")).ok());
+  WorkerAction unload = LoadOf("echo");
+  unload.action.kind = cluster::Action::kUnload;
+  unload.action.cause = cluster::Action::Cause::kIdle;
+  unload.action.replicas = 0;
+  EXPECT_TRUE(Apply(unload).ok());
+  EXPECT_FALSE(worker_->HasGroup(Label("echo")));
+}
+
+TEST_F(ClusterRpcTest, PassedDeadlineIsRefusedNotHung) {
+  ASSERT_TRUE(Apply(LoadOf("echo")).ok());
+  ExecuteRequest request = QueryFor("echo");
+  request.deadline = SteadyClock::now() - 1ms;
+  StatusOr<ExecuteResult> r = Execute(request);
+  EXPECT_TRUE(r.status().code() == StatusCode::kDeadlineExceeded ||
+              r.status().code() == StatusCode::kResourceExhausted)
+      << r.status().ToString();
+}
+
+TEST_F(ClusterRpcTest, DeadlineThatPassesWhileExecutingIsDeadlineExceeded) {
+  ASSERT_TRUE(Apply(LoadOf("echo")).ok());
+  backend_.delay_ms = 500;
+  ExecuteRequest request = QueryFor("echo");
+  request.deadline = SteadyClock::now() + 50ms;
+  StatusOr<ExecuteResult> r = Execute(request);
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
+  backend_.delay_ms = 0;
+}
+
+TEST_F(ClusterRpcTest, ReportRoundTrips) {
+  ASSERT_TRUE(Apply(LoadOf("echo")).ok());
+  cluster::WorkerReport report = stub_->Report();
+  EXPECT_EQ(report.worker, "w1");
+  EXPECT_FALSE(report.incarnation.empty());
+  ASSERT_EQ(report.groups.size(), 1u);
+  EXPECT_EQ(cluster::GroupLabel(report.groups[0]), Label("echo"));
+  EXPECT_EQ(report.groups[0].replicas, 1);
+  EXPECT_FALSE(report.devices.empty());
+}
+
+TEST_F(ClusterRpcTest, AfterShutdownExecuteIsUnavailableThroughDone) {
+  ASSERT_TRUE(Apply(LoadOf("echo")).ok());
+  service_->Shutdown(1s);
+  ExecuteRequest request = QueryFor("echo");
+  StatusOr<ExecuteResult> r = Execute(request);
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
+  EXPECT_EQ(request.inputs.size(), 1u);
+
+  // A report from a worker that is gone holds only its id.
+  cluster::WorkerReport report = stub_->Report();
+  EXPECT_EQ(report.worker, "w1");
+  EXPECT_TRUE(report.groups.empty());
+}
+
+TEST_F(ClusterRpcTest, PoolKeepsOneStubPerWorker) {
+  std::map<std::string, std::string> addresses = {{"w1", address_}};
+  std::mutex mu;
+  GrpcWorkerPoolOptions options;
+  options.refresh = 0ms;  // every Find reads the provider
+  GrpcWorkerPool pool(
+      [&] {
+        std::lock_guard lock(mu);
+        return addresses;
+      },
+      options);
+  std::shared_ptr<WorkerStub> a = pool.Find("w1");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->id(), "w1");
+  EXPECT_EQ(pool.Find("w1"), a);
+  EXPECT_EQ(pool.Find("w2"), nullptr);
+  EXPECT_EQ(pool.Ids(), std::vector<std::string>{"w1"});
+
+  // The stub works.
+  auto p = std::make_shared<std::promise<Status>>();
+  a->Apply(LoadOf("echo"), [p](Status s) { p->set_value(std::move(s)); });
+  auto f = p->get_future();
+  ASSERT_EQ(f.wait_for(kFailAfter), std::future_status::ready);
+  EXPECT_TRUE(f.get().ok());
+
+  {
+    std::lock_guard lock(mu);
+    addresses["w1"] = "127.0.0.1:1";  // moved
+  }
+  std::shared_ptr<WorkerStub> b = pool.Find("w1");
+  ASSERT_NE(b, nullptr);
+  EXPECT_NE(b, a);
+  {
+    std::lock_guard lock(mu);
+    addresses.clear();  // gone
+  }
+  EXPECT_EQ(pool.Find("w1"), nullptr);
+  EXPECT_TRUE(pool.Ids().empty());
+}
+
+}  // namespace
+}  // namespace somm

@@ -1,0 +1,37 @@
+// ControlClient: what a router asks of the controller. The embedded server's
+// router calls the Controller of its own process; a cluster's router reaches
+// the leader controller over RPC with the same contract.
+//
+// Contract: EnsureLoaded never blocks its caller; `done` runs exactly once,
+// on any thread, possibly before the call returns, once the replicas are up
+// (or why they cannot be). LoadModel and UnloadModel block (the repository
+// API runs them on handler threads). Thread-safe.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "common/status.h"
+#include "profiles/variant_profile.h"
+#include "registry/model_registry.h"
+
+namespace somm {
+
+class ControlClient {
+ public:
+  virtual ~ControlClient() = default;
+  // Has `replicas` of `variant`@`hw` of `version` loaded somewhere.
+  // `urgent`: a query waits (the worker's urgent lane). `query_waits`: it
+  // counts as a cold start.
+  virtual void EnsureLoaded(VersionPtr version, const std::string& variant,
+                            const HardwareConfig& hw, int replicas, const std::string& reason,
+                            bool urgent, std::function<void(Status)> done,
+                            bool query_waits = true) = 0;
+  // (Re)loads a repository model; unloads one (the repository API).
+  virtual Status LoadModel(const std::string& name, bool startup = false) = 0;
+  virtual Status UnloadModel(const std::string& name) = 0;
+  // Where the configured instances of `version` run.
+  virtual HardwareConfig BaseHardware(const VersionRecord& version) const = 0;
+};
+
+}  // namespace somm
