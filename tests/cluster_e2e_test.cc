@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -144,6 +146,159 @@ TEST_F(ClusterE2eTest, ZKillingAWorkerUnderLoadLosesNoQuery) {
   EXPECT_GE(ok, sent * 99 / 100) << summary << "\n" << cluster_->Logs();
   ASSERT_GE(left_after_s, 0) << "the dead worker never left routing";
   EXPECT_LE(left_after_s, 1.5 + 1.0);
+}
+
+// Each failure test runs its own cluster: two routers, a leader controller
+// and a standby, two workers.
+class ClusterFailureTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    demo_ = DemoRepository();
+    digits_ = LoadHeldOutDigits(demo_);
+    ASSERT_GE(digits_.pixels.size(), 100u) << "no held-out digits (run scripts/setup first)";
+    repo_ = MakeTestRepository(demo_, "cluster-failure");
+    ClusterOptions o;
+    o.routers = 2;
+    o.controllers = 2;
+    cluster_ = std::make_unique<ClusterProcesses>(SommBinary(), repo_, o);
+    ASSERT_TRUE(cluster_->ok()) << cluster_->error() << "\n" << cluster_->Logs();
+  }
+  void TearDown() override {
+    cluster_.reset();
+    std::filesystem::remove_all(repo_);
+  }
+
+  struct Counts {
+    int sent = 0;
+    std::map<int, int> by_status;  // 0 = no router answered
+    std::string Summary() const {
+      std::string out = "sent " + std::to_string(sent) + ":";
+      for (const auto& [status, n] : by_status) {
+        out += " " + (status == 0 ? std::string("unanswered") : std::to_string(status)) + "=" +
+               std::to_string(n);
+      }
+      return out;
+    }
+  };
+  // Open-loop load from four clients on two models while `during` runs.
+  // Each client was given every router: it sends to one and, when that one
+  // cannot be reached, to the next (what a client with two addresses does).
+  Counts LoadWhile(const std::function<void()>& during) {
+    const std::vector<std::string> models = {"digits-mlp", "digits-cnn"};
+    std::atomic<bool> stop{false};
+    std::mutex mu;
+    Counts counts;
+    std::vector<std::thread> clients;
+    for (int t = 0; t < 4; ++t) {
+      clients.emplace_back([&, t] {
+        size_t router = static_cast<size_t>(t) % cluster_->routers().size();
+        size_t i = static_cast<size_t>(t);
+        while (!stop.load()) {
+          const std::string& model = models[i % models.size()];
+          const std::string body = DigitBody(digits_.pixels[i % digits_.pixels.size()]);
+          int status = 0;
+          for (size_t tries = 0; tries < cluster_->routers().size() && status == 0; ++tries) {
+            httplib::Client c("127.0.0.1", cluster_->routers()[router].http_port);
+            c.set_read_timeout(30, 0);
+            c.set_connection_timeout(1, 0);
+            auto r = c.Post("/v2/models/" + model + "/infer", body, "application/json");
+            if (r) {
+              status = r->status;
+            } else {
+              router = (router + 1) % cluster_->routers().size();
+            }
+          }
+          {
+            std::lock_guard lock(mu);
+            ++counts.sent;
+            ++counts.by_status[status];
+          }
+          ++i;
+          std::this_thread::sleep_for(10ms);
+        }
+      });
+    }
+    std::this_thread::sleep_for(1s);
+    during();
+    std::this_thread::sleep_for(1s);
+    stop = true;
+    for (auto& t : clients) t.join();
+    return counts;
+  }
+  void ExpectNothingLost(const Counts& counts, const std::string& what) {
+    std::printf("[cluster %s] %s\n", what.c_str(), counts.Summary().c_str());
+    EXPECT_EQ(counts.by_status.count(0) ? counts.by_status.at(0) : 0, 0)
+        << what << ": unanswered queries; " << counts.Summary();
+    const int ok = counts.by_status.count(200) ? counts.by_status.at(200) : 0;
+    EXPECT_GE(ok, counts.sent * 99 / 100) << what << ": " << counts.Summary() << "\n"
+                                          << cluster_->Logs();
+  }
+
+  std::string demo_, repo_;
+  HeldOutDigits digits_;
+  std::unique_ptr<ClusterProcesses> cluster_;
+};
+
+TEST_F(ClusterFailureTest, StandbyControllerTakesOverWhenTheLeaderIsKilled) {
+  ASSERT_EQ(cluster_->Leader(), "controller-0");
+  double took_over_s = -1;
+  const Counts counts = LoadWhile([&] {
+    ASSERT_EQ(kill(cluster_->controllers()[0], SIGKILL), 0);
+    const auto killed = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - killed < 10s) {
+      if (cluster_->Leader() == "controller-1") {
+        took_over_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+        break;
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+  });
+  ExpectNothingLost(counts, "kill -9 leader controller");
+  std::printf("[cluster kill -9 leader controller] the standby took the lease after %.2f s "
+              "(lease 1.5 s)\n", took_over_s);
+  ASSERT_GE(took_over_s, 0) << "the standby never took over\n" << cluster_->Logs();
+  EXPECT_LE(took_over_s, 5.0);
+  // It acts: the repository API goes to it through a router.
+  httplib::Client c("127.0.0.1", cluster_->routers()[1].http_port);
+  c.set_read_timeout(60, 0);
+  auto unload = c.Post("/v2/repository/models/digits-logistic/unload", "{}", "application/json");
+  ASSERT_TRUE(unload);
+  EXPECT_EQ(unload->status, 200) << unload->body << "\n" << cluster_->Logs();
+  auto load = c.Post("/v2/repository/models/digits-logistic/load", "{}", "application/json");
+  ASSERT_TRUE(load);
+  EXPECT_EQ(load->status, 200) << load->body;
+}
+
+TEST_F(ClusterFailureTest, ClientGivenBothRoutersGoesOnWhenOneIsKilled) {
+  const Counts counts = LoadWhile([&] {
+    ASSERT_EQ(kill(cluster_->routers()[0].pid, SIGKILL), 0);
+    std::this_thread::sleep_for(2s);
+  });
+  ExpectNothingLost(counts, "kill -9 router");
+}
+
+TEST_F(ClusterFailureTest, RoutingRecoversAfterARedisRestart) {
+  double recovered_s = -1;
+  const Counts counts = LoadWhile([&] {
+    cluster_->KillRedis();
+    std::this_thread::sleep_for(1s);
+    ASSERT_TRUE(cluster_->RestartRedis());
+    const auto restarted = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - restarted < 10s) {
+      if (cluster_->RegisteredWorkers().size() == cluster_->workers().size() &&
+          !cluster_->Leader().empty()) {
+        recovered_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - restarted).count();
+        break;
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+  });
+  ExpectNothingLost(counts, "redis-server restart");
+  std::printf("[cluster redis restart] workers and leader back in Redis %.2f s after the "
+              "restart\n", recovered_s);
+  ASSERT_GE(recovered_s, 0) << cluster_->Logs();
+  EXPECT_LE(recovered_s, 5.0);
 }
 
 }  // namespace

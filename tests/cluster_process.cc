@@ -61,12 +61,12 @@ pid_t ClusterProcesses::Spawn(const std::vector<std::string>& args, const std::s
   const pid_t pid = fork();
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     dup2(o, STDOUT_FILENO);
     dup2(e, STDERR_FILENO);
-    std::vector<char*> argv;
     std::vector<std::string> copy = args;
+    std::vector<char*> argv;
     for (auto& a : copy) argv.push_back(a.data());
     argv.push_back(nullptr);
     execvp(argv[0], argv.data());
@@ -77,36 +77,62 @@ pid_t ClusterProcesses::Spawn(const std::vector<std::string>& args, const std::s
   return pid;
 }
 
+std::string ClusterProcesses::Redis(const std::string& command) const {
+  std::string out;
+  FILE* p = popen(("redis-cli -p " + std::to_string(redis_port_) + " " + command + " 2>/dev/null").c_str(), "r");
+  if (!p) return out;
+  char line[512];
+  while (fgets(line, sizeof line, p)) out += line;
+  pclose(p);
+  return out;
+}
+
+bool ClusterProcesses::StartRedis() {
+  redis_pid_ = Spawn({"redis-server", "--port", std::to_string(redis_port_), "--bind",
+                      "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning"},
+                     "redis");
+  for (int i = 0; i < 200; ++i) {
+    if (Redis("ping").find("PONG") != std::string::npos) return true;
+    std::this_thread::sleep_for(25ms);
+  }
+  return false;
+}
+
+void ClusterProcesses::KillRedis() {
+  if (redis_pid_ <= 0) return;
+  kill(redis_pid_, SIGKILL);
+  waitpid(redis_pid_, nullptr, 0);
+  redis_pid_ = -1;
+}
+
+bool ClusterProcesses::RestartRedis() {
+  KillRedis();
+  return StartRedis();
+}
+
 ClusterProcesses::ClusterProcesses(const std::string& binary, const std::string& repo,
                                    ClusterOptions options) {
   std::string tmpl = (std::filesystem::temp_directory_path() / "somm_cluster_XXXXXX").string();
   dir_ = mkdtemp(tmpl.data()) ? tmpl : std::filesystem::temp_directory_path().string();
   redis_port_ = FreePort();
-  const pid_t redis = Spawn({"redis-server", "--port", std::to_string(redis_port_), "--bind",
-                             "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel",
-                             "warning"},
-                            "redis");
-  {
-    bool up = false;
-    for (int i = 0; i < 100 && !up; ++i) {
-      up = system(("redis-cli -p " + std::to_string(redis_port_) +
-                                       " ping >/dev/null 2>&1").c_str()) == 0;
-      if (!up) std::this_thread::sleep_for(50ms);
-    }
-    if (!up) {
-      error_ = "redis-server did not start (is it installed? scripts/setup)";
-      (void)redis;
-      return;
-    }
+  if (!StartRedis()) {
+    error_ = "redis-server did not start (is it installed? scripts/setup)";
+    return;
   }
   const std::string redis_address = "127.0.0.1:" + std::to_string(redis_port_);
-  std::vector<std::string> controller = {binary, "controller", "--model-repository", repo,
-                                         "--redis", redis_address, "--port", "0",
-                                         "--metrics-port", "0", "--controller-id", "controller-0",
-                                         "--wait-for-workers-s", "60"};
-  controller.insert(controller.end(), options.controller_args.begin(),
-                    options.controller_args.end());
-  const pid_t cpid = Spawn(controller, "controller-0");
+  for (int c = 0; c < options.controllers; ++c) {
+    std::vector<std::string> args = {binary, "controller", "--model-repository", repo, "--redis",
+                                     redis_address, "--port", "0", "--metrics-port", "0",
+                                     "--controller-id", "controller-" + std::to_string(c),
+                                     "--leader-lease-ms", std::to_string(options.leader_lease_ms),
+                                     "--wait-for-workers-s", "60"};
+    args.insert(args.end(), options.controller_args.begin(), options.controller_args.end());
+    controllers_.push_back(Spawn(args, "controller-" + std::to_string(c)));
+    if (c == 0) {
+      // The first one takes the lease: wait for it before starting the rest.
+      for (int i = 0; i < 200 && Leader().empty(); ++i) std::this_thread::sleep_for(25ms);
+    }
+  }
   for (int j = 0; j < options.workers; ++j) {
     const std::string id = "worker-" + std::to_string(j);
     std::vector<std::string> args = {binary, "worker", "--model-repository", repo, "--redis",
@@ -120,42 +146,54 @@ ClusterProcesses::ClusterProcesses(const std::string& binary, const std::string&
     w.pid = Spawn(args, id);
     workers_.push_back(w);
   }
-  const pid_t rpid = Spawn({binary, "router", "--model-repository", repo, "--redis",
-                            redis_address, "--http-port", "0", "--grpc-port", "0",
-                            "--metrics-port", "0", "--router-id", "router-0"},
-                           "router-0");
+  for (int i = 0; i < options.routers; ++i) {
+    Router r;
+    r.pid = Spawn({binary, "router", "--model-repository", repo, "--redis", redis_address,
+                   "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0", "--router-id",
+                   "router-" + std::to_string(i)},
+                  "router-" + std::to_string(i));
+    routers_.push_back(r);
+  }
   std::string text;
   std::smatch m;
   for (Worker& w : workers_) {
-    if (!WaitFor(dir_ + "/" + w.id + ".stdout", std::regex("listening grpc=(\\d+)"), &text, &m, w.pid)) {
+    if (!WaitFor(dir_ + "/" + w.id + ".stdout", std::regex("listening grpc=(\\d+)"), &text, &m,
+                 w.pid)) {
       error_ = w.id + " did not start";
       return;
     }
     w.port = std::stoi(m[1]);
   }
-  if (!WaitFor(dir_ + "/controller-0.stdout", std::regex("listening control=(\\d+)"), &text, &m, cpid)) {
-    error_ = "the controller did not start";
-    return;
-  }
-  if (!WaitFor(dir_ + "/router-0.stdout", std::regex("http=(\\d+) grpc=(\\d+)"), &text, &m, rpid)) {
-    error_ = "the router did not start";
-    return;
-  }
-  http_port_ = std::stoi(m[1]);
-  grpc_port_ = std::stoi(m[2]);
-  // Ready once the controller has loaded the repository and the router's
-  // catalog lists a ready model.
-  httplib::Client c("127.0.0.1", http_port_);
-  for (int i = 0; i < 1200; ++i) {
-    auto r = c.Post("/v2/repository/index", R"({"ready": true})", "application/json");
-    if (r && r->status == 200 && r->body.find("READY") != std::string::npos &&
-        ReadFile(dir_ + "/controller-0.stderr").find("took the leader lease") != std::string::npos) {
-      ok_ = true;
-      break;
+  for (size_t c = 0; c < controllers_.size(); ++c) {
+    if (!WaitFor(dir_ + "/controller-" + std::to_string(c) + ".stdout",
+                 std::regex("listening control=(\\d+)"), &text, &m, controllers_[c])) {
+      error_ = "controller " + std::to_string(c) + " did not start";
+      return;
     }
-    std::this_thread::sleep_for(100ms);
   }
-  if (!ok_) error_ = "the router never listed a ready model";
+  for (size_t i = 0; i < routers_.size(); ++i) {
+    if (!WaitFor(dir_ + "/router-" + std::to_string(i) + ".stdout",
+                 std::regex("http=(\\d+) grpc=(\\d+)"), &text, &m, routers_[i].pid)) {
+      error_ = "router " + std::to_string(i) + " did not start";
+      return;
+    }
+    routers_[i].http_port = std::stoi(m[1]);
+    routers_[i].grpc_port = std::stoi(m[2]);
+  }
+  // Ready once the leader has loaded the repository and every router's
+  // catalog lists a ready model.
+  for (int i = 0; i < 1200 && !ok_; ++i) {
+    bool all = ReadFile(dir_ + "/controller-0.stderr").find("took the leader lease") !=
+               std::string::npos;
+    for (const Router& r : routers_) {
+      httplib::Client c("127.0.0.1", r.http_port);
+      auto res = c.Post("/v2/repository/index", R"({"ready": true})", "application/json");
+      all = all && res && res->status == 200 && res->body.find("READY") != std::string::npos;
+    }
+    ok_ = all;
+    if (!ok_) std::this_thread::sleep_for(100ms);
+  }
+  if (!ok_) error_ = "the routers never listed a ready model";
 }
 
 ClusterProcesses::~ClusterProcesses() {
@@ -167,22 +205,27 @@ ClusterProcesses::~ClusterProcesses() {
 
 std::vector<std::string> ClusterProcesses::RegisteredWorkers() const {
   std::vector<std::string> ids;
-  FILE* p = popen(("redis-cli -p " + std::to_string(redis_port_) + " SMEMBERS somm:workers").c_str(), "r");
-  if (!p) return ids;
-  char line[256];
-  while (fgets(line, sizeof line, p)) {
-    std::string s(line);
-    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  std::stringstream in(Redis("SMEMBERS somm:workers"));
+  std::string s;
+  while (std::getline(in, s)) {
+    while (!s.empty() && (s.back() == '\r' || s.back() == ' ')) s.pop_back();
     if (!s.empty()) ids.push_back(s);
   }
-  pclose(p);
   return ids;
+}
+
+std::string ClusterProcesses::Leader() const {
+  std::string holder = Redis("GET somm:leader");
+  while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\r')) holder.pop_back();
+  const auto bar = holder.find('|');
+  return bar == std::string::npos ? "" : holder.substr(0, bar);
 }
 
 std::string ClusterProcesses::Logs() const {
   std::string out;
-  for (const std::string& name : names_) {
-    out += "==== " + name + "\n" + ReadFile(dir_ + "/" + name + ".stderr");
+  for (size_t i = 0; i < names_.size(); ++i) {
+    if (i > 0 && names_[i] == names_[i - 1]) continue;
+    out += "==== " + names_[i] + "\n" + ReadFile(dir_ + "/" + names_[i] + ".stderr");
   }
   return out;
 }

@@ -87,19 +87,12 @@ class SommControlService final : public pb::SommControl::CallbackService {
     hw.device = device == "cuda" ? DeviceKind::kCuda : DeviceKind::kCpu;
     hw.device_index = request->hardware().index();
     hw.threads = std::max(1, request->hardware().threads());
-    const std::string label = cluster::GroupLabel(request->model(), request->version(),
-                                                  request->variant(), hw);
     ServerUnaryReactor* reactor = context->DefaultReactor();
     controller_.EnsureLoaded(
         *version, request->variant(), hw, std::max(1, request->replicas()), request->reason(),
         request->urgent(),
-        [this, reactor, response, label](Status s) {
-          if (s.ok()) {
-            const auto state = store_.Read();
-            for (const auto& g : state->groups) {
-              if (cluster::GroupLabel(g) == label) response->set_worker(g.worker);
-            }
-          }
+        [reactor, response](const Status& s, const std::string& worker) {
+          response->set_worker(worker);
           reactor->Finish(ToGrpcStatus(s));
         },
         request->query_waits());

@@ -48,16 +48,16 @@ HardwareConfig GrpcControlClient::BaseHardware(const VersionRecord& v) const {
 
 void GrpcControlClient::EnsureLoaded(VersionPtr version, const std::string& variant,
                                      const HardwareConfig& hw, int replicas,
-                                     const std::string& reason, bool urgent,
-                                     std::function<void(Status)> done, bool query_waits) {
+                                     const std::string& reason, bool urgent, LoadDone done,
+                                     bool query_waits) {
   auto leader = Leader();
-  if (!leader.ok()) return done(leader.status());
+  if (!leader.ok()) return done(leader.status(), "");
   struct Call {
     grpc::ClientContext context;
     pb::EnsureLoadedRequest request;
     pb::EnsureLoadedResponse response;
     std::shared_ptr<Channel> channel;  // kept alive for the call
-    std::function<void(Status)> done;
+    LoadDone done;
   };
   auto call = std::make_shared<Call>();
   call->channel = *leader;
@@ -81,7 +81,7 @@ void GrpcControlClient::EnsureLoaded(VersionPtr version, const std::string& vari
           status = Status(status.code(), "controller at " + call->channel->address + ": " +
                                              status.message());
         }
-        call->done(std::move(status));
+        call->done(status, status.ok() ? call->response.worker() : "");
       });
 }
 

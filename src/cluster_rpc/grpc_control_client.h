@@ -30,8 +30,8 @@ class GrpcControlClient : public ControlClient {
   ~GrpcControlClient() override;
 
   void EnsureLoaded(VersionPtr version, const std::string& variant, const HardwareConfig& hw,
-                    int replicas, const std::string& reason, bool urgent,
-                    std::function<void(Status)> done, bool query_waits = true) override;
+                    int replicas, const std::string& reason, bool urgent, LoadDone done,
+                    bool query_waits = true) override;
   Status LoadModel(const std::string& name, bool startup = false) override;
   Status UnloadModel(const std::string& name) override;
   HardwareConfig BaseHardware(const VersionRecord& version) const override;

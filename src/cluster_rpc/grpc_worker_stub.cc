@@ -3,10 +3,12 @@
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <utility>
 
 #include "cluster/cluster_state_json.h"
 #include "cluster_rpc/cluster_codec.h"
+#include "common/serial_executor.h"
 #include "frontend/grpc/grpc_codec.h"
 #include "proto/cluster.grpc.pb.h"
 
@@ -15,18 +17,47 @@ namespace somm {
 namespace pb = cluster_codec::pb;
 using grpc_codec::FromGrpcStatus;
 
+// Every ClientContext holds a reference to the channel, and gRPC 1.51 must
+// not lose its last channel on one of its own callback threads: the release
+// may shut down the callback completion queue whose thread is running it,
+// which then joins itself (seen as "assertion failed: prior > 0" and crashes
+// when a stub went while its calls finished). So the Impl, which holds the
+// channel, is shared by the stub and its calls in flight, and whoever drops
+// the last reference hands it to a thread of its own to close.
 struct GrpcWorkerStub::Impl {
+  // One reference; a call's is released only after its context is gone.
+  class Ref {
+   public:
+    explicit Ref(Impl* impl) : impl_(impl) { impl_->refs.fetch_add(1, std::memory_order_relaxed); }
+    ~Ref() { Release(impl_); }
+    Ref(const Ref&) = delete;
+    Ref& operator=(const Ref&) = delete;
+    Impl* operator->() const { return impl_; }
+
+   private:
+    Impl* const impl_;
+  };
+
   // One call in flight: gRPC needs the context and both messages until its
-  // callback has run, and the callback frees them. `impl` keeps the channel
-  // alive when the stub goes first.
+  // callback has run, and the callback frees them. `impl` is declared first
+  // so that it is released last, after the context.
   template <typename Request, typename Response, typename Done>
   struct Call {
-    std::shared_ptr<Impl> impl;
+    explicit Call(Impl* i) : impl(i) {}
+    Ref impl;
     grpc::ClientContext context;
     Request request;
     Response response;
     Done done;
   };
+
+  static void Release(Impl* impl) {
+    if (impl->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    // Made on first use, after gRPC's own statics, so it is destroyed (and
+    // closes what is left) before them.
+    static SerialExecutor closer("somm-grpc-close");
+    if (!closer.Post([impl] { delete impl; })) delete impl;  // at exit
+  }
 
   // "worker w1 (10.0.0.5:7001): <message>", keeping the code: which worker
   // failed is what a router's or controller's log needs.
@@ -35,15 +66,18 @@ struct GrpcWorkerStub::Impl {
     return Status(s.code(), "worker " + worker + " (" + address + "): " + s.message());
   }
 
+  std::atomic<int64_t> refs{1};  // the stub's, plus one per call in flight
   std::string worker;
   std::string address;
   GrpcWorkerStubOptions options;
   std::unique_ptr<pb::SommWorker::Stub> stub;  // thread-safe; holds the one channel
 };
 
+void GrpcWorkerStub::ImplRelease::operator()(Impl* impl) const { Impl::Release(impl); }
+
 GrpcWorkerStub::GrpcWorkerStub(std::string worker, std::string address,
                                GrpcWorkerStubOptions options)
-    : impl_(std::make_shared<Impl>()) {
+    : impl_(new Impl) {
   grpc_codec::TurnOffAbslDeadlockDetection();
   impl_->worker = std::move(worker);
   impl_->address = std::move(address);
@@ -72,8 +106,7 @@ const std::string& GrpcWorkerStub::address() const { return impl_->address; }
 
 Status GrpcWorkerStub::Execute(ExecuteRequest& request, ExecuteCallback done) {
   using ExecuteCall = Impl::Call<pb::ExecuteRequest, pb::ExecuteResponse, ExecuteCallback>;
-  auto owned = std::make_unique<ExecuteCall>();
-  owned->impl = impl_;
+  auto owned = std::make_unique<ExecuteCall>(impl_.get());
   owned->done = std::move(done);
   cluster_codec::EncodeExecuteRequest(request, &owned->request);
   std::chrono::system_clock::time_point deadline;
@@ -86,33 +119,37 @@ Status GrpcWorkerStub::Execute(ExecuteRequest& request, ExecuteCallback done) {
   impl_->stub->async()->Execute(
       &call->context, &call->request, &call->response, [call](grpc::Status status) {
         std::unique_ptr<ExecuteCall> owned(call);
+        StatusOr<ExecuteResult> result = Internal("unset");
         if (!status.ok()) {
-          owned->done(owned->impl->Named(FromGrpcStatus(status)));
-          return;
+          result = owned->impl->Named(FromGrpcStatus(status));
+        } else {
+          result = cluster_codec::DecodeExecuteResult(&owned->response);
+          if (!result.ok()) {
+            // The worker answered OK with something malformed: its bug.
+            result = owned->impl->Named(
+                Internal("malformed execute response: " + result.status().message()));
+          }
         }
-        StatusOr<ExecuteResult> result = cluster_codec::DecodeExecuteResult(&owned->response);
-        if (!result.ok()) {
-          // The worker answered OK with something malformed: its bug.
-          owned->done(owned->impl->Named(
-              Internal("malformed execute response: " + result.status().message())));
-          return;
-        }
-        owned->done(std::move(result));
+        ExecuteCallback done = std::move(owned->done);
+        owned.reset();
+        done(std::move(result));
       });
   return Status::Ok();
 }
 
 void GrpcWorkerStub::Apply(WorkerAction action, std::function<void(Status)> done) {
   using ApplyCall = Impl::Call<pb::ApplyRequest, pb::ApplyResponse, std::function<void(Status)>>;
-  auto owned = std::make_unique<ApplyCall>();
-  owned->impl = impl_;
+  auto owned = std::make_unique<ApplyCall>(impl_.get());
   owned->done = std::move(done);
   cluster_codec::EncodeAction(action, &owned->request);
   ApplyCall* call = owned.release();  // as in Execute
   impl_->stub->async()->Apply(&call->context, &call->request, &call->response,
                               [call](grpc::Status status) {
                                 std::unique_ptr<ApplyCall> owned(call);
-                                owned->done(owned->impl->Named(FromGrpcStatus(status)));
+                                Status result = owned->impl->Named(FromGrpcStatus(status));
+                                std::function<void(Status)> done = std::move(owned->done);
+                                owned.reset();
+                                done(std::move(result));
                               });
 }
 

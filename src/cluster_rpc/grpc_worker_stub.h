@@ -18,8 +18,11 @@
 //     a vanished worker is noticed by keepalive pings and fails the call.
 //   * Report is a synchronous call bounded by report_timeout; when it fails
 //     the report holds only the worker's id, and a warning is logged.
-//   * Every `done` runs exactly once, on a gRPC thread. Thread-safe; calls
-//     in flight keep the channel alive after the stub is gone.
+//   * Every `done` runs exactly once, on a gRPC thread. Thread-safe.
+//   * Destroying the stub neither waits for nor cancels its calls in flight:
+//     they keep the channel, finish as they would, and the last of them
+//     hands the channel to a thread of somm's to close (gRPC must not close
+//     it on its own callback thread).
 #pragma once
 
 #include <chrono>
@@ -64,7 +67,11 @@ class GrpcWorkerStub : public WorkerStub {
 
  private:
   struct Impl;
-  std::shared_ptr<Impl> impl_;  // shared with the calls in flight
+  struct ImplRelease {
+    void operator()(Impl* impl) const;
+  };
+  // The stub's reference; each call in flight holds one more.
+  std::unique_ptr<Impl, ImplRelease> impl_;
 };
 
 }  // namespace somm

@@ -17,16 +17,19 @@
 
 namespace somm {
 
+// Where a load ended up: the worker that holds the group ("" when it failed).
+using LoadDone = std::function<void(const Status& status, const std::string& worker)>;
+
 class ControlClient {
  public:
   virtual ~ControlClient() = default;
-  // Has `replicas` of `variant`@`hw` of `version` loaded somewhere.
-  // `urgent`: a query waits (the worker's urgent lane). `query_waits`: it
-  // counts as a cold start.
+  // Has `replicas` of `variant`@`hw` of `version` loaded somewhere; `done`
+  // names the worker, so a query can go there before every view of the
+  // cluster has caught up. `urgent`: a query waits (the worker's urgent
+  // lane). `query_waits`: it counts as a cold start.
   virtual void EnsureLoaded(VersionPtr version, const std::string& variant,
                             const HardwareConfig& hw, int replicas, const std::string& reason,
-                            bool urgent, std::function<void(Status)> done,
-                            bool query_waits = true) = 0;
+                            bool urgent, LoadDone done, bool query_waits = true) = 0;
   // (Re)loads a repository model; unloads one (the repository API).
   virtual Status LoadModel(const std::string& name, bool startup = false) = 0;
   virtual Status UnloadModel(const std::string& name) = 0;

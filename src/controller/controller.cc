@@ -298,10 +298,9 @@ Status Controller::SendAndWait(WorkerAction action) {
 
 void Controller::EnsureLoaded(VersionPtr version, const std::string& variant,
                               const HardwareConfig& hw, int replicas, const std::string& reason,
-                              bool urgent, std::function<void(Status)> done,
-                              bool query_waits) {
+                              bool urgent, LoadDone done, bool query_waits) {
   if (stopping_) {
-    done(Unavailable("server is shutting down"));
+    done(Unavailable("server is shutting down"), "");
     return;
   }
   replicas = std::max(replicas, 1);
@@ -327,7 +326,7 @@ void Controller::EnsureLoaded(VersionPtr version, const std::string& variant,
   const int64_t per_replica = EstimateBytes(*version, variant, hw, &guessed);
   auto evictions = Reserve(label, per_replica * std::max(replicas - have, 0), &worker);
   if (!evictions.ok()) {
-    done(evictions.status());
+    done(evictions.status(), "");
     return;
   }
   SendEvictions(std::move(evictions).value(), "to make room for " + label, urgent);
@@ -363,7 +362,7 @@ void Controller::EnsureLoaded(VersionPtr version, const std::string& variant,
     // The size was a guess: if what was measured took the device over its
     // budget, others make room now.
     if (s.ok() && !present && guessed && options_.managed) FitBudget(worker, label);
-    done(std::move(s));
+    done(s, s.ok() ? worker : "");
   });
 }
 
@@ -401,7 +400,8 @@ Status Controller::LoadModel(const std::string& name, bool startup) {
     } else {
       EnsureLoaded(v, kAsRegistered, hw, v->config.instance_count,
                    "configured instances (model.yaml)", startup,
-                   [&p](Status s) { p.set_value(std::move(s)); }, /*query_waits=*/false);
+                   [&p](const Status& s, const std::string&) { p.set_value(s); },
+                   /*query_waits=*/false);
     }
     Status s = f.get();
     if (s.ok()) {
@@ -552,7 +552,8 @@ void Controller::Tick() {
           }
         } else {
           EnsureLoaded(*version, a.variant, a.hardware, a.replicas, a.reason, false,
-                       [&p](Status r) { p.set_value(std::move(r)); }, /*query_waits=*/false);
+                       [&p](const Status& r, const std::string&) { p.set_value(r); },
+                       /*query_waits=*/false);
           s = f.get();
         }
         made_ok = s.ok();

@@ -77,8 +77,8 @@ class Controller : public ControlClient {
   // or nothing serves yet). `query_waits`: a query waits on it, which counts
   // as a cold start (somm_cold_starts_total).
   void EnsureLoaded(VersionPtr version, const std::string& variant, const HardwareConfig& hw,
-                    int replicas, const std::string& reason, bool urgent,
-                    std::function<void(Status)> done, bool query_waits = true) override;
+                    int replicas, const std::string& reason, bool urgent, LoadDone done,
+                    bool query_waits = true) override;
   // (Re)loads a repository model's configured instances, new versions before
   // old ones go; a broken reload leaves the serving versions alone.
   Status LoadModel(const std::string& name, bool startup = false) override;

@@ -296,7 +296,21 @@ Status RedisClusterStateStore::Refresh() {
   for (const std::string& id : gone_routers) (void)read_conn_.Command({"SREM", Key("routers"), id});
 
   const bool changed = redis_generation != last_redis_generation_ || !lapsed.empty();
+  if (redis_generation < last_redis_generation_) {
+    // The counter went back: Redis restarted empty. Its workers are not
+    // dead; they announce themselves at their next heartbeat. Until then
+    // (one lease at most) the view keeps what it had.
+    restart_grace_until_ = std::chrono::steady_clock::now() + options_.lease;
+    spdlog::warn("cluster state: redis at {} restarted empty; keeping the last view for up to {} ms "
+                 "while workers announce themselves again",
+                 options_.endpoint.ToString(), options_.lease.count());
+  }
   last_redis_generation_ = redis_generation;
+  if (std::chrono::steady_clock::now() < restart_grace_until_) {
+    MutexLock lock(&view_mu_);
+    for (const auto& [id, report] : workers_) workers.emplace(id, report);  // new ones win
+    if (leader.empty()) leader = leader_;
+  }
   auto snapshot = std::make_shared<const ClusterState>(cluster::MergeClusterState(workers, demand));
   std::function<void()> notify;
   {

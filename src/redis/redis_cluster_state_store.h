@@ -17,6 +17,10 @@
 // time, see NewIncarnation) or carries an older sequence number of the same
 // incarnation.
 //
+// After a Redis restart (its generation counter goes back) the view keeps
+// the workers it had for one lease, while they announce themselves again: a
+// restart of Redis is not the death of every worker.
+//
 // Reads never touch Redis: Read() returns a snapshot that a watch thread
 // keeps fresh, refreshed on each change notice (pub/sub) and re-polled every
 // `repoll` even without one, so a lost notice or a lapsed lease (which sends
@@ -121,6 +125,8 @@ class RedisClusterStateStore : public cluster::ClusterStateStore {
   Mutex refresh_mu_ SOMM_ACQUIRED_BEFORE(view_mu_);
   RedisConnection read_conn_ SOMM_GUARDED_BY(refresh_mu_);
   int64_t last_redis_generation_ SOMM_GUARDED_BY(refresh_mu_) = -1;
+  // After Redis restarted empty: keep the last view's workers until then.
+  std::chrono::steady_clock::time_point restart_grace_until_ SOMM_GUARDED_BY(refresh_mu_){};
 
   mutable Mutex view_mu_;
   std::map<std::string, cluster::WorkerReport> workers_ SOMM_GUARDED_BY(view_mu_);

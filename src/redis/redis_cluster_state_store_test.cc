@@ -223,8 +223,9 @@ TEST_F(RedisStoreTest, ViewRecoversAfterARedisRestartOnceWorkersAnnounceAgain) {
 
   server_->Start();
   ASSERT_TRUE(server_->WaitReady());
-  // Redis came back empty; the reader's view empties, then the worker's next
-  // heartbeat brings it back.
+  // Redis came back empty; the reader's view keeps the worker for one lease
+  // (3 s here), then lets it go, and the worker's next heartbeat brings it
+  // back.
   ASSERT_TRUE(Eventually([&] { return !Has(*reader, "w1"); }));
   ASSERT_TRUE(Eventually([&] { return writer->WriteWorker(Report("w1", incarnation, 3)).ok(); }));
   EXPECT_TRUE(Eventually([&] { return Has(*reader, "w1"); }));

@@ -460,10 +460,11 @@ void Router::LoadThenDispatch(std::shared_ptr<Query> q, const std::string& varia
                               const HardwareConfig& hw, int replicas, const std::string& reason) {
   VersionPtr v = q->version;
   controller_.EnsureLoaded(v, variant, hw, replicas, reason, /*urgent=*/true,
-                           [this, q = std::move(q)](Status s) mutable {
+                           [this, q = std::move(q)](const Status& s, const std::string& worker) mutable {
                              // A load that failed is a routing error, not
                              // one the model made: not counted as its failure.
-                             if (!s.ok()) return q->done(std::move(s));
+                             if (!s.ok()) return q->done(s);
+                             q->worker = worker;  // before this router's view shows it
                              Dispatch(std::move(q), false);
                            });
 }
@@ -530,8 +531,9 @@ void Router::Dispatch(std::shared_ptr<Query> q, bool retry_on_missing) {
     q->worker.clear();
     VersionPtr v = q->version;
     controller_.EnsureLoaded(v, q->variant, q->hardware, 1, "no worker held it", true,
-                             [this, q](Status st) {
-                               if (!st.ok()) return q->done(std::move(st));
+                             [this, q](const Status& st, const std::string& worker) {
+                               if (!st.ok()) return q->done(st);
+                               q->worker = worker;
                                Dispatch(q, false);
                              });
     return;
@@ -567,8 +569,9 @@ void Router::Dispatch(std::shared_ptr<Query> q, bool retry_on_missing) {
     q->worker.clear();
     VersionPtr v = q->version;
     controller_.EnsureLoaded(v, q->variant, q->hardware, 1, "unloaded while a query was routed to it",
-                             true, [this, q](Status st) {
-                               if (!st.ok()) return q->done(std::move(st));
+                             true, [this, q](const Status& st, const std::string& worker) {
+                               if (!st.ok()) return q->done(st);
+                               q->worker = worker;
                                Dispatch(q, false);
                              });
     return;
@@ -597,8 +600,9 @@ bool Router::Retry(const std::shared_ptr<Query>& q, const Status& why) {
   VersionPtr v = q->version;
   controller_.EnsureLoaded(v, q->variant, q->hardware, 1,
                            "the worker that held it failed a query: " + why.message(), true,
-                           [this, q](Status st) {
-                             if (!st.ok()) return q->done(std::move(st));
+                           [this, q](const Status& st, const std::string& worker) {
+                             if (!st.ok()) return q->done(st);
+                             q->worker = worker;
                              Dispatch(q, false);
                            });
   return true;

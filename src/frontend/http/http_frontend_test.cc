@@ -390,13 +390,13 @@ std::string RawExchange(int port, const std::string& request) {
 }
 
 // Regression: httplib reads a POST without Content-Length until the client
-// closes, so `curl -X POST .../repository/index` hung for read_timeout_s.
+// closes, so `curl -X POST .../repository/index` hung for read_timeout_s. The
+// client here never closes its side: a server waiting for a body would send
+// nothing, and RawExchange would give up after a quiet second with no 200.
 TEST_F(HttpFrontendTest, PostWithoutContentLengthHasAnEmptyBody) {
-  const auto start = std::chrono::steady_clock::now();
   const std::string reply =
       RawExchange(frontend_->port(),
                   "POST /v2/repository/index HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(900));
   EXPECT_EQ(reply.rfind("HTTP/1.1 200 OK", 0), 0u) << reply;
   EXPECT_NE(reply.find(R"([{"name":"cold")"), std::string::npos) << reply;
 }
