@@ -76,6 +76,29 @@ StatusOr<std::unique_ptr<RedisClusterStateStore>> OpenStore(const std::string& a
   return RedisClusterStateStore::Open(o);
 }
 
+// What every cluster process starts with: libtorch, its device, the Redis
+// store and a registry of the shared repository.
+struct ProcessParts {
+  std::unique_ptr<Backend> backend;
+  Device device;
+  std::unique_ptr<RedisClusterStateStore> store;
+  std::unique_ptr<ModelRegistry> registry;
+};
+
+StatusOr<ProcessParts> StartParts(const std::string& repository, const std::string& device,
+                                  const std::string& redis, int lease_ms, bool watch,
+                                  TorchBackendOptions backend_options = {}) {
+  ProcessParts parts;
+  parts.backend = CreateTorchBackend(std::move(backend_options));
+  SOMM_ASSIGN_OR_RETURN(parts.device, ParseDeviceFlag(device, *parts.backend));
+  SOMM_ASSIGN_OR_RETURN(parts.store, OpenStore(redis, lease_ms, watch));
+  RegistryOptions ro;
+  ro.repository_path = repository;
+  ro.device = parts.device;
+  parts.registry = std::make_unique<ModelRegistry>(ro, *parts.backend);
+  return parts;
+}
+
 // The version of `model` the shared repository holds, read afresh (a worker
 // loads what the controller names, which may be newer than anything it saw).
 StatusOr<VersionPtr> ReadVersion(const ModelRegistry& registry, const std::string& model,
@@ -188,27 +211,22 @@ int RunWorker(const WorkerProcessOptions& o) {
   PrometheusMetrics metrics;
   TorchBackendOptions backend_options;
   backend_options.background_pacer = std::make_shared<DutyCyclePacer>(o.background_duty);
-  auto backend = CreateTorchBackend(backend_options);
-  auto device = ParseDeviceFlag(o.device, *backend);
-  if (!device.ok()) {
-    spdlog::error("{}", device.status().message());
+  auto parts = StartParts(o.model_repository, o.device, o.redis, o.lease_ms, /*watch=*/false,
+                          backend_options);
+  if (!parts.ok()) {
+    spdlog::error("{}", parts.status().message());
     return 2;
   }
-  auto store = OpenStore(o.redis, o.lease_ms, /*watch=*/false);
-  if (!store.ok()) {
-    spdlog::error("{}", store.status().message());
-    return 2;
-  }
-  RegistryOptions ro;
-  ro.repository_path = o.model_repository;
-  ro.device = *device;
-  ModelRegistry registry(ro, *backend);
+  Backend& backend_ref = *parts->backend;
+  const Device device = parts->device;
+  RedisClusterStateStore* store = parts->store.get();
+  ModelRegistry& registry = *parts->registry;
 
   std::atomic<bool> draining{false};
   std::unique_ptr<Ticker> heartbeat;
   WorkerOptions wo;
   wo.zone = o.zone;
-  wo.device = *device;
+  wo.device = device;
   wo.memory_budget_bytes = static_cast<int64_t>(o.memory_budget_mb * 1024 * 1024);
   wo.background_pacer = backend_options.background_pacer;
   // A change of the groups is reported at once, not at the next beat.
@@ -217,7 +235,7 @@ int RunWorker(const WorkerProcessOptions& o) {
   };
   const std::string id = DefaultId(o.worker_id, o.port);
   wo.id = id;
-  Worker worker_instance(wo, *backend, metrics);
+  Worker worker_instance(wo, backend_ref, metrics);
   Worker* worker = &worker_instance;
   WorkerServiceOptions so;
   so.address = o.address;
@@ -242,7 +260,7 @@ int RunWorker(const WorkerProcessOptions& o) {
     report.sequence = ++sequence;
     report.address = advertise;
     report.zone = o.zone;
-    const Status s = (*store)->WriteWorker(report);
+    const Status s = store->WriteWorker(report);
     if (!s.ok() && !warned) spdlog::warn("worker {}: heartbeat not written: {}", id, s.message());
     if (s.ok() && warned) spdlog::info("worker {}: heartbeats are written again", id);
     warned = !s.ok();
@@ -265,7 +283,7 @@ int RunWorker(const WorkerProcessOptions& o) {
   spdlog::info("worker {}: {}: deregistering, then finishing the queries in flight", id, why);
   draining = true;
   heartbeat->Stop();
-  (*store)->RemoveWorker(id);
+  store->RemoveWorker(id);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // routers' views follow
   (*service)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(30));
   worker->Shutdown();
@@ -277,31 +295,24 @@ int RunWorker(const WorkerProcessOptions& o) {
 int RunRouter(const RouterProcessOptions& o) {
   sigset_t stop = SetUpProcess(o.log_level);
   PrometheusMetrics metrics;
-  auto backend = CreateTorchBackend(TorchBackendOptions{});
-  auto device = ParseDeviceFlag(o.device, *backend);
-  if (!device.ok()) {
-    spdlog::error("{}", device.status().message());
+  auto parts = StartParts(o.model_repository, o.device, o.redis, 3000, /*watch=*/true);
+  if (!parts.ok()) {
+    spdlog::error("{}", parts.status().message());
     return 2;
   }
-  auto store = OpenStore(o.redis, 3000, /*watch=*/true);
-  if (!store.ok()) {
-    spdlog::error("{}", store.status().message());
-    return 2;
-  }
-  RegistryOptions ro;
-  ro.repository_path = o.model_repository;
-  ro.device = *device;
-  ModelRegistry registry(ro, *backend);
+  const Device device = parts->device;
+  RedisClusterStateStore* store = parts->store.get();
+  ModelRegistry& registry = *parts->registry;
   CatalogFollower catalog(registry);
-  catalog.Sync((*store)->Catalog());
-  (*store)->SetOnChange([&catalog, s = store->get()] { catalog.Sync(s->Catalog()); });
+  catalog.Sync(store->Catalog());
+  store->SetOnChange([&catalog, store] { catalog.Sync(store->Catalog()); });
 
-  GrpcWorkerPool workers(AddressesOf(**store));
-  GrpcControlClient control([s = store->get()] { return LeaderAddress(*s); }, *device);
+  GrpcWorkerPool workers(AddressesOf(*store));
+  GrpcControlClient control([store] { return LeaderAddress(*store); }, device);
   DecisionLog log(1000);
   RouterOptions rto;
   rto.id = DefaultId(o.router_id, o.http_port);
-  Router router(rto, registry, **store, workers, control, metrics, log);
+  Router router(rto, registry, *store, workers, control, metrics, log);
   Ticker demand(std::chrono::milliseconds(1000), [&router] { router.PublishDemand(); });
 
   HttpFrontendOptions ho;
@@ -349,34 +360,28 @@ int RunController(const ControllerProcessOptions& o) {
   sigset_t stop = SetUpProcess(o.log_level);
   PrometheusMetrics metrics;
   TorchBackendOptions backend_options;
-  auto backend = CreateTorchBackend(backend_options);
-  auto device = ParseDeviceFlag(o.device, *backend);
-  if (!device.ok()) {
-    spdlog::error("{}", device.status().message());
+  auto parts = StartParts(o.model_repository, o.device, o.redis, 3000, /*watch=*/true,
+                          backend_options);
+  if (!parts.ok()) {
+    spdlog::error("{}", parts.status().message());
     return 2;
   }
-  auto store = OpenStore(o.redis, 3000, /*watch=*/true);
-  if (!store.ok()) {
-    spdlog::error("{}", store.status().message());
-    return 2;
-  }
-  RegistryOptions ro;
-  ro.repository_path = o.model_repository;
-  ro.device = *device;
-  ModelRegistry registry(ro, *backend);
-  GrpcWorkerPool workers(AddressesOf(**store));
+  const Device device = parts->device;
+  RedisClusterStateStore* store = parts->store.get();
+  ModelRegistry& registry = *parts->registry;
+  GrpcWorkerPool workers(AddressesOf(*store));
   DecisionLog log(1000);
   ControllerOptions co;
   co.managed = o.managed;
   co.control_tick_ms = std::max(o.control_tick_ms, 10);
   co.idle_unload_s = o.idle_unload_s;
-  co.device = *device;
+  co.device = device;
   co.fresh_reports = false;  // the workers' heartbeats keep the store fresh
-  Controller controller(co, registry, **store, workers, metrics, log);
+  Controller controller(co, registry, *store, workers, metrics, log);
 
   std::atomic<bool> leader{false};
   auto service = ControlService::Start(
-      controller, **store,
+      controller,
       [&registry](const std::string& m, int64_t v) {
         return registry.Resolve(m, std::to_string(v));
       },
@@ -407,16 +412,16 @@ int RunController(const ControllerProcessOptions& o) {
     std::lock_guard lock(catalog_mu);
     std::set<std::string> served;
     for (const VersionPtr& v : registry.All()) served.insert(v->config.name);
-    const auto held = (*store)->Catalog();
+    const auto held = store->Catalog();
     for (const std::string& name : served) {
       auto& generation = catalog[name];
       if (generation.empty()) generation = redis::NewIncarnation();
       auto it = held.find(name);
-      if (it == held.end() || it->second != generation) (void)(*store)->PublishModel(name, generation);
+      if (it == held.end() || it->second != generation) (void)store->PublishModel(name, generation);
     }
     for (auto it = catalog.begin(); it != catalog.end();) {
       if (served.count(it->first) == 0) {
-        (void)(*store)->RemoveModel(it->first);
+        (void)store->RemoveModel(it->first);
         it = catalog.erase(it);
       } else {
         ++it;
@@ -429,7 +434,7 @@ int RunController(const ControllerProcessOptions& o) {
   std::unique_ptr<std::thread> startup;
   const auto lease = std::chrono::milliseconds(o.leader_lease_ms);
   Ticker leadership(lease / 3, [&] {
-    StatusOr<bool> held = (*store)->HoldLease(holder, lease);
+    StatusOr<bool> held = store->HoldLease(holder, lease);
     const bool now_leader = held.ok() && *held;
     if (leader && !now_leader) {
       // A lapsed lease may already be another's: stop acting at once; the
@@ -467,7 +472,7 @@ int RunController(const ControllerProcessOptions& o) {
   leadership.Stop();
   if (startup && startup->joinable()) startup->join();
   controller.Stop();
-  if (leader && !lost) (*store)->ReleaseLease(holder);
+  if (leader && !lost) store->ReleaseLease(holder);
   (*service)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   (*endpoint)->Shutdown();
   spdlog::info("controller {} stopped", id);

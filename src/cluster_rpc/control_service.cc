@@ -2,12 +2,10 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <condition_variable>
-#include <deque>
 #include <mutex>
-#include <thread>
 #include <utility>
 
+#include "common/serial_executor.h"
 #include "frontend/grpc/grpc_codec.h"
 #include "proto/control.grpc.pb.h"
 
@@ -25,51 +23,11 @@ ServerUnaryReactor* FinishNow(CallbackServerContext* context, const Status& stat
   return reactor;
 }
 
-// Runs the blocking repository calls one after another, off gRPC's threads.
-class SerialThread {
- public:
-  SerialThread() : thread_([this] { Loop(); }) {}
-  ~SerialThread() { Stop(); }
-  void Post(std::function<void()> job) {
-    std::lock_guard lock(mu_);
-    jobs_.push_back(std::move(job));
-    cv_.notify_one();
-  }
-  void Stop() {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-      cv_.notify_one();
-    }
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  void Loop() {
-    std::unique_lock lock(mu_);
-    while (true) {
-      cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
-      if (jobs_.empty()) return;
-      auto job = std::move(jobs_.front());
-      jobs_.pop_front();
-      lock.unlock();
-      job();
-      lock.lock();
-    }
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_;
-  bool stopping_ = false;
-  std::thread thread_;
-};
-
 class SommControlService final : public pb::SommControl::CallbackService {
  public:
-  SommControlService(ControlClient& controller, cluster::ClusterStateStore& store,
-                     ControlService::Resolver resolve, std::function<bool()> is_leader)
+  SommControlService(ControlClient& controller, ControlService::Resolver resolve,
+                     std::function<bool()> is_leader)
       : controller_(controller),
-        store_(store),
         resolve_(std::move(resolve)),
         is_leader_(std::move(is_leader)) {}
 
@@ -108,32 +66,33 @@ class SommControlService final : public pb::SommControl::CallbackService {
     return Repository(context, request->name(), false);
   }
 
-  void Stop() { serial_.Stop(); }
+  void Stop() { serial_.Shutdown(); }
 
  private:
   ServerUnaryReactor* Repository(CallbackServerContext* context, const std::string& name,
                                  bool load) {
     if (!is_leader_()) return FinishNow(context, Unavailable("not the leader controller"));
     ServerUnaryReactor* reactor = context->DefaultReactor();
-    serial_.Post([this, reactor, name, load] {
+    const bool posted = serial_.Post([this, reactor, name, load] {
       const Status s = load ? controller_.LoadModel(name) : controller_.UnloadModel(name);
       reactor->Finish(ToGrpcStatus(s));
     });
+    if (!posted) reactor->Finish(ToGrpcStatus(Unavailable("controller is shutting down")));
     return reactor;
   }
 
   ControlClient& controller_;
-  cluster::ClusterStateStore& store_;
   const ControlService::Resolver resolve_;
   const std::function<bool()> is_leader_;
-  SerialThread serial_;
+  // The blocking repository calls, one after another, off gRPC's threads.
+  SerialExecutor serial_{"somm-control"};
 };
 
 }  // namespace
 
 struct ControlService::Impl {
-  Impl(ControlClient& c, cluster::ClusterStateStore& s, Resolver r, std::function<bool()> l)
-      : service(c, s, std::move(r), std::move(l)) {}
+  Impl(ControlClient& c, Resolver r, std::function<bool()> l)
+      : service(c, std::move(r), std::move(l)) {}
   SommControlService service;
   int port = 0;
   std::once_flag shutdown_once;
@@ -141,14 +100,14 @@ struct ControlService::Impl {
 };
 
 StatusOr<std::unique_ptr<ControlService>> ControlService::Start(
-    ControlClient& controller, cluster::ClusterStateStore& store, Resolver resolve,
-    std::function<bool()> is_leader, ControlServiceOptions options) {
+    ControlClient& controller, Resolver resolve, std::function<bool()> is_leader,
+    ControlServiceOptions options) {
   if (options.port < 0 || options.port > 65535) {
     return InvalidArgument("control service port " + std::to_string(options.port) +
                            " is not in 0..65535");
   }
   grpc_codec::TurnOffAbslDeadlockDetection();
-  auto impl = std::make_unique<Impl>(controller, store, std::move(resolve), std::move(is_leader));
+  auto impl = std::make_unique<Impl>(controller, std::move(resolve), std::move(is_leader));
   const std::string where = options.address + ":" + std::to_string(options.port);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(where, grpc::InsecureServerCredentials(), &impl->port);

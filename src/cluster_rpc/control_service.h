@@ -6,7 +6,7 @@
 // Contract:
 //   * EnsureLoaded never holds a gRPC thread while the load runs: it hands
 //     the request to ControlClient::EnsureLoaded and finishes the call from
-//     `done`, naming the worker that holds the group (found in the store).
+//     `done`, naming the worker that holds the group.
 //   * LoadModel and UnloadModel block (the repository API); they run one at
 //     a time on a thread of the service's own, never on gRPC's threads.
 //   * `resolve` turns (model, version) into the record to load; its error is
@@ -21,7 +21,6 @@
 #include <memory>
 #include <string>
 
-#include "cluster/cluster_state_store.h"
 #include "common/status.h"
 #include "controller/control_client.h"
 
@@ -38,7 +37,6 @@ class ControlService {
       std::function<StatusOr<VersionPtr>(const std::string& model, int64_t version)>;
   // Everything passed by reference must outlive the service.
   static StatusOr<std::unique_ptr<ControlService>> Start(ControlClient& controller,
-                                                         cluster::ClusterStateStore& store,
                                                          Resolver resolve,
                                                          std::function<bool()> is_leader,
                                                          ControlServiceOptions options = {});

@@ -192,3 +192,73 @@ TEST(PlacementTest, PrefersTheDeviceWhoseVictimsLoseTheLeastReloadTime) {
 
 }  // namespace
 }  // namespace somm::control
+
+namespace somm::control {
+namespace {
+
+// Two workers, each with one CPU device and its own groups.
+ClusterState TwoWorkers(int64_t used_a, int64_t used_b) {
+  ClusterState s;
+  DeviceState a = Device("cpu", 4 * kGiB, used_a);
+  a.worker = "a";
+  DeviceState b = Device("cpu", 4 * kGiB, used_b);
+  b.worker = "b";
+  s.devices = {a, b};
+  return s;
+}
+
+TEST(PlaceAcrossWorkersTest, PrefersAWorkerThatNeedsNoEviction) {
+  ClusterState s = TwoWorkers(3900 * kMiB, 2 * kGiB);
+  GroupState idle = Group("idle-on-a", 3900, 0, 3600s, 10);
+  idle.worker = "a";
+  s.groups = {idle};
+  auto d = PlaceAcrossWorkers(s, 1 * kGiB, "cpu", "m:1:ts-fp32@cpu1", kNow);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->worker, "b");
+  EXPECT_TRUE(d->victims.empty());
+  EXPECT_THAT(d->reason, StartsWith("worker b (of 2)"));
+}
+
+TEST(PlaceAcrossWorkersTest, SpreadsToTheWorkerWithTheMostRoomAndMapsVictimsBack) {
+  ClusterState s = TwoWorkers(1 * kGiB, 3 * kGiB);
+  auto d = PlaceAcrossWorkers(s, 512 * kMiB, "cpu", "k", kNow);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->worker, "a");
+  // Both full: the victim is worker b's only group, reported by its index in
+  // the whole state (after a's group).
+  ClusterState full = TwoWorkers(4 * kGiB, 4 * kGiB);
+  GroupState on_a = Group("busy-on-a", 4096, 0, 0s, 10);
+  on_a.worker = "a";
+  on_a.executing = 1;  // not evictable
+  GroupState on_b = Group("idle-on-b", 4096, 0, 3600s, 10);
+  on_b.worker = "b";
+  full.groups = {on_a, on_b};
+  auto e = PlaceAcrossWorkers(full, 1 * kGiB, "cpu", "k", kNow);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->worker, "b");
+  EXPECT_EQ(VictimModels(full, *e), std::vector<std::string>{"idle-on-b"});
+  EXPECT_EQ(EvictionActions(full, *e)[0].worker, "b");
+}
+
+TEST(PlaceAcrossWorkersTest, TiesAreBrokenByTheKeyAndStayWhenAWorkerJoins) {
+  ClusterState s = TwoWorkers(1 * kGiB, 1 * kGiB);
+  auto first = PlaceAcrossWorkers(s, 1 * kGiB, "cpu", "some-group", kNow);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(PlaceAcrossWorkers(s, 1 * kGiB, "cpu", "some-group", kNow)->worker, first->worker);
+  // A fuller third worker does not move the key.
+  DeviceState c = Device("cpu", 4 * kGiB, 3 * kGiB);
+  c.worker = "c";
+  s.devices.push_back(c);
+  EXPECT_EQ(PlaceAcrossWorkers(s, 1 * kGiB, "cpu", "some-group", kNow)->worker, first->worker);
+}
+
+TEST(PlaceAcrossWorkersTest, NoWorkerCanMakeRoomNamesEach) {
+  ClusterState s = TwoWorkers(4 * kGiB, 4 * kGiB);
+  auto d = PlaceAcrossWorkers(s, 1 * kGiB, "cpu", "k", kNow);
+  EXPECT_EQ(d.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(d.status().message(), HasSubstr("worker a:"));
+  EXPECT_THAT(d.status().message(), HasSubstr("worker b:"));
+}
+
+}  // namespace
+}  // namespace somm::control
