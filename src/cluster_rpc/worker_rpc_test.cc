@@ -202,27 +202,29 @@ TEST_F(ClusterRpcTest, ConcurrentQueriesShareTheStubAndEachGetsItsOwnAnswer) {
 }
 
 // Regression: a stub dropped while its calls were finishing lost its channel
-// on a gRPC callback thread, and with the server gone too gRPC aborted
-// ("ref_counted.h: assertion failed: prior > 0") as the next server started.
+// on a gRPC callback thread; with the server gone as well, gRPC's shared
+// callback queue shut down from one of its own threads and the process
+// aborted ("ref_counted.h: assertion failed: prior > 0") as the next server
+// started.
 TEST_F(ClusterRpcTest, StubDroppedWithCallsInFlightDoesNotCrashTheNextServer) {
   ASSERT_TRUE(Apply(LoadOf("echo")).ok());
-  for (int round = 0; round < 5; ++round) {
+  stub_.reset();
+  for (int round = 0; round < 10; ++round) {
     constexpr int kQueries = 16;
     auto answered = std::make_shared<std::atomic<int>>(0);
     auto all = std::make_shared<std::promise<void>>();
     auto stub = std::make_unique<GrpcWorkerStub>("w1", address_);
     for (int i = 0; i < kQueries; ++i) {
       ExecuteRequest request = QueryFor("echo");
-      ASSERT_TRUE(stub->Execute(request, [answered, all](StatusOr<ExecuteResult> r) {
-                        EXPECT_TRUE(r.ok()) << r.status().ToString();
+      // Answered or cancelled by the shutdown below: either is fine here.
+      ASSERT_TRUE(stub->Execute(request, [answered, all](StatusOr<ExecuteResult>) {
                         if (answered->fetch_add(1) + 1 == kQueries) all->set_value();
                       }).ok());
     }
-    stub.reset();  // the calls finish without it
+    stub.reset();  // the calls finish without it...
+    service_->Shutdown(std::chrono::system_clock::now());
+    service_.reset();  // ...and without the server
     ASSERT_EQ(all->get_future().wait_for(kFailAfter), std::future_status::ready);
-    // Replace the server, as the next test's fixture does.
-    service_->Shutdown(1s);
-    service_.reset();
     auto service = WorkerService::Start(*worker_, [](const std::string& m, int64_t) {
       return StatusOr<VersionPtr>(Model(m));
     });

@@ -13,8 +13,8 @@
 namespace somm {
 namespace {
 
-int64_t MicrosSince(SteadyClock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - t).count();
+int64_t MicrosBetween(SteadyClock::time_point from, SteadyClock::time_point to) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(to - from).count();
 }
 
 int64_t NowUnixMs() {
@@ -72,6 +72,7 @@ Router::Router(RouterOptions options, ModelRegistry& registry, cluster::ClusterS
                WorkerDirectory& workers, ControlClient& controller, ServingMetrics& metrics,
                DecisionLog& log)
     : options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),
       registry_(registry),
       store_(store),
       workers_(workers),
@@ -229,7 +230,7 @@ Status Router::Prepare(Query& q, InferenceRequest& request) {
 
 void Router::Infer(InferenceRequest request, InferCallback done) {
   auto q = std::make_shared<Query>();
-  q->start = SteadyClock::now();
+  q->start = clock_.Now();
   q->done = std::move(done);
   q->id = std::move(request.id);
   if (shutting_down_) return q->done(Unavailable("server is shutting down"));
@@ -416,7 +417,7 @@ void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> ver
     LogDecision(record);
     return q->done(Unavailable(record.reason));
   }
-  auto decision = SelectVariant(req, candidates, options_.prices, SelectorClock::now());
+  auto decision = SelectVariant(req, candidates, options_.prices, clock_.Now());
   if (!decision.ok()) {
     record.outcome = "rejected";
     record.reason = decision.status().message();
@@ -583,7 +584,7 @@ bool Router::Retry(const std::shared_ptr<Query>& q, const Status& why) {
   if (why.code() != StatusCode::kUnavailable && why.code() != StatusCode::kNotFound) return false;
   if (++q->attempts >= kMaxAttempts) return false;
   if (q->latency_slo_ms &&
-      SteadyClock::now() - q->start >= std::chrono::duration<double, std::milli>(*q->latency_slo_ms)) {
+      clock_.Now() - q->start >= std::chrono::duration<double, std::milli>(*q->latency_slo_ms)) {
     return false;  // no time left in its SLO
   }
   spdlog::info("query {}: worker {} answered {}; trying elsewhere (attempt {} of {})", q->id,
@@ -619,7 +620,7 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
     if (i < q->keep.size() && q->keep[i]) response.outputs.push_back(std::move(r.outputs[i]));
   }
   const BatchStats& stats = r.stats;
-  const int64_t total_us = MicrosSince(q->start);
+  const int64_t total_us = MicrosBetween(q->start, clock_.Now());
   auto& p = response.parameters;
   const DecisionRecord& decision = q->decision;
   p["somm_queue_us"] = stats.queue_ns / 1000;

@@ -35,6 +35,7 @@
 #include <string>
 
 #include "cluster/cluster_state_store.h"
+#include "common/clock.h"
 #include "common/mutex.h"
 #include "controller/control_client.h"
 #include "metrics/serving_metrics.h"
@@ -54,6 +55,9 @@ struct RouterOptions {
   // (an exact variant named in the request still loads on demand).
   bool managed = true;
   PriceList prices;
+  // The clock of arrivals, SLO deadlines and the selector; null = the real
+  // one (common/clock.h). Must outlive the router.
+  const Clock* clock = nullptr;
 };
 
 class Router : public InferenceServer {
@@ -116,6 +120,7 @@ class Router : public InferenceServer {
   void LogDecision(DecisionRecord record);
 
   const RouterOptions options_;
+  const Clock& clock_;
   ModelRegistry& registry_;
   cluster::ClusterStateStore& store_;
   WorkerDirectory& workers_;

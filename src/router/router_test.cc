@@ -5,6 +5,7 @@
 // calls, so a query that waits for a load is answered inside Complete().
 #include "router/router.h"
 
+#include "common/clock.h"
 #include "controller/controller.h"
 
 #include <gtest/gtest.h>
@@ -145,7 +146,14 @@ class RouterTest : public ::testing::Test {
                          workers_,
                          metrics_,
                          log_};
-  Router router_{RouterOptions{}, registry_, store_, workers_, controller_, metrics_, log_};
+  // The router's own clock: queries take no time unless a test moves it.
+  ManualClock clock_;
+  Router router_{[this] {
+                   RouterOptions o;
+                   o.clock = &clock_;
+                   return o;
+                 }(),
+                 registry_, store_, workers_, controller_, metrics_, log_};
 };
 
 TEST_F(RouterTest, LoadedModelRunsOnItsGroupAndTheResponseSaysWhatRan) {
@@ -247,6 +255,17 @@ TEST_F(RouterTest, ColdQueryAsksForOneLoadAndRunsOnceItIsUp) {
   ASSERT_EQ(worker_.executed().size(), 1u);
   EXPECT_EQ(worker_.executed()[0].group, Label("m"));
   EXPECT_EQ(worker_.actions().size(), 1u);
+}
+
+TEST_F(RouterTest, LatencyReportedIsTheRoutersClockFromArrivalToAnswer) {
+  Publish(Model("m"));
+  auto a = Infer("m");
+  clock_.Advance(std::chrono::milliseconds(7));  // the load takes 7 ms of the router's clock
+  ASSERT_TRUE(worker_.Complete(Label("m")));
+  ASSERT_TRUE(a->answered());
+  ASSERT_TRUE(a->get().ok()) << a->get().status().ToString();
+  EXPECT_EQ(std::get<double>(a->get()->parameters.at("somm_latency_ms")), 7.0);
+  EXPECT_EQ(std::get<int64_t>(a->get()->parameters.at("somm_server_us")), 7000);
 }
 
 TEST_F(RouterTest, TwoQueriesWaitingForTheSameLoadShareIt) {
