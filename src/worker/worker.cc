@@ -79,12 +79,13 @@ StatusOr<LoadOptions> VariantLoadOptions(const VersionRecord& v, const std::stri
 
 Worker::Worker(WorkerOptions options, Backend& backend, ServingMetrics& metrics)
     : options_(std::move(options)),
+      env_(options_.env != nullptr ? *options_.env : Env::Default()),
       backend_(backend),
       metrics_(metrics),
       incarnation_(NewIncarnation()) {
   memory_budget_bytes_ = options_.memory_budget_bytes > 0
                              ? options_.memory_budget_bytes
-                             : control::DefaultMemoryBudget(AvailableMemoryBytes(),
+                             : control::DefaultMemoryBudget(env_.AvailableMemoryBytes(),
                                                             control::kDefaultCpuBudgetFraction);
   metrics_.SetMemory("cpu", 0, memory_budget_bytes_);
   spdlog::info("worker {}: memory budget for instances: {} MiB ({})", options_.id,
@@ -304,7 +305,7 @@ Status Worker::LoadGroup(const WorkerAction& action) {
   const HardwareProfile* hp = profile ? profile->For(a.hardware) : nullptr;
   const int replicas = std::max(a.replicas, 1);
   const auto t0 = SteadyClock::now();
-  const int64_t rss0 = ResidentBytes();
+  const int64_t rss0 = env_.ResidentBytes();
   std::vector<int64_t> ids;
   SOMM_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Batcher>> batchers,
                         LoadReplicas(v, load, id, hp ? hp->latency : LatencyCurve{}, 0, replicas,
@@ -315,7 +316,7 @@ Status Worker::LoadGroup(const WorkerAction& action) {
     // file's size (the weights).
     std::error_code ec;
     const auto file_bytes = static_cast<int64_t>(std::filesystem::file_size(load.model_path, ec));
-    bytes_per = std::max((ResidentBytes() - rss0) / replicas, ec ? int64_t{0} : file_bytes);
+    bytes_per = std::max((env_.ResidentBytes() - rss0) / replicas, ec ? int64_t{0} : file_bytes);
   }
   auto group = std::make_shared<InstanceGroup>(id, a.hardware, std::move(batchers), std::move(ids),
                                                bytes_per);

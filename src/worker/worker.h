@@ -29,6 +29,7 @@
 #include "batching/batcher.h"
 #include "cluster/cluster_state_store.h"
 #include "common/duty_cycle_pacer.h"
+#include "common/env.h"
 #include "common/mutex.h"
 #include "common/serial_executor.h"
 #include "metrics/serving_metrics.h"
@@ -52,6 +53,8 @@ struct WorkerOptions {
   // Called (outside any lock) after every change of the group table, so the
   // cluster-state store can be told (LocalWorkerStub does).
   std::function<void()> on_change;
+  // The machine's memory as the worker sees it; null = Env::Default().
+  const Env* env = nullptr;
 };
 
 // An action as the worker receives it: the policy's typed Action, plus the
@@ -121,6 +124,7 @@ class Worker {
   void Changed();
 
   const WorkerOptions options_;
+  const Env& env_;
   Backend& backend_;
   ServingMetrics& metrics_;
   int64_t memory_budget_bytes_ = 0;
