@@ -170,6 +170,10 @@ if [[ "$REPO" == models/demo && ! -f "$REPO/${MODELS[0]}/model.yaml" ]]; then
 fi
 for m in "${MODELS[@]}"; do
   [[ -f "$REPO/$m/model.yaml" ]] || die "no model '$m' in $REPO (set --repo or SOMM_MODELS)"
+  # The servers run with --auto-variants false: without persisted profiles
+  # every query with an SLO would be refused ("no profiled variants yet").
+  compgen -G "$REPO/.somm/variants/$m/*/*/profile.json" >/dev/null ||
+    die "model '$m' in $REPO has no variant profiles yet: run \`somm serve --model-repository $REPO\` until \`somm models\` shows its variants READY"
 done
 if ((DO_BUILD)); then
   heading "build ($BUILD_DIR: somm)"
