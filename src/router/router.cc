@@ -530,14 +530,7 @@ void Router::Dispatch(std::shared_ptr<Query> q, bool retry_on_missing) {
   if (!stub) {
     if (!retry_on_missing) return Fail(q, Unavailable("no worker holds " + group + " now"));
     q->worker.clear();
-    VersionPtr v = q->version;
-    controller_.EnsureLoaded(v, q->variant, q->hardware, 1, "no worker held it", true,
-                             [this, q](const Status& st, const std::string& worker) {
-                               if (!st.ok()) return q->done(st);
-                               q->worker = worker;
-                               Dispatch(q, false);
-                             });
-    return;
+    return LoadThenDispatch(q, q->variant, q->hardware, 1, "no worker held it");
   }
   ExecuteRequest r;
   r.group = std::move(group);
@@ -568,14 +561,8 @@ void Router::Dispatch(std::shared_ptr<Query> q, bool retry_on_missing) {
     if (!remote) q->inputs = std::move(r.inputs);
     q->instance_id = -1;
     q->worker.clear();
-    VersionPtr v = q->version;
-    controller_.EnsureLoaded(v, q->variant, q->hardware, 1, "unloaded while a query was routed to it",
-                             true, [this, q](const Status& st, const std::string& worker) {
-                               if (!st.ok()) return q->done(st);
-                               q->worker = worker;
-                               Dispatch(q, false);
-                             });
-    return;
+    return LoadThenDispatch(q, q->variant, q->hardware, 1,
+                            "unloaded while a query was routed to it");
   }
   Fail(q, Unavailable(s.message()));
 }
@@ -598,14 +585,8 @@ bool Router::Retry(const std::shared_ptr<Query>& q, const Status& why) {
     Dispatch(q, false);
     return true;
   }
-  VersionPtr v = q->version;
-  controller_.EnsureLoaded(v, q->variant, q->hardware, 1,
-                           "the worker that held it failed a query: " + why.message(), true,
-                           [this, q](const Status& st, const std::string& worker) {
-                             if (!st.ok()) return q->done(st);
-                             q->worker = worker;
-                             Dispatch(q, false);
-                           });
+  LoadThenDispatch(q, q->variant, q->hardware, 1,
+                   "the worker that held it failed a query: " + why.message());
   return true;
 }
 
