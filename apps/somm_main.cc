@@ -250,10 +250,12 @@ int main(int argc, char** argv) {
   router_cmd->add_option("--grpc-port", router.grpc_port, "gRPC port (0 = pick)")->capture_default_str();
   router_cmd->add_option("--metrics-port", router.metrics_port, "Prometheus port (0 = pick)")->capture_default_str();
   router_cmd->add_option("--router-id", router.router_id, "Router name (default hostname-port)");
-  router_cmd->add_option("--zone", router.zone, "Zone label");
+  router_cmd->add_option("--zone", router.zone, "Zone label: prefer workers of this --zone");
+  router_cmd->add_option("--cross-zone-rtt-ms", router.cross_zone_rtt_ms, "Round trip to a worker of another zone, added to latency predictions")->capture_default_str();
   router_cmd->add_option("--device", router.device, "Where configured instances run: auto, cpu or cuda:N")->capture_default_str();
   router_cmd->add_option("--max-body-bytes", router.max_body_bytes, "Largest request body or message")->capture_default_str();
   router_cmd->add_option("--http-threads", router.http_threads, "REST I/O threads (0 = half the cores, 1 to 4)")->capture_default_str();
+  router_cmd->add_option("--managed", router.managed, "As the controller's --managed (false = pick only loaded variants)")->capture_default_str();
   router_cmd->add_option("--log-level", router.log_level, "trace, debug, info, warn, error")->capture_default_str();
 
   somm::ControllerProcessOptions ctl;
@@ -274,6 +276,17 @@ int main(int argc, char** argv) {
   controller_cmd->add_option("--idle-unload-s", ctl.idle_unload_s, "Seconds idle before a model's instances go (0 = default)")->capture_default_str();
   controller_cmd->add_option("--device", ctl.device, "Where configured instances run: auto, cpu or cuda:N")->capture_default_str();
   controller_cmd->add_option("--wait-for-workers-s", ctl.wait_for_workers_s, "How long a new leader waits for a first worker")->capture_default_str();
+  controller_cmd->add_option("--provisioner", ctl.provisioner, "Worker autoscaling: none, local (child processes) or kubernetes (the worker Deployment)")->check(CLI::IsMember({"none", "local", "kubernetes"}))->capture_default_str();
+  controller_cmd->add_option("--min-workers", ctl.min_workers, "Fewest workers the provisioner keeps")->capture_default_str();
+  controller_cmd->add_option("--max-workers", ctl.max_workers, "Most workers the provisioner starts")->capture_default_str();
+  controller_cmd->add_option("--scale-in-after-s", ctl.scale_in_after_s, "Seconds a worker must be spare before it is drained")->capture_default_str();
+  controller_cmd->add_option("--scale-cooldown-s", ctl.scale_cooldown_s, "Seconds after a scaling step before a drain")->capture_default_str();
+  controller_cmd->add_option("--worker-in-use-window-s", ctl.worker_in_use_window_s, "A group that served a query this recently is in use")->capture_default_str();
+  controller_cmd->add_option("--local-worker-binary", ctl.local_worker_binary, "local: the somm binary for workers (default: this one)");
+  controller_cmd->add_option("--local-worker-args", ctl.local_worker_args, "local: extra `somm worker` arguments, space-separated");
+  controller_cmd->add_option("--local-worker-base-port", ctl.local_worker_base_port, "local: worker k listens on base+10k and base+10k+1 (0 = pick)")->capture_default_str();
+  controller_cmd->add_option("--k8s-namespace", ctl.k8s_namespace, "kubernetes: the worker Deployment's namespace (default: the pod's)");
+  controller_cmd->add_option("--k8s-deployment", ctl.k8s_deployment, "kubernetes: the worker Deployment")->capture_default_str();
   controller_cmd->add_option("--log-level", ctl.log_level, "trace, debug, info, warn, error")->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);

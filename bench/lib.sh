@@ -61,3 +61,100 @@ start_somm_serve() {
   SERVED_METRICS_PORT="${BASH_REMATCH[3]}"
   SERVED_READY_S="$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}')"
 }
+
+# CPU seconds (user + system, all threads) process PID has used so far.
+cpu_s() {
+  sed 's/.*) //' "/proc/$1/stat" | awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($12 + $13) / hz}'
+}
+
+# A TCP port free on loopback now.
+free_port() {
+  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_banner NAME PID FILE REGEX: waits up to 120 s for a line of FILE (a
+# process's stdout) that matches REGEX (bash ERE); its groups are left in
+# BASH_REMATCH. Dies, with the process's stderr, if it exits first.
+wait_banner() {
+  local name="$1" pid="$2" file="$3" regex="$4" line
+  for _ in $(seq 1200); do
+    while IFS= read -r line; do
+      [[ "$line" =~ $regex ]] && return 0
+    done <"$file"
+    alive_or_die "$pid" "$name" "${file%.stdout}.stderr"
+    sleep 0.1
+  done
+  die "$name printed no line matching '$regex' in 120 s (log: $file)"
+}
+
+# start_somm_cluster BIN REPO LOG_DIR WORKERS ROUTERS [CONTROLLER_ARG...]: a
+# cluster on loopback (docs/cluster.md) made of real processes: redis-server
+# on a free port, one controller (`BIN controller ... CONTROLLER_ARG...`),
+# WORKERS workers (worker-0, ...) and ROUTERS routers (router-0, ...), every
+# port picked free, logs in LOG_DIR/<name>.stdout|stderr. Waits until every
+# router's repository index lists a ready model. Sets CLUSTER_REDIS_PORT,
+# CLUSTER_REDIS_PID, CLUSTER_CONTROLLER_PID and the arrays CLUSTER_WORKER_PIDS,
+# CLUSTER_ROUTER_PIDS, CLUSTER_ROUTER_HTTP, CLUSTER_ROUTER_GRPC,
+# CLUSTER_ROUTER_METRICS. Every process joins PIDS (killed on exit).
+start_somm_cluster() {
+  local bin="$1" repo="$2" logs="$3" workers="$4" routers="$5"; shift 5
+  local redis j i pid
+  mkdir -p "$logs"
+  CLUSTER_REDIS_PORT="$(free_port)"
+  redis="127.0.0.1:$CLUSTER_REDIS_PORT"
+  redis-server --port "$CLUSTER_REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
+    --loglevel warning >"$logs/redis.log" 2>&1 &
+  CLUSTER_REDIS_PID=$!
+  PIDS+=("$CLUSTER_REDIS_PID")
+  for _ in $(seq 100); do
+    redis-cli -p "$CLUSTER_REDIS_PORT" ping 2>/dev/null | grep -q PONG && break
+    sleep 0.1
+  done
+  redis-cli -p "$CLUSTER_REDIS_PORT" ping 2>/dev/null | grep -q PONG ||
+    die "redis-server did not answer on port $CLUSTER_REDIS_PORT (log: $logs/redis.log)"
+  "$bin" controller --model-repository "$repo" --redis "$redis" --controller-id controller-0 \
+    --port 0 --metrics-port 0 "$@" >"$logs/controller-0.stdout" 2>"$logs/controller-0.stderr" &
+  CLUSTER_CONTROLLER_PID=$!
+  PIDS+=("$CLUSTER_CONTROLLER_PID")
+  CLUSTER_WORKER_PIDS=()
+  for ((j = 0; j < workers; ++j)); do
+    "$bin" worker --model-repository "$repo" --redis "$redis" --worker-id "worker-$j" \
+      --port 0 --metrics-port 0 >"$logs/worker-$j.stdout" 2>"$logs/worker-$j.stderr" &
+    CLUSTER_WORKER_PIDS+=($!)
+    PIDS+=($!)
+  done
+  CLUSTER_ROUTER_PIDS=() CLUSTER_ROUTER_HTTP=() CLUSTER_ROUTER_GRPC=() CLUSTER_ROUTER_METRICS=()
+  for ((i = 0; i < routers; ++i)); do
+    "$bin" router --model-repository "$repo" --redis "$redis" --router-id "router-$i" \
+      --http-port 0 --grpc-port 0 --metrics-port 0 \
+      >"$logs/router-$i.stdout" 2>"$logs/router-$i.stderr" &
+    CLUSTER_ROUTER_PIDS+=($!)
+    PIDS+=($!)
+  done
+  wait_banner "somm controller" "$CLUSTER_CONTROLLER_PID" "$logs/controller-0.stdout" \
+    'somm controller: listening'
+  for ((j = 0; j < workers; ++j)); do
+    wait_banner "somm worker $j" "${CLUSTER_WORKER_PIDS[$j]}" "$logs/worker-$j.stdout" \
+      'somm worker: listening'
+  done
+  for ((i = 0; i < routers; ++i)); do
+    pid="${CLUSTER_ROUTER_PIDS[$i]}"
+    wait_banner "somm router $i" "$pid" "$logs/router-$i.stdout" \
+      'http=([0-9]+) grpc=([0-9]+) metrics=([0-9]+)'
+    CLUSTER_ROUTER_HTTP+=("${BASH_REMATCH[1]}")
+    CLUSTER_ROUTER_GRPC+=("${BASH_REMATCH[2]}")
+    CLUSTER_ROUTER_METRICS+=("${BASH_REMATCH[3]}")
+  done
+  # Ready once the leader has loaded the repository and each router sees it.
+  for ((i = 0; i < routers; ++i)); do
+    for _ in $(seq 600); do
+      curl -sf -X POST "http://127.0.0.1:${CLUSTER_ROUTER_HTTP[$i]}/v2/repository/index" \
+        -d '{"ready": true}' 2>/dev/null | grep -q READY && break
+      alive_or_die "${CLUSTER_ROUTER_PIDS[$i]}" "somm router $i" "$logs/router-$i.stderr"
+      sleep 0.2
+    done
+    curl -sf -X POST "http://127.0.0.1:${CLUSTER_ROUTER_HTTP[$i]}/v2/repository/index" \
+      -d '{"ready": true}' 2>/dev/null | grep -q READY ||
+      die "router $i lists no ready model after 120 s (logs: $logs)"
+  done
+}

@@ -6,6 +6,7 @@
 #include <httplib.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -299,6 +300,73 @@ TEST_F(ClusterFailureTest, RoutingRecoversAfterARedisRestart) {
               "restart\n", recovered_s);
   ASSERT_GE(recovered_s, 0) << cluster_->Logs();
   EXPECT_LE(recovered_s, 5.0);
+}
+
+// Zones: worker-0 in zone b (with more memory, so the repository's models
+// start there unless worker-1 registers first), worker-1 in zone a, and a
+// router in zone a. Whichever worker holds digits-mlp, every answer names
+// its zone and the reason that fits it; once that worker is killed the
+// group serves from the other zone, with the other reason.
+TEST(ClusterZoneTest, EveryAnswerNamesTheZoneThatServedItAndWhy) {
+  const std::string demo = DemoRepository();
+  const HeldOutDigits digits = LoadHeldOutDigits(demo);
+  ASSERT_FALSE(digits.pixels.empty()) << "no held-out digits (run scripts/setup first)";
+  const std::string repo = MakeTestRepository(demo, "cluster-zones");
+  ClusterOptions o;
+  o.worker_args_each = {{"--zone", "b", "--memory-budget-mb", "4096"},
+                        {"--zone", "a", "--memory-budget-mb", "1024"}};
+  o.router_args = {"--zone", "a", "--cross-zone-rtt-ms", "1"};
+  auto cluster = std::make_unique<ClusterProcesses>(SommBinary(), repo, o);
+  ASSERT_TRUE(cluster->ok()) << cluster->error() << "\n" << cluster->Logs();
+  const std::map<std::string, std::string> zone_of = {{"worker-0", "b"}, {"worker-1", "a"}};
+  auto reason_for = [](const std::string& zone) {
+    return zone == "a" ? std::string("same zone")
+                       : std::string("no holder in zone a; cross-zone +1.0 ms");
+  };
+  httplib::Client c("127.0.0.1", cluster->http_port());
+  c.set_read_timeout(60, 0);
+  // One query: the worker that served it, after checking its zone and reason.
+  auto ask = [&](bool may_load) -> std::string {
+    auto r = c.Post("/v2/models/digits-mlp/infer", DigitBody(digits.pixels[0]), "application/json");
+    if (!r) return "<no answer>";
+    EXPECT_EQ(r->status, 200) << r->body << "\n" << cluster->Logs();
+    const json p = json::parse(r->body).value("parameters", json::object());
+    const std::string worker = p.value("somm_worker", "");
+    const std::string zone = p.value("somm_zone", "");
+    const std::string reason = p.value("somm_zone_reason", "");
+    EXPECT_EQ(zone, zone_of.count(worker) ? zone_of.at(worker) : "?") << worker;
+    if (!(may_load && reason.rfind("loaded for this query", 0) == 0)) {
+      EXPECT_EQ(reason, reason_for(zone)) << worker;
+    }
+    return worker;
+  };
+  const std::string first = ask(false);
+  ASSERT_TRUE(zone_of.count(first)) << first;
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(ask(false), first);
+
+  const auto& workers = cluster->workers();
+  const auto victim = std::find_if(workers.begin(), workers.end(),
+                                   [&](const auto& w) { return w.id == first; });
+  ASSERT_NE(victim, workers.end());
+  ASSERT_EQ(kill(victim->pid, SIGKILL), 0);
+  const auto killed = std::chrono::steady_clock::now();
+  while (cluster->RegisteredWorkers().size() > 1 &&
+         std::chrono::steady_clock::now() - killed < 20s) {
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(cluster->RegisteredWorkers().size(), 1u) << cluster->Logs();
+  const std::string second = ask(/*may_load=*/true);
+  EXPECT_NE(second, first);
+  // Until this router's view shows the group there, a query may load it again.
+  std::this_thread::sleep_for(1s);
+  ASSERT_TRUE(zone_of.count(second)) << second;
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(ask(false), second);
+  std::printf("[cluster zones] digits-mlp served from %s (zone %s), then, with it killed, from "
+              "%s (zone %s)\n",
+              first.c_str(), zone_of.at(first).c_str(), second.c_str(),
+              zone_of.at(second).c_str());
+  cluster.reset();
+  std::filesystem::remove_all(repo);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -102,6 +103,9 @@ void ClusterProcesses::KillRedis() {
   if (redis_pid_ <= 0) return;
   kill(redis_pid_, SIGKILL);
   waitpid(redis_pid_, nullptr, 0);
+  for (pid_t& p : pids_) {
+    if (p == redis_pid_) p = -1;  // reaped: never signal its number again
+  }
   redis_pid_ = -1;
 }
 
@@ -141,6 +145,10 @@ ClusterProcesses::ClusterProcesses(const std::string& binary, const std::string&
                                      std::to_string(options.lease_ms), "--heartbeat-ms",
                                      std::to_string(std::max(100, options.lease_ms / 3))};
     args.insert(args.end(), options.worker_args.begin(), options.worker_args.end());
+    if (static_cast<size_t>(j) < options.worker_args_each.size()) {
+      const auto& own = options.worker_args_each[static_cast<size_t>(j)];
+      args.insert(args.end(), own.begin(), own.end());
+    }
     Worker w;
     w.id = id;
     w.pid = Spawn(args, id);
@@ -148,10 +156,12 @@ ClusterProcesses::ClusterProcesses(const std::string& binary, const std::string&
   }
   for (int i = 0; i < options.routers; ++i) {
     Router r;
-    r.pid = Spawn({binary, "router", "--model-repository", repo, "--redis", redis_address,
-                   "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0", "--router-id",
-                   "router-" + std::to_string(i)},
-                  "router-" + std::to_string(i));
+    std::vector<std::string> args = {binary, "router", "--model-repository", repo, "--redis",
+                                     redis_address, "--http-port", "0", "--grpc-port", "0",
+                                     "--metrics-port", "0", "--router-id",
+                                     "router-" + std::to_string(i)};
+    args.insert(args.end(), options.router_args.begin(), options.router_args.end());
+    r.pid = Spawn(args, "router-" + std::to_string(i));
     routers_.push_back(r);
   }
   std::string text;
@@ -166,39 +176,93 @@ ClusterProcesses::ClusterProcesses(const std::string& binary, const std::string&
   }
   for (size_t c = 0; c < controllers_.size(); ++c) {
     if (!WaitFor(dir_ + "/controller-" + std::to_string(c) + ".stdout",
-                 std::regex("listening control=(\\d+)"), &text, &m, controllers_[c])) {
+                 std::regex("listening control=(\\d+) metrics=(\\d+)"), &text, &m,
+                 controllers_[c])) {
       error_ = "controller " + std::to_string(c) + " did not start";
       return;
     }
+    controller_metrics_ports_.push_back(std::stoi(m[2]));
   }
   for (size_t i = 0; i < routers_.size(); ++i) {
     if (!WaitFor(dir_ + "/router-" + std::to_string(i) + ".stdout",
-                 std::regex("http=(\\d+) grpc=(\\d+)"), &text, &m, routers_[i].pid)) {
+                 std::regex("http=(\\d+) grpc=(\\d+) metrics=(\\d+)"), &text, &m,
+                 routers_[i].pid)) {
       error_ = "router " + std::to_string(i) + " did not start";
       return;
     }
     routers_[i].http_port = std::stoi(m[1]);
     routers_[i].grpc_port = std::stoi(m[2]);
+    routers_[i].metrics_port = std::stoi(m[3]);
   }
   // Ready once the leader has loaded the repository and every router's
   // catalog lists a ready model.
   for (int i = 0; i < 1200 && !ok_; ++i) {
     bool all = ReadFile(dir_ + "/controller-0.stderr").find("took the leader lease") !=
                std::string::npos;
+    if (!options.wait_for_model) {
+      all = all && RegisteredWorkers().size() == workers_.size();
+    }
     for (const Router& r : routers_) {
       httplib::Client c("127.0.0.1", r.http_port);
-      auto res = c.Post("/v2/repository/index", R"({"ready": true})", "application/json");
-      all = all && res && res->status == 200 && res->body.find("READY") != std::string::npos;
+      if (options.wait_for_model) {
+        auto res = c.Post("/v2/repository/index", R"({"ready": true})", "application/json");
+        all = all && res && res->status == 200 && res->body.find("READY") != std::string::npos;
+      } else {
+        auto res = c.Get("/v2/health/ready");
+        all = all && res && res->status == 200;
+      }
     }
     ok_ = all;
     if (!ok_) std::this_thread::sleep_for(100ms);
   }
-  if (!ok_) error_ = "the routers never listed a ready model";
+  if (!ok_) {
+    error_ = options.wait_for_model ? "the routers never listed a ready model"
+                                    : "the workers never registered or the routers never got ready";
+  }
+}
+
+int ClusterProcesses::Stop(pid_t pid, std::chrono::steady_clock::time_point deadline) {
+  if (pid <= 0) return -1;
+  kill(pid, SIGTERM);
+  int status = 0;
+  pid_t reaped = 0;
+  while ((reaped = waitpid(pid, &status, WNOHANG)) == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  if (reaped != pid) return -1;  // the destructor SIGKILLs it
+  for (pid_t& p : pids_) {
+    if (p == pid) p = -1;  // reaped: never signal its number again
+  }
+  if (pid == redis_pid_) redis_pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int ClusterProcesses::Terminate(int timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int first_router = -1;
+  for (size_t i = 0; i < routers_.size(); ++i) {
+    const int status = Stop(routers_[i].pid, deadline);
+    if (i == 0) first_router = status;
+  }
+  for (const Worker& w : workers_) Stop(w.pid, deadline);
+  for (pid_t c : controllers_) Stop(c, deadline);
+  Stop(redis_pid_, deadline);
+  return first_router;
 }
 
 ClusterProcesses::~ClusterProcesses() {
-  for (pid_t pid : pids_) kill(pid, SIGKILL);
-  for (pid_t pid : pids_) waitpid(pid, nullptr, 0);
+  for (pid_t pid : pids_) {
+    if (pid > 0) kill(pid, SIGKILL);
+  }
+  for (pid_t pid : pids_) {
+    if (pid > 0) waitpid(pid, nullptr, 0);
+  }
+  // SOMM_E2E_KEEP_LOGS keeps every process's log for a look after the test.
+  if (std::getenv("SOMM_E2E_KEEP_LOGS") != nullptr) {
+    std::fprintf(stderr, "cluster logs kept in %s\n", dir_.c_str());
+    return;
+  }
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
 }

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,13 @@ struct ClusterOptions {
   int lease_ms = 1500;      // workers' lease (heartbeat a third of it)
   std::vector<std::string> controller_args;
   std::vector<std::string> worker_args;
+  // Worker j's own flags, after worker_args (e.g. its --zone).
+  std::vector<std::vector<std::string>> worker_args_each;
+  std::vector<std::string> router_args;
+  // Ready means the routers list a READY model (the repository's models
+  // loaded); false for an empty repository: then ready means every worker
+  // registered and every router answers ready.
+  bool wait_for_model = true;
 };
 
 class ClusterProcesses {
@@ -27,7 +35,9 @@ class ClusterProcesses {
   // Starts everything and waits (bounded) until the router answers ready
   // and the controller has loaded the repository; ok() says whether it did.
   ClusterProcesses(const std::string& binary, const std::string& repo, ClusterOptions options = {});
-  ~ClusterProcesses();  // SIGKILLs whatever still runs
+  // SIGKILLs whatever still runs and removes the logs (kept when
+  // SOMM_E2E_KEEP_LOGS is set).
+  ~ClusterProcesses();
 
   bool ok() const { return ok_; }
   const std::string& error() const { return error_; }
@@ -39,9 +49,14 @@ class ClusterProcesses {
     pid_t pid = -1;
     int http_port = -1;
     int grpc_port = -1;
+    int metrics_port = -1;
   };
   const std::vector<Router>& routers() const { return routers_; }
   const std::vector<pid_t>& controllers() const { return controllers_; }
+  // Controller c's /metrics port.
+  int controller_metrics_port(size_t c) const {
+    return c < controller_metrics_ports_.size() ? controller_metrics_ports_[c] : -1;
+  }
   // The lease holder's id ("controller-N"), "" when none holds it.
   std::string Leader() const;
   // SIGKILLs redis-server; RestartRedis() starts a new, empty one on the
@@ -58,15 +73,25 @@ class ClusterProcesses {
   std::vector<std::string> RegisteredWorkers() const;
   // The logs of every process, concatenated (for failure messages).
   std::string Logs() const;
+  // The folder that holds every process's stdout and stderr.
+  const std::string& LogDir() const { return dir_; }
+  // Stops the cluster front to back, as an operator would: SIGTERM to the
+  // routers (they finish the queries in flight), then the workers (they
+  // drain), the controllers and redis-server, each waited for (bounded).
+  // Returns router 0's exit status (-1 on timeout or an abnormal end).
+  int Terminate(int timeout_s = 60);
 
  private:
   pid_t Spawn(const std::vector<std::string>& args, const std::string& name);
+  // SIGTERMs `pid` and waits for it; its exit status, -1 on timeout.
+  int Stop(pid_t pid, std::chrono::steady_clock::time_point deadline);
   bool StartRedis();
   std::string Redis(const std::string& command) const;
   std::string dir_;
   pid_t redis_pid_ = -1;
   std::vector<Router> routers_;
   std::vector<pid_t> controllers_;
+  std::vector<int> controller_metrics_ports_;
   std::vector<pid_t> pids_;
   std::vector<std::string> names_;
   std::vector<Worker> workers_;

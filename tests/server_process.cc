@@ -7,14 +7,121 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <thread>
 
+#include "cluster_process.h"
+
 namespace somm::testing {
+namespace {
+
+// Which cluster process takes each `somm serve` flag a test may pass.
+struct Takers {
+  bool router = false, controller = false, worker = false;
+};
+const std::map<std::string, Takers>& ServeFlags() {
+  static const std::map<std::string, Takers> flags = {
+      {"--max-body-bytes", {true, false, false}},
+      {"--http-threads", {true, false, false}},
+      // The router's selector and the controller must agree on static
+      // provisioning (loaded variants only) or the managed runtime.
+      {"--managed", {true, true, false}},
+      {"--control-tick-ms", {false, true, false}},
+      {"--idle-unload-s", {false, true, false}},
+      {"--memory-budget-mb", {false, false, true}},
+      {"--background-duty", {false, false, true}},
+      {"--device", {true, true, true}},
+      {"--log-level", {true, true, true}},
+  };
+  return flags;
+}
+
+// Splits `somm serve` flags (each "--flag value") among the cluster's
+// processes; false (with *error) for a flag none of them takes.
+bool ClusterArgs(const std::vector<std::string>& serve_args, ClusterOptions* o,
+                 std::string* error) {
+  for (size_t i = 0; i < serve_args.size(); i += 2) {
+    const std::string& flag = serve_args[i];
+    if (i + 1 >= serve_args.size()) {
+      *error = "serve flag " + flag + " has no value";
+      return false;
+    }
+    const std::string& value = serve_args[i + 1];
+    // A cluster generates variants only for registered models, as `serve
+    // --auto-variants false` does.
+    if (flag == "--auto-variants" && value == "false") continue;
+    auto it = ServeFlags().find(flag);
+    if (it == ServeFlags().end()) {
+      *error = "no cluster process takes the serve flag " + flag + " " + value;
+      return false;
+    }
+    if (it->second.router) o->router_args.insert(o->router_args.end(), {flag, value});
+    if (it->second.controller) o->controller_args.insert(o->controller_args.end(), {flag, value});
+    if (it->second.worker) o->worker_args.insert(o->worker_args.end(), {flag, value});
+  }
+  return true;
+}
+
+}  // namespace
+
+Topology TopologyFromEnvironment() {
+  const char* env = std::getenv("SOMM_E2E_TOPOLOGY");
+  return env && std::string(env) == "cluster" ? Topology::kCluster : Topology::kEmbedded;
+}
 
 ServerProcess::ServerProcess(const std::string& binary, const std::string& repo,
-                             const std::vector<std::string>& extra_args) {
+                             const std::vector<std::string>& extra_args)
+    : ServerProcess(binary, repo, extra_args, TopologyFromEnvironment()) {}
+
+ServerProcess::ServerProcess(const std::string& binary, const std::string& repo,
+                             const std::vector<std::string>& extra_args, Topology topology)
+    : topology_(topology) {
+  if (topology == Topology::kCluster) {
+    StartCluster(binary, repo, extra_args);
+  } else {
+    StartServe(binary, repo, extra_args);
+  }
+}
+
+void ServerProcess::StartCluster(const std::string& binary, const std::string& repo,
+                                 const std::vector<std::string>& extra_args) {
+  ClusterOptions o;
+  o.workers = 2;
+  // The repository may start empty (the model-less scenario registers
+  // every model): then ready means the workers registered.
+  std::error_code ec;
+  o.wait_for_model = false;
+  for (const auto& e : std::filesystem::directory_iterator(repo, ec)) {
+    if (e.is_directory() && e.path().filename().string()[0] != '.') o.wait_for_model = true;
+  }
+  std::string error;
+  if (!ClusterArgs(extra_args, &o, &error)) {
+    std::fprintf(stderr, "ServerProcess: %s\n", error.c_str());
+    return;
+  }
+  cluster_ = std::make_unique<ClusterProcesses>(binary, repo, o);
+  log_path_ = cluster_->LogDir();
+  if (!cluster_->ok()) {
+    std::fprintf(stderr, "ServerProcess: the cluster did not start: %s\n%s\n",
+                 cluster_->error().c_str(), cluster_->Logs().c_str());
+    return;
+  }
+  const auto& router = cluster_->routers().front();
+  http_port_ = router.http_port;
+  grpc_port_ = router.grpc_port;
+  metrics_port_ = router.metrics_port;
+}
+
+pid_t ServerProcess::pid() const {
+  if (cluster_) return cluster_->routers().empty() ? -1 : cluster_->routers().front().pid;
+  return pid_;
+}
+
+void ServerProcess::StartServe(const std::string& binary, const std::string& repo,
+                               const std::vector<std::string>& extra_args) {
   // The system's temporary directory (TMPDIR or its default), not a fixed path.
   std::string tmpl = (std::filesystem::temp_directory_path() / "somm_e2e_log_XXXXXX").string();
   const int log_fd = mkstemp(tmpl.data());
@@ -69,6 +176,7 @@ ServerProcess::ServerProcess(const std::string& binary, const std::string& repo,
 }
 
 int ServerProcess::Terminate(int timeout_s) {
+  if (cluster_) return cluster_->Terminate(timeout_s);
   if (pid_ <= 0) return -1;
   kill(pid_, SIGTERM);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);

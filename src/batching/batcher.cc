@@ -379,7 +379,7 @@ void Batcher::Execute(std::vector<Queued> batch) {
   if (status.ok()) LearnFromBatch(batch, total, compute_ns, end);
   if (observer_) observer_(total, compute_ns, status.ok());
   for (size_t i = 0; i < batch.size(); ++i) {
-    BatchStats stats{ElapsedNs(batch[i].enqueued, start), compute_ns, total};
+    BatchStats stats{ElapsedNs(batch[i].enqueued, start), compute_ns, total, i == 0};
     batch[i].task.done(status, status.ok() ? std::move(per_task[i]) : std::vector<Tensor>{}, stats);
   }
 }

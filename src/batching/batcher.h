@@ -93,6 +93,9 @@ struct BatchStats {
   int64_t queue_ns = 0;    // enqueue -> batch execution start
   int64_t compute_ns = 0;  // ExecutableModel::Execute of its batch
   int64_t batch_size = 0;  // samples in its batch
+  // True for one query of each executed batch: a router in another process
+  // counts the worker's batches by it (somm_inference_batch_size).
+  bool first_in_batch = false;
 };
 
 struct BatchTask {

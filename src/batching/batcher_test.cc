@@ -189,6 +189,24 @@ TEST(BatcherTest, QueuedQueriesFormOneBatchAndSplitBack) {
   EXPECT_EQ(f.model->batch_sizes(), (std::vector<int64_t>{1, 8, 2}));
 }
 
+TEST(BatcherTest, ExactlyOneQueryOfEachBatchIsFirstInBatch) {
+  Fixture f(Options(8, 0));
+  f.model->Close();
+  auto first = Submit(*f.batcher, Row({1}, 1));
+  f.model->WaitEntered(1);
+  std::vector<std::future<Result>> rest;
+  for (int i = 0; i < 3; ++i) rest.push_back(Submit(*f.batcher, Row({float(i)}, 1)));
+  f.model->Open();
+  EXPECT_TRUE(first.get().stats.first_in_batch);  // a batch of its own
+  int firsts = 0;
+  for (auto& r : rest) {
+    const Result got = r.get();
+    EXPECT_EQ(got.stats.batch_size, 3);
+    firsts += got.stats.first_in_batch;
+  }
+  EXPECT_EQ(firsts, 1);  // the three queued queries ran as one batch
+}
+
 TEST(BatcherTest, WaitsForMaxQueueDelayThenRunsWhatItHas) {
   Fixture f(Options(8, 20'000));
   auto r = Submit(*f.batcher, Row({1}, 1));

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "cli/commands.h"
@@ -23,13 +24,17 @@
 #include "cluster_rpc/worker_pool.h"
 #include "cluster_rpc/worker_service.h"
 #include "controller/controller.h"
+#include "controller/worker_scaler.h"
 #include "frontend/grpc/grpc_server.h"
 #include "frontend/http/http_frontend.h"
 #include "metrics/prometheus_metrics.h"
 #include "redis/redis_cluster_state_store.h"
+#include "provisioner/kubernetes_provisioner.h"
+#include "provisioner/local_provisioner.h"
 #include "registry/model_registry.h"
 #include "router/router.h"
 #include "runtime/torch/torch_backend.h"
+#include "variants/variant_pipeline.h"
 #include "worker/worker.h"
 
 namespace somm {
@@ -66,9 +71,17 @@ std::string DefaultId(const std::string& given, int port) {
   return std::string(host) + "-" + std::to_string(port != 0 ? port : getpid());
 }
 
+// The name a process's Redis connections carry (CLIENT SETNAME): its role
+// and its id, or its pid when the id is picked later.
+std::string RedisClientName(const std::string& role, const std::string& given_id) {
+  return role + ":" + (given_id.empty() ? std::to_string(getpid()) : given_id);
+}
+
 StatusOr<std::unique_ptr<RedisClusterStateStore>> OpenStore(const std::string& address,
-                                                             int lease_ms, bool watch) {
+                                                             int lease_ms, bool watch,
+                                                             const std::string& client_name) {
   SOMM_ASSIGN_OR_RETURN(redis::RedisEndpoint endpoint, redis::ParseRedisEndpoint(address));
+  endpoint.client_name = client_name;
   redis::RedisStoreOptions o;
   o.endpoint = endpoint;
   o.lease = std::chrono::milliseconds(lease_ms);
@@ -87,14 +100,21 @@ struct ProcessParts {
 
 StatusOr<ProcessParts> StartParts(const std::string& repository, const std::string& device,
                                   const std::string& redis, int lease_ms, bool watch,
+                                  const std::string& client_name,
                                   TorchBackendOptions backend_options = {}) {
   ProcessParts parts;
   parts.backend = CreateTorchBackend(std::move(backend_options));
   SOMM_ASSIGN_OR_RETURN(parts.device, ParseDeviceFlag(device, *parts.backend));
-  SOMM_ASSIGN_OR_RETURN(parts.store, OpenStore(redis, lease_ms, watch));
+  SOMM_ASSIGN_OR_RETURN(parts.store, OpenStore(redis, lease_ms, watch, client_name));
   RegistryOptions ro;
   ro.repository_path = repository;
   ro.device = parts.device;
+  // What a registration's variant job profiles on and builds int8 with; only
+  // the leader controller runs one (ControlClient::StartVariantJob), as
+  // `somm serve` does.
+  ro.hardware = DefaultHardware(*parts.backend);
+  const char* tools = std::getenv("SOMM_TOOLS_DIR");
+  ro.tools_dir = tools ? tools : SOMM_DEFAULT_TOOLS_DIR;
   parts.registry = std::make_unique<ModelRegistry>(ro, *parts.backend);
   return parts;
 }
@@ -145,10 +165,109 @@ class CatalogFollower {
     }
   }
 
+  // Reads `name` from the repository now, ahead of the catalog's notice (a
+  // repository call or a variant job this router saw finish); the notice
+  // reads it again.
+  void Refresh(const std::string& name) {
+    std::lock_guard lock(mu_);
+    std::vector<RepositoryEntry> problems;
+    std::vector<VersionPtr> versions = registry_.Read(name, &problems);
+    registry_.Publish(name, std::move(versions), std::move(problems));
+  }
+  // Forgets `name` now, ahead of the catalog (an unload this router made).
+  void Forget(const std::string& name) {
+    std::lock_guard lock(mu_);
+    registry_.Remove(name);
+  }
+
  private:
   ModelRegistry& registry_;
   std::mutex mu_;
   std::map<std::string, std::string> synced_;  // model -> generation read
+};
+
+// A router's ControlClient: the leader's, and this router's registry brought
+// in line as soon as a repository call succeeds or a variant job is seen
+// READY, rather than at the catalog's next notice: a client that loads a
+// model, or waits for its variants, and then queries it must find it so.
+class CatalogFollowingControl : public ControlClient {
+ public:
+  CatalogFollowingControl(ControlClient& leader, CatalogFollower& catalog,
+                          const ModelRegistry& registry)
+      : leader_(leader), catalog_(catalog), registry_(registry) {}
+  void EnsureLoaded(VersionPtr version, const std::string& variant, const HardwareConfig& hw,
+                    int replicas, const std::string& reason, bool urgent, LoadDone done,
+                    bool query_waits) override {
+    leader_.EnsureLoaded(std::move(version), variant, hw, replicas, reason, urgent,
+                         std::move(done), query_waits);
+  }
+  Status LoadModel(const std::string& name, bool startup) override {
+    Status s = leader_.LoadModel(name, startup);
+    if (s.ok()) catalog_.Refresh(name);
+    return s;
+  }
+  Status UnloadModel(const std::string& name) override {
+    Status s = leader_.UnloadModel(name);
+    if (s.ok()) catalog_.Forget(name);
+    return s;
+  }
+  HardwareConfig BaseHardware(const VersionRecord& version) const override {
+    return leader_.BaseHardware(version);
+  }
+  Status StartVariantJob(const std::string& name, int64_t version) override {
+    return leader_.StartVariantJob(name, version);
+  }
+  StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) override {
+    StatusOr<RegistrationStatus> status = leader_.GetRegistrationStatus(name);
+    if (status.ok() && status->state == "READY") {
+      auto v = registry_.Resolve(name, "");
+      if (!v.ok() || (*v)->profiles.size() != status->variants.size()) catalog_.Refresh(name);
+    }
+    return status;
+  }
+
+ private:
+  ControlClient& leader_;
+  CatalogFollower& catalog_;
+  const ModelRegistry& registry_;
+};
+
+// The leader's ControlClient as routers reach it: after a repository call
+// the catalog is written before the call returns, so every router hears of
+// the change now, not at the next lease tick.
+class CatalogPublishingControl : public ControlClient {
+ public:
+  CatalogPublishingControl(ControlClient& controller, std::function<void()> publish)
+      : controller_(controller), publish_(std::move(publish)) {}
+  void EnsureLoaded(VersionPtr version, const std::string& variant, const HardwareConfig& hw,
+                    int replicas, const std::string& reason, bool urgent, LoadDone done,
+                    bool query_waits) override {
+    controller_.EnsureLoaded(std::move(version), variant, hw, replicas, reason, urgent,
+                             std::move(done), query_waits);
+  }
+  Status LoadModel(const std::string& name, bool startup) override {
+    Status s = controller_.LoadModel(name, startup);
+    publish_();  // a failed load publishes its problems too
+    return s;
+  }
+  Status UnloadModel(const std::string& name) override {
+    Status s = controller_.UnloadModel(name);
+    publish_();
+    return s;
+  }
+  HardwareConfig BaseHardware(const VersionRecord& version) const override {
+    return controller_.BaseHardware(version);
+  }
+  Status StartVariantJob(const std::string& name, int64_t version) override {
+    return controller_.StartVariantJob(name, version);
+  }
+  StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) override {
+    return controller_.GetRegistrationStatus(name);
+  }
+
+ private:
+  ControlClient& controller_;
+  const std::function<void()> publish_;
 };
 
 // The worker ids and addresses a store's view holds: what a GrpcWorkerPool
@@ -204,6 +323,116 @@ class Ticker {
   std::thread thread_;
 };
 
+// The provisioner the controller's flags name; nullptr for "none".
+StatusOr<std::unique_ptr<Provisioner>> MakeProvisioner(const ControllerProcessOptions& o,
+                                                       const std::string& controller_id) {
+  if (o.provisioner == "local") {
+    LocalProvisionerOptions lo;
+    lo.binary = o.local_worker_binary;
+    lo.worker_args = {"--model-repository", o.model_repository, "--redis", o.redis};
+    std::istringstream extra(o.local_worker_args);
+    for (std::string arg; extra >> arg;) lo.worker_args.push_back(arg);
+    // Unique across controllers: a standby that takes over starts its own.
+    lo.id_prefix = controller_id + "-worker-";
+    lo.base_port = o.local_worker_base_port;
+    return std::unique_ptr<Provisioner>(std::make_unique<LocalProvisioner>(std::move(lo)));
+  }
+  if (o.provisioner == "kubernetes") {
+    KubernetesProvisionerOptions ko;
+    ko.deployment = o.k8s_deployment;
+    ko.namespace_name = o.k8s_namespace;
+    if (ko.namespace_name.empty()) {
+      SOMM_ASSIGN_OR_RETURN(ko.namespace_name, InClusterNamespace());
+    }
+    SOMM_ASSIGN_OR_RETURN(std::unique_ptr<KubernetesApi> api, InClusterKubernetesApi());
+    return std::unique_ptr<Provisioner>(
+        std::make_unique<KubernetesProvisioner>(std::move(ko), std::move(api)));
+  }
+  if (o.provisioner == "none") return std::unique_ptr<Provisioner>();
+  return InvalidArgument("unknown --provisioner '" + o.provisioner + "' (none, local, kubernetes)");
+}
+
+// The worker scaler on the leader: one decision per tick from the cluster
+// state and the controller's placement shortfalls, carried out through the
+// provisioner; each step logged with its reason (spdlog, the decision log,
+// somm_worker_scale_steps_total and somm_control_actions_total).
+class WorkerScaling {
+ public:
+  WorkerScaling(std::unique_ptr<Provisioner> provisioner, control::WorkerScalerOptions options,
+                RedisClusterStateStore& store, Controller& controller,
+                PrometheusMetrics& metrics, DecisionLog& log)
+      : provisioner_(std::move(provisioner)),
+        options_(options),
+        store_(store),
+        controller_(controller),
+        metrics_(metrics),
+        log_(log) {}
+
+  void Tick() {
+    std::set<std::string> registered;
+    for (const auto& [id, report] : store_.Workers()) registered.insert(id);
+    control::WorkerScalerInput in;
+    StatusOr<int> pending = provisioner_->Pending(registered);
+    if (!pending.ok()) {
+      Warn(pending.status().message());
+      return;
+    }
+    in.pending = *pending;
+    in.removable = provisioner_->Removable(registered);
+    const Controller::Shortfalls shortfalls = controller_.PlacementShortfalls();
+    in.shortfalls_total = shortfalls.total;
+    in.last_shortfall = shortfalls.last;
+    const control::WorkerScaleDecision d =
+        control::DecideWorkers(*store_.Read(), in, memory_, cluster::Clock::now(), options_);
+    metrics_.SetWorkers(d.workers, d.desired);
+    using Kind = control::WorkerScaleDecision::Kind;
+    if (d.kind == Kind::kHold) {
+      memory_ = d.memory;
+      if (d.reason != last_hold_) spdlog::debug("worker scaler: hold: {}", d.reason);
+      last_hold_ = d.reason;
+      return;
+    }
+    const Status s = d.kind == Kind::kScaleOut ? provisioner_->Start(1) : provisioner_->Stop(d.drain);
+    if (!s.ok()) {
+      // Decided again next tick: the memory before this step is kept.
+      Warn(std::string(control::WorkerScaleKindName(d.kind)) + " not carried out: " + s.message());
+      return;
+    }
+    memory_ = d.memory;
+    warned_ = false;
+    const std::string kind = d.kind == Kind::kScaleOut ? "scale_out" : "scale_in";
+    const std::string line = std::to_string(d.workers) + " -> " + std::to_string(d.desired) +
+                             " worker(s) (" + provisioner_->name() + "): " + d.reason;
+    spdlog::info("worker scaler: {} {}", kind, line);
+    metrics_.RecordWorkerScaleStep(control::WorkerScaleKindName(d.kind), d.cause);
+    metrics_.RecordControlAction(kind);
+    DecisionRecord r;
+    r.unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+    r.target = d.drain.empty() ? "workers" : d.drain;
+    r.requirements = "controller";
+    r.outcome = "control:" + kind;
+    r.reason = d.cause + ": " + line;
+    log_.Add(std::move(r));
+  }
+
+ private:
+  void Warn(const std::string& what) {
+    if (!warned_) spdlog::warn("worker scaler: {}", what);
+    warned_ = true;
+  }
+  std::unique_ptr<Provisioner> provisioner_;
+  const control::WorkerScalerOptions options_;
+  RedisClusterStateStore& store_;
+  Controller& controller_;
+  PrometheusMetrics& metrics_;
+  DecisionLog& log_;
+  control::WorkerScalerMemory memory_;
+  std::string last_hold_;
+  bool warned_ = false;
+};
+
 }  // namespace
 
 int RunWorker(const WorkerProcessOptions& o) {
@@ -212,7 +441,7 @@ int RunWorker(const WorkerProcessOptions& o) {
   TorchBackendOptions backend_options;
   backend_options.background_pacer = std::make_shared<DutyCyclePacer>(o.background_duty);
   auto parts = StartParts(o.model_repository, o.device, o.redis, o.lease_ms, /*watch=*/false,
-                          backend_options);
+                          RedisClientName("worker", o.worker_id), backend_options);
   if (!parts.ok()) {
     spdlog::error("{}", parts.status().message());
     return 2;
@@ -295,7 +524,8 @@ int RunWorker(const WorkerProcessOptions& o) {
 int RunRouter(const RouterProcessOptions& o) {
   sigset_t stop = SetUpProcess(o.log_level);
   PrometheusMetrics metrics;
-  auto parts = StartParts(o.model_repository, o.device, o.redis, 3000, /*watch=*/true);
+  auto parts = StartParts(o.model_repository, o.device, o.redis, 3000, /*watch=*/true,
+                          RedisClientName("router", o.router_id));
   if (!parts.ok()) {
     spdlog::error("{}", parts.status().message());
     return 2;
@@ -308,10 +538,14 @@ int RunRouter(const RouterProcessOptions& o) {
   store->SetOnChange([&catalog, store] { catalog.Sync(store->Catalog()); });
 
   GrpcWorkerPool workers(AddressesOf(*store));
-  GrpcControlClient control([store] { return LeaderAddress(*store); }, device);
+  GrpcControlClient leader([store] { return LeaderAddress(*store); }, device);
+  CatalogFollowingControl control(leader, catalog, registry);
   DecisionLog log(1000);
   RouterOptions rto;
   rto.id = DefaultId(o.router_id, o.http_port);
+  rto.managed = o.managed;
+  rto.zone = o.zone;
+  rto.cross_zone_rtt_ms = o.cross_zone_rtt_ms;
   Router router(rto, registry, *store, workers, control, metrics, log);
   Ticker demand(std::chrono::milliseconds(1000), [&router] { router.PublishDemand(); });
 
@@ -352,6 +586,9 @@ int RunRouter(const RouterProcessOptions& o) {
   (*grpc)->Shutdown(std::chrono::seconds(30));
   demand.Stop();
   (*endpoint)->Shutdown();
+  // The watch thread calls into `catalog`, which goes before the store does:
+  // a change notice during the teardown (a worker draining) used it freed.
+  store->StopWatching();
   spdlog::info("router {} stopped cleanly", rto.id);
   return 0;
 }
@@ -361,7 +598,7 @@ int RunController(const ControllerProcessOptions& o) {
   PrometheusMetrics metrics;
   TorchBackendOptions backend_options;
   auto parts = StartParts(o.model_repository, o.device, o.redis, 3000, /*watch=*/true,
-                          backend_options);
+                          RedisClientName("controller", o.controller_id), backend_options);
   if (!parts.ok()) {
     spdlog::error("{}", parts.status().message());
     return 2;
@@ -377,11 +614,48 @@ int RunController(const ControllerProcessOptions& o) {
   co.idle_unload_s = o.idle_unload_s;
   co.device = device;
   co.fresh_reports = false;  // the workers' heartbeats keep the store fresh
+  co.in_use_window_s = o.worker_in_use_window_s;
   Controller controller(co, registry, *store, workers, metrics, log);
+
+  // The catalog entry of every model this controller knows (served, or
+  // whose load failed: routers show its problems as `somm serve` does);
+  // written again whenever Redis lost it (soft state). A model's generation
+  // changes whenever its records do (a reload, new profiles), so routers
+  // read it again.
+  std::mutex catalog_mu;
+  std::map<std::string, std::string> catalog;
+  std::map<std::string, std::vector<VersionPtr>> catalog_records;
+  auto publish_catalog = [&] {
+    std::lock_guard lock(catalog_mu);
+    std::map<std::string, std::vector<VersionPtr>> served;
+    for (const std::string& name : registry.ListModelFolders()) {
+      if (registry.IsPublished(name)) served[name];
+    }
+    for (const VersionPtr& v : registry.All()) served[v->config.name].push_back(v);
+    const auto held = store->Catalog();
+    for (const auto& [name, records] : served) {
+      auto& generation = catalog[name];
+      auto& known = catalog_records[name];
+      if (generation.empty() || known != records) generation = redis::NewIncarnation();
+      known = records;
+      auto it = held.find(name);
+      if (it == held.end() || it->second != generation) (void)store->PublishModel(name, generation);
+    }
+    for (auto it = catalog.begin(); it != catalog.end();) {
+      if (served.count(it->first) == 0) {
+        (void)store->RemoveModel(it->first);
+        catalog_records.erase(it->first);
+        it = catalog.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  };
+  CatalogPublishingControl control(controller, publish_catalog);
 
   std::atomic<bool> leader{false};
   auto service = ControlService::Start(
-      controller,
+      control,
       [&registry](const std::string& m, int64_t v) {
         return registry.Resolve(m, std::to_string(v));
       },
@@ -403,31 +677,24 @@ int RunController(const ControllerProcessOptions& o) {
   std::printf("somm controller: listening control=%d metrics=%d id=%s\n", port,
               (*endpoint)->port(), id.c_str());
   std::fflush(stdout);
-
-  // The catalog entry of every model this controller serves; written again
-  // whenever Redis lost it (soft state).
-  std::mutex catalog_mu;
-  std::map<std::string, std::string> catalog;
-  auto publish_catalog = [&] {
-    std::lock_guard lock(catalog_mu);
-    std::set<std::string> served;
-    for (const VersionPtr& v : registry.All()) served.insert(v->config.name);
-    const auto held = store->Catalog();
-    for (const std::string& name : served) {
-      auto& generation = catalog[name];
-      if (generation.empty()) generation = redis::NewIncarnation();
-      auto it = held.find(name);
-      if (it == held.end() || it->second != generation) (void)store->PublishModel(name, generation);
-    }
-    for (auto it = catalog.begin(); it != catalog.end();) {
-      if (served.count(it->first) == 0) {
-        (void)store->RemoveModel(it->first);
-        it = catalog.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  };
+  auto provisioner = MakeProvisioner(o, id);
+  if (!provisioner.ok()) {
+    spdlog::error("{}", provisioner.status().message());
+    return 2;
+  }
+  std::unique_ptr<WorkerScaling> scaling;
+  if (*provisioner) {
+    control::WorkerScalerOptions so;
+    so.min_workers = o.min_workers;
+    so.max_workers = std::max(o.max_workers, o.min_workers);
+    so.scale_in_after_s = o.scale_in_after_s;
+    so.cooldown_s = o.scale_cooldown_s;
+    so.in_use_window_s = o.worker_in_use_window_s;
+    spdlog::info("controller {}: {} provisioner, {} to {} workers", id, (*provisioner)->name(),
+                 so.min_workers, so.max_workers);
+    scaling = std::make_unique<WorkerScaling>(std::move(provisioner).value(), so, *store,
+                                              controller, metrics, log);
+  }
 
   std::atomic<bool> lost{false};
   std::atomic<bool> started{false};
@@ -466,15 +733,23 @@ int RunController(const ControllerProcessOptions& o) {
     }
     if (leader && started) publish_catalog();
   });
+  // Only the leader scales workers (a standby's view may be as good, but two
+  // scalers would each add the worker the cluster lacks), and only once it
+  // has started: before, the workers that exist may not have registered.
+  Ticker scaler(std::chrono::milliseconds(co.control_tick_ms), [&] {
+    if (scaling && leader && started && !lost) scaling->Tick();
+  });
 
   const char* why = WaitForStop(&stop);
   spdlog::info("controller {}: {}: stopping", id, why);
+  scaler.Stop();
   leadership.Stop();
   if (startup && startup->joinable()) startup->join();
   controller.Stop();
   if (leader && !lost) store->ReleaseLease(holder);
   (*service)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   (*endpoint)->Shutdown();
+  scaling.reset();  // a local provisioner's workers drain and exit first
   spdlog::info("controller {} stopped", id);
   return lost ? 3 : 0;
 }

@@ -63,10 +63,15 @@ struct RouterProcessOptions {
   int grpc_port = 8001;
   int metrics_port = 8002;
   std::string router_id;  // "" = hostname-port
+  // Its zone: it prefers workers of the same --zone (RouterOptions::zone).
   std::string zone;
+  double cross_zone_rtt_ms = 1.0;  // RouterOptions::cross_zone_rtt_ms
   std::string device = "auto";  // where configured instances run (as the controller's)
   int64_t max_body_bytes = 64 << 20;
   int http_threads = 0;
+  // As the controller's --managed: false = static provisioning, so the
+  // selector picks only loaded variants (RouterOptions::managed).
+  bool managed = true;
   std::string log_level = "info";
 };
 int RunRouter(const RouterProcessOptions& options);
@@ -87,6 +92,26 @@ struct ControllerProcessOptions {
   // Seconds the new leader waits for a first worker before loading the
   // repository's models.
   double wait_for_workers_s = 60;
+  // Worker autoscaling (controller/worker_scaler.h) through a provisioner
+  // (provisioner/provisioner.h): "none" (the workers are what was started),
+  // "local" (children of this process) or "kubernetes" (the worker
+  // Deployment's scale subresource).
+  std::string provisioner = "none";
+  int min_workers = 1;
+  int max_workers = 1;
+  // WorkerScalerOptions' production defaults; tests shorten them.
+  double scale_in_after_s = 300;
+  double scale_cooldown_s = 120;
+  double worker_in_use_window_s = 60;
+  // local: the binary (""= this one), extra `somm worker` arguments
+  // (space-separated; the repository and Redis are this controller's), and
+  // the first port (0 = picked by each worker).
+  std::string local_worker_binary;
+  std::string local_worker_args;
+  int local_worker_base_port = 0;
+  // kubernetes: "" = the pod's own namespace.
+  std::string k8s_namespace;
+  std::string k8s_deployment = "somm-worker";
   std::string log_level = "info";
 };
 int RunController(const ControllerProcessOptions& options);

@@ -76,6 +76,9 @@ struct VariantOption {
 // A loaded (or loading) instance group: `replicas` instances of one option.
 struct GroupState {
   std::string worker;  // where it runs ("" = the only worker)
+  // Its worker's zone (WorkerReport::zone; "" = none), filled in when the
+  // store merges the reports: the router prefers groups in its own zone.
+  std::string zone;
   std::string model;
   int64_t version = 1;
   std::string variant;

@@ -9,7 +9,9 @@ ClusterState MergeClusterState(const std::map<std::string, WorkerReport>& worker
   ClusterState state;
   for (const auto& [id, report] : workers) {
     state.devices.insert(state.devices.end(), report.devices.begin(), report.devices.end());
+    const size_t first = state.groups.size();
     state.groups.insert(state.groups.end(), report.groups.begin(), report.groups.end());
+    for (size_t i = first; i < state.groups.size(); ++i) state.groups[i].zone = report.zone;
   }
   std::map<std::pair<std::string, int64_t>, ModelDemand> sum;
   for (const auto& [router, rows] : demand) {

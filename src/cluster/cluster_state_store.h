@@ -55,7 +55,7 @@ class ClusterStateStore {
 };
 
 // The snapshot a store hands out: devices and groups of every worker (in the
-// map's order), and per model version the demand summed over routers
+// map's order; each group carries its worker's zone), and per model version the demand summed over routers
 // (counters and rates add up; the tightest SLO and the strictest accuracy
 // floor win). Shared by every store, so that they all merge alike.
 ClusterState MergeClusterState(const std::map<std::string, WorkerReport>& workers,

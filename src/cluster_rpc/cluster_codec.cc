@@ -32,15 +32,21 @@ void EncodeExecuteRequest(const ExecuteRequest& in, pb::ExecuteRequest* out) {
 }
 
 Status DecodeExecuteRequest(const pb::ExecuteRequest& in, ExecuteRequest* out) {
+  pb::ExecuteRequest copy = in;
+  return DecodeExecuteRequest(std::move(copy), out);
+}
+
+Status DecodeExecuteRequest(pb::ExecuteRequest&& in, ExecuteRequest* out) {
   if (in.group().empty()) return InvalidArgument("execute request names no group");
   out->group = in.group();
   out->instance_id = in.instance_id();
   out->best_effort = in.best_effort();
   out->inputs.clear();
   out->inputs.reserve(static_cast<size_t>(in.inputs_size()));
-  for (const pb::Tensor& t : in.inputs()) {
-    SOMM_ASSIGN_OR_RETURN(Tensor tensor, grpc_codec::TensorFromRaw("input", t.name(), t.datatype(),
-                                                                   t.shape(), t.data()));
+  for (pb::Tensor& t : *in.mutable_inputs()) {
+    SOMM_ASSIGN_OR_RETURN(Tensor tensor,
+                          grpc_codec::TensorFromRaw("input", t.name(), t.datatype(), t.shape(),
+                                                    std::move(*t.mutable_data())));
     out->inputs.push_back(std::move(tensor));
   }
   return Status::Ok();
@@ -52,6 +58,7 @@ void EncodeExecuteResult(ExecuteResult in, pb::ExecuteResponse* out) {
   out->set_queue_ns(in.stats.queue_ns);
   out->set_compute_ns(in.stats.compute_ns);
   out->set_batch_size(in.stats.batch_size);
+  out->set_first_in_batch(in.stats.first_in_batch);
   out->set_instance_id(in.instance_id);
   out->set_device(std::move(in.device));
 }
@@ -68,6 +75,7 @@ StatusOr<ExecuteResult> DecodeExecuteResult(pb::ExecuteResponse* in) {
   r.stats.queue_ns = in->queue_ns();
   r.stats.compute_ns = in->compute_ns();
   r.stats.batch_size = in->batch_size();
+  r.stats.first_in_batch = in->first_in_batch();
   r.instance_id = in->instance_id();
   r.device = std::move(*in->mutable_device());
   return r;

@@ -26,9 +26,11 @@ namespace pb = ::somm::cluster;
 // Copies `in` (the router keeps its inputs, to retry elsewhere). The
 // deadline is not part of the message: it is the call's (ToCallDeadline).
 void EncodeExecuteRequest(const ExecuteRequest& in, pb::ExecuteRequest* out);
-// Copies the input bytes out of `in` (the callback API hands it over as
-// const). The deadline is left at max(); the caller sets it.
+// Copies the input bytes out of `in`. The deadline is left at max(); the
+// caller sets it.
 Status DecodeExecuteRequest(const pb::ExecuteRequest& in, ExecuteRequest* out);
+// The same, moving the input bytes out of `in` (an image is megabytes).
+Status DecodeExecuteRequest(pb::ExecuteRequest&& in, ExecuteRequest* out);
 
 // Moves the output bytes.
 void EncodeExecuteResult(ExecuteResult in, pb::ExecuteResponse* out);

@@ -7,7 +7,9 @@
 
 #include "common/serial_executor.h"
 #include "frontend/grpc/grpc_codec.h"
+#include "frontend/grpc/somm_codec.h"
 #include "proto/control.grpc.pb.h"
+#include "proto/somm.pb.h"
 
 namespace somm {
 namespace {
@@ -64,6 +66,25 @@ class SommControlService final : public pb::SommControl::CallbackService {
   ServerUnaryReactor* UnloadModel(CallbackServerContext* context, const pb::ModelRequest* request,
                                   pb::ModelResponse*) override {
     return Repository(context, request->name(), false);
+  }
+
+  // Both return at once (the job runs on the registry's thread), so they
+  // run on gRPC's thread.
+  ServerUnaryReactor* StartVariantJob(CallbackServerContext* context,
+                                      const pb::VariantJobRequest* request,
+                                      pb::ModelResponse*) override {
+    if (!is_leader_()) return FinishNow(context, Unavailable("not the leader controller"));
+    return FinishNow(context, controller_.StartVariantJob(request->name(), request->version()));
+  }
+  ServerUnaryReactor* GetVariantJob(CallbackServerContext* context, const pb::ModelRequest* request,
+                                    pb::VariantJobStatus* response) override {
+    if (!is_leader_()) return FinishNow(context, Unavailable("not the leader controller"));
+    StatusOr<RegistrationStatus> status = controller_.GetRegistrationStatus(request->name());
+    if (!status.ok()) return FinishNow(context, status.status());
+    ::somm::GetVariantsResponse encoded;
+    grpc_codec::EncodeRegistrationStatus(*status, &encoded);
+    encoded.SerializeToString(response->mutable_get_variants_response());
+    return FinishNow(context, Status::Ok());
   }
 
   void Stop() { serial_.Shutdown(); }

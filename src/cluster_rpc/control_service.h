@@ -9,6 +9,8 @@
 //     `done`, naming the worker that holds the group.
 //   * LoadModel and UnloadModel block (the repository API); they run one at
 //     a time on a thread of the service's own, never on gRPC's threads.
+//   * StartVariantJob and GetVariantJob (a registration's variant job, on
+//     the leader) return at once, on gRPC's thread.
 //   * `resolve` turns (model, version) into the record to load; its error is
 //     the call's error.
 //   * A service that is not the leader (`is_leader` false) answers

@@ -4,11 +4,17 @@
 #include <spdlog/spdlog.h>
 
 #include "frontend/grpc/grpc_codec.h"
+#include "frontend/grpc/somm_codec.h"
 #include "proto/control.grpc.pb.h"
+#include "proto/somm.pb.h"
 
 namespace somm {
 
 namespace pb = ::somm::control_rpc;
+
+// Calls that only hand over or read a variant job's state: a leader that
+// does not answer within this is as good as none.
+constexpr std::chrono::seconds kQuickCallTimeout{10};
 
 struct GrpcControlClient::Channel {
   std::string address;
@@ -103,6 +109,34 @@ Status GrpcControlClient::UnloadModel(const std::string& name) {
   request.set_name(name);
   pb::ModelResponse response;
   return grpc_codec::FromGrpcStatus(c->stub->UnloadModel(&context, request, &response));
+}
+
+Status GrpcControlClient::StartVariantJob(const std::string& name, int64_t version) {
+  SOMM_ASSIGN_OR_RETURN(std::shared_ptr<Channel> c, Leader());
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + kQuickCallTimeout);
+  pb::VariantJobRequest request;
+  request.set_name(name);
+  request.set_version(version);
+  pb::ModelResponse response;
+  return grpc_codec::FromGrpcStatus(c->stub->StartVariantJob(&context, request, &response));
+}
+
+StatusOr<RegistrationStatus> GrpcControlClient::GetRegistrationStatus(const std::string& name) {
+  SOMM_ASSIGN_OR_RETURN(std::shared_ptr<Channel> c, Leader());
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + kQuickCallTimeout);
+  pb::ModelRequest request;
+  request.set_name(name);
+  pb::VariantJobStatus response;
+  SOMM_RETURN_IF_ERROR(
+      grpc_codec::FromGrpcStatus(c->stub->GetVariantJob(&context, request, &response)));
+  ::somm::GetVariantsResponse decoded;
+  if (!decoded.ParseFromString(response.get_variants_response())) {
+    return Internal("controller at " + c->address + ": an unreadable variant job status for '" +
+                    name + "'");
+  }
+  return grpc_codec::DecodeRegistrationStatus(decoded);
 }
 
 }  // namespace somm

@@ -5,7 +5,9 @@
 // channel per leader address, reused.
 //
 // EnsureLoaded is asynchronous (its `done` runs on a gRPC thread) and bounded
-// by `load_timeout`; LoadModel and UnloadModel block, bounded likewise.
+// by `load_timeout`; LoadModel and UnloadModel block, bounded likewise;
+// StartVariantJob and GetRegistrationStatus block for one round trip
+// (bounded by kQuickCallTimeout in the .cc).
 // BaseHardware is computed here, as the controller does, from `device`.
 //
 // Thread-safe.
@@ -35,6 +37,8 @@ class GrpcControlClient : public ControlClient {
   Status LoadModel(const std::string& name, bool startup = false) override;
   Status UnloadModel(const std::string& name) override;
   HardwareConfig BaseHardware(const VersionRecord& version) const override;
+  Status StartVariantJob(const std::string& name, int64_t version) override;
+  StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) override;
 
  private:
   struct Channel;

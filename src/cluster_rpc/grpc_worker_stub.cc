@@ -110,7 +110,10 @@ Status GrpcWorkerStub::Execute(ExecuteRequest& request, ExecuteCallback done) {
   owned->done = std::move(done);
   cluster_codec::EncodeExecuteRequest(request, &owned->request);
   std::chrono::system_clock::time_point deadline;
-  if (cluster_codec::ToCallDeadline(request.deadline, &deadline)) {
+  // A best-effort query is answered late rather than not at all, so its SLO
+  // cannot be the call's deadline: it travels without one (its batcher then
+  // does not cut waiting short for it).
+  if (!request.best_effort && cluster_codec::ToCallDeadline(request.deadline, &deadline)) {
     owned->context.set_deadline(deadline);
   }
   // The call is gRPC's until its callback, which takes it back (gRPC runs

@@ -164,6 +164,7 @@ TEST_F(ClusterRpcTest, LoadThenExecuteEchoesAndLeavesTheInputs) {
   EXPECT_EQ(r->outputs[0].shape, (Shape{1, 2}));
   EXPECT_EQ(r->outputs[0].data, bytes);
   EXPECT_EQ(r->stats.batch_size, 1);
+  EXPECT_TRUE(r->stats.first_in_batch);  // the router counts the batch by it
   EXPECT_GE(r->stats.compute_ns, 0);
   EXPECT_GE(r->instance_id, 0);
   EXPECT_EQ(r->device, "cpu");
@@ -270,6 +271,20 @@ TEST_F(ClusterRpcTest, PassedDeadlineIsRefusedNotHung) {
   EXPECT_TRUE(r.status().code() == StatusCode::kDeadlineExceeded ||
               r.status().code() == StatusCode::kResourceExhausted)
       << r.status().ToString();
+}
+
+// A best-effort query is answered late rather than not: its SLO must not
+// become the call's deadline (it did, and such queries came back
+// DEADLINE_EXCEEDED through a router where `somm serve` answered them).
+TEST_F(ClusterRpcTest, BestEffortQueryPastItsSloIsAnsweredNotCutByTheCallDeadline) {
+  ASSERT_TRUE(Apply(LoadOf("echo")).ok());
+  backend_.delay_ms = 100;
+  ExecuteRequest request = QueryFor("echo");
+  request.deadline = SteadyClock::now() + 1ms;
+  request.best_effort = true;
+  StatusOr<ExecuteResult> r = Execute(request);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  backend_.delay_ms = 0;
 }
 
 TEST_F(ClusterRpcTest, DeadlineThatPassesWhileExecutingIsDeadlineExceeded) {

@@ -5,7 +5,8 @@
 // Contract: EnsureLoaded never blocks its caller; `done` runs exactly once,
 // on any thread, possibly before the call returns, once the replicas are up
 // (or why they cannot be). LoadModel and UnloadModel block (the repository
-// API runs them on handler threads). Thread-safe.
+// API runs them on handler threads); StartVariantJob and
+// GetRegistrationStatus block only for a round trip. Thread-safe.
 #pragma once
 
 #include <functional>
@@ -35,6 +36,14 @@ class ControlClient {
   virtual Status UnloadModel(const std::string& name) = 0;
   // Where the configured instances of `version` run.
   virtual HardwareConfig BaseHardware(const VersionRecord& version) const = 0;
+  // A registration's second half (registry/model_registry.h): generates and
+  // profiles the variants of a loaded model version in the background where
+  // the controller runs, which then publishes the profiles (a cluster's
+  // leader: with the model's next catalog generation, so every router
+  // re-reads them from the shared repository). Does not block on the job.
+  virtual Status StartVariantJob(const std::string& name, int64_t version) = 0;
+  // That job's progress, or the profiles the model has (NONE: none yet).
+  virtual StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) = 0;
 };
 
 }  // namespace somm

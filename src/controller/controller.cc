@@ -77,6 +77,17 @@ HardwareConfig Controller::BaseHardware(const VersionRecord& v) const {
   return hw;
 }
 
+Status Controller::StartVariantJob(const std::string& name, int64_t version) {
+  if (stopping_) return Unavailable("server is shutting down");
+  SOMM_ASSIGN_OR_RETURN(VersionPtr v, registry_.Resolve(name, std::to_string(version)));
+  registry_.StartVariantJob(v->config, v->version);
+  return Status::Ok();
+}
+
+StatusOr<RegistrationStatus> Controller::GetRegistrationStatus(const std::string& name) {
+  return registry_.GetRegistrationStatus(name);
+}
+
 void Controller::RecordControl(const std::string& kind, const std::string& model,
                                const std::string& label, const std::string& hardware,
                                const std::string& reason) {
@@ -91,13 +102,6 @@ void Controller::RecordControl(const std::string& kind, const std::string& model
   r.hardware = hardware;
   r.reason = reason;
   log_.Add(std::move(r));
-}
-
-std::string Controller::WorkerOf(const cluster::ClusterState& state, const std::string& label) {
-  for (const auto& g : state.groups) {
-    if (cluster::GroupLabel(g) == label) return g.worker;
-  }
-  return "";
 }
 
 cluster::ClusterState Controller::ReadState(bool fresh) {
@@ -141,24 +145,7 @@ StatusOr<std::vector<cluster::Action>> Controller::Reserve(const std::string& la
                                                            int64_t extra_bytes,
                                                            std::string* worker) {
   MutexLock lock(&placement_mu_);
-  cluster::ClusterState state = *store_.Read();
-  DropUnreachable(&state);
-  // Loads under way count as loading groups: never victims, and their memory
-  // is taken.
-  for (const auto& [where, bytes] : reserved_) {
-    if (bytes <= 0) continue;
-    cluster::GroupState g;
-    g.worker = where.first;
-    g.model = where.second;
-    g.device = "cpu";
-    g.loading = true;
-    g.replicas = 1;
-    g.memory_bytes = bytes;
-    for (auto& d : state.devices) {
-      if (d.name == "cpu" && d.worker == where.first) d.used_bytes += bytes;
-    }
-    state.groups.push_back(std::move(g));
-  }
+  cluster::ClusterState state = PlacementView();
   for (auto& g : state.groups) {
     if (cluster::GroupLabel(g) == label) g.loading = true;  // never its own victim
   }
@@ -178,10 +165,20 @@ StatusOr<std::vector<cluster::Action>> Controller::Reserve(const std::string& la
                     : control::Place(control::WorkerShare(state, *worker), extra_bytes, "cpu",
                                      options_.clock());
   if (!placed.ok()) {
+    if (worker->empty()) NoteShortfall("refused " + label + ": " + placed.status().message());
     return ResourceExhausted("cannot place " + label + ": " + placed.status().message());
   }
   std::vector<cluster::Action> evictions;
   if (worker->empty()) {
+    for (const control::EvictionVictim& v : placed->victims) {
+      const cluster::GroupState& g = state.groups[v.group];
+      // Evicting a group in use for another is the cluster short of memory:
+      // its queries come back and evict something else.
+      if (g.uses_total > 0 && std::chrono::duration<double>(options_.clock() - g.last_used).count() <=
+                                  options_.in_use_window_s) {
+        NoteShortfall("evicted " + cluster::GroupLabel(g) + ", in use, for " + label);
+      }
+    }
     *worker = placed->worker;
     evictions = control::EvictionActions(state, *placed);
   } else {
@@ -189,6 +186,39 @@ StatusOr<std::vector<cluster::Action>> Controller::Reserve(const std::string& la
   }
   reserved_[{*worker, label}] += extra_bytes;
   return evictions;
+}
+
+void Controller::NoteShortfall(const std::string& what) {
+  ++shortfalls_.total;
+  shortfalls_.last = what;
+  spdlog::info("control: placement short of memory: {}", what);
+}
+
+Controller::Shortfalls Controller::PlacementShortfalls() const {
+  MutexLock lock(&placement_mu_);
+  return shortfalls_;
+}
+
+cluster::ClusterState Controller::PlacementView() {
+  cluster::ClusterState state = *store_.Read();
+  DropUnreachable(&state);
+  // Loads under way count as loading groups: never victims, and their memory
+  // is taken.
+  for (const auto& [where, bytes] : reserved_) {
+    if (bytes <= 0) continue;
+    cluster::GroupState g;
+    g.worker = where.first;
+    g.model = where.second;
+    g.device = "cpu";
+    g.loading = true;
+    g.replicas = 1;
+    g.memory_bytes = bytes;
+    for (auto& d : state.devices) {
+      if (d.name == "cpu" && d.worker == where.first) d.used_bytes += bytes;
+    }
+    state.groups.push_back(std::move(g));
+  }
+  return state;
 }
 
 void Controller::MarkUnreachable(const std::string& worker) {
@@ -299,6 +329,13 @@ Status Controller::SendAndWait(WorkerAction action) {
 void Controller::EnsureLoaded(VersionPtr version, const std::string& variant,
                               const HardwareConfig& hw, int replicas, const std::string& reason,
                               bool urgent, LoadDone done, bool query_waits) {
+  LoadOn("", std::move(version), variant, hw, replicas, reason, urgent, std::move(done),
+         query_waits);
+}
+
+void Controller::LoadOn(std::string worker, VersionPtr version, const std::string& variant,
+                        const HardwareConfig& hw, int replicas, const std::string& reason,
+                        bool urgent, LoadDone done, bool query_waits) {
   if (stopping_) {
     done(Unavailable("server is shutting down"), "");
     return;
@@ -306,25 +343,40 @@ void Controller::EnsureLoaded(VersionPtr version, const std::string& variant,
   replicas = std::max(replicas, 1);
   const std::string label = cluster::GroupLabel(version->config.name, version->version, variant, hw);
   // Replicas already there or on their way count; only the rest is placed.
-  // One group per label, on one worker: more replicas join it there.
-  int have = 0;
+  // On a given worker only its share counts. Otherwise every worker's share
+  // does, and the rest joins the largest (spreading a group over workers is
+  // the control loop's: Scale()).
+  const bool given = !worker.empty();
+  int have_total = 0;
+  int have_here = 0;
   bool present = false;
-  std::string worker;
   cluster::ClusterState snapshot = *store_.Read();
   {
     MutexLock lock(&placement_mu_);
     DropUnreachable(&snapshot);
   }
   for (const auto& g : snapshot.groups) {
-    if (cluster::GroupLabel(g) == label) {
-      have = g.replicas;
-      present = true;
+    if (cluster::GroupLabel(g) != label) continue;
+    if (given) {
+      if (g.worker == worker) {
+        have_here += g.replicas;
+        present = true;
+      }
+      continue;
+    }
+    have_total += g.replicas;
+    if (!present || g.replicas > have_here) {
+      have_here = g.replicas;
       worker = g.worker;
+      present = true;
     }
   }
+  if (given) have_total = have_here;
+  const int missing = std::max(replicas - have_total, 0);
+  replicas = present ? have_here + missing : replicas;  // what the worker's share becomes
   bool guessed = false;
   const int64_t per_replica = EstimateBytes(*version, variant, hw, &guessed);
-  auto evictions = Reserve(label, per_replica * std::max(replicas - have, 0), &worker);
+  auto evictions = Reserve(label, per_replica * missing, &worker);
   if (!evictions.ok()) {
     done(evictions.status(), "");
     return;
@@ -387,16 +439,27 @@ Status Controller::LoadModel(const std::string& name, bool startup) {
     std::promise<Status> p;
     auto f = p.get_future();
     if (reload) {
-      WorkerAction a;
-      a.action = ActionFor(cluster::Action::kLoad, *v, kAsRegistered, hw, v->config.instance_count,
-                           "reload (repository API)");
-      a.action.worker =
-          WorkerOf(*store_.Read(), cluster::GroupLabel(v->config.name, v->version, kAsRegistered, hw));
-      a.version = v;
-      a.reload = true;
-      a.urgent = true;
-      a.pinned = !options_.managed;
-      Send(std::move(a), [&p](Status s) { p.set_value(std::move(s)); });
+      // Every worker's share of the group reloads, at its size.
+      const std::string label = cluster::GroupLabel(v->config.name, v->version, kAsRegistered, hw);
+      std::vector<std::pair<std::string, int>> shares;
+      for (const auto& g : store_.Read()->groups) {
+        if (cluster::GroupLabel(g) == label) shares.emplace_back(g.worker, g.replicas);
+      }
+      if (shares.empty()) shares.emplace_back("", v->config.instance_count);  // the only worker
+      Status reloaded;
+      for (const auto& [worker, replicas] : shares) {
+        WorkerAction a;
+        a.action = ActionFor(cluster::Action::kLoad, *v, kAsRegistered, hw, replicas,
+                             "reload (repository API)");
+        a.action.worker = worker;
+        a.version = v;
+        a.reload = true;
+        a.urgent = true;
+        a.pinned = !options_.managed;
+        Status one = SendAndWait(std::move(a));
+        if (!one.ok() && reloaded.ok()) reloaded = one;
+      }
+      p.set_value(reloaded);
     } else {
       EnsureLoaded(v, kAsRegistered, hw, v->config.instance_count,
                    "configured instances (model.yaml)", startup,
@@ -471,7 +534,8 @@ void Controller::Tick() {
   double slowdown = 1.0;
   int64_t replicas = 0;
   for (auto& g : state.groups) {
-    const std::string key = cluster::GroupLabel(g);
+    // One label may have a share on several workers: each its own counter.
+    const std::string key = g.worker + "/" + cluster::GroupLabel(g);
     auto [it, fresh] = last_uses_.try_emplace(key, g.uses_total);
     g.recent_rate_qps = !fresh && tick_s > 0
                             ? static_cast<double>(g.uses_total - it->second) / tick_s
@@ -488,14 +552,17 @@ void Controller::Tick() {
     o.latency.slope_ms *= slowdown;
   }
   metrics_.AddInstanceSeconds(static_cast<double>(replicas) * tick_s);
-  for (const auto& d : state.devices) metrics_.SetMemory(d.name, d.used_bytes, d.budget_bytes);
+  // The autoscaler sizes each group as a whole, over the workers' pooled
+  // devices; Scale() spreads what it asks for over the workers.
+  const cluster::ClusterState pooled = control::PoolWorkers(state);
+  for (const auto& d : pooled.devices) metrics_.SetMemory(d.name, d.used_bytes, d.budget_bytes);
   metrics_.SetSlowdown(slowdown);
 
   control::AutoscalerConfig config;
   config.tick_s = options_.control_tick_ms / 1000.0;
   config.prices = options_.prices;
   if (options_.idle_unload_s > 0) config.idle_unload_s = options_.idle_unload_s;
-  control::AutoscalerDecision decision = control::Decide(state, memory_, now, config);
+  control::AutoscalerDecision decision = control::Decide(pooled, memory_, now, config);
   memory_ = std::move(decision.memory);
   for (const auto& d : state.demand) {
     auto m = memory_.models.find(VersionKey(d.model, d.version));
@@ -520,42 +587,7 @@ void Controller::Tick() {
           made_ok = false;
           break;
         }
-        const auto existing =
-            std::find_if(state.groups.begin(), state.groups.end(),
-                         [&](const cluster::GroupState& g) { return cluster::GroupLabel(g) == label; });
-        std::promise<Status> p;
-        auto f = p.get_future();
-        if (existing != state.groups.end()) {
-          // Resize: place the added replicas (if any) first.
-          const int have = existing->replicas;
-          WorkerAction w;
-          w.action = a;
-          w.action.kind = cluster::Action::kSetReplicas;
-          w.version = *version;
-          std::string worker = existing->worker;
-          w.action.worker = worker;
-          auto evictions = Reserve(label, EstimateBytes(**version, a.variant, a.hardware) *
-                                              std::max(a.replicas - have, 0), &worker);
-          if (!evictions.ok()) {
-            s = evictions.status();
-            made_ok = false;
-            break;
-          }
-          // Both go to the worker's background lane, in this order.
-          SendEvictions(std::move(evictions).value(), "to make room for " + label, /*urgent=*/false);
-          Send(std::move(w), [&p](Status r) { p.set_value(std::move(r)); });
-          s = f.get();
-          Release(worker, label);
-          if (s.ok()) {
-            RecordControl("set_replicas", a.model, label, a.hardware.Name(),
-                          std::to_string(have) + " -> " + std::to_string(a.replicas) + ": " + a.reason);
-          }
-        } else {
-          EnsureLoaded(*version, a.variant, a.hardware, a.replicas, a.reason, false,
-                       [&p](const Status& r, const std::string&) { p.set_value(r); },
-                       /*query_waits=*/false);
-          s = f.get();
-        }
+        s = Scale(a, *version);
         made_ok = s.ok();
         break;
       }
@@ -563,20 +595,129 @@ void Controller::Tick() {
       case cluster::Action::kEvict: {
         const bool replaced = a.cause == cluster::Action::Cause::kReplaced;
         if (replaced && !made_ok) continue;  // make before break
-        WorkerAction w;
-        w.action = a;
-        if (w.action.worker.empty()) w.action.worker = WorkerOf(state, label);
-        w.only_if_idle = !replaced;
-        s = SendAndWait(std::move(w));
-        if (s.ok()) {
-          RecordControl(a.kind == cluster::Action::kEvict ? "evict" : "unload", a.model, label,
-                        a.hardware.Name(), a.reason);
+        // Every worker's share of the group goes.
+        std::vector<std::string> holders;
+        if (!a.worker.empty()) holders.push_back(a.worker);
+        for (const auto& g : state.groups) {
+          if (a.worker.empty() && cluster::GroupLabel(g) == label &&
+              std::find(holders.begin(), holders.end(), g.worker) == holders.end()) {
+            holders.push_back(g.worker);
+          }
+        }
+        if (holders.empty()) holders.push_back("");  // the only worker
+        for (const std::string& holder : holders) {
+          WorkerAction w;
+          w.action = a;
+          w.action.worker = holder;
+          w.only_if_idle = !replaced;
+          Status one = SendAndWait(std::move(w));
+          if (one.ok()) {
+            RecordControl(a.kind == cluster::Action::kEvict ? "evict" : "unload", a.model,
+                          label + (holders.size() > 1 ? " on " + holder : ""), a.hardware.Name(),
+                          a.reason);
+          } else {
+            s = one;
+          }
         }
         break;
       }
     }
     if (!s.ok()) spdlog::warn("control: {} not carried out: {}", cluster::ToString(a), s.message());
   }
+}
+
+Status Controller::Scale(const cluster::Action& a, const VersionPtr& version) {
+  const std::string label = cluster::GroupLabel(a);
+  const int64_t per_replica = EstimateBytes(*version, a.variant, a.hardware);
+  control::SpreadDecision spread;
+  {
+    MutexLock lock(&placement_mu_);
+    spread = control::SpreadReplicas(PlacementView(), label, a.replicas, per_replica, "cpu");
+  }
+  if (spread.shares.empty()) {
+    // Held nowhere and no worker has free memory for a replica: placement
+    // with evictions, on one worker.
+    return LoadAndWait("", a, version, a.replicas);
+  }
+  if (spread.unplaced > 0) {
+    // Where evictions may make room: the largest share's worker.
+    auto largest = std::max_element(
+        spread.shares.begin(), spread.shares.end(),
+        [](const control::ReplicaShare& x, const control::ReplicaShare& y) { return x.want < y.want; });
+    largest->want += spread.unplaced;
+  }
+  const bool several = spread.shares.size() > 1;
+  if (several) spdlog::info("control: spread {}: {}", label, spread.reason);
+  // Make before break: every share grows before any shrinks.
+  Status grown;
+  for (const control::ReplicaShare& share : spread.shares) {
+    if (share.want <= share.have) continue;
+    Status s = share.have == 0 ? LoadAndWait(share.worker, a, version, share.want)
+                               : ResizeOn(share, a, version, several ? spread.reason : "");
+    if (!s.ok()) {
+      spdlog::warn("control: {} on {}: {}", label, share.worker, s.message());
+      grown = s;
+    }
+  }
+  for (const control::ReplicaShare& share : spread.shares) {
+    if (share.want >= share.have) continue;
+    Status s;
+    if (share.want > 0) {
+      s = ResizeOn(share, a, version, several ? spread.reason : "");
+    } else {
+      // Its queries go to the other shares; it leaves once idle (a busy one
+      // stays until a later tick finds it idle).
+      WorkerAction w;
+      w.action = a;
+      w.action.kind = cluster::Action::kUnload;
+      w.action.replicas = 0;
+      w.action.worker = share.worker;
+      w.only_if_idle = true;
+      s = SendAndWait(std::move(w));
+      if (s.ok()) {
+        RecordControl("unload", a.model, label + " on " + share.worker, a.hardware.Name(),
+                      "its share of the group: " + spread.reason + ": " + a.reason);
+      }
+    }
+    if (!s.ok()) spdlog::warn("control: {} on {}: {}", label, share.worker, s.message());
+  }
+  return grown;
+}
+
+Status Controller::ResizeOn(const control::ReplicaShare& share, const cluster::Action& a,
+                            const VersionPtr& version, const std::string& spread) {
+  const std::string label = cluster::GroupLabel(a);
+  std::string worker = share.worker;
+  // Added replicas are placed (and room made for them) first.
+  auto evictions = Reserve(label, EstimateBytes(*version, a.variant, a.hardware) *
+                                      std::max(share.want - share.have, 0), &worker);
+  if (!evictions.ok()) return evictions.status();
+  // Both go to the worker's background lane, in this order.
+  SendEvictions(std::move(evictions).value(), "to make room for " + label, /*urgent=*/false);
+  WorkerAction w;
+  w.action = a;
+  w.action.kind = cluster::Action::kSetReplicas;
+  w.action.replicas = share.want;
+  w.action.worker = worker;
+  w.version = version;
+  Status s = SendAndWait(std::move(w));
+  Release(worker, label);
+  if (s.ok()) {
+    RecordControl("set_replicas", a.model, label + (spread.empty() ? "" : " on " + worker),
+                  a.hardware.Name(),
+                  std::to_string(share.have) + " -> " + std::to_string(share.want) + ": " +
+                      a.reason + (spread.empty() ? "" : " (" + spread + ")"));
+  }
+  return s;
+}
+
+Status Controller::LoadAndWait(const std::string& worker, const cluster::Action& a,
+                               const VersionPtr& version, int replicas) {
+  std::promise<Status> p;
+  auto f = p.get_future();
+  LoadOn(worker, version, a.variant, a.hardware, replicas, a.reason, /*urgent=*/false,
+         [&p](const Status& r, const std::string&) { p.set_value(r); }, /*query_waits=*/false);
+  return f.get();
 }
 
 void Controller::Loop() {

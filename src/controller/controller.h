@@ -12,6 +12,12 @@
 // EnsureLoaded() never blocks its caller on a load; LoadModel() and
 // UnloadModel() do (they serve the repository API, on handler threads).
 //
+// A group may have a share of its replicas on several workers: the
+// autoscaler sizes the group as a whole, over the workers' pooled devices
+// (control::PoolWorkers), and the loop spreads the count it asks for over
+// the workers (control::SpreadReplicas), growing every share before any
+// shrinks. Unloads, evictions and reloads go to every share.
+//
 // Every action is logged with its reason: spdlog, the decision log and the
 // metrics (somm_control_actions_total).
 //
@@ -57,6 +63,10 @@ struct ControllerOptions {
   // (embedded: one direct call). A cluster's controller reads the reports
   // the workers' heartbeats put there instead.
   bool fresh_reports = true;
+  // A victim that served a query this recently is in use: placing a group
+  // by evicting it counts as a shortfall (PlacementShortfalls()). The worker
+  // scaler's in_use_window_s, so that what it drains never counts.
+  double in_use_window_s = 10;
   // The clock the loop and the policies read; tests step their own.
   std::function<cluster::TimePoint()> clock = [] { return cluster::Clock::now(); };
 };
@@ -87,9 +97,40 @@ class Controller : public ControlClient {
   void Tick();
   // Where the configured instances of `version` run.
   HardwareConfig BaseHardware(const VersionRecord& version) const override;
+  // Placements across workers that did not fit: refused, or made room by
+  // evicting a group in use. The worker scaler (worker_scaler.h) reads it
+  // as "the plan needs more memory than the workers have". Monotonic.
+  struct Shortfalls {
+    int64_t total = 0;
+    std::string last;  // the latest one, in words
+  };
+  Shortfalls PlacementShortfalls() const;
+  // The registry's variant job (ControlClient's contract).
+  Status StartVariantJob(const std::string& name, int64_t version) override;
+  StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) override;
 
  private:
   cluster::ClusterState ReadState(bool fresh);
+  // The store's view for placement: unreachable workers left out, loads
+  // under way counted as loading groups that hold their memory.
+  cluster::ClusterState PlacementView() SOMM_REQUIRES(placement_mu_);
+  // EnsureLoaded on `worker` ("" = the largest holder's, else where
+  // placement says); `replicas` is what that worker's share becomes.
+  void LoadOn(std::string worker, VersionPtr version, const std::string& variant,
+              const HardwareConfig& hw, int replicas, const std::string& reason, bool urgent,
+              LoadDone done, bool query_waits);
+  // The same, for the control loop: waits, and returns how it went.
+  Status LoadAndWait(const std::string& worker, const cluster::Action& a,
+                     const VersionPtr& version, int replicas);
+  // Carries out the autoscaler's kLoad or kSetReplicas (a replica count for
+  // the whole group): spreads it over the workers (control::SpreadReplicas),
+  // grows every share before any shrinks, and returns how the growth went
+  // (what a replacement's unloads wait for).
+  Status Scale(const cluster::Action& a, const VersionPtr& version);
+  // Resizes one worker's share from share.have to share.want replicas.
+  // `spread`: the spread's reason when the group has several shares.
+  Status ResizeOn(const control::ReplicaShare& share, const cluster::Action& a,
+                  const VersionPtr& version, const std::string& spread);
   // Places `extra_bytes` for `label` on `*worker` (chosen across workers
   // when empty, and set); reserves them and returns the evictions to send
   // first. Takes placement_mu_.
@@ -97,13 +138,12 @@ class Controller : public ControlClient {
                                                  std::string* worker);
   void Release(const std::string& worker, const std::string& label);
   void MarkUnreachable(const std::string& worker);
+  void NoteShortfall(const std::string& what) SOMM_REQUIRES(placement_mu_);
   // Removes the devices and groups of unreachable workers from `state`.
   void DropUnreachable(cluster::ClusterState* state) SOMM_REQUIRES(placement_mu_);
   // After a load whose size was a guess: evicts (by the placement policy)
   // until `worker`'s device is within its budget again, never `protect`.
   void FitBudget(const std::string& worker, const std::string& protect);
-  // The worker that holds `label` in `state`; "" when none does.
-  static std::string WorkerOf(const cluster::ClusterState& state, const std::string& label);
   // Sends the evictions placement chose, each logged with its reason and
   // `why` once carried out.
   void SendEvictions(std::vector<cluster::Action> evictions, const std::string& why, bool urgent);
@@ -139,6 +179,7 @@ class Controller : public ControlClient {
   // out of placement until then: the store keeps a dead one until its lease
   // lapses.
   std::map<std::string, cluster::TimePoint> unreachable_ SOMM_GUARDED_BY(placement_mu_);
+  Shortfalls shortfalls_ SOMM_GUARDED_BY(placement_mu_);
 
   // The loop's own memory between ticks (only the control thread, or a test
   // calling Tick(), touches it).

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -198,6 +199,101 @@ TEST_F(ControllerTest, IdleGroupIsUnloadedOnceIdleLongEnough) {
   EXPECT_EQ(worker_->ActionLog(), std::vector<std::string>{"unload m:1:ts-fp32@cpu1"});
   EXPECT_TRUE(worker_->actions()[0].only_if_idle);  // never under a query in flight
   EXPECT_TRUE(store_.Read()->groups.empty());
+}
+
+// Two workers, w1 and w2, with 8 cores each; loads finish inside the call.
+class ControllerSpreadTest : public ControllerTest {
+ protected:
+  ControllerSpreadTest() : w1_(store_, Worker("w1")), w2_(store_, Worker("w2")) {
+    w1_.Publish();
+    w2_.Publish();
+    ControllerOptions co;
+    co.clock = [this] { return now_; };
+    controller_ = std::make_unique<Controller>(co, registry_, store_, directory_, metrics_, log_);
+  }
+
+  FakeWorkerStub::Options Worker(const std::string& id) {
+    FakeWorkerStub::Options o;
+    o.id = id;
+    o.cores = 8;
+    o.clock = [this] { return now_; };
+    return o;
+  }
+
+  // Replicas of `label` per worker, as the store shows them.
+  std::map<std::string, int> Shares(const std::string& label) {
+    std::map<std::string, int> out;
+    for (const auto& g : store_.Read()->groups) {
+      if (cluster::GroupLabel(g) == label) out[g.worker] += g.replicas;
+    }
+    return out;
+  }
+
+  FakeWorkerStub w1_;
+  FakeWorkerStub w2_;
+  ::somm::testing::FakeWorkerDirectory directory_{{&w1_, &w2_}};
+};
+
+TEST_F(ControllerSpreadTest, ScaleUpPutsTheAddedReplicasOnTheOtherWorkerToo) {
+  const std::string label = "m:1:ts-fp32@cpu1";
+  VersionPtr v = Model({Fp32()});
+  registry_.Publish("m", {v}, {});
+  w1_.AddGroup(v, "ts-fp32", Cpu(1));
+  // 150 q/s on one fp32 replica (100 q/s): 3 replicas, spread 2 + 1.
+  Arrivals(0);
+  controller_->Tick();
+  now_ += 1s;
+  Arrivals(150);
+  controller_->Tick();
+  EXPECT_EQ(Shares(label), (std::map<std::string, int>{{"w1", 2}, {"w2", 1}}));
+  EXPECT_EQ(w1_.ActionLog(), std::vector<std::string>{"set-replicas " + label});
+  EXPECT_EQ(w1_.actions()[0].action.replicas, 2);
+  EXPECT_EQ(w2_.ActionLog(), std::vector<std::string>{"load " + label});
+  EXPECT_EQ(w2_.actions()[0].action.replicas, 1);
+  EXPECT_FALSE(w2_.actions()[0].urgent);  // the controller's work: background
+}
+
+TEST_F(ControllerSpreadTest, IdleGroupSpreadOverTwoWorkersLeavesBoth) {
+  const std::string label = "m:1:ts-fp32@cpu1";
+  VersionPtr v = Model({Fp32()});
+  registry_.Publish("m", {v}, {});
+  w1_.AddGroup(v, "ts-fp32", Cpu(1));
+  w2_.AddGroup(v, "ts-fp32", Cpu(1), 2);
+  Arrivals(0);
+  controller_->Tick();
+  EXPECT_TRUE(w1_.actions().empty());
+  EXPECT_TRUE(w2_.actions().empty());
+  now_ += 31s;  // past the autoscaler's default idle_unload_s (30 s)
+  controller_->Tick();
+  EXPECT_EQ(w1_.ActionLog(), std::vector<std::string>{"unload " + label});
+  EXPECT_EQ(w2_.ActionLog(), std::vector<std::string>{"unload " + label});
+  EXPECT_TRUE(Shares(label).empty());
+}
+
+TEST_F(ControllerSpreadTest, ScaleDownTakesAShareAwayAndKeepsTheOther) {
+  const std::string label = "m:1:ts-fp32@cpu1";
+  VersionPtr v = Model({Fp32()});
+  registry_.Publish("m", {v}, {});
+  w1_.AddGroup(v, "ts-fp32", Cpu(1));
+  w2_.AddGroup(v, "ts-fp32", Cpu(1));
+  // 10 q/s, a tenth of one replica, tick after tick: once low long enough
+  // the two replicas become one.
+  int64_t arrivals = 0;
+  for (int tick = 0; tick < 40 && Shares(label).size() == 2; ++tick) {
+    Arrivals(arrivals);
+    controller_->Tick();
+    now_ += 1s;
+    arrivals += 10;
+  }
+  const auto shares = Shares(label);
+  ASSERT_EQ(shares.size(), 1u);
+  EXPECT_EQ(shares.begin()->second, 1);
+  // The share that left was unloaded only once idle, and the other untouched.
+  FakeWorkerStub& gone = shares.count("w1") ? w2_ : w1_;
+  FakeWorkerStub& kept = shares.count("w1") ? w1_ : w2_;
+  ASSERT_EQ(gone.ActionLog(), std::vector<std::string>{"unload " + label});
+  EXPECT_TRUE(gone.actions()[0].only_if_idle);
+  EXPECT_TRUE(kept.actions().empty());
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <tuple>
 
 namespace somm::control {
 namespace {
@@ -260,6 +261,137 @@ std::vector<Action> EvictionActions(const ClusterState& state, const PlacementDe
     actions.push_back(std::move(a));
   }
   return actions;
+}
+
+ClusterState PoolWorkers(const ClusterState& state) {
+  ClusterState pooled;
+  pooled.options = state.options;
+  pooled.demand = state.demand;
+  for (const DeviceState& d : state.devices) {
+    auto it = std::find_if(pooled.devices.begin(), pooled.devices.end(),
+                           [&](const DeviceState& p) { return p.name == d.name; });
+    if (it == pooled.devices.end()) {
+      pooled.devices.push_back(d);
+      continue;
+    }
+    it->budget_bytes += d.budget_bytes;
+    it->used_bytes += d.used_bytes;
+    it->cores += d.cores;
+    if (it->worker != d.worker) it->worker.clear();
+  }
+  std::vector<std::string> labels;  // of pooled.groups, in order
+  for (const GroupState& g : state.groups) {
+    const std::string label = GroupLabel(g);
+    const auto at = std::find(labels.begin(), labels.end(), label);
+    if (at == labels.end()) {
+      labels.push_back(label);
+      pooled.groups.push_back(g);
+      continue;
+    }
+    GroupState& p = pooled.groups[static_cast<size_t>(at - labels.begin())];
+    p.replicas += g.replicas;
+    p.queued += g.queued;
+    p.executing += g.executing;
+    p.uses_total += g.uses_total;
+    p.recent_rate_qps += g.recent_rate_qps;
+    p.memory_bytes = std::max(p.memory_bytes, g.memory_bytes);
+    p.last_used = std::max(p.last_used, g.last_used);
+    p.loading = p.loading || g.loading;
+    p.pinned = p.pinned || g.pinned;
+    p.observed_slowdown = std::max(p.observed_slowdown, g.observed_slowdown);
+    p.load_ms = std::max(p.load_ms, g.load_ms);
+    p.instances.insert(p.instances.end(), g.instances.begin(), g.instances.end());
+  }
+  return pooled;
+}
+
+SpreadDecision SpreadReplicas(const ClusterState& state, const std::string& label, int target,
+                              int64_t bytes_per_replica, const std::string& wanted) {
+  struct Worker {
+    ReplicaShare share;
+    bool holder = false;
+    int64_t free = std::numeric_limits<int64_t>::min();  // on its roomiest matching device
+    uint64_t hash = 0;
+  };
+  std::vector<Worker> workers;
+  auto find = [&workers](const std::string& id) -> Worker& {
+    for (Worker& w : workers) {
+      if (w.share.worker == id) return w;
+    }
+    workers.push_back({});
+    workers.back().share.worker = id;
+    return workers.back();
+  };
+  for (const GroupState& g : state.groups) {
+    if (GroupLabel(g) != label) continue;
+    Worker& w = find(g.worker);
+    w.holder = true;
+    w.share.have += g.replicas;
+  }
+  for (const DeviceState& d : state.devices) {
+    if (!DeviceMatches(d.name, wanted)) continue;
+    Worker& w = find(d.worker);
+    w.free = std::max(w.free, d.budget_bytes - d.used_bytes);
+  }
+  int total = 0;
+  for (Worker& w : workers) {
+    w.share.want = w.share.have;
+    w.hash = std::hash<std::string>{}(label + "@" + w.share.worker);
+    total += w.share.have;
+  }
+  const int before = total;
+  SpreadDecision out;
+  target = std::max(target, 0);
+  while (total < target) {
+    Worker* best = nullptr;
+    // Fewest of the group, a holder, most free memory, the hash.
+    auto key = [](const Worker& x) {
+      return std::make_tuple(x.share.want, !x.holder, -x.free, ~x.hash);
+    };
+    for (Worker& w : workers) {
+      if (w.free == std::numeric_limits<int64_t>::min() || w.free < bytes_per_replica) continue;
+      if (best == nullptr || key(w) < key(*best)) best = &w;
+    }
+    if (best == nullptr) {
+      out.unplaced = target - total;
+      break;
+    }
+    ++best->share.want;
+    best->free -= bytes_per_replica;
+    ++total;
+  }
+  while (total > target) {
+    Worker* best = nullptr;
+    for (Worker& w : workers) {
+      if (w.share.want == 0) continue;
+      if (best == nullptr || w.share.want > best->share.want ||
+          (w.share.want == best->share.want && w.free < best->free)) {
+        best = &w;
+      }
+    }
+    --best->share.want;
+    --total;
+  }
+  std::string changes;
+  for (Worker& w : workers) {
+    if (w.share.have == 0 && w.share.want == 0) continue;
+    if (w.share.want != w.share.have) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%s%+d on %s%s", changes.empty() ? "" : ", ",
+                    w.share.want - w.share.have, w.share.worker.c_str(),
+                    w.share.have == 0 ? " (new there)" : w.share.want == 0 ? " (leaves it)" : "");
+      changes += buf;
+    }
+    out.shares.push_back(w.share);
+  }
+  out.reason = "x" + std::to_string(before) + " -> x" + std::to_string(target) + " over " +
+               std::to_string(out.shares.size()) + " worker(s)" +
+               (changes.empty() ? "" : ": " + changes);
+  if (out.unplaced > 0) {
+    out.reason += "; " + std::to_string(out.unplaced) + " fit no worker's free memory (" +
+                  FormatBytes(bytes_per_replica) + " each)";
+  }
+  return out;
 }
 
 }  // namespace somm::control

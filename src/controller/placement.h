@@ -113,4 +113,50 @@ ClusterState WorkerShare(const ClusterState& state, const std::string& worker);
 // The kUnload actions for a decision's victims, in order.
 std::vector<Action> EvictionActions(const ClusterState& state, const PlacementDecision& decision);
 
+// ---- One group's replicas across workers ----------------------------------
+//
+// A group (one label) may hold replicas on several workers: the router's
+// power of two choices then has a choice, and a dead worker takes only its
+// share. The autoscaler sizes a group as a whole (a replica count); these
+// two functions are the bridge.
+
+// The cluster as the autoscaler sees it: the groups of one label on several
+// workers folded into one (replicas, queues, uses and rates summed, the
+// latest use, loading or pinned if any share is, instances of all; worker =
+// the first holder's), and the devices of one name pooled (budgets, use and
+// cores summed; worker "" when several workers have one). With one worker it
+// returns `state` unchanged.
+ClusterState PoolWorkers(const ClusterState& state);
+
+// One worker's share of a group, before and after a spread.
+struct ReplicaShare {
+  std::string worker;
+  int have = 0;  // replicas there now (a loading share counts)
+  int want = 0;  // replicas there afterwards; 0 = the group leaves it
+};
+
+struct SpreadDecision {
+  // Every worker that holds the group or gets some of it, holders first in
+  // the order of `state.groups`.
+  std::vector<ReplicaShare> shares;
+  // Replicas no worker had free memory for: the caller places them where
+  // evictions can make room (the largest holder's worker, or anywhere).
+  int unplaced = 0;
+  std::string reason;  // "x2 -> x3: +1 on w2 (fewest of it, 1.2 GiB free)"
+};
+
+// Spreads `target` replicas of the group `label` (`bytes_per_replica` each,
+// on a device matching `wanted`) over the workers of `state`, changing as
+// few replicas as it can. Growing adds one replica at a time to the worker
+// with the fewest of the group whose free memory holds it, so replicas
+// spread before they stack (a new worker's share is a new load, which the
+// router cannot use until it is up, but a dead worker then takes only its
+// share); ties go to a worker that already holds the group, then to the
+// most free memory, then to rendezvous hashing of (label, worker). Shrinking
+// takes one replica at a time from the worker with the most, ties to the one
+// with the least free memory. Evicts nothing: placement with evictions is
+// Place()'s.
+SpreadDecision SpreadReplicas(const ClusterState& state, const std::string& label, int target,
+                              int64_t bytes_per_replica, const std::string& wanted);
+
 }  // namespace somm::control

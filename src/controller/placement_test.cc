@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 namespace somm::control {
 namespace {
 
@@ -258,6 +260,115 @@ TEST(PlaceAcrossWorkersTest, NoWorkerCanMakeRoomNamesEach) {
   EXPECT_EQ(d.status().code(), StatusCode::kResourceExhausted);
   EXPECT_THAT(d.status().message(), HasSubstr("worker a:"));
   EXPECT_THAT(d.status().message(), HasSubstr("worker b:"));
+}
+
+// ---- One group's replicas across workers ----------------------------------
+
+// `replicas` of m (1 GiB each) on `worker`.
+GroupState Share(const std::string& worker, int replicas) {
+  GroupState g = Group("m", 1024, 1, 0s, 100);
+  g.worker = worker;
+  g.replicas = replicas;
+  for (int i = 0; i < replicas; ++i) g.instances.push_back({i, 0, {}});
+  return g;
+}
+
+// (worker, have, want) of each share, for comparing at a glance.
+std::vector<std::tuple<std::string, int, int>> Shares(const SpreadDecision& d) {
+  std::vector<std::tuple<std::string, int, int>> out;
+  for (const ReplicaShare& s : d.shares) out.emplace_back(s.worker, s.have, s.want);
+  return out;
+}
+
+using ShareList = std::vector<std::tuple<std::string, int, int>>;
+
+TEST(SpreadReplicasTest, ASecondReplicaGoesToAnotherWorker) {
+  ClusterState s = TwoWorkers(1 * kGiB, 0);
+  s.groups = {Share("a", 1)};
+  // a has the room too, but a dead a would take both.
+  const SpreadDecision d = SpreadReplicas(s, GroupLabel(s.groups[0]), 2, kGiB, "cpu");
+  EXPECT_EQ(Shares(d), (ShareList{{"a", 1, 1}, {"b", 0, 1}}));
+  EXPECT_EQ(d.unplaced, 0);
+  EXPECT_EQ(d.reason, "x1 -> x2 over 2 worker(s): +1 on b (new there)");
+}
+
+TEST(SpreadReplicasTest, GrowthEvensOutBeforeItStacks) {
+  ClusterState s = TwoWorkers(2 * kGiB, 0);
+  s.groups = {Share("a", 2)};
+  SpreadDecision d = SpreadReplicas(s, GroupLabel(s.groups[0]), 4, kGiB, "cpu");
+  EXPECT_EQ(Shares(d), (ShareList{{"a", 2, 2}, {"b", 0, 2}}));
+  // A third worker: 1 -> 3 puts one on each.
+  DeviceState c = Device("cpu", 4 * kGiB, 0);
+  c.worker = "c";
+  s.devices.push_back(c);
+  s.devices[0].used_bytes = kGiB;
+  s.groups = {Share("a", 1)};
+  d = SpreadReplicas(s, GroupLabel(s.groups[0]), 3, kGiB, "cpu");
+  EXPECT_EQ(Shares(d), (ShareList{{"a", 1, 1}, {"b", 0, 1}, {"c", 0, 1}}));
+  // Nothing to do: nothing moves.
+  s.groups = {Share("a", 1), Share("b", 1)};
+  d = SpreadReplicas(s, GroupLabel(s.groups[0]), 2, kGiB, "cpu");
+  EXPECT_EQ(Shares(d), (ShareList{{"a", 1, 1}, {"b", 1, 1}}));
+}
+
+TEST(SpreadReplicasTest, ReplicasNoWorkerHasFreeMemoryForAreLeftUnplaced) {
+  // a has 0.5 GiB free, b 1.5 GiB: one more fits on b only.
+  ClusterState s = TwoWorkers(3 * kGiB + 512 * kMiB, 2 * kGiB + 512 * kMiB);
+  s.groups = {Share("a", 1)};
+  const SpreadDecision d = SpreadReplicas(s, GroupLabel(s.groups[0]), 3, kGiB, "cpu");
+  EXPECT_EQ(Shares(d), (ShareList{{"a", 1, 1}, {"b", 0, 1}}));
+  EXPECT_EQ(d.unplaced, 1);
+  EXPECT_THAT(d.reason, HasSubstr("1 fit no worker's free memory (1.0 GiB each)"));
+}
+
+TEST(SpreadReplicasTest, ShrinkingTakesFromTheWorkerWithTheMost) {
+  ClusterState s = TwoWorkers(3 * kGiB, kGiB);
+  s.groups = {Share("a", 3), Share("b", 1)};
+  SpreadDecision d = SpreadReplicas(s, GroupLabel(s.groups[0]), 2, kGiB, "cpu");
+  EXPECT_EQ(Shares(d), (ShareList{{"a", 3, 1}, {"b", 1, 1}}));
+  // Even shares: the worker with less free memory gives its replica up, and
+  // the group leaves it.
+  s = TwoWorkers(3 * kGiB, kGiB);
+  s.groups = {Share("a", 1), Share("b", 1)};
+  d = SpreadReplicas(s, GroupLabel(s.groups[0]), 1, kGiB, "cpu");
+  EXPECT_EQ(Shares(d), (ShareList{{"a", 1, 0}, {"b", 1, 1}}));
+  EXPECT_THAT(d.reason, HasSubstr("-1 on a (leaves it)"));
+}
+
+TEST(PoolWorkersTest, OneLabelOnSeveralWorkersIsOneGroupAndDevicesArePooled) {
+  ClusterState s = TwoWorkers(kGiB, 2 * kGiB);
+  GroupState on_a = Share("a", 1);
+  on_a.queued = 3;
+  on_a.uses_total = 10;
+  GroupState on_b = Share("b", 2);
+  on_b.queued = 4;
+  on_b.uses_total = 5;
+  on_b.last_used = kNow;
+  on_b.loading = true;
+  GroupState other = Group("other", 512, 0, 60s, 10);
+  other.worker = "b";
+  s.groups = {on_a, other, on_b};
+  const ClusterState p = PoolWorkers(s);
+  ASSERT_EQ(p.groups.size(), 2u);
+  EXPECT_EQ(p.groups[0].model, "m");
+  EXPECT_EQ(p.groups[0].worker, "a");
+  EXPECT_EQ(p.groups[0].replicas, 3);
+  EXPECT_EQ(p.groups[0].queued, 7);
+  EXPECT_EQ(p.groups[0].uses_total, 15);
+  EXPECT_EQ(p.groups[0].instances.size(), 3u);
+  EXPECT_EQ(p.groups[0].last_used, kNow);
+  EXPECT_TRUE(p.groups[0].loading);  // a share still loading
+  EXPECT_EQ(p.groups[1].model, "other");
+  ASSERT_EQ(p.devices.size(), 1u);
+  EXPECT_EQ(p.devices[0].budget_bytes, 8 * kGiB);
+  EXPECT_EQ(p.devices[0].used_bytes, 3 * kGiB);
+  EXPECT_EQ(p.devices[0].cores, 8);
+  EXPECT_EQ(p.devices[0].worker, "");
+  // One worker: as it was.
+  const ClusterState one = PoolWorkers(WorkerShare(s, "b"));
+  ASSERT_EQ(one.devices.size(), 1u);
+  EXPECT_EQ(one.devices[0].worker, "b");
+  EXPECT_EQ(one.groups.size(), 2u);
 }
 
 }  // namespace

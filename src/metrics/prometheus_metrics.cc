@@ -115,6 +115,13 @@ struct PrometheusMetrics::Families {
                            "profiles by it")
                      .Register(r)
                      .Add({})),
+        // Present from the start, at 0: an autoscaler reads a series that
+        // exists before the first query.
+        inflight(prometheus::BuildGauge()
+                     .Name("somm_inflight_queries")
+                     .Help("Queries accepted and not yet answered")
+                     .Register(r)
+                     .Add({})),
         instance_seconds_total(instance_seconds.Add({})) {}
 
   prometheus::Family<prometheus::Counter>& success;
@@ -137,6 +144,7 @@ struct PrometheusMetrics::Families {
   prometheus::Family<prometheus::Gauge>& arrival_rate;
   prometheus::Family<prometheus::Gauge>& forecast_rate;
   prometheus::Gauge& slowdown;
+  prometheus::Gauge& inflight;
   prometheus::Counter& instance_seconds_total;
 };
 
@@ -185,7 +193,45 @@ PrometheusMetrics::PrometheusMetrics()
     : registry_(std::make_shared<prometheus::Registry>()),
       families_(std::make_unique<Families>(*registry_)) {}
 
+struct PrometheusMetrics::ScalerFamilies {
+  explicit ScalerFamilies(prometheus::Registry& r)
+      : steps(prometheus::BuildCounter()
+                  .Name("somm_worker_scale_steps_total")
+                  .Help("Workers the worker scaler asked for (out) or drained (in), by reason")
+                  .Register(r)),
+        workers(prometheus::BuildGauge()
+                    .Name("somm_workers")
+                    .Help("Workers registered plus those being started")
+                    .Register(r)
+                    .Add({})),
+        desired(prometheus::BuildGauge()
+                    .Name("somm_workers_desired")
+                    .Help("Workers the worker scaler wants")
+                    .Register(r)
+                    .Add({})) {}
+  prometheus::Family<prometheus::Counter>& steps;
+  prometheus::Gauge& workers;
+  prometheus::Gauge& desired;
+};
+
 PrometheusMetrics::~PrometheusMetrics() = default;
+
+PrometheusMetrics::ScalerFamilies& PrometheusMetrics::Scaler() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!scaler_) scaler_ = std::make_unique<ScalerFamilies>(*registry_);
+  return *scaler_;
+}
+
+void PrometheusMetrics::RecordWorkerScaleStep(const std::string& direction,
+                                              const std::string& reason) {
+  Scaler().steps.Add({{"direction", direction}, {"reason", reason}}).Increment();
+}
+
+void PrometheusMetrics::SetWorkers(int current, int desired) {
+  ScalerFamilies& f = Scaler();
+  f.workers.Set(current);
+  f.desired.Set(desired);
+}
 
 ModelMetrics* PrometheusMetrics::ForModel(const std::string& model, const std::string& version) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -239,6 +285,10 @@ void PrometheusMetrics::SetRates(const std::string& model, double arrival_qps, d
 }
 
 void PrometheusMetrics::SetSlowdown(double factor) { families_->slowdown.Set(factor); }
+
+void PrometheusMetrics::AddInflightQueries(int64_t delta) {
+  families_->inflight.Increment(static_cast<double>(delta));
+}
 
 std::string PrometheusMetrics::Serialize() const {
   return prometheus::TextSerializer().Serialize(registry_->Collect());

@@ -26,6 +26,7 @@ class PrometheusMetrics : public ServingMetrics {
 
   ModelMetrics* ForModel(const std::string& model, const std::string& version) override;
   void RecordDecision(const std::string& outcome) override;
+  void AddInflightQueries(int64_t delta) override;
   void SetReplicas(const std::string& model, const std::string& version,
                    const std::string& variant, const std::string& hardware, int64_t replicas,
                    int64_t memory_bytes_each) override;
@@ -36,6 +37,12 @@ class PrometheusMetrics : public ServingMetrics {
   void SetMemory(const std::string& device, int64_t used_bytes, int64_t budget_bytes) override;
   void SetRates(const std::string& model, double arrival_qps, double forecast_qps) override;
   void SetSlowdown(double factor) override;
+  // The worker scaler's (controller/worker_scaler.h), in the controller
+  // process only: somm_worker_scale_steps_total{direction,reason} and the
+  // gauges somm_workers (registered plus being started) and
+  // somm_workers_desired.
+  void RecordWorkerScaleStep(const std::string& direction, const std::string& reason);
+  void SetWorkers(int current, int desired);
   // The Prometheus text exposition of every metric.
   std::string Serialize() const;
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
@@ -45,6 +52,9 @@ class PrometheusMetrics : public ServingMetrics {
  private:
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<Families> families_;
+  struct ScalerFamilies;  // made on first use, under mu_
+  std::unique_ptr<ScalerFamilies> scaler_;
+  ScalerFamilies& Scaler();
   std::mutex mu_;
   std::map<std::pair<std::string, std::string>, std::unique_ptr<ModelMetrics>> models_;
 };

@@ -13,6 +13,9 @@
 //   somm_inference_request_duration_us (histograms, per query),
 //   somm_inference_batch_size (histogram, per executed batch),
 //   somm_instances_loaded (gauge); and somm_selector_decisions_total{outcome}.
+// somm_inflight_queries (gauge, no labels): queries a router accepted and has
+//   not answered yet, queued and executing alike, whatever their model; the
+//   per-pod metric a HorizontalPodAutoscaler scales routers on (deploy/).
 // The managed runtime's families (see docs/managed.md):
 //   somm_instances{model,version,variant,hardware} (gauge, loaded replicas),
 //   somm_instance_memory_bytes{model,version,variant,hardware} (gauge, all replicas),
@@ -51,6 +54,10 @@ class ServingMetrics {
   // somm_selector_decisions_total{outcome}: loaded, load, best_effort,
   // explicit, default, rejected.
   virtual void RecordDecision(const std::string& outcome) = 0;
+  // somm_inflight_queries += delta: +1 when a query is accepted, -1 when it
+  // is answered. A delta, not a value, so that two threads cannot leave the
+  // gauge at a stale count.
+  virtual void AddInflightQueries(int64_t delta) = 0;
   // The managed runtime's signals (families listed above).
   virtual void SetReplicas(const std::string& model, const std::string& version,
                            const std::string& variant, const std::string& hardware,
@@ -71,6 +78,7 @@ class NullServingMetrics : public ServingMetrics {
  public:
   ModelMetrics* ForModel(const std::string&, const std::string&) override { return &model_; }
   void RecordDecision(const std::string&) override {}
+  void AddInflightQueries(int64_t) override {}
   void SetReplicas(const std::string&, const std::string&, const std::string&, const std::string&,
                    int64_t, int64_t) override {}
   void AddInstanceSeconds(double) override {}

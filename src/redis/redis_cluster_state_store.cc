@@ -98,10 +98,21 @@ std::string NewIncarnation() {
   return buf;
 }
 
+namespace {
+
+// The endpoint of one of the store's connections: its client name, if any,
+// gets the connection's role ("router-0.read"), so that Redis tells them apart.
+RedisEndpoint Named(RedisEndpoint endpoint, const std::string& role) {
+  if (!endpoint.client_name.empty()) endpoint.client_name += "." + role;
+  return endpoint;
+}
+
+}  // namespace
+
 RedisClusterStateStore::RedisClusterStateStore(RedisStoreOptions options)
     : options_(std::move(options)),
-      write_conn_(options_.endpoint),
-      read_conn_(options_.endpoint),
+      write_conn_(Named(options_.endpoint, "write")),
+      read_conn_(Named(options_.endpoint, "read")),
       snapshot_(std::make_shared<const ClusterState>()) {}
 
 StatusOr<std::unique_ptr<RedisClusterStateStore>> RedisClusterStateStore::Open(
@@ -115,7 +126,9 @@ StatusOr<std::unique_ptr<RedisClusterStateStore>> RedisClusterStateStore::Open(
   return store;
 }
 
-RedisClusterStateStore::~RedisClusterStateStore() {
+RedisClusterStateStore::~RedisClusterStateStore() { StopWatching(); }
+
+void RedisClusterStateStore::StopWatching() {
   stopping_ = true;
   if (watch_thread_.joinable()) watch_thread_.join();
 }
@@ -329,7 +342,7 @@ Status RedisClusterStateStore::Refresh() {
 }
 
 void RedisClusterStateStore::Watch() {
-  RedisConnection notices(options_.endpoint);
+  RedisConnection notices(Named(options_.endpoint, "watch"));
   (void)notices.Subscribe({Key("changes")});
   auto next_poll = std::chrono::steady_clock::now() + options_.repoll;
   const auto slice = std::min(options_.repoll, std::chrono::milliseconds(100));

@@ -97,6 +97,10 @@ class RedisClusterStateStore : public cluster::ClusterStateStore {
   std::map<std::string, cluster::WorkerReport> Workers() const;
   // Called after every refresh that changed the view, on the watch thread.
   void SetOnChange(std::function<void()> on_change);
+  // Stops the watch thread and waits for it: after this returns, on_change
+  // runs no more and the view stays as it is. A process calls it before
+  // whatever its on_change reaches goes away (the destructor also does).
+  void StopWatching();
 
   // The catalog (model -> generation) and the lease holder in the view.
   std::map<std::string, std::string> Catalog() const;

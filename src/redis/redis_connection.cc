@@ -105,6 +105,16 @@ Status RedisConnection::EnsureConnected() {
   if (context_ == nullptr) return Broken("cannot allocate a connection");
   if (context_->err != 0) return Broken("connect failed");
   redisSetTimeout(context_, tv);
+  if (!endpoint_.client_name.empty()) {
+    const std::vector<std::string> setname = {"CLIENT", "SETNAME", endpoint_.client_name};
+    const Argv argv(setname);
+    void* reply = redisCommandArgv(context_, argv.argc(), const_cast<const char**>(argv.ptrs.data()),
+                                   argv.lens.data());
+    if (reply == nullptr) return Broken("CLIENT SETNAME failed");
+    // A refused name (odd characters) costs attribution only, not the
+    // connection: the error reply is dropped.
+    freeReplyObject(reply);
+  }
   if (channels_.empty()) return Status::Ok();
   std::vector<std::string> command = {"SUBSCRIBE"};
   command.insert(command.end(), channels_.begin(), channels_.end());

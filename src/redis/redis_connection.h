@@ -31,6 +31,10 @@ struct RedisEndpoint {
   int port = 6379;
   // Connecting, and each command's round trip, fail after this long.
   std::chrono::milliseconds timeout{1000};
+  // Given to Redis (CLIENT SETNAME) after each connect, so that CLIENT LIST
+  // and MONITOR tell which process sent what (bench/cluster_state_cost.sh
+  // attributes commands by it). Empty: none. No spaces.
+  std::string client_name;
   std::string ToString() const { return host + ":" + std::to_string(port); }
 };
 

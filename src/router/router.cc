@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cmath>
+#include <cstdio>
 #include <random>
 
 #include "router/requirements.h"
@@ -55,6 +57,12 @@ struct Router::Query {
   bool remote = false;         // dispatched to a worker of another process
   int attempts = 0;            // dispatches that failed on a remote worker
   std::vector<std::string> failed_workers;  // never tried again for this query
+  // How PickWorker chose among zones, for somm_zone_reason.
+  enum class ZoneChoice { kNone, kSameZone, kNoHolderInZone, kZoneBusier, kLoaded };
+  ZoneChoice zone_choice = ZoneChoice::kNone;
+  std::string zone;             // the chosen worker's ("" = none or unknown)
+  double zone_queue_ms = 0;     // kZoneBusier: predicted queue in the router's zone
+  double other_queue_ms = 0;    // kZoneBusier: and at the holder taken instead
   std::vector<Tensor> inputs;  // checked, in model order
   std::vector<bool> keep;      // outputs asked for
   int64_t samples = 1;
@@ -72,6 +80,7 @@ Router::Router(RouterOptions options, ModelRegistry& registry, cluster::ClusterS
                WorkerDirectory& workers, ControlClient& controller, ServingMetrics& metrics,
                DecisionLog& log)
     : options_(std::move(options)),
+      where_{options_.zone, options_.cross_zone_rtt_ms},
       clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),
       registry_(registry),
       store_(store),
@@ -128,12 +137,13 @@ Status Router::RegisterModel(RegistrationRequest request) {
   if (shutting_down_) return Unavailable("server is shutting down");
   SOMM_ASSIGN_OR_RETURN(ModelConfig config, registry_.Register(request));
   SOMM_RETURN_IF_ERROR(controller_.LoadModel(config.name));
-  registry_.StartVariantJob(config, 1);
-  return Status::Ok();
+  // The controller profiles (a cluster's leader, where the catalog that
+  // carries the profiles to every router is written).
+  return controller_.StartVariantJob(config.name, 1);
 }
 
 StatusOr<RegistrationStatus> Router::GetRegistrationStatus(const std::string& name) const {
-  return registry_.GetRegistrationStatus(name);
+  return controller_.GetRegistrationStatus(name);
 }
 
 std::vector<DecisionRecord> Router::RecentDecisions(size_t limit) const {
@@ -231,7 +241,15 @@ Status Router::Prepare(Query& q, InferenceRequest& request) {
 void Router::Infer(InferenceRequest request, InferCallback done) {
   auto q = std::make_shared<Query>();
   q->start = clock_.Now();
-  q->done = std::move(done);
+  // In flight from here until answered, whatever path answers it (refused
+  // at once, failed, or run after a load): every path calls q->done once.
+  // The metrics, not the router: they outlive it (its contract), and an
+  // answer may come from a worker after the router has begun to go.
+  metrics_.AddInflightQueries(1);
+  q->done = [metrics = &metrics_, done = std::move(done)](StatusOr<InferenceResponse> result) {
+    metrics->AddInflightQueries(-1);
+    done(std::move(result));
+  };
   q->id = std::move(request.id);
   if (shutting_down_) return q->done(Unavailable("server is shutting down"));
   std::string task = request.task;
@@ -299,10 +317,12 @@ void Router::RouteDefault(std::shared_ptr<Query> q) {
       if (!best || g.replicas > best->replicas) best = &g;
     }
     if (best) {
-      found = true;
       q->variant = best->variant;
       hw = best->hardware;
-      q->worker = best->worker;
+      q->hardware = hw;
+      // That group may have a share on several workers: choose among them
+      // as for any group (zone first, then the power of two choices).
+      found = PickWorker(*q, state->groups);
       q->decision.outcome = "managed";
       q->decision.reason = "model named without SLOs; the controller replaced its as-registered "
                            "instances with " + v.config.name + ":" + v.version_str + ":" +
@@ -392,9 +412,12 @@ void Router::RouteExplicit(std::shared_ptr<Query> q, InferenceRequest& request,
   q->price_per_s = options_.prices.PerSecond(hw);
   q->decision.hardware = hw.Name();
   q->decision.reason = reason;
-  LogDecision(q->decision);
   const auto snapshot = store_.Read();
-  if (PickWorker(*q, snapshot->groups)) return Dispatch(std::move(q), true);
+  const bool held = PickWorker(*q, snapshot->groups);
+  DecisionRecord logged = q->decision;
+  if (held && !options_.zone.empty()) logged.reason += "; " + ZoneReason(*q);
+  LogDecision(std::move(logged));
+  if (held) return Dispatch(std::move(q), true);
   LoadThenDispatch(std::move(q), variant, hw, 1, "variant named explicitly");
 }
 
@@ -406,7 +429,7 @@ void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> ver
   state.groups = Groups();
   for (const VersionPtr& v : versions) AppendOptions(*v, &state.options);
   std::vector<size_t> origins;
-  SelectorState candidates = CandidatesFrom(state, req, !options_.managed, &origins);
+  SelectorState candidates = CandidatesFrom(state, req, !options_.managed, &origins, where_);
   DecisionRecord record;
   record.unix_ms = NowUnixMs();
   record.target = target;
@@ -450,10 +473,10 @@ void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> ver
   record.cost_usd = decision->cost_usd;
   record.reason = decision->reason;
   q->decision = record;
+  const bool held = decision->instance_id >= 0 && PickWorker(*q, state.groups, decision->instance_id);
+  if (held && !options_.zone.empty()) record.reason += "; " + ZoneReason(*q);
   LogDecision(std::move(record));
-  if (decision->instance_id >= 0 && PickWorker(*q, state.groups, decision->instance_id)) {
-    return Dispatch(std::move(q), true);
-  }
+  if (held) return Dispatch(std::move(q), true);
   LoadThenDispatch(std::move(q), o.variant, o.hardware, 1, "chosen by the selector for " + target);
 }
 
@@ -466,6 +489,12 @@ void Router::LoadThenDispatch(std::shared_ptr<Query> q, const std::string& varia
                              // one the model made: not counted as its failure.
                              if (!s.ok()) return q->done(s);
                              q->worker = worker;  // before this router's view shows it
+                             q->zone_choice = Query::ZoneChoice::kLoaded;
+                             q->zone.clear();
+                             const auto view = store_.Read();
+                             for (const auto& g : view->groups) {
+                               if (g.worker == worker) q->zone = g.zone;
+                             }
                              Dispatch(std::move(q), false);
                            });
 }
@@ -479,20 +508,16 @@ std::vector<cluster::GroupState> Router::Groups() {
   return store_.Read()->groups;
 }
 
-bool Router::PickWorker(Query& q, const std::vector<cluster::GroupState>& groups,
-                        int64_t instance) {
-  // Two holders drawn at random (reservoir sampling), the less loaded wins:
-  // the power of two choices, on queued work per replica.
-  thread_local std::minstd_rand rng{std::random_device{}()};
+namespace {
+
+// Two holders drawn at random from those seen (reservoir sampling); the less
+// loaded one wins: the power of two choices, on queued work per replica.
+struct TwoChoices {
   const cluster::GroupState* first = nullptr;
   const cluster::GroupState* second = nullptr;
   int seen = 0;
-  for (const auto& g : groups) {
-    if (g.loading || !SameGroup(g, *q.version, q.variant, q.hardware)) continue;
-    if (std::find(q.failed_workers.begin(), q.failed_workers.end(), g.worker) !=
-        q.failed_workers.end()) {
-      continue;
-    }
+
+  void Add(const cluster::GroupState& g, std::minstd_rand& rng) {
     ++seen;
     if (seen == 1) {
       first = &g;
@@ -504,17 +529,101 @@ bool Router::PickWorker(Query& q, const std::vector<cluster::GroupState>& groups
       if (k == 1) second = &g;
     }
   }
-  if (first == nullptr) return false;
-  auto load = [](const cluster::GroupState& g) {
+  static double Load(const cluster::GroupState& g) {
     return static_cast<double>(g.queued + g.executing) / std::max(1, g.replicas);
-  };
-  const cluster::GroupState* pick = second != nullptr && load(*second) < load(*first) ? second : first;
+  }
+  const cluster::GroupState* Pick() const {
+    return second != nullptr && Load(*second) < Load(*first) ? second : first;
+  }
+};
+
+}  // namespace
+
+bool Router::PickWorker(Query& q, const std::vector<cluster::GroupState>& groups,
+                        int64_t instance) {
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  // One draw among the holders in this router's zone, one among the others.
+  TwoChoices near, far;
+  const bool zoned = !options_.zone.empty();
+  for (const auto& g : groups) {
+    if (g.loading || !SameGroup(g, *q.version, q.variant, q.hardware)) continue;
+    if (std::find(q.failed_workers.begin(), q.failed_workers.end(), g.worker) !=
+        q.failed_workers.end()) {
+      continue;
+    }
+    (!zoned || g.zone == options_.zone ? near : far).Add(g, rng);
+  }
+  const cluster::GroupState* in = near.Pick();
+  const cluster::GroupState* out = far.Pick();
+  if (in == nullptr && out == nullptr) return false;
+  const cluster::GroupState* pick = in;
+  q.zone_choice = zoned ? Query::ZoneChoice::kSameZone : Query::ZoneChoice::kNone;
+  if (in == nullptr) {
+    pick = out;
+    q.zone_choice = Query::ZoneChoice::kNoHolderInZone;
+  } else if (out != nullptr && TwoChoices::Load(*in) > TwoChoices::Load(*out)) {
+    // Only a busier zone can lose to the other across the round trip; the
+    // profile lookup happens only then.
+    const double in_ms = QueueDelayMs(q, *in);
+    const double out_ms = QueueDelayMs(q, *out);
+    if (in_ms >= 0 && out_ms >= 0 && in_ms > out_ms + options_.cross_zone_rtt_ms) {
+      pick = out;
+      q.zone_choice = Query::ZoneChoice::kZoneBusier;
+      q.zone_queue_ms = in_ms;
+      q.other_queue_ms = out_ms;
+    }
+  }
   q.worker = pick->worker;
+  q.zone = pick->zone;
   q.instance_id = -1;
   for (const auto& i : pick->instances) {
     if (instance >= 0 && i.instance_id == instance) q.instance_id = instance;
   }
   return true;
+}
+
+double Router::QueueDelayMs(const Query& q, const cluster::GroupState& g) const {
+  const HardwareProfile* profile = nullptr;
+  for (const VariantProfile& p : q.version->profiles) {
+    if (p.variant == q.variant) profile = p.For(q.hardware);
+    if (profile != nullptr) break;
+  }
+  if (profile == nullptr) return -1;
+  // What waits ahead of a query on the group's least loaded replica (a
+  // replica left idle by the others' work waits for nothing), run in
+  // batches of up to max batch.
+  const double work = std::floor(TwoChoices::Load(g));
+  if (work <= 0) return 0;
+  const double max_batch = std::max<int64_t>(q.version->config.max_batch_size, 1);
+  const double batches = std::ceil(work / max_batch);
+  return batches * profile->latency.Predict(static_cast<int64_t>(std::min(work, max_batch)));
+}
+
+std::string Router::ZoneReason(const Query& q) const {
+  char buf[160];
+  const double rtt = options_.cross_zone_rtt_ms;
+  switch (q.zone_choice) {
+    case Query::ZoneChoice::kNone:
+      return "";
+    case Query::ZoneChoice::kSameZone:
+      return "same zone";
+    case Query::ZoneChoice::kNoHolderInZone:
+      std::snprintf(buf, sizeof buf, "no holder in zone %s; cross-zone +%.1f ms",
+                    options_.zone.c_str(), rtt);
+      return buf;
+    case Query::ZoneChoice::kZoneBusier:
+      std::snprintf(buf, sizeof buf,
+                    "zone %s busier: predicted queue %.2f ms there, %.2f ms in zone %s; "
+                    "cross-zone +%.1f ms",
+                    options_.zone.c_str(), q.zone_queue_ms, q.other_queue_ms, q.zone.c_str(), rtt);
+      return buf;
+    case Query::ZoneChoice::kLoaded:
+      if (q.zone.empty() || q.zone == options_.zone) return "loaded for this query";
+      std::snprintf(buf, sizeof buf, "loaded for this query in zone %s; cross-zone +%.1f ms",
+                    q.zone.c_str(), rtt);
+      return buf;
+  }
+  return "";
 }
 
 void Router::Dispatch(std::shared_ptr<Query> q, bool retry_on_missing) {
@@ -621,8 +730,16 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
                        static_cast<double>(std::max<int64_t>(stats.batch_size, 1));
   p["somm_reason"] = decision.reason;
   if (q->remote) p["somm_worker"] = q->worker;
+  if (!q->zone.empty()) p["somm_zone"] = q->zone;
+  if (!options_.zone.empty()) p["somm_zone_reason"] = ZoneReason(*q);
+  if (!q->zone.empty()) p["somm_zone"] = q->zone;
+  if (!options_.zone.empty()) p["somm_zone_reason"] = ZoneReason(*q);
   q->stats->metrics->RecordSuccess(stats.queue_ns / 1e3, stats.compute_ns / 1e3,
                                    static_cast<double>(total_us));
+  // A worker of this process records its batches itself; one of another
+  // process marks one query per batch, and this router counts the batch by
+  // it, so the routers' histograms add up to the workers'.
+  if (q->remote && stats.first_in_batch) q->stats->metrics->RecordBatch(stats.batch_size);
   q->done(std::move(response));
 }
 

@@ -24,6 +24,17 @@
 // leaves time and at most kMaxAttempts times; a worker that was UNAVAILABLE
 // is never tried again for that query.
 //
+// Zones: workers carry a zone label, and so may the router. Among the
+// holders of a query's group the power of two choices runs on those in the
+// router's zone; a holder in another zone is taken only when none is in the
+// zone, or when the zone's predicted queue delay exceeds the other's plus
+// the cross-zone round trip. The selector adds that round trip to groups
+// held only in other zones. The response says which zone served the query
+// and why (somm_zone, somm_zone_reason), and so does the decision log.
+//
+// In flight: from Infer() until its callback, every query counts in the
+// metrics' somm_inflight_queries (the gauge routers are autoscaled on).
+//
 // Thread-safety: every method may be called concurrently. Lock: stats_mu_
 // (the per-version table of metrics handles and demand counters; held only
 // to find or add a row).
@@ -58,6 +69,15 @@ struct RouterOptions {
   // The clock of arrivals, SLO deadlines and the selector; null = the real
   // one (common/clock.h). Must outlive the router.
   const Clock* clock = nullptr;
+  // This router's zone ("" = zones not used: every worker is near). Among
+  // the workers that hold a query's group it prefers those of its zone.
+  std::string zone;
+  // What a query pays to reach a worker of another zone and back: added to
+  // the selector's prediction for groups held only in other zones, and what
+  // a busier worker in this zone must lose by before the query goes across.
+  // 1 ms: a round trip between two zones of one region is typically 0.5 to
+  // 2 ms.
+  double cross_zone_rtt_ms = 1.0;
 };
 
 class Router : public InferenceServer {
@@ -111,15 +131,22 @@ class Router : public InferenceServer {
   // own report, else the cluster-state view.
   std::vector<cluster::GroupState> Groups();
   // Sets q.worker (and q.instance_id when `instance` >= 0 is on it) to a
-  // worker that holds q's group and is not excluded; false when none does.
+  // worker that holds q's group and is not excluded, preferring this
+  // router's zone, and notes the zone and why; false when none holds it.
   bool PickWorker(Query& q, const std::vector<cluster::GroupState>& groups,
                   int64_t instance = -1);
+  // Predicted wait behind `g`'s queued work per replica, from q's profiled
+  // latency curve; negative when q's variant has no profile on its hardware.
+  double QueueDelayMs(const Query& q, const cluster::GroupState& g) const;
+  // "same zone", "no holder in zone a; cross-zone +1 ms", ...
+  std::string ZoneReason(const Query& q) const;
   void Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> result);
   Status Prepare(Query& q, InferenceRequest& request);
   void RecordDemand(VersionStats& stats, const Requirements& req);
   void LogDecision(DecisionRecord record);
 
   const RouterOptions options_;
+  const RouterZone where_;  // options_' zone and round trip, for the selector
   const Clock& clock_;
   ModelRegistry& registry_;
   cluster::ClusterStateStore& store_;

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -76,6 +77,16 @@ Tensor X(Shape shape = {1, 2}) {
                 std::string(static_cast<size_t>(ElementCount(shape)) * sizeof(float), '\1')};
 }
 
+// Keeps somm_inflight_queries' value, as the Prometheus gauge would.
+class InflightMetrics : public NullServingMetrics {
+ public:
+  void AddInflightQueries(int64_t delta) override { inflight_ += delta; }
+  int64_t inflight() const { return inflight_.load(); }
+
+ private:
+  std::atomic<int64_t> inflight_{0};
+};
+
 // One query's answer, once the router gives it.
 struct Answer {
   std::optional<StatusOr<InferenceResponse>> result;
@@ -134,7 +145,7 @@ class RouterTest : public ::testing::Test {
   SingleWorkerDirectory workers_{worker_};
   NoBackend backend_;
   ModelRegistry registry_{RegistryOptions{}, backend_};
-  NullServingMetrics metrics_;
+  InflightMetrics metrics_;
   DecisionLog log_{100};
   Controller controller_{[this] {
                            ControllerOptions o;
@@ -257,6 +268,25 @@ TEST_F(RouterTest, ColdQueryAsksForOneLoadAndRunsOnceItIsUp) {
   EXPECT_EQ(worker_.actions().size(), 1u);
 }
 
+TEST_F(RouterTest, InflightQueriesRiseWhileQueriesWaitAndFallToZeroOnceAnswered) {
+  Publish(Model("m"));
+  EXPECT_EQ(metrics_.inflight(), 0);
+  auto first = Infer("m");  // both wait for the load
+  auto second = Infer("m");
+  EXPECT_FALSE(first->answered());
+  EXPECT_EQ(metrics_.inflight(), 2);
+  auto refused = Infer("m", X({1, 3}));  // answered at once: in flight only inside Infer
+  ASSERT_TRUE(refused->answered());
+  EXPECT_EQ(metrics_.inflight(), 2);
+  ASSERT_TRUE(worker_.Complete(Label("m")));
+  ASSERT_TRUE(first->answered());
+  ASSERT_TRUE(second->answered());
+  EXPECT_EQ(metrics_.inflight(), 0);
+  auto failed = Infer("ghost");  // a failure is an answer too
+  ASSERT_TRUE(failed->answered());
+  EXPECT_EQ(metrics_.inflight(), 0);
+}
+
 TEST_F(RouterTest, LatencyReportedIsTheRoutersClockFromArrivalToAnswer) {
   Publish(Model("m"));
   auto a = Infer("m");
@@ -340,6 +370,157 @@ TEST_F(RouterEvictionTest, NeededLoadEvictsAnIdleGroupFirst) {
   ASSERT_TRUE(worker_.Complete(Label("b")));
   ASSERT_TRUE(q->answered());
   EXPECT_TRUE(q->get().ok()) << q->get().status().ToString();
+}
+
+// A router in zone "a" (cross-zone round trip 1.5 ms) in front of worker "a1"
+// in zone a and worker "b1" in zone b.
+class RouterZoneTest : public ::testing::Test {
+ protected:
+  RouterZoneTest() : a1_(store_, Worker("a1", "a")), b1_(store_, Worker("b1", "b")) {
+    a1_.Publish();
+    b1_.Publish();
+  }
+
+  static FakeWorkerStub::Options Worker(const std::string& id, const std::string& zone) {
+    FakeWorkerStub::Options o;
+    o.id = id;
+    o.zone = zone;
+    o.hold_loads = true;
+    return o;
+  }
+
+  // m with the as-registered variant (1 ms at batch 1, 2 ms at batch 4) and
+  // ts-fast (0.2 ms at any batch), both profiled on cpu1.
+  VersionPtr PublishTwoVariants() {
+    auto v = std::make_shared<VersionRecord>(*Model("m", 10));
+    VariantProfile fast = v->profiles[0];
+    fast.variant = "ts-fast";
+    fast.hardware[0].latency = LatencyCurve::Fit({{1, 0.2}, {4, 0.2}});
+    v->profiles.push_back(fast);
+    registry_.Publish("m", {v}, {});
+    return v;
+  }
+
+  // Puts `worker`'s report into the store with `queued` queries waiting on
+  // each of its groups (the fake itself reports none).
+  void Queue(FakeWorkerStub& worker, int64_t queued) {
+    cluster::WorkerReport r = worker.Report();
+    for (auto& g : r.groups) g.queued = queued;
+    store_.PutWorker(std::move(r));
+  }
+
+  StatusOr<InferenceResponse> Infer(const std::string& model, Parameters parameters = {}) {
+    InferenceRequest r;
+    r.model_name = model;
+    r.id = "q";
+    r.inputs.push_back(X());
+    r.parameters = std::move(parameters);
+    std::optional<StatusOr<InferenceResponse>> answer;
+    router_.Infer(std::move(r), [&answer](StatusOr<InferenceResponse> res) { answer = std::move(res); });
+    EXPECT_TRUE(answer.has_value()) << "not answered inside Infer";
+    return answer.value_or(Unavailable("not answered"));
+  }
+
+  static std::string Param(const InferenceResponse& r, const std::string& key) {
+    auto it = r.parameters.find(key);
+    return it == r.parameters.end() ? "<absent>" : std::get<std::string>(it->second);
+  }
+
+  cluster::InMemoryClusterStateStore store_;
+  FakeWorkerStub a1_;
+  FakeWorkerStub b1_;
+  ::somm::testing::FakeWorkerDirectory workers_{{&a1_, &b1_}};
+  NoBackend backend_;
+  ModelRegistry registry_{RegistryOptions{}, backend_};
+  NullServingMetrics metrics_;
+  DecisionLog log_{100};
+  Controller controller_{ControllerOptions{}, registry_, store_, workers_, metrics_, log_};
+  ManualClock clock_;
+  Router router_{[this] {
+                   RouterOptions o;
+                   o.clock = &clock_;
+                   o.zone = "a";
+                   o.cross_zone_rtt_ms = 1.5;
+                   return o;
+                 }(),
+                 registry_, store_, workers_, controller_, metrics_, log_};
+};
+
+TEST_F(RouterZoneTest, HolderInTheRoutersZoneIsPreferred) {
+  VersionPtr v = PublishTwoVariants();
+  a1_.AddGroup(v, kAsRegistered, Cpu1());
+  b1_.AddGroup(v, kAsRegistered, Cpu1());
+  for (int i = 0; i < 20; ++i) {
+    auto r = Infer("m");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(Param(*r, "somm_zone"), "a");
+    EXPECT_EQ(Param(*r, "somm_zone_reason"), "same zone");
+  }
+  EXPECT_EQ(a1_.executed().size(), 20u);
+  EXPECT_TRUE(b1_.executed().empty());
+}
+
+TEST_F(RouterZoneTest, HolderInAnotherZoneServesWhenNoneIsInTheZone) {
+  VersionPtr v = PublishTwoVariants();
+  b1_.AddGroup(v, kAsRegistered, Cpu1());
+  auto r = Infer("m");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Param(*r, "somm_zone"), "b");
+  EXPECT_EQ(Param(*r, "somm_zone_reason"), "no holder in zone a; cross-zone +1.5 ms");
+  EXPECT_EQ(b1_.executed().size(), 1u);
+  EXPECT_TRUE(a1_.actions().empty());  // nothing loaded in zone a for it
+  // An explicit variant's decision log entry says where it went too.
+  r = Infer("m:1:ts-fp32");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const auto logged = log_.Recent(1);
+  ASSERT_EQ(logged.size(), 1u);
+  EXPECT_NE(logged[0].reason.find("no holder in zone a; cross-zone +1.5 ms"), std::string::npos)
+      << logged[0].reason;
+}
+
+TEST_F(RouterZoneTest, BusierZoneLosesOnlyByMoreThanTheRoundTrip) {
+  VersionPtr v = PublishTwoVariants();
+  a1_.AddGroup(v, kAsRegistered, Cpu1());
+  b1_.AddGroup(v, kAsRegistered, Cpu1());
+  // Two queries waiting in zone a predict a batch of two, 1.33 ms of queue:
+  // less than the idle zone b's 0 ms plus the 1.5 ms round trip, so zone a
+  // keeps it.
+  Queue(a1_, 2);
+  auto r = Infer("m");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Param(*r, "somm_zone"), "a");
+  // Eight waiting predict two full batches, 4 ms: zone b serves sooner.
+  Queue(a1_, 8);
+  r = Infer("m");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Param(*r, "somm_zone"), "b");
+  EXPECT_EQ(Param(*r, "somm_zone_reason"),
+            "zone a busier: predicted queue 4.00 ms there, 0.00 ms in zone b; cross-zone +1.5 ms");
+  EXPECT_EQ(a1_.executed().size(), 1u);
+  EXPECT_EQ(b1_.executed().size(), 1u);
+}
+
+TEST_F(RouterZoneTest, RoundTripInThePredictionKeepsATightSloOffAGroupOnlyInAnotherZone) {
+  VersionPtr v = PublishTwoVariants();
+  a1_.AddGroup(v, kAsRegistered, Cpu1());  // 1 ms, here
+  b1_.AddGroup(v, "ts-fast", Cpu1());      // 0.2 ms, plus 1.5 ms across zones
+  // 1.1 ms: ts-fast would be 1.7 ms from zone a.
+  auto r = Infer("m", {{"latency_slo_ms", 1.1}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Param(*r, "somm_variant"), "m:1:ts-fp32");
+  EXPECT_EQ(Param(*r, "somm_zone"), "a");
+  EXPECT_DOUBLE_EQ(std::get<double>(r->parameters.at("somm_predicted_latency_ms")), 1.0);
+  // 2 ms leaves room for the round trip: the cheaper ts-fast, in zone b.
+  r = Infer("m", {{"latency_slo_ms", 2.0}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Param(*r, "somm_variant"), "m:1:ts-fast");
+  EXPECT_EQ(Param(*r, "somm_zone"), "b");
+  EXPECT_DOUBLE_EQ(std::get<double>(r->parameters.at("somm_predicted_latency_ms")), 1.7);
+  const auto logged = log_.Recent(1);
+  ASSERT_EQ(logged.size(), 1u);
+  EXPECT_NE(logged[0].reason.find("no holder in zone a"), std::string::npos) << logged[0].reason;
+  EXPECT_EQ(a1_.executed().size(), 1u);
+  EXPECT_EQ(b1_.executed().size(), 1u);
 }
 
 }  // namespace

@@ -69,7 +69,8 @@ Evaluation Evaluate(const Candidate& c, const Requirements& req, const PriceList
     double wait_ms = std::chrono::duration<double, std::milli>(inst.busy_until - now).count();
     if (wait_ms < 0) wait_ms = 0;
     const int64_t queued = inst.queued_samples > 0 ? inst.queued_samples : 0;
-    const double latency = wait_ms + BatchedLatencyMs(c.latency, queued + req.batch, c.max_batch_size);
+    const double latency = c.network_ms + wait_ms +
+                           BatchedLatencyMs(c.latency, queued + req.batch, c.max_batch_size);
     if (latency < e.latency_ms) {
       e.latency_ms = latency;
       e.instance_id = inst.instance_id;
@@ -178,6 +179,9 @@ Decision MakeDecision(const Candidate& c, size_t index, const Evaluation& e,
   std::string how = e.instance_id >= 0
                         ? "loaded instance " + std::to_string(e.instance_id)
                         : "needs load of " + Num(c.load_time_ms) + " ms";
+  if (e.instance_id >= 0 && c.network_ms > 0) {
+    how += ", only in another zone: +" + Num(c.network_ms) + " ms round trip";
+  }
   d.reason = why + ": " + Where(c) + " (" + how + ", predicted " + Num(e.latency_ms) + " ms, " +
              Num(e.cost_usd) + " USD)";
   return d;
@@ -264,7 +268,8 @@ StatusOr<Decision> SelectVariant(const Requirements& req, const SelectorState& s
 namespace somm {
 
 SelectorState CandidatesFrom(const cluster::ClusterState& state, const Requirements& req,
-                             bool loaded_only, std::vector<size_t>* origins) {
+                             bool loaded_only, std::vector<size_t>* origins,
+                             const RouterZone& where) {
   SelectorState out;
   for (size_t i = 0; i < state.options.size(); ++i) {
     const cluster::VariantOption& o = state.options[i];
@@ -280,14 +285,20 @@ SelectorState CandidatesFrom(const cluster::ClusterState& state, const Requireme
     c.load_time_ms = o.load_ms;
     c.max_batch_size = std::max<int64_t>(o.max_batch, 1);
     bool loaded = false;
+    bool near = where.zone.empty();
     for (const cluster::GroupState& g : state.groups) {
       if (g.model == o.model && g.version == o.version && g.variant == o.variant &&
           g.hardware == o.hardware && !g.loading && !g.instances.empty()) {
         c.instances.insert(c.instances.end(), g.instances.begin(), g.instances.end());
         loaded = true;
+        near = near || g.zone == where.zone;
       }
     }
     if (loaded_only && !loaded) continue;
+    // The router dispatches in its own zone when a group is there
+    // (Router::PickWorker); only a candidate held elsewhere alone pays the
+    // round trip.
+    if (loaded && !near) c.network_ms = where.cross_zone_rtt_ms;
     out.candidates.push_back(std::move(c));
     if (origins) origins->push_back(i);
   }

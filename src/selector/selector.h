@@ -9,7 +9,9 @@
 //   2. Predicted latency = time until the instance is free + the profiled
 //      latency of the next batch, which carries the instance's queued samples
 //      plus this query's (more batches if they exceed max batch). A candidate
-//      with no loaded instance adds its profiled load time.
+//      with no loaded instance adds its profiled load time. A loaded
+//      candidate none of whose groups is in the router's zone adds the
+//      cross-zone round trip (Candidate::network_ms).
 //   3. Cost = price of the hardware per second x the profiled compute time
 //      of this query's batch; a candidate that needs loading also pays for
 //      the hardware-seconds the load takes, so loaded instances win ties.
@@ -62,19 +64,32 @@ struct Candidate {
   double load_time_ms = 0;
   int64_t max_batch_size = 1;
   std::vector<InstanceState> instances;  // empty = not loaded
+  // What reaching its instances adds to a query's latency: the cross-zone
+  // round trip when none of them is in the router's zone, else 0.
+  double network_ms = 0;
 };
 
 struct SelectorState {
   std::vector<Candidate> candidates;
 };
 
+// Where the router that asks stands: its zone and what a query pays to
+// reach a worker of another zone.
+struct RouterZone {
+  std::string zone;               // "" = zones not used: every group is near
+  double cross_zone_rtt_ms = 0;
+};
+
 // The selector's view of the one cluster model: every option of `state` that
 // serves `req.model` (or, when that is "", `req.task`) becomes a candidate,
-// with the instances of its loaded group. Options without a loaded group are
-// left out when `loaded_only` (static provisioning). origins[i] is the index
-// in state.options of candidates[i].
+// with the instances of its loaded groups (one per worker that holds it).
+// Options without a loaded group are left out when `loaded_only` (static
+// provisioning). origins[i] is the index in state.options of candidates[i].
+// A loaded candidate with no group in `where.zone` gets network_ms =
+// where.cross_zone_rtt_ms.
 SelectorState CandidatesFrom(const cluster::ClusterState& state, const Requirements& req,
-                             bool loaded_only, std::vector<size_t>* origins = nullptr);
+                             bool loaded_only, std::vector<size_t>* origins = nullptr,
+                             const RouterZone& where = {});
 
 enum class DecisionOutcome { kLoadedInstance, kNeedsLoad, kBestEffort };
 const char* DecisionOutcomeName(DecisionOutcome outcome);

@@ -518,6 +518,80 @@ TEST(SelectorTest, BestEffortWhenCostCeilingFails) {
   EXPECT_THAT(d->reason, HasSubstr("cannot meet max_cost=1e-15 USD"));
 }
 
+// ---- Zones: the cross-zone round trip ------------------------------------
+
+// One loaded group of `variant` (one idle instance) on a worker of `zone`.
+cluster::GroupState GroupIn(const std::string& zone, const std::string& variant, int64_t id) {
+  cluster::GroupState g;
+  g.worker = "w-" + zone + "-" + variant;
+  g.zone = zone;
+  g.model = "digits-mlp";
+  g.variant = variant;
+  g.hardware = Cpu(1);
+  g.device = "cpu";
+  g.instances = {Idle(static_cast<int32_t>(id))};
+  return g;
+}
+
+// digits-mlp with two variants: ts-fast (0.2 ms) held only in zone b,
+// ts-slow (0.6 ms) held in zone a.
+cluster::ClusterState TwoZones() {
+  cluster::ClusterState state;
+  for (const auto& [variant, ms] : {std::pair{"ts-fast", 0.2}, std::pair{"ts-slow", 0.6}}) {
+    cluster::VariantOption o;
+    o.model = "digits-mlp";
+    o.task = "digits";
+    o.variant = variant;
+    o.hardware = Cpu(1);
+    o.device = "cpu";
+    o.accuracy = 0.97;
+    o.latency = Curve(ms, 0);
+    o.max_batch = 8;
+    state.options.push_back(o);
+  }
+  state.groups = {GroupIn("b", "ts-fast", 1), GroupIn("a", "ts-slow", 2)};
+  return state;
+}
+
+TEST(SelectorTest, GroupHeldOnlyInAnotherZonePaysTheRoundTrip) {
+  const cluster::ClusterState state = TwoZones();
+  const SelectorState c = CandidatesFrom(state, ForModel("digits-mlp"), false, nullptr,
+                                         RouterZone{"a", 1.0});
+  ASSERT_EQ(c.candidates.size(), 2u);
+  EXPECT_EQ(c.candidates[0].network_ms, 1.0);  // ts-fast: zone b only
+  EXPECT_EQ(c.candidates[1].network_ms, 0.0);  // ts-slow: in zone a
+  // Without a zone every group is near.
+  const SelectorState flat = CandidatesFrom(state, ForModel("digits-mlp"), false);
+  EXPECT_EQ(flat.candidates[0].network_ms, 0.0);
+}
+
+TEST(SelectorTest, TightSloAvoidsAGroupOnlyReachableAcrossZones) {
+  const cluster::ClusterState state = TwoZones();
+  Requirements req = ForModel("digits-mlp");
+  req.latency_slo_ms = 1.0;  // ts-fast predicts 0.2 + 1.0 across zones; ts-slow 0.6 here
+  const SelectorState far = CandidatesFrom(state, req, false, nullptr, RouterZone{"a", 1.0});
+  auto d = Select(req, far);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(ChosenVariant(far, d), "digits-mlp:1:ts-slow");
+  EXPECT_DOUBLE_EQ(d->predicted_latency_ms, 0.6);
+  // A router in zone b reaches ts-fast at no extra cost: it is cheaper (less
+  // compute), so it wins there, and its prediction carries no round trip.
+  const SelectorState near = CandidatesFrom(state, req, false, nullptr, RouterZone{"b", 1.0});
+  d = Select(req, near);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(ChosenVariant(near, d), "digits-mlp:1:ts-fast");
+  EXPECT_DOUBLE_EQ(d->predicted_latency_ms, 0.2);
+  // With room in the SLO, zone a takes the cheaper ts-fast across zones, and
+  // the reason names the round trip.
+  req.latency_slo_ms = 2.0;
+  const SelectorState loose = CandidatesFrom(state, req, false, nullptr, RouterZone{"a", 1.0});
+  d = Select(req, loose);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(ChosenVariant(loose, d), "digits-mlp:1:ts-fast");
+  EXPECT_DOUBLE_EQ(d->predicted_latency_ms, 1.2);
+  EXPECT_THAT(d->reason, HasSubstr("only in another zone: +1 ms round trip"));
+}
+
 TEST(SelectorTest, OutcomeNames) {
   EXPECT_STREQ(DecisionOutcomeName(DecisionOutcome::kLoadedInstance), "loaded_instance");
   EXPECT_STREQ(DecisionOutcomeName(DecisionOutcome::kNeedsLoad), "needs_load");

@@ -1,5 +1,7 @@
 // FakeWorkerStub: a WorkerStub with no worker behind it, for the tests of
 // the router and the controller. Test-only; never linked into somm itself.
+// FakeWorkerDirectory puts several of them (each with its id and zone)
+// behind one WorkerDirectory, for a cluster of workers.
 //
 // It keeps a table of groups as a Worker would and reports it to the
 // cluster-state store after every change, as LocalWorkerStub::Publish does
@@ -33,6 +35,7 @@
 
 #include "cluster/cluster_state_store.h"
 #include "common/mutex.h"
+#include "worker/worker_directory.h"
 #include "worker/worker_stub.h"
 
 namespace somm::testing {
@@ -41,6 +44,7 @@ class FakeWorkerStub : public WorkerStub {
  public:
   struct Options {
     std::string id = "fake";
+    std::string zone;  // its reports' zone
     int64_t budget_bytes = int64_t{1} << 40;  // the CPU's memory budget
     int cores = 8;
     // Loads and resizes wait for Complete(); otherwise they finish inside Apply().
@@ -327,6 +331,7 @@ class FakeWorkerStub : public WorkerStub {
     cluster::WorkerReport r;
     r.worker = options_.id;
     r.incarnation = "fake";
+    r.zone = options_.zone;
     r.sequence = ++sequence_;
     cluster::DeviceState cpu;
     cpu.name = "cpu";
@@ -366,6 +371,27 @@ class FakeWorkerStub : public WorkerStub {
   int loads_started_ SOMM_GUARDED_BY(mu_) = 0;
   int64_t next_instance_id_ SOMM_GUARDED_BY(mu_) = 0;
   int64_t sequence_ SOMM_GUARDED_BY(mu_) = 0;
+};
+
+// Several fakes behind one WorkerDirectory, found by their ids. The fakes
+// must outlive it.
+class FakeWorkerDirectory : public WorkerDirectory {
+ public:
+  explicit FakeWorkerDirectory(std::vector<FakeWorkerStub*> workers) : workers_(std::move(workers)) {}
+  std::shared_ptr<WorkerStub> Find(const std::string& worker) override {
+    for (FakeWorkerStub* w : workers_) {
+      if (w->id() == worker) return std::shared_ptr<WorkerStub>(std::shared_ptr<WorkerStub>(), w);
+    }
+    return nullptr;
+  }
+  std::vector<std::string> Ids() override {
+    std::vector<std::string> ids;
+    for (FakeWorkerStub* w : workers_) ids.push_back(w->id());
+    return ids;
+  }
+
+ private:
+  const std::vector<FakeWorkerStub*> workers_;  // non-owning
 };
 
 }  // namespace somm::testing

@@ -1,0 +1,237 @@
+#!/usr/bin/python3
+"""The steady-state cost of the cluster state in Redis, from what Redis saw.
+
+Usage:
+  cluster_state_report.py window OUT.json --monitor FILE --clients FILE --seconds S
+                          --workers K --routers R --state idle|load [--queries N]
+  cluster_state_report.py report OUT_DIR
+
+`window` reads one MONITOR capture (`redis-cli MONITOR` for S seconds) and
+the CLIENT LIST taken with it, attributes every command to the process whose
+connection sent it (somm names its connections `<role>:<id>.<write|read|
+watch>`, CLIENT SETNAME), and writes OUT.json:
+  per process: commands/s sent (a pipeline of n commands counts n; EVAL
+  counts 1), commands/s its scripts ran inside Redis (the lines MONITOR shows
+  as `lua` after an EVAL), refreshes/s of its view (its SMEMBERS of the
+  worker set);
+  propagation: for each worker report written (the worker's EVAL) and each
+  process that keeps a view (routers, the controller), the delay until that
+  process next read the report (its HGET of the worker's key), on Redis's
+  clock: how long a written report takes to reach a view;
+  view age: the gaps between a process's consecutive refreshes.
+`report` gathers OUT_DIR/*.window.json into OUT_DIR/cluster_state.json and
+OUT_DIR/report.md (one row per cluster size and state) and prints it.
+Standard library only.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+LINE = re.compile(r'^(\d+\.\d+) \[\d+ ([^\]]+)\] "([^"]*)"(.*)$')
+ARG = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+def pct(values, q):
+    if not values:
+        return None
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def read_clients(path):
+    """addr -> client name (CLIENT LIST)."""
+    names = {}
+    for line in open(path):
+        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+        if "addr" in fields:
+            names[fields["addr"]] = fields.get("name", "")
+    return names
+
+
+def process_of(name):
+    """'router:router-0.read' -> ('router:router-0', 'read'); unnamed -> (None, None)."""
+    if not name or ":" not in name:
+        return None, None
+    base, _, role = name.rpartition(".")
+    return (base, role) if base else (name, "")
+
+
+def window(args):
+    names = read_clients(args.clients)
+    sent, inside, refreshes = {}, {}, {}
+    last_refresh, gaps = {}, {}
+    writes = []      # (t, worker id)
+    reads = {}       # process -> [(t, worker id)]
+    unattributed = 0
+    last_client_process = None
+    for line in open(args.monitor, errors="replace"):
+        m = LINE.match(line.strip())
+        if not m:
+            continue
+        t, addr, cmd, rest = float(m[1]), m[2], m[3].upper(), m[4]
+        if addr == "lua":
+            if last_client_process:
+                inside[last_client_process] = inside.get(last_client_process, 0) + 1
+            continue
+        proc, role = process_of(names.get(addr, ""))
+        last_client_process = proc
+        if proc is None:
+            unattributed += 1
+            continue
+        sent[proc] = sent.get(proc, 0) + 1
+        fields = ARG.findall(rest)
+        if cmd == "SMEMBERS" and fields and fields[0].endswith("workers"):
+            refreshes[proc] = refreshes.get(proc, 0) + 1
+            if proc in last_refresh:
+                gaps.setdefault(proc, []).append(t - last_refresh[proc])
+            last_refresh[proc] = t
+        elif cmd == "HGET" and fields and ":worker:" in fields[0]:
+            reads.setdefault(proc, []).append((t, fields[0].rsplit(":worker:", 1)[1]))
+        elif (cmd in ("EVAL", "EVALSHA") and proc.startswith("worker:") and len(fields) > 2
+              and ":worker:" in fields[2]):
+            # EVAL script numkeys key...: the report's key comes first.
+            writes.append((t, fields[2].rsplit(":worker:", 1)[1]))
+    seconds = args.seconds
+    # Propagation: each write, to each viewing process's next read of that worker.
+    delays = {}
+    for proc, rs in reads.items():
+        for tw, worker in writes:
+            nxt = next((tr for tr, w in rs if w == worker and tr >= tw), None)
+            if nxt is not None:
+                delays.setdefault(proc, []).append(nxt - tw)
+    procs = sorted(set(sent) | set(inside))
+    out = {
+        "workers": args.workers, "routers": args.routers, "state": args.state,
+        "seconds": seconds, "queries": args.queries, "unattributed_commands": unattributed,
+        "processes": {
+            p: {
+                "commands_per_s": round(sent.get(p, 0) / seconds, 2),
+                "script_commands_per_s": round(inside.get(p, 0) / seconds, 2),
+                "refreshes_per_s": round(refreshes.get(p, 0) / seconds, 2),
+                "propagation_ms": {
+                    "n": len(delays.get(p, [])),
+                    "p50": _ms(pct(delays.get(p, []), 0.5)),
+                    "p99": _ms(pct(delays.get(p, []), 0.99)),
+                    "max": _ms(max(delays[p]) if delays.get(p) else None),
+                },
+                "view_age_ms": {
+                    "mean_gap": _ms(statistics.mean(gaps[p]) if gaps.get(p) else None),
+                    "max_gap": _ms(max(gaps[p]) if gaps.get(p) else None),
+                },
+            } for p in procs
+        },
+        "worker_writes": len(writes),
+    }
+    with open(args.out, "w") as f:
+        json.dump(out, f, indent=2)
+    print(f"  {args.state}: " + ", ".join(f"{p} {v['commands_per_s']}/s"
+                                        for p, v in out["processes"].items()))
+
+
+def _ms(v):
+    return None if v is None else round(v * 1000, 1)
+
+
+def mean_over(rows, kind, key, sub=None):
+    vals = []
+    for name, p in rows.items():
+        if not name.startswith(kind + ":"):
+            continue
+        v = p[key] if sub is None else p[key][sub]
+        if v is not None:
+            vals.append(v)
+    return round(statistics.mean(vals), 1) if vals else None
+
+
+def max_over(rows, kind, key, sub):
+    vals = [p[key][sub] for n, p in rows.items() if n.startswith(kind + ":") and p[key][sub] is not None]
+    return max(vals) if vals else None
+
+
+def report(args):
+    windows = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(args.out_dir, "*.window.json")))]
+    if not windows:
+        sys.exit(f"cluster_state_report.py: no *.window.json under {args.out_dir}")
+    windows.sort(key=lambda w: (w["workers"], w["routers"], w["state"] != "idle"))
+    meta_path = os.path.join(args.out_dir, "meta.json")
+    meta = json.load(open(meta_path)) if os.path.exists(meta_path) else {}
+    rows = []
+    for w in windows:
+        p = w["processes"]
+        total = sum(x["commands_per_s"] for x in p.values())
+        inside = sum(x["script_commands_per_s"] for x in p.values())
+        rows.append({
+            "workers": w["workers"], "routers": w["routers"], "state": w["state"],
+            "seconds": w["seconds"], "queries_per_s": round(w["queries"] / w["seconds"], 1) if w.get("queries") else 0,
+            "per_worker_commands_per_s": mean_over(p, "worker", "commands_per_s"),
+            "per_router_commands_per_s": mean_over(p, "router", "commands_per_s"),
+            "controller_commands_per_s": mean_over(p, "controller", "commands_per_s"),
+            "per_router_refreshes_per_s": mean_over(p, "router", "refreshes_per_s"),
+            "total_commands_per_s": round(total, 1),
+            "script_commands_per_s": round(inside, 1),
+            "router_propagation_p50_ms": mean_over(p, "router", "propagation_ms", "p50"),
+            "router_propagation_p99_ms": max_over(p, "router", "propagation_ms", "p99"),
+            "router_propagation_max_ms": max_over(p, "router", "propagation_ms", "max"),
+            "router_view_mean_gap_ms": mean_over(p, "router", "view_age_ms", "mean_gap"),
+            "router_view_max_gap_ms": max_over(p, "router", "view_age_ms", "max_gap"),
+            "unattributed_commands": w["unattributed_commands"],
+        })
+    with open(os.path.join(args.out_dir, "cluster_state.json"), "w") as f:
+        json.dump({"meta": meta, "rows": rows}, f, indent=2)
+
+    def f(v, d=1):
+        return "-" if v is None else f"{v:,.{d}f}"
+    lines = [
+        "# Steady-state cost of the cluster state",
+        "",
+        f"{meta.get('date', '?')}, commit `{meta.get('git', '?')}`; `{meta.get('command', '')}`. "
+        f"{meta.get('settings', '')}",
+        "",
+        "| workers | routers | state | commands/s per worker | per router | controller | all processes "
+        "| inside scripts | router refreshes/s | write to router view p50 / p99 / max ms | router refresh gap mean / max ms |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for r in rows:
+        state = r["state"] if r["state"] == "idle" else f"{r['state']} ({r['queries_per_s']:.0f} q/s)"
+        lines.append(
+            f"| {r['workers']} | {r['routers']} | {state} | {f(r['per_worker_commands_per_s'])} | "
+            f"{f(r['per_router_commands_per_s'])} | {f(r['controller_commands_per_s'])} | "
+            f"{f(r['total_commands_per_s'])} | {f(r['script_commands_per_s'])} | "
+            f"{f(r['per_router_refreshes_per_s'])} | {f(r['router_propagation_p50_ms'])} / "
+            f"{f(r['router_propagation_p99_ms'])} / {f(r['router_propagation_max_ms'])} | "
+            f"{f(r['router_view_mean_gap_ms'])} / {f(r['router_view_max_gap_ms'])} |")
+    lines += ["",
+              "Commands are what each process sent (a pipeline of n commands counts n, a script 1); "
+              "inside scripts: the commands its Lua scripts ran in Redis. Write to router view: from a "
+              "worker's report write to a router's next read of that report (Redis's clock, MONITOR). "
+              "Refresh gap: time between a router's consecutive reads of the cluster state.", ""]
+    text = "\n".join(lines)
+    with open(os.path.join(args.out_dir, "report.md"), "w") as fh:
+        fh.write(text)
+    print(text)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    w = sub.add_parser("window")
+    w.add_argument("out")
+    w.add_argument("--monitor", required=True)
+    w.add_argument("--clients", required=True)
+    w.add_argument("--seconds", type=float, required=True)
+    w.add_argument("--workers", type=int, required=True)
+    w.add_argument("--routers", type=int, required=True)
+    w.add_argument("--state", required=True)
+    w.add_argument("--queries", type=int, default=0)
+    r = sub.add_parser("report")
+    r.add_argument("out_dir")
+    args = ap.parse_args()
+    (window if args.cmd == "window" else report)(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+#include "provisioner/local_provisioner.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+namespace somm {
+namespace {
+
+std::string SelfExecutable() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "somm" : p.string();
+}
+
+std::string Describe(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));
+  return "stopped (" + std::to_string(status) + ")";
+}
+
+}  // namespace
+
+LocalProvisioner::LocalProvisioner(LocalProvisionerOptions options)
+    : options_(std::move(options)) {
+  binary_ = options_.binary.empty() ? SelfExecutable() : options_.binary;
+  log_dir_ = options_.log_dir;
+  if (log_dir_.empty()) {
+    log_dir_ = (std::filesystem::temp_directory_path() /
+                ("somm-local-workers-" + std::to_string(getpid())))
+                   .string();
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(log_dir_, ec);
+}
+
+LocalProvisioner::~LocalProvisioner() {
+  for (auto& [id, child] : children_) {
+    if (!child.stopping) kill(child.pid, SIGTERM);
+  }
+  const auto give_up = std::chrono::steady_clock::now() + options_.stop_grace;
+  while (!children_.empty() && std::chrono::steady_clock::now() < give_up) {
+    Reap();
+    if (!children_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (auto& [id, child] : children_) {
+    spdlog::warn("local provisioner: worker {} did not drain within {} ms; killing it", id,
+                 options_.stop_grace.count());
+    kill(child.pid, SIGKILL);
+    waitpid(child.pid, nullptr, 0);
+  }
+}
+
+Status LocalProvisioner::Start(int count) {
+  for (int i = 0; i < count; ++i) {
+    const int k = next_++;
+    const std::string id = options_.id_prefix + std::to_string(k);
+    const int port = options_.base_port > 0 ? options_.base_port + 10 * k : 0;
+    const int metrics_port = options_.base_port > 0 ? port + 1 : 0;
+    std::vector<std::string> args = {binary_, "worker"};
+    args.insert(args.end(), options_.worker_args.begin(), options_.worker_args.end());
+    for (const std::string& a : {std::string("--worker-id"), id, std::string("--port"),
+                                 std::to_string(port), std::string("--metrics-port"),
+                                 std::to_string(metrics_port)}) {
+      args.push_back(a);
+    }
+    const std::string log = log_dir_ + "/" + id + ".log";
+    // Everything the child needs is built before fork: a multi-threaded
+    // parent's child may only make async-signal-safe calls before exec.
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid < 0) return Internal("local provisioner: fork: " + std::string(std::strerror(errno)));
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() != parent) _exit(127);  // the controller died before prctl
+      // The controller blocks SIGTERM and SIGINT in every thread (it sigwaits
+      // for them); the worker does its own, from a clean mask.
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) {
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+        close(fd);
+      }
+      // The controller's own sockets (its listeners among them) must not
+      // outlive it in a worker.
+      for (int other = 3; other < 4096; ++other) close(other);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    children_[id] = Child{pid, false, false};
+    spdlog::info("local provisioner: started worker {} (pid {}), output in {}", id, pid, log);
+  }
+  return Status::Ok();
+}
+
+Status LocalProvisioner::Stop(const std::string& id) {
+  Reap();
+  auto it = children_.find(id);
+  if (it == children_.end()) {
+    return NotFound("local provisioner: worker '" + id + "' is not one of its children");
+  }
+  if (kill(it->second.pid, SIGTERM) != 0) {
+    return Internal("local provisioner: SIGTERM to worker " + id + ": " + std::strerror(errno));
+  }
+  it->second.stopping = true;
+  spdlog::info("local provisioner: worker {} (pid {}) asked to drain (SIGTERM)", id, it->second.pid);
+  return Status::Ok();
+}
+
+void LocalProvisioner::Reap() {
+  for (auto it = children_.begin(); it != children_.end();) {
+    int status = 0;
+    if (waitpid(it->second.pid, &status, WNOHANG) == it->second.pid) {
+      const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      const std::string what = "local provisioner: worker " + it->first + " (pid " +
+                               std::to_string(it->second.pid) + ") " + Describe(status);
+      if (clean && it->second.stopping) spdlog::info("{}", what);
+      else spdlog::warn("{}", what);
+      it = children_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+StatusOr<int> LocalProvisioner::Pending(const std::set<std::string>& registered) {
+  Reap();
+  int pending = 0;
+  for (auto& [id, child] : children_) {
+    if (registered.count(id)) child.registered_once = true;
+    if (!child.registered_once && !child.stopping) ++pending;
+  }
+  return pending;
+}
+
+std::set<std::string> LocalProvisioner::Removable(const std::set<std::string>& registered) {
+  Reap();
+  std::set<std::string> out;
+  for (const auto& [id, child] : children_) {
+    if (!child.stopping && registered.count(id)) out.insert(id);
+  }
+  return out;
+}
+
+pid_t LocalProvisioner::PidOf(const std::string& id) const {
+  auto it = children_.find(id);
+  return it == children_.end() ? -1 : it->second.pid;
+}
+
+}  // namespace somm
