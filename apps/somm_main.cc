@@ -10,6 +10,7 @@
 #include "loadgen/bench.h"
 #include "cli/commands.h"
 #include "common/process_env.h"
+#include "simulator/simulate_command.h"
 
 int main(int argc, char** argv) {
   // First of all, before anything reads the environment: `somm serve` runs
@@ -159,6 +160,9 @@ int main(int argc, char** argv) {
   models_cmd->add_option("--protocol,-i", models.protocol, "http or grpc")
       ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
 
+  somm::sim::SimulateCommandOptions simulate;
+  auto* simulate_cmd = somm::sim::AddSimulateCommand(app, &simulate);
+
   somm::loadgen::BenchOptions bench;
   auto* bench_cmd = app.add_subcommand(
       "bench", "Generate load against an OIP server (REST or gRPC) and report throughput, "
@@ -281,6 +285,7 @@ int main(int argc, char** argv) {
   controller_cmd->add_option("--max-workers", ctl.max_workers, "Most workers the provisioner starts")->capture_default_str();
   controller_cmd->add_option("--scale-in-after-s", ctl.scale_in_after_s, "Seconds a worker must be spare before it is drained")->capture_default_str();
   controller_cmd->add_option("--scale-cooldown-s", ctl.scale_cooldown_s, "Seconds after a scaling step before a drain")->capture_default_str();
+  controller_cmd->add_option("--scale-in-fill", ctl.scale_in_fill, "A worker is drained only if the groups in use then fill the others at most this much")->capture_default_str();
   controller_cmd->add_option("--worker-in-use-window-s", ctl.worker_in_use_window_s, "A group that served a query this recently is in use")->capture_default_str();
   controller_cmd->add_option("--local-worker-binary", ctl.local_worker_binary, "local: the somm binary for workers (default: this one)");
   controller_cmd->add_option("--local-worker-args", ctl.local_worker_args, "local: extra `somm worker` arguments, space-separated");
@@ -311,5 +316,6 @@ int main(int argc, char** argv) {
   if (decisions_cmd->parsed()) return somm::RunDecisions(decisions);
   if (models_cmd->parsed()) return somm::RunModels(models);
   if (bench_cmd->parsed()) return somm::loadgen::RunBench(bench);
+  if (simulate_cmd->parsed()) return somm::sim::RunSimulate(simulate);
   return 1;
 }

@@ -1,5 +1,6 @@
-# Shared by the bench scripts that start `somm serve` (compare.sh,
-# managed.sh, isolation.sh, rss_cycles.sh). Source it after defining die();
+# Shared by the bench scripts that start `somm serve` or a cluster
+# (compare.sh, managed.sh, isolation.sh, rss_cycles.sh, router_hop.sh,
+# cluster_state_cost.sh). Source it after defining die();
 # it installs the EXIT trap that kills every child the script started.
 
 # Every child process goes into PIDS; kill_children stops them all on exit.

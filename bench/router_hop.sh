@@ -24,8 +24,8 @@
 #
 # Usage: bench/router_hop.sh [--quick] [--skip-build] [--repeats N]
 #                            [--models "digits-mlp resnet18"] [--out DIR]
-#   --quick       1 repeat, short windows (a smoke test; figures are rough), ~2 min
-#   --repeats N   repeats per point (default 3); about 2 min each for both models
+#   --quick       1 repeat, short windows (a smoke test; figures are rough), ~1 min
+#   --repeats N   repeats per point (default 3); about 1 min per repeat and model
 # Environment: SOMM_BUILD_DIR=<dir> (default build).
 set -euo pipefail
 

@@ -16,6 +16,8 @@ Definitions (repeated in report.md):
                   repeats
   throughput      queries/s at the saturating concurrency; ratio = cluster
                   over embedded per repeat, median over repeats
+  overhead p50    the front process's server time minus the worker's queue and
+                  compute time (`somm bench`'s server-side split), at c=1
   CPU per query   a process's CPU time (user + system) over a run divided by
                   the queries the front process answered in it, median over
                   repeats, microseconds
@@ -45,6 +47,7 @@ def load_runs(out):
         key = (m["model"], m["wire"], m["target"], int(m["c"]))
         runs.setdefault(key, {})[int(m["r"])] = {
             "p50_us": point["latency_us"]["p50"], "p99_us": point["latency_us"]["p99"],
+            "overhead_p50_us": (point.get("server_us") or {}).get("overhead_p50"),
             "qps": point["throughput_qps"], "errors": sum(point.get("errors", {}).values()),
             "queries": cpu["queries"], "cpu_s": cpu["cpu_s"], "loadgen_cpu_s": cpu["loadgen_cpu_s"],
         }
@@ -85,6 +88,7 @@ def summarize(runs, meta):
             row[t] = {
                 "p50_us": median([r["p50_us"] for r in lat[t].values()]),
                 "p99_us": median([r["p99_us"] for r in lat[t].values()]),
+                "server_overhead_p50_us": median([r["overhead_p50_us"] for r in lat[t].values()]),
                 "qps": median([r["qps"] for r in thr[t].values()]),
                 "cpu_per_query_us_c1": cpu_per_query_us(lat[t]),
                 "cpu_per_query_us_saturated": cpu_per_query_us(thr[t]),
@@ -152,6 +156,18 @@ def markdown(summary):
         for load, key in (("c=1", "cpu_per_query_us_c1"), (f"c={r['saturation_concurrency']}", "cpu_per_query_us_saturated")):
             out.append(f"| {r['model']} | {r['wire']} | {load} | {cpu_cell(r['embedded'][key])} | "
                        f"{cpu_cell(r['cluster'][key])} |")
+    out += [
+        "",
+        "Where the added time goes, at c=1: the front process's server time that is neither the "
+        "worker's queueing nor its compute (`somm bench`'s overhead p50; in the cluster it holds "
+        "the router -> worker gRPC round trip):",
+        "",
+        "| model | wire | embedded overhead p50 us | cluster overhead p50 us |",
+        "|---|---|---:|---:|",
+    ]
+    for r in summary["rows"]:
+        out.append(f"| {r['model']} | {r['wire']} | {fmt(r['embedded']['server_overhead_p50_us'])} | "
+                   f"{fmt(r['cluster']['server_overhead_p50_us'])} |")
     errors = sum(r["errors"] for r in summary["rows"])
     out += ["", f"Errors over all runs: {errors}.", "",
             "added p50/p99: cluster minus embedded in the same repeat, median over repeats. "

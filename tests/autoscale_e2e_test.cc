@@ -154,6 +154,8 @@ TEST(AutoscaleE2eTest, ALoadStepStartsAThirdWorkerThatServesAndAFallDrainsOneWit
   // after its last query instead of a minute.
   options.controller_args = {"--provisioner", "local", "--min-workers", "1", "--max-workers", "3",
                              "--scale-in-after-s", "5", "--scale-cooldown-s", "5",
+                             // a worker's first load measures 66 MiB: 72% of a budget
+                             "--scale-in-fill", "0.8",
                              "--worker-in-use-window-s", "5", "--local-worker-args",
                              std::string("--memory-budget-mb ") + kBudgetMb +
                                  " --lease-ms 1500 --heartbeat-ms 500"};
@@ -161,6 +163,7 @@ TEST(AutoscaleE2eTest, ALoadStepStartsAThirdWorkerThatServesAndAFallDrainsOneWit
   ASSERT_TRUE(cluster.ok()) << cluster.error() << "\n" << cluster.Logs();
   const std::string third = "controller-0-worker-0";  // the provisioner's first
   ASSERT_FALSE(Registered(cluster, third));
+  std::this_thread::sleep_for(3s);  // the start's loads and evictions settle
 
   std::mutex mu;
   Tally step, fall;

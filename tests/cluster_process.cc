@@ -43,14 +43,22 @@ std::string ReadFile(const std::string& path) {
 }
 
 // Waits (bounded) for `pattern` in the file; `*match` points into `*text`.
+// False with *why: how the process ended, or that it never printed it.
 bool WaitFor(const std::string& path, const std::regex& pattern, std::string* text,
-             std::smatch* match, pid_t pid) {
+             std::smatch* match, pid_t pid, std::string* why) {
   for (int i = 0; i < 1200; ++i) {
     *text = ReadFile(path);
     if (std::regex_search(*text, *match, pattern)) return true;
-    if (waitpid(pid, nullptr, WNOHANG) == pid) return false;
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      // 127: the binary could not be run (missing, or being relinked).
+      *why = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                               : "died of signal " + std::to_string(WTERMSIG(status));
+      return false;
+    }
     std::this_thread::sleep_for(100ms);
   }
+  *why = "printed no banner in 120 s";
   return false;
 }
 
@@ -164,12 +172,12 @@ ClusterProcesses::ClusterProcesses(const std::string& binary, const std::string&
     r.pid = Spawn(args, "router-" + std::to_string(i));
     routers_.push_back(r);
   }
-  std::string text;
+  std::string text, why;
   std::smatch m;
   for (Worker& w : workers_) {
     if (!WaitFor(dir_ + "/" + w.id + ".stdout", std::regex("listening grpc=(\\d+)"), &text, &m,
-                 w.pid)) {
-      error_ = w.id + " did not start";
+                 w.pid, &why)) {
+      error_ = w.id + " did not start: " + why;
       return;
     }
     w.port = std::stoi(m[1]);
@@ -177,8 +185,8 @@ ClusterProcesses::ClusterProcesses(const std::string& binary, const std::string&
   for (size_t c = 0; c < controllers_.size(); ++c) {
     if (!WaitFor(dir_ + "/controller-" + std::to_string(c) + ".stdout",
                  std::regex("listening control=(\\d+) metrics=(\\d+)"), &text, &m,
-                 controllers_[c])) {
-      error_ = "controller " + std::to_string(c) + " did not start";
+                 controllers_[c], &why)) {
+      error_ = "controller " + std::to_string(c) + " did not start: " + why;
       return;
     }
     controller_metrics_ports_.push_back(std::stoi(m[2]));
@@ -186,8 +194,8 @@ ClusterProcesses::ClusterProcesses(const std::string& binary, const std::string&
   for (size_t i = 0; i < routers_.size(); ++i) {
     if (!WaitFor(dir_ + "/router-" + std::to_string(i) + ".stdout",
                  std::regex("http=(\\d+) grpc=(\\d+) metrics=(\\d+)"), &text, &m,
-                 routers_[i].pid)) {
-      error_ = "router " + std::to_string(i) + " did not start";
+                 routers_[i].pid, &why)) {
+      error_ = "router " + std::to_string(i) + " did not start: " + why;
       return;
     }
     routers_[i].http_port = std::stoi(m[1]);
@@ -195,18 +203,25 @@ ClusterProcesses::ClusterProcesses(const std::string& binary, const std::string&
     routers_[i].metrics_port = std::stoi(m[3]);
   }
   // Ready once the leader has loaded the repository and every router's
-  // catalog lists a ready model.
+  // catalog lists a ready model. With nothing to load: once every worker
+  // registered and the leader leads with a worker in view (so a first
+  // registration finds somewhere to load).
   for (int i = 0; i < 1200 && !ok_; ++i) {
-    bool all = ReadFile(dir_ + "/controller-0.stderr").find("took the leader lease") !=
-               std::string::npos;
+    const std::string leader_log = ReadFile(dir_ + "/controller-0.stderr");
+    bool all = leader_log.find("took the leader lease") != std::string::npos;
     if (!options.wait_for_model) {
-      all = all && RegisteredWorkers().size() == workers_.size();
+      all = all && RegisteredWorkers().size() == workers_.size() &&
+            leader_log.find("leading, with") != std::string::npos;
     }
     for (const Router& r : routers_) {
       httplib::Client c("127.0.0.1", r.http_port);
       if (options.wait_for_model) {
-        auto res = c.Post("/v2/repository/index", R"({"ready": true})", "application/json");
-        all = all && res && res->status == 200 && res->body.find("READY") != std::string::npos;
+        // Every model folder known (the leader publishes its whole start-up
+        // load, failures included, one catalog entry at a time): no row is
+        // a bare folder the catalog has not named yet.
+        auto res = c.Post("/v2/repository/index", "", "application/json");
+        all = all && res && res->status == 200 && res->body.find("READY") != std::string::npos &&
+              res->body.find(R"("reason":"unloaded")") == std::string::npos;
       } else {
         auto res = c.Get("/v2/health/ready");
         all = all && res && res->status == 200;

@@ -689,6 +689,7 @@ int RunController(const ControllerProcessOptions& o) {
     so.max_workers = std::max(o.max_workers, o.min_workers);
     so.scale_in_after_s = o.scale_in_after_s;
     so.cooldown_s = o.scale_cooldown_s;
+    so.scale_in_fill = o.scale_in_fill;
     so.in_use_window_s = o.worker_in_use_window_s;
     spdlog::info("controller {}: {} provisioner, {} to {} workers", id, (*provisioner)->name(),
                  so.min_workers, so.max_workers);
@@ -729,6 +730,8 @@ int RunController(const ControllerProcessOptions& o) {
         publish_catalog();
         controller.Start();
         started = true;
+        // Scripts and tests wait for this line before the first repository call.
+        spdlog::info("controller {}: leading, with {} worker(s) in view", id, workers.Ids().size());
       });
     }
     if (leader && started) publish_catalog();

@@ -102,6 +102,7 @@ struct ControllerProcessOptions {
   // WorkerScalerOptions' production defaults; tests shorten them.
   double scale_in_after_s = 300;
   double scale_cooldown_s = 120;
+  double scale_in_fill = 0.7;
   double worker_in_use_window_s = 60;
   // local: the binary (""= this one), extra `somm worker` arguments
   // (space-separated; the repository and Redis are this controller's), and

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <future>
+#include <mutex>
 
 #include "controller/placement.h"
 
@@ -15,6 +16,9 @@ constexpr int64_t kMiB = 1024 * 1024;
 // How long a worker that failed an action stays out of placement (a dead
 // one leaves the store sooner, when its lease lapses).
 constexpr auto kUnreachableFor = std::chrono::seconds(10);
+// How long a load done stays reserved while the store does not show its
+// group yet (a worker reports a change at once; its lease is a few seconds).
+constexpr auto kReportWithin = std::chrono::seconds(3);
 
 int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -203,8 +207,34 @@ cluster::ClusterState Controller::PlacementView() {
   cluster::ClusterState state = *store_.Read();
   DropUnreachable(&state);
   // Loads under way count as loading groups: never victims, and their memory
-  // is taken.
-  for (const auto& [where, bytes] : reserved_) {
+  // is taken. So do loads done whose group the store does not show yet (the
+  // worker's report trails its answer), until it does.
+  std::map<std::pair<std::string, std::string>, int64_t> taken = reserved_;
+  const cluster::TimePoint now = options_.clock();
+  for (auto it = unreported_.begin(); it != unreported_.end();) {
+    const bool shown = std::any_of(state.groups.begin(), state.groups.end(), [&](const auto& g) {
+      return !g.loading && g.worker == it->first.first && cluster::GroupLabel(g) == it->first.second;
+    });
+    if (shown || it->second.second <= now) {
+      it = unreported_.erase(it);
+    } else {
+      taken[it->first] += it->second.first;
+      ++it;
+    }
+  }
+  for (auto it = busy_.begin(); it != busy_.end();) {
+    if (it->second <= now) {
+      it = busy_.erase(it);
+      continue;
+    }
+    for (auto& g : state.groups) {
+      if (g.worker == it->first.first && cluster::GroupLabel(g) == it->first.second) {
+        g.executing = std::max<int64_t>(g.executing, 1);
+      }
+    }
+    ++it;
+  }
+  for (const auto& [where, bytes] : taken) {
     if (bytes <= 0) continue;
     cluster::GroupState g;
     g.worker = where.first;
@@ -228,6 +258,26 @@ void Controller::MarkUnreachable(const std::string& worker) {
 
 void Controller::DropUnreachable(cluster::ClusterState* state) {
   const cluster::TimePoint now = options_.clock();
+  // Groups evicted that the store still shows (the worker's report trails
+  // its answer) are gone: a query for one must load it again, with its
+  // memory reserved, not find it "present".
+  for (auto it = evicted_.begin(); it != evicted_.end();) {
+    if (it->second <= now) {
+      it = evicted_.erase(it);
+      continue;
+    }
+    const auto& [worker, label] = it->first;
+    for (const cluster::GroupState& g : state->groups) {
+      if (g.worker != worker || g.loading || cluster::GroupLabel(g) != label) continue;
+      for (auto& d : state->devices) {
+        if (d.worker == worker && d.name == g.device) d.used_bytes -= g.memory_bytes * g.replicas;
+      }
+    }
+    std::erase_if(state->groups, [&](const cluster::GroupState& g) {
+      return g.worker == worker && !g.loading && cluster::GroupLabel(g) == label;
+    });
+    ++it;
+  }
   for (auto it = unreachable_.begin(); it != unreachable_.end();) {
     it = it->second <= now ? unreachable_.erase(it) : std::next(it);
   }
@@ -237,10 +287,15 @@ void Controller::DropUnreachable(cluster::ClusterState* state) {
   std::erase_if(state->groups, [&](const cluster::GroupState& g) { return gone(g.worker); });
 }
 
-void Controller::Release(const std::string& worker, const std::string& label) {
+void Controller::Release(const std::string& worker, const std::string& label, bool loaded_new) {
   const auto state = store_.Read();
   MutexLock lock(&placement_mu_);
+  auto reservation = reserved_.find({worker, label});
+  if (reservation != reserved_.end() && loaded_new && reservation->second > 0) {
+    unreported_[{worker, label}] = {reservation->second, options_.clock() + kReportWithin};
+  }
   reserved_.erase({worker, label});
+  if (loaded_new) evicted_.erase({worker, label});
   for (const auto& g : state->groups) {
     if (!g.loading && g.memory_bytes > 0 && cluster::GroupLabel(g) == label) {
       measured_[label] = std::max(measured_[label], g.memory_bytes);
@@ -268,22 +323,65 @@ void Controller::FitBudget(const std::string& worker, const std::string& protect
 }
 
 void Controller::SendEvictions(std::vector<cluster::Action> evictions, const std::string& why,
-                               bool urgent) {
+                               bool urgent, std::function<void(Status)> then) {
+  // `then` runs once every eviction has answered, with the first refusal.
+  struct Join {
+    std::mutex mu;
+    size_t left = 0;
+    Status first;
+    std::function<void(Status)> then;
+  };
+  auto join = std::make_shared<Join>();
+  join->left = evictions.size();
+  join->then = std::move(then);
+  auto answered = [join](const Status& s) {
+    std::function<void(Status)> run;
+    Status result;
+    {
+      std::lock_guard lock(join->mu);
+      if (!s.ok() && join->first.ok()) join->first = s;
+      if (--join->left > 0 || !join->then) return;
+      run = std::move(join->then);
+      result = join->first;
+    }
+    run(result);
+  };
+  if (evictions.empty()) {
+    if (join->then) join->then(Status::Ok());
+    return;
+  }
   for (cluster::Action& e : evictions) {
     const std::string victim = cluster::GroupLabel(e);
     const std::string reason = e.reason + " (" + why + ")";
     const std::string model = e.model;
     const std::string hardware = e.hardware.Name();
+    const std::string worker = e.worker;
     WorkerAction evict;
     evict.action = std::move(e);
     evict.urgent = urgent;
     evict.only_if_idle = true;
-    Send(std::move(evict), [this, victim, reason, model, hardware](Status s) {
+    {
+      // Gone from the moment it is sent: a query the worker turns away
+      // meanwhile must not find it "present" in a view that still shows it.
+      MutexLock lock(&placement_mu_);
+      evicted_[{worker, victim}] = options_.clock() + kReportWithin;
+    }
+    Send(std::move(evict), [this, victim, reason, model, hardware, worker, answered](Status s) {
       if (s.ok()) {
+        {
+          MutexLock lock(&placement_mu_);
+          evicted_[{worker, victim}] = options_.clock() + kReportWithin;
+        }
         RecordControl("evict", model, victim, hardware, reason);
       } else {
         spdlog::warn("control: eviction of {} not carried out: {}", victim, s.message());
+        // Busy after all (the store's view trails the worker): no victim
+        // until the store has caught up.
+        MutexLock lock(&placement_mu_);
+        evicted_.erase({worker, victim});
+        busy_[{worker, victim}] = options_.clock() + kReportWithin;
       }
+      answered(s.ok() ? s : Status(s.code(), "eviction of " + victim + " refused: " + s.message()));
     });
   }
 }
@@ -381,41 +479,62 @@ void Controller::LoadOn(std::string worker, VersionPtr version, const std::strin
     done(evictions.status(), "");
     return;
   }
-  SendEvictions(std::move(evictions).value(), "to make room for " + label, urgent);
-  WorkerAction load;
-  load.action = ActionFor(cluster::Action::kLoad, *version, variant, hw, replicas, reason);
-  load.action.worker = worker;
-  load.version = version;
-  load.urgent = urgent;
-  load.pinned = !options_.managed;
-  const auto t0 = std::chrono::steady_clock::now();
-  Send(std::move(load), [this, label, worker, version, variant, hw, replicas, reason, urgent,
-                         query_waits, present, guessed, t0, done = std::move(done)](Status s) mutable {
-    Release(worker, label);
-    if (s.code() == StatusCode::kUnavailable && !worker.empty() && !stopping_) {
-      // The worker is gone or draining: place again without it (each round
-      // leaves one more worker out, so this ends).
-      spdlog::warn("control: worker {} did not take {} ({}); placing it elsewhere", worker, label,
-                   s.message());
-      MarkUnreachable(worker);
-      EnsureLoaded(version, variant, hw, replicas, reason, urgent, std::move(done), query_waits);
+  // The load goes once its evictions are done: one refused (its group was
+  // busy after all) would leave the load without room, so it is placed again
+  // without that victim (each round rules out one more, so this ends), and
+  // the worker scaler hears that memory ran short.
+  auto send_load = [this, label, worker, given, version, variant, hw, replicas, reason, urgent,
+                    query_waits, present, guessed, done](Status evicted) mutable {
+    if (!evicted.ok()) {
+      Release(worker, label);
+      {
+        MutexLock lock(&placement_mu_);
+        NoteShortfall(evicted.message() + " (to make room for " + label + ")");
+      }
+      if (given || stopping_) {
+        done(ResourceExhausted("no room for " + label + " on " + worker + ": " + evicted.message()), "");
+      } else {
+        EnsureLoaded(version, variant, hw, replicas, reason, urgent, std::move(done), query_waits);
+      }
       return;
     }
-    if (s.ok() && !present) {
-      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::steady_clock::now() - t0)
-                          .count();
-      if (urgent && query_waits) metrics_.RecordColdStart(version->config.name);
-      RecordControl("load", version->config.name, label + (worker.empty() ? "" : " on " + worker), hw.Name(),
-                    "x" + std::to_string(replicas) + " in " + std::to_string(ms) + " ms" +
-                        (urgent && query_waits ? " (on a query's critical path)" : "") + ": " +
-                        reason);
-    }
-    // The size was a guess: if what was measured took the device over its
-    // budget, others make room now.
-    if (s.ok() && !present && guessed && options_.managed) FitBudget(worker, label);
-    done(s, s.ok() ? worker : "");
-  });
+    WorkerAction load;
+    load.action = ActionFor(cluster::Action::kLoad, *version, variant, hw, replicas, reason);
+    load.action.worker = worker;
+    load.version = version;
+    load.urgent = urgent;
+    load.pinned = !options_.managed;
+    const auto t0 = std::chrono::steady_clock::now();
+    Send(std::move(load), [this, label, worker, version, variant, hw, replicas, reason, urgent,
+                           query_waits, present, guessed, t0, done = std::move(done)](Status s) mutable {
+      Release(worker, label, /*loaded_new=*/s.ok() && !present);
+      if (s.code() == StatusCode::kUnavailable && !worker.empty() && !stopping_) {
+        // The worker is gone or draining: place again without it (each round
+        // leaves one more worker out, so this ends).
+        spdlog::warn("control: worker {} did not take {} ({}); placing it elsewhere", worker, label,
+                     s.message());
+        MarkUnreachable(worker);
+        EnsureLoaded(version, variant, hw, replicas, reason, urgent, std::move(done), query_waits);
+        return;
+      }
+      if (s.ok() && !present) {
+        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now() - t0)
+                            .count();
+        if (urgent && query_waits) metrics_.RecordColdStart(version->config.name);
+        RecordControl("load", version->config.name, label + (worker.empty() ? "" : " on " + worker), hw.Name(),
+                      "x" + std::to_string(replicas) + " in " + std::to_string(ms) + " ms" +
+                          (urgent && query_waits ? " (on a query's critical path)" : "") + ": " +
+                          reason);
+      }
+      // The size was a guess: if what was measured took the device over its
+      // budget, others make room now.
+      if (s.ok() && !present && guessed && options_.managed) FitBudget(worker, label);
+      done(s, s.ok() ? worker : "");
+    });
+  };
+  SendEvictions(std::move(evictions).value(), "to make room for " + label, urgent,
+                std::move(send_load));
 }
 
 Status Controller::LoadModel(const std::string& name, bool startup) {
@@ -558,7 +677,7 @@ void Controller::Tick() {
   for (const auto& d : pooled.devices) metrics_.SetMemory(d.name, d.used_bytes, d.budget_bytes);
   metrics_.SetSlowdown(slowdown);
 
-  control::AutoscalerConfig config;
+  control::AutoscalerConfig config = options_.autoscaler;
   config.tick_s = options_.control_tick_ms / 1000.0;
   config.prices = options_.prices;
   if (options_.idle_unload_s > 0) config.idle_unload_s = options_.idle_unload_s;

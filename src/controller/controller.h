@@ -67,6 +67,11 @@ struct ControllerOptions {
   // by evicting it counts as a shortfall (PlacementShortfalls()). The worker
   // scaler's in_use_window_s, so that what it drains never counts.
   double in_use_window_s = 10;
+  // The autoscaler's rules (autoscaler.h; its defaults). Its tick_s and
+  // prices are taken from control_tick_ms and prices above, and its
+  // idle_unload_s from idle_unload_s when that is set. The simulator passes
+  // the same config to the controllers it drives.
+  control::AutoscalerConfig autoscaler;
   // The clock the loop and the policies read; tests step their own.
   std::function<cluster::TimePoint()> clock = [] { return cluster::Clock::now(); };
 };
@@ -136,17 +141,22 @@ class Controller : public ControlClient {
   // first. Takes placement_mu_.
   StatusOr<std::vector<cluster::Action>> Reserve(const std::string& label, int64_t extra_bytes,
                                                  std::string* worker);
-  void Release(const std::string& worker, const std::string& label);
+  // Ends a reservation. `loaded_new`: a new group is up; its memory stays
+  // taken until the store shows the group (unreported_).
+  void Release(const std::string& worker, const std::string& label, bool loaded_new = false);
   void MarkUnreachable(const std::string& worker);
   void NoteShortfall(const std::string& what) SOMM_REQUIRES(placement_mu_);
-  // Removes the devices and groups of unreachable workers from `state`.
+  // Removes the devices and groups of unreachable workers from `state`, and
+  // the groups evicted that it still shows.
   void DropUnreachable(cluster::ClusterState* state) SOMM_REQUIRES(placement_mu_);
   // After a load whose size was a guess: evicts (by the placement policy)
   // until `worker`'s device is within its budget again, never `protect`.
   void FitBudget(const std::string& worker, const std::string& protect);
   // Sends the evictions placement chose, each logged with its reason and
   // `why` once carried out.
-  void SendEvictions(std::vector<cluster::Action> evictions, const std::string& why, bool urgent);
+  // `then`, when given, runs once all have answered: OK, or the first refusal.
+  void SendEvictions(std::vector<cluster::Action> evictions, const std::string& why, bool urgent,
+                     std::function<void(Status)> then = nullptr);
   // Unloads (and waits for) every group of `model` that `which` selects.
   void UnloadGroups(const std::string& model,
                     const std::function<bool(const cluster::GroupState&)>& which,
@@ -172,6 +182,18 @@ class Controller : public ControlClient {
   mutable Mutex placement_mu_;
   // (worker, label) -> bytes of loads under way.
   std::map<std::pair<std::string, std::string>, int64_t> reserved_ SOMM_GUARDED_BY(placement_mu_);
+  // (worker, label) -> (bytes, until when) of loads done that the store
+  // does not show yet.
+  std::map<std::pair<std::string, std::string>, std::pair<int64_t, cluster::TimePoint>> unreported_
+      SOMM_GUARDED_BY(placement_mu_);
+  // (worker, label) -> until when: groups evicted that the store may still
+  // show; DropUnreachable() leaves them out.
+  std::map<std::pair<std::string, std::string>, cluster::TimePoint> evicted_
+      SOMM_GUARDED_BY(placement_mu_);
+  // (worker, label) -> until when: groups that refused an eviction (busy);
+  // PlacementView() shows them busy, so they are no victims.
+  std::map<std::pair<std::string, std::string>, cluster::TimePoint> busy_
+      SOMM_GUARDED_BY(placement_mu_);
   // What workers measured for unprofiled groups (label -> bytes per replica),
   // kept after the group goes so its next load is placed at its real size.
   std::map<std::string, int64_t> measured_ SOMM_GUARDED_BY(placement_mu_);

@@ -541,7 +541,13 @@ struct TwoChoices {
 
 bool Router::PickWorker(Query& q, const std::vector<cluster::GroupState>& groups,
                         int64_t instance) {
-  thread_local std::minstd_rand rng{std::random_device{}()};
+  thread_local std::minstd_rand thread_rng{std::random_device{}()};
+  std::minstd_rand seeded;
+  if (options_.seed != 0) {
+    seeded.seed(static_cast<uint32_t>(options_.seed ^ std::hash<std::string>()(q.id) ^
+                                      (static_cast<uint32_t>(q.attempts) * 0x9E3779B9u)));
+  }
+  std::minstd_rand& rng = options_.seed != 0 ? seeded : thread_rng;
   // One draw among the holders in this router's zone, one among the others.
   TwoChoices near, far;
   const bool zoned = !options_.zone.empty();

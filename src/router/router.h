@@ -78,6 +78,10 @@ struct RouterOptions {
   // 1 ms: a round trip between two zones of one region is typically 0.5 to
   // 2 ms.
   double cross_zone_rtt_ms = 1.0;
+  // Seeds the power of two choices' draws (0 = std::random_device): with a
+  // seed, a query's draws follow from the seed, its id and its attempt, so
+  // a simulated run repeats exactly.
+  uint32_t seed = 0;
 };
 
 class Router : public InferenceServer {

@@ -1,0 +1,156 @@
+#include "simulator/simulate_command.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "common/host_probe.h"
+#include "controller/placement.h"
+#include "loadgen/trace.h"
+
+namespace somm::sim {
+
+CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandOptions* o) {
+  auto* cmd = app.add_subcommand(
+      "simulate",
+      "Replay a trace through somm's router and controller on simulated workers and a virtual "
+      "clock, per provisioning policy");
+  cmd->add_option("--repository,--model-repository,--repo", o->simulation.repository,
+                  "Model repository with persisted variant profiles")
+      ->required();
+  cmd->add_option("--trace", o->trace, "Trace CSV (as `somm bench --trace` replays)")->required();
+  cmd->add_option("--workers", o->simulation.workers, "Simulated workers")->capture_default_str();
+  cmd->add_option("--policy", o->policy, "somm, static-peak, static-avg or all")
+      ->capture_default_str();
+  cmd->add_option("--json", o->json_path, "Write the results as JSON to this file");
+  cmd->add_option("--seed", o->simulation.seed, "Seed of the latency noise and the router's draws")
+      ->capture_default_str();
+  cmd->add_option("--time-scale", o->simulation.time_scale,
+                  "Trace seconds per simulated second (as somm bench --time-scale)")
+      ->capture_default_str();
+  cmd->add_option("--worker-cores", o->worker_cores, "Cores per worker (0 = this machine's)")
+      ->capture_default_str();
+  cmd->add_option("--worker-memory-mb", o->worker_memory_mb,
+                  "CPU memory budget per worker (0 = half of this machine's available memory)")
+      ->capture_default_str();
+  cmd->add_option("--latency-noise-sigma", o->simulation.latency_noise_sigma,
+                  "Log-normal sigma on each batch's profiled latency (0 = exact)")
+      ->capture_default_str();
+  cmd->add_option("--control-tick-ms", o->simulation.control_tick_ms, "Controller tick")
+      ->capture_default_str();
+  cmd->add_option("--idle-unload-s", o->simulation.idle_unload_s,
+                  "Unload a model's instances after this long without queries (0 = default)")
+      ->capture_default_str();
+  cmd->add_option("--static-peak-replicas", o->static_peak_replicas,
+                  "MODEL=N (repeatable): static-peak's replicas of MODEL instead of the "
+                  "profile-sized plan");
+  cmd->add_option("--static-avg-replicas", o->static_avg_replicas,
+                  "MODEL=N (repeatable): static-avg's replicas of MODEL instead of the "
+                  "profile-sized plan");
+  cmd->add_option("--log-level", o->log_level,
+                  "Log level of the simulated router and controller (info: every control action)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  return cmd;
+}
+
+namespace {
+
+// "MODEL=N" items into `*out`.
+Status ParseReplicas(const std::vector<std::string>& items, const char* flag,
+                     std::map<std::string, int>* out) {
+  for (const std::string& item : items) {
+    const size_t eq = item.rfind('=');
+    int n = 0;
+    try {
+      if (eq == std::string::npos || eq == 0) throw std::invalid_argument(item);
+      size_t used = 0;
+      n = std::stoi(item.substr(eq + 1), &used);
+      if (used != item.size() - eq - 1 || n < 1) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      return InvalidArgument(std::string(flag) + " '" + item + "': expected MODEL=N, N >= 1");
+    }
+    (*out)[item.substr(0, eq)] = n;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+int RunSimulate(SimulateCommandOptions o) {
+  // The router and the controller log every load and retry at info: tens
+  // of thousands of lines in a simulated hour, hence warn unless asked.
+  spdlog::set_level(spdlog::level::from_str(o.log_level));
+  SimulationOptions& s = o.simulation;
+  s.worker_cores = o.worker_cores > 0
+                       ? o.worker_cores
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  s.worker_memory_bytes = o.worker_memory_mb > 0
+                              ? o.worker_memory_mb * 1024 * 1024
+                              : control::DefaultMemoryBudget(AvailableMemoryBytes(),
+                                                             control::kDefaultCpuBudgetFraction);
+  for (const Status& st :
+       {ParseReplicas(o.static_peak_replicas, "--static-peak-replicas", &s.static_peak_replicas),
+        ParseReplicas(o.static_avg_replicas, "--static-avg-replicas", &s.static_avg_replicas)}) {
+    if (!st.ok()) {
+      std::fprintf(stderr, "error: %s\n", st.message().c_str());
+      return 2;
+    }
+  }
+  auto policies = ParsePolicies(o.policy);
+  if (!policies.ok()) {
+    std::fprintf(stderr, "error: %s\n", policies.status().message().c_str());
+    return 2;
+  }
+  auto trace = loadgen::LoadTraceCsv(o.trace);
+  if (!trace.ok()) {
+    std::fprintf(stderr, "error: %s\n", trace.status().message().c_str());
+    return 2;
+  }
+  std::fprintf(stderr, "simulate: %zu queries, %d worker(s) of %d cores and %lld MiB, seed %llu\n",
+               trace->queries.size(), s.workers, s.worker_cores,
+               static_cast<long long>(s.worker_memory_bytes >> 20),
+               static_cast<unsigned long long>(s.seed));
+  std::vector<PolicyResult> results;
+  for (Policy p : *policies) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = RunPolicy(s, *trace, p);
+    if (!r.ok()) {
+      std::fprintf(stderr, "error: %s: %s\n", PolicyName(p), r.status().message().c_str());
+      return 1;
+    }
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(
+        stderr,
+        "%-12s attainment %.4f (%lld/%lld feasible)  instance-s %.1f (mean %.2f replicas)  "
+        "cold starts %lld  rejections %lld  expired %lld  late %lld  p50 %.3f ms  p99 "
+        "%.3f ms  actions %lld  [%.1f s wall, %lld events]\n",
+        PolicyName(p), r->attainment, static_cast<long long>(r->met),
+        static_cast<long long>(r->feasible), r->instance_seconds, r->mean_replicas,
+        static_cast<long long>(r->cold_starts), static_cast<long long>(r->rejections),
+        static_cast<long long>(r->expired), static_cast<long long>(r->late), r->p50_ms, r->p99_ms,
+        static_cast<long long>(r->control_actions), wall, static_cast<long long>(r->events));
+    results.push_back(std::move(*r));
+  }
+  const std::string json = ResultsToJson(results);
+  if (o.json_path.empty()) {
+    std::fputs(json.c_str(), stdout);
+  } else {
+    std::ofstream out(o.json_path);
+    out << json;
+    if (!out) {
+      std::fprintf(stderr, "error: cannot write %s\n", o.json_path.c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace somm::sim

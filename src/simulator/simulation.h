@@ -1,0 +1,139 @@
+// Simulation: one trace replayed through somm's own router and controller,
+// with simulated workers (simulated_worker.h) and a virtual clock
+// (event_loop.h), under one provisioning policy.
+//
+// What runs is the live code: the Router (selector, requirements, SLO
+// admission, power of two choices, load on demand) takes every query of the
+// trace through Router::Infer, and the Controller (autoscaler, placement,
+// eviction, replica spreading) runs Tick() every control_tick_ms of virtual
+// time; both read the EventLoop's clock. The model zoo is what the
+// repository's registry reads: model.yaml and the persisted variant
+// profiles (<repo>/.somm/variants/...). Only the workers and the clock are
+// simulated.
+//
+// Policies:
+//   somm         router and controller managed; every model starts with its
+//                configured instances (model.yaml instance_count) of the
+//                as-registered variant, as `somm serve --managed true` does.
+//   static-peak  router and controller unmanaged; per model, pinned replicas
+//   static-avg   of the as-registered variant on its intra_op_threads, as
+//                many as the trace's busiest second (peak) or its mean rate
+//                (avg) needs at that variant's profiled capacity (the best
+//                batch/latency(batch) over the profiled batches up to
+//                max_batch_size), at least 1: bench/managed_plan.py's rule
+//                with --capacity profile.
+//
+// Measured per policy, over [start of the replay, last arrival]:
+// attainment (share of the feasible queries with a latency SLO answered
+// successfully within it, latency from the query's arrival; a query is
+// feasible when its SLO is at least the best profiled batch-1 latency of any
+// usable variant of its model, bench/managed_plan.py's rule; queries without
+// an SLO count as met when answered), instance-seconds (replicas, loading
+// ones included, integrated over virtual time), cold starts and control
+// actions (as the controller counts them for somm_cold_starts_total and
+// somm_control_actions_total), rejections (RESOURCE_EXHAUSTED and
+// UNAVAILABLE answers), p50/p99 latency of the answered queries, and
+// worker-seconds.
+//
+// Not simulated yet: worker provisioning and failures, view staleness (the
+// store is exact and instant), more than one router, the network and RPC
+// time between router and worker (a query costs only its queueing and its
+// batch), and CPU contention (between replicas, and from whatever else runs
+// on the machine): batches take their profiled time times the noise, so
+// the controller's slowdown calibration sees the noise and nothing else.
+//
+// Thread-safety: RunPolicy is a pure function of its arguments (each call
+// builds its own loop, store, registry, workers, router and controller).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "controller/autoscaler.h"
+#include "loadgen/trace.h"
+
+namespace somm::sim {
+
+enum class Policy { kSomm, kStaticPeak, kStaticAvg };
+const char* PolicyName(Policy policy);
+// "somm", "static-peak", "static-avg"; "all" gives all three.
+StatusOr<std::vector<Policy>> ParsePolicies(const std::string& name);
+
+struct SimulationOptions {
+  std::string repository;  // a model repository with persisted profiles
+  int workers = 1;
+  // Each worker's cores and CPU memory budget (simulate_command.h derives
+  // the command's defaults from this machine).
+  int worker_cores = 2;
+  int64_t worker_memory_bytes = int64_t{16} << 30;
+  // See SimulatedWorkerOptions::latency_noise_sigma.
+  double latency_noise_sigma = 0.1;
+  uint64_t seed = 1;
+  // Trace seconds per simulated second, as `somm bench --time-scale`.
+  double time_scale = 1.0;
+  // The controller's settings (ControllerOptions' defaults).
+  int control_tick_ms = 1000;
+  double idle_unload_s = 0;  // 0 = the autoscaler's default
+  control::AutoscalerConfig autoscaler;
+  // Replicas per model for static-peak / static-avg instead of the plan
+  // sized from the profiles (e.g. the plan a live run calibrated); models
+  // not named keep the profile-sized count.
+  std::map<std::string, int> static_peak_replicas;
+  std::map<std::string, int> static_avg_replicas;
+};
+
+// One model's share of a policy's queries.
+struct ModelResult {
+  int64_t queries = 0;
+  int64_t feasible = 0;
+  int64_t met = 0;
+  double attainment = 0;  // met / feasible (1 when nothing is feasible)
+  int64_t rejections = 0;
+  int64_t expired = 0;
+  int64_t late = 0;
+};
+
+struct PolicyResult {
+  std::string policy;
+  int64_t queries = 0;
+  int64_t feasible = 0;       // queries whose SLO some variant can meet
+  int64_t met = 0;            // feasible queries answered within their SLO
+  double attainment = 0;      // met / feasible (1 when nothing is feasible)
+  double attainment_all = 0;  // the same over every query
+  int64_t answered = 0;
+  int64_t rejections = 0;  // RESOURCE_EXHAUSTED or UNAVAILABLE
+  int64_t expired = 0;     // DEADLINE_EXCEEDED
+  int64_t failed = 0;      // any other error
+  int64_t late = 0;        // answered after their SLO
+  double p50_ms = 0;
+  double p99_ms = 0;
+  double duration_s = 0;  // first arrival (0) to last, in simulated seconds
+  double instance_seconds = 0;
+  double mean_replicas = 0;  // instance_seconds / duration_s
+  double worker_seconds = 0;
+  int64_t cold_starts = 0;
+  int64_t control_actions = 0;
+  std::map<std::string, int64_t> control_actions_by_kind;
+  // Static policies: replicas per model.
+  std::map<std::string, int> static_replicas;
+  std::map<std::string, ModelResult> models;
+  int64_t events = 0;  // simulation events processed
+};
+
+StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen::Trace& trace,
+                                 Policy policy);
+
+// The static policies' replicas per model (see above; the options' static_*
+// replicas override it model by model). Errors name a model
+// of the trace that the repository lacks or that has no usable profile of
+// its as-registered variant.
+StatusOr<std::map<std::string, int>> StaticReplicas(const SimulationOptions& options,
+                                                    const loadgen::Trace& trace, Policy policy);
+
+// {"policies": {"<policy>": {...}}}: every PolicyResult field by name.
+std::string ResultsToJson(const std::vector<PolicyResult>& results);
+
+}  // namespace somm::sim
