@@ -290,6 +290,7 @@ int main(int argc, char** argv) {
   controller_cmd->add_option("--local-worker-binary", ctl.local_worker_binary, "local: the somm binary for workers (default: this one)");
   controller_cmd->add_option("--local-worker-args", ctl.local_worker_args, "local: extra `somm worker` arguments, space-separated");
   controller_cmd->add_option("--local-worker-base-port", ctl.local_worker_base_port, "local: worker k listens on base+10k and base+10k+1 (0 = pick)")->capture_default_str();
+  controller_cmd->add_option("--local-worker-log-dir", ctl.local_worker_log_dir, "local: a folder for each worker's output (default: the controller's)");
   controller_cmd->add_option("--k8s-namespace", ctl.k8s_namespace, "kubernetes: the worker Deployment's namespace (default: the pod's)");
   controller_cmd->add_option("--k8s-deployment", ctl.k8s_deployment, "kubernetes: the worker Deployment")->capture_default_str();
   controller_cmd->add_option("--log-level", ctl.log_level, "trace, debug, info, warn, error")->capture_default_str();

@@ -25,10 +25,30 @@ process whose rate is the product of:
               share is the model's rate while active (so its mean over the
               trace is lower by its active share). Without --sessions a model
               is always in use.
+  shape       --shape spiky|diurnal|surge|mixed replaces the sine and the
+              bursts above with one of the three load shapes production
+              inference fleets show, applied to every model at once and
+              scaled so that its mean over the trace is 1 (--base-rate stays
+              the mean rate):
+                spiky    low mean with rare peaks: a flat floor with --spikes
+                         short spikes (2-6 s) of 10-20x the floor;
+                diurnal  a peak and a valley per day (--days):
+                         0.05 + 0.95 ((1 - cos)/2)^12, whose mean is about
+                         20% of its peak, starting in the valley;
+                surge    a flat floor with --surges surges (10-40 s) of
+                         --surge-factor (5-10x) the floor;
+                mixed    the trace in three equal parts, spiky, diurnal and
+                         surge, each scaled to mean 1 on its own.
+              --shape default (the default) keeps the curve above unchanged.
 Arrivals are drawn by thinning (Lewis and Shedler): candidate arrivals at the
 model's highest rate, each kept with probability rate(t) / highest rate.
 Every query gets a latency SLO drawn from its model's --slo-mix, and a
-min_accuracy column when --min-accuracy names the model.
+min_accuracy column when --min-accuracy names the model. --slo-classes
+NAME=F:SHARE,... instead draws a class per query (tight, normal, relaxed...)
+whose SLO is F times the model's reference SLO (--slo-ref MODEL=MS; default
+the tight SLO of DEFAULT_SLO_MIX, else 100 ms); the summary maps each
+model's SLO values back to their class ("slo_classes"), since the CSV has no
+class column.
 
 The CSV has the columns somm bench --trace reads (src/loadgen/trace.h):
 timestamp_ms (3 decimals), model, latency_slo_ms and, only when some model
@@ -196,13 +216,14 @@ def plan_sessions(rng, on_s, off_s, duration):
 class RateCurve:
     """Queries/s of one model at time t (seconds)."""
 
-    def __init__(self, mean_rate, duration, days, amplitude, bursts, sessions=None):
+    def __init__(self, mean_rate, duration, days, amplitude, bursts, sessions=None, shape=None):
         self.mean_rate = mean_rate
         self.duration = duration
         self.days = days
         self.amplitude = amplitude
         self.bursts = bursts
         self.sessions = sessions  # None: always in use
+        self.shape = shape  # None: --shape default
 
     def active(self, t):
         return self.sessions is None or any(a <= t < b for a, b in self.sessions)
@@ -219,11 +240,125 @@ class RateCurve:
     def rate(self, t):
         if not self.active(t):
             return 0.0
-        return self.mean_rate * self.diurnal(t) * self.burst(t)
+        r = self.mean_rate * self.diurnal(t) * self.burst(t)
+        return r * self.shape.factor(t) if self.shape else r
 
     def bound(self):
         top = max([b["factor"] for b in self.bursts], default=1.0)
-        return self.mean_rate * (1 + self.amplitude) * top
+        b = self.mean_rate * (1 + self.amplitude) * top
+        return b * self.shape.top() if self.shape else b
+
+
+SHAPES = ("default", "spiky", "diurnal", "surge", "mixed")
+# Reference SLO (ms) of each demo model for --slo-classes: its tight SLO.
+DEFAULT_SLO_REF = {m: sorted(mix)[1] for m, mix in DEFAULT_SLO_MIX.items()}
+DEFAULT_REF_MS = 100.0
+
+
+def plan_events(rng, n, start, length_s, seconds_range, factor_range):
+    """n [start_s, end_s, factor] events inside [start, start + length_s)."""
+    out = []
+    for _ in range(n):
+        seconds = min(rng.uniform(*seconds_range), length_s * 0.5)
+        lo, hi = start + length_s * 0.03, start + length_s * 0.97 - seconds
+        t0 = rng.uniform(lo, max(lo, hi))
+        out.append([round(t0, 3), round(t0 + seconds, 3), round(rng.uniform(*factor_range), 2)])
+    return sorted(out)
+
+
+class Shape:
+    """The load shape: a factor on every model's rate, mean 1 over each part."""
+
+    STEP_S = 0.1  # the grid the mean is taken on
+
+    def __init__(self, name, rng, duration, days, spikes, surges, surge_factor):
+        self.name = name
+        parts = ["spiky", "diurnal", "surge"] if name == "mixed" else [name]
+        length = duration / len(parts)
+        self.parts = []  # [(start, end, kind, events, scale)]
+        for i, kind in enumerate(parts):
+            start = i * length
+            events = []
+            if kind == "spiky":
+                n = spikes if spikes >= 0 else max(1, round(length / 300))
+                events = plan_events(rng, n, start, length, (2, 6), (10, 20))
+            elif kind == "surge":
+                n = surges if surges >= 0 else max(1, round(length / 300))
+                events = plan_events(rng, n, start, length, (10, 40), surge_factor)
+            part = [start, start + length, kind, events, 1.0]
+            self.parts.append(part)
+            steps = max(1, int(length / self.STEP_S))
+            mean = sum(self.raw(part, days, start + (k + 0.5) * length / steps)
+                       for k in range(steps)) / steps
+            part[4] = 1.0 / mean
+        self.days = days
+
+    @staticmethod
+    def raw(part, days, t):
+        start, end, kind, events, _ = part
+        if kind == "diurnal":
+            x = (1 - math.cos(2 * math.pi * days * (t - start) / (end - start))) / 2
+            return 0.05 + 0.95 * x ** 12
+        return max([f for a, b, f in events if a <= t < b], default=1.0)
+
+    def part_of(self, t):
+        for part in self.parts:
+            if t < part[1]:
+                return part
+        return self.parts[-1]
+
+    def factor(self, t):
+        part = self.part_of(t)
+        return part[4] * self.raw(part, self.days, t)
+
+    def top(self):
+        return max(p[4] * (1.0 if p[2] == "diurnal" else max([f for _, _, f in p[3]], default=1.0))
+                   for p in self.parts)
+
+    def describe(self):
+        return [{"kind": p[2], "start_s": round(p[0], 3), "end_s": round(p[1], 3),
+                 "scale": round(p[4], 4), "events": p[3]} for p in self.parts]
+
+
+def parse_slo_classes(text, refs, models, slo_mix_given):
+    """({model: {ms: share}} as --slo-mix gives, {model: {ms text: class}}) from
+    NAME=F:SHARE,... and MODEL=MS references."""
+    if slo_mix_given:
+        sys.exit("make_trace.py: --slo-classes and --slo-mix exclude each other")
+    classes = []
+    for part in text.split(","):
+        name, sep, spec = part.partition("=")
+        try:
+            factor, share = (float(v) for v in spec.split(":"))
+        except ValueError:
+            factor = share = -1
+        if not sep or not name or factor <= 0 or share < 0:
+            sys.exit(f"make_trace.py: --slo-classes '{part}' must be NAME=FACTOR:SHARE "
+                     "(FACTOR > 0 times the model's reference SLO)")
+        classes.append((name, factor, share))
+    if sum(c[2] for c in classes) <= 0:
+        sys.exit("make_trace.py: --slo-classes: the shares add up to 0")
+    given = {}
+    for item in refs:
+        model, sep, ms = item.partition("=")
+        try:
+            v = float(ms)
+        except ValueError:
+            v = -1
+        if not sep or v <= 0 or (model not in models and model != "*"):
+            sys.exit(f"make_trace.py: --slo-ref '{item}' must be MODEL=MS, MODEL in --models or *")
+        given[model] = v
+    mixes, names = {}, {}
+    for model in models:
+        ref = given.get(model) or given.get("*") or DEFAULT_SLO_REF.get(model) or DEFAULT_REF_MS
+        mix, labels = {}, {}
+        for name, factor, share in classes:
+            ms = round(ref * factor, 3)
+            mix[ms] = mix.get(ms, 0.0) + share
+            labels[fmt_num(ms)] = labels.get(fmt_num(ms), name)
+        mixes[model] = mix
+        names[model] = labels
+    return mixes, names
 
 
 def arrivals(rng, curve, duration):
@@ -255,6 +390,13 @@ def fmt_num(v):
 def build(args):
     models = parse_models(args.models, args.zipf)
     names = [n for n, _ in models]
+    slo_classes = None
+    if args.slo_classes:
+        mixes, slo_classes = parse_slo_classes(args.slo_classes, args.slo_ref, names, args.slo_mix)
+        args.slo_mix = [f"{m}=" + ",".join(f"{fmt_num(ms)}:{sh!r}" for ms, sh in mix.items())
+                        for m, mix in mixes.items()]
+    elif args.slo_ref:
+        sys.exit("make_trace.py: --slo-ref needs --slo-classes")
     slo_mix = parse_slo_mix(args.slo_mix, names)
     accuracy = parse_accuracy(args.min_accuracy, names)
     factor_range = parse_range(args.burst_factor, "--burst-factor")
@@ -267,6 +409,14 @@ def build(args):
         sys.exit("make_trace.py: --days must be positive and --bursts not negative")
 
     sessions = parse_sessions(args.sessions, names)
+    shape = None
+    if args.shape != "default":
+        # The shape replaces the sine and the bursts (their own options stay
+        # as they are for --shape default, which bench/managed.sh uses).
+        surge_factor = parse_range(args.surge_factor, "--surge-factor")
+        shape = Shape(args.shape, random.Random(f"{args.seed}/shape"), args.duration_s, args.days,
+                      args.spikes, args.surges, surge_factor)
+        args.diurnal_amplitude, args.bursts = 0.0, 0
     burst_models = args.burst_models or names
     unknown = sorted(set(burst_models) - set(names))
     if unknown:
@@ -285,11 +435,13 @@ def build(args):
                                     *sessions[name], args.duration_s)
         curve = RateCurve(args.base_rate * weight, args.duration_s, args.days,
                           args.diurnal_amplitude, [b for b in bursts if b["model"] == name],
-                          periods)
+                          periods, shape)
         curves[name] = curve
         for t in arrivals(rng, curve, args.duration_s):
             rows.append((round(t * 1000, 3), name, draw_slo(rng, slo_mix[name])))
     rows.sort()
+    args.shape_plan = shape.describe() if shape else None
+    args.slo_class_of = slo_classes
     return models, slo_mix, accuracy, bursts, curves, rows
 
 
@@ -325,6 +477,10 @@ def summarize(args, models, slo_mix, bursts, curves, rows):
         }
     out["total"] = {"mean_qps": round(len(rows) / args.duration_s, 3),
                     "peak_qps": max(total) if total else 0}
+    if args.shape != "default":
+        out["shape"] = {"name": args.shape, "parts": args.shape_plan, "per_second": total}
+    if args.slo_class_of:
+        out["slo_classes"] = args.slo_class_of
     return out
 
 
@@ -343,6 +499,12 @@ def print_summary(s, out_path):
               f"{m['active_share']:>6.0%}  {mix}")
     t = s["total"]
     print(f"  {'total':<{w}}  {1:>6.3f}  {s['queries']:>8}  {t['mean_qps']:>8.2f}  {t['peak_qps']:>7}")
+    for p in s.get("shape", {}).get("parts", []):
+        events = ", ".join(f"x{f:g} {a:.0f}-{b:.0f} s" for a, b, f in p["events"])
+        print(f"  shape: {p['kind']} from {p['start_s']:.0f} s to {p['end_s']:.0f} s"
+              + (f": {events}" if events else ""))
+    for m, labels in s.get("slo_classes", {}).items():
+        print(f"  SLO classes: {m}: " + ", ".join(f"{c} {ms} ms" for ms, c in labels.items()))
     for b in s["bursts"]:
         print(f"  burst: {b['model']} x{b['factor']:g} from {b['start_s']:.1f} s to {b['end_s']:.1f} s")
     for name, m in s["models"].items():
@@ -383,6 +545,18 @@ def main():
                          "defaults: per demo model, see DEFAULT_SLO_MIX")
     ap.add_argument("--min-accuracy", action="append", default=[], metavar="MODEL=X",
                     help="add a min_accuracy column with X for MODEL's queries; repeatable")
+    ap.add_argument("--shape", choices=SHAPES, default="default",
+                    help="load shape on every model (default: the sine and the bursts above)")
+    ap.add_argument("--spikes", type=int, default=-1,
+                    help="--shape spiky: spikes (default one per 300 s, at least 1)")
+    ap.add_argument("--surges", type=int, default=-1,
+                    help="--shape surge: surges (default one per 300 s, at least 1)")
+    ap.add_argument("--surge-factor", default="5:10", help="surge multiplier LO:HI (default 5:10)")
+    ap.add_argument("--slo-classes", metavar="NAME=F:SHARE[,...]",
+                    help="SLO classes, e.g. tight=0.5:0.2,normal=1:0.5,relaxed=5:0.3: F times "
+                         "the model's reference SLO (instead of --slo-mix)")
+    ap.add_argument("--slo-ref", action="append", default=[], metavar="MODEL=MS",
+                    help="reference SLO of MODEL ('*' = the rest) for --slo-classes")
     ap.add_argument("--summary-json", help="also write the summary, with per-second counts, here")
     ap.add_argument("--quiet", action="store_true", help="print no summary")
     args = ap.parse_args()
@@ -402,7 +576,13 @@ def main():
         with open(args.out, "w", newline="\n") as f:
             f.write(text)
     summary = summarize(args, models, slo_mix, bursts, curves, rows)
-    summary["args"] = {k: v for k, v in vars(args).items() if k not in ("quiet",)}
+    # The options added with --shape appear only when used, so that a
+    # default run's summary is what it always was.
+    new_defaults = {"shape": "default", "spikes": -1, "surges": -1, "surge_factor": "5:10",
+                    "slo_classes": None, "slo_ref": []}
+    summary["args"] = {k: v for k, v in vars(args).items()
+                       if k not in ("quiet", "shape_plan", "slo_class_of")
+                       and not (k in new_defaults and v == new_defaults[k] and args.shape == "default")}
     if args.summary_json:
         with open(args.summary_json, "w") as f:
             json.dump(summary, f, indent=1)

@@ -147,6 +147,13 @@ TEST(AutoscaleE2eTest, ALoadStepStartsAThirdWorkerThatServesAndAFallDrainsOneWit
   ASSERT_TRUE(std::filesystem::exists(demo + "/resnet18/1/model.pt"))
       << "no demo resnet18 (run scripts/setup first)";
   const std::string repo = MakeRepository(demo);
+  struct RemoveAtEnd {
+    std::string path;
+    ~RemoveAtEnd() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } remove_repo{repo};
   ClusterOptions options;
   options.workers = 2;
   options.worker_args = {"--memory-budget-mb", kBudgetMb};
@@ -253,7 +260,6 @@ TEST(AutoscaleE2eTest, ALoadStepStartsAThirdWorkerThatServesAndAFallDrainsOneWit
     if (worker != third) after_drain += n;
   }
   EXPECT_GT(after_drain, 0);
-  std::filesystem::remove_all(repo);
 }
 
 }  // namespace

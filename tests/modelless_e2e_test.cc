@@ -345,5 +345,57 @@ TEST_F(ModellessE2ETest, BrokenRegistrationsLeaveNothingBehind) {
   EXPECT_EQ(c.Get("/v2/models/broken")->status, 404);
 }
 
+// What a query pays (docs/selection.md): its share of its batch's measured
+// hardware time, predicted by the selector with the same formula. Once the
+// router has seen this machine's batches, the prediction a query is admitted
+// on is close to what its response reports, and a ceiling bounds the report.
+TEST_F(ModellessE2ETest, ReportedCostStaysUnderTheCeilingAndNearThePrediction) {
+  const auto [pixels, label] = KnownDigit();
+  ASSERT_GE(label, 0);
+  httplib::Client c("127.0.0.1", server_->http_port());
+  auto ask = [&](const json& params) {
+    auto r = c.Post("/v2/tasks/classification/digits/infer", Query(pixels, params).dump(), "application/json");
+    EXPECT_TRUE(r);
+    return r ? std::make_pair(r->status, json::parse(r->body)) : std::make_pair(0, json());
+  };
+  // Queries without a ceiling teach the router this machine's batch times.
+  double predicted = 0;
+  for (int i = 0; i < 30; ++i) {
+    auto [status, body] = ask({{"min_accuracy", 0.5}});
+    ASSERT_EQ(status, 200) << body.dump();
+    predicted = body["parameters"]["somm_predicted_cost_usd"].get<double>();
+  }
+  ASSERT_GT(predicted, 0);
+  // A ceiling with room above the learned prediction: the queries are
+  // served, none is reported above it, and the report is near the prediction.
+  const double max_cost = 4 * predicted;
+  constexpr double kFactor = 2;  // the median report is at most this times the prediction
+  std::vector<double> ratios;
+  int capped = 0;
+  for (int i = 0; i < 100; ++i) {
+    auto [status, body] = ask({{"max_cost", max_cost}});
+    if (status == 429) {  // the prediction rose above the ceiling: refused, never overcharged
+      EXPECT_NE(body.dump().find("cannot meet max_cost"), std::string::npos) << body.dump();
+      continue;
+    }
+    ASSERT_EQ(status, 200) << body.dump();
+    const json& p = body["parameters"];
+    const double reported = p["somm_cost_usd"].get<double>();
+    const double expected = p["somm_predicted_cost_usd"].get<double>();
+    EXPECT_LE(expected, max_cost) << p.dump();
+    EXPECT_LE(reported, max_cost) << p.dump();
+    EXPECT_GT(reported, 0) << p.dump();
+    ratios.push_back(reported / expected);
+    capped += p.contains("somm_cost_capped") ? 1 : 0;
+  }
+  ASSERT_GE(ratios.size(), 50u) << "most queries should fit a ceiling 4x the learned prediction";
+  std::sort(ratios.begin(), ratios.end());
+  const double median = ratios[ratios.size() / 2];
+  std::printf("max_cost %.3g USD: %zu served, reported/predicted median %.3f max %.3f, %d capped\n",
+              max_cost, ratios.size(), median, ratios.back(), capped);
+  EXPECT_LE(median, kFactor);
+  EXPECT_LT(capped, static_cast<int>(ratios.size()) / 2);
+}
+
 }  // namespace
 }  // namespace somm::testing

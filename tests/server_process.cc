@@ -90,6 +90,12 @@ void ServerProcess::StartCluster(const std::string& binary, const std::string& r
                                  const std::vector<std::string>& extra_args) {
   ClusterOptions o;
   o.workers = 2;
+  // These suites test serving, not failure detection (cluster_e2e_test's
+  // short leases do that): leases long enough that a loaded CI machine, or
+  // the leader busy profiling a registration's variants, never lets one
+  // lapse in the middle of a test.
+  o.leader_lease_ms = 10000;
+  o.lease_ms = 10000;
   // The repository may start empty (the model-less scenario registers
   // every model): then ready means the workers registered.
   std::error_code ec;

@@ -335,6 +335,7 @@ StatusOr<std::unique_ptr<Provisioner>> MakeProvisioner(const ControllerProcessOp
     // Unique across controllers: a standby that takes over starts its own.
     lo.id_prefix = controller_id + "-worker-";
     lo.base_port = o.local_worker_base_port;
+    lo.log_dir = o.local_worker_log_dir;
     return std::unique_ptr<Provisioner>(std::make_unique<LocalProvisioner>(std::move(lo)));
   }
   if (o.provisioner == "kubernetes") {

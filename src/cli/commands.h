@@ -110,6 +110,7 @@ struct ControllerProcessOptions {
   std::string local_worker_binary;
   std::string local_worker_args;
   int local_worker_base_port = 0;
+  std::string local_worker_log_dir;  // "" = this process's output
   // kubernetes: "" = the pod's own namespace.
   std::string k8s_namespace;
   std::string k8s_deployment = "somm-worker";

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -294,6 +295,48 @@ TEST_F(ControllerSpreadTest, ScaleDownTakesAShareAwayAndKeepsTheOther) {
   ASSERT_EQ(gone.ActionLog(), std::vector<std::string>{"unload " + label});
   EXPECT_TRUE(gone.actions()[0].only_if_idle);
   EXPECT_TRUE(kept.actions().empty());
+}
+
+// Version 1 of `name`, profiled as Fp32() (100 MiB).
+VersionPtr Named(const std::string& name) {
+  auto v = std::make_shared<VersionRecord>(*Model({Fp32()}));
+  v->config.name = name;
+  for (auto& p : v->profiles) p.model = name;
+  return v;
+}
+
+// Regression: the load was sent whether or not its evictions were carried
+// out, so a group busy at the worker (its report not showing it yet) stayed
+// and the load took the worker over its budget.
+TEST_F(ControllerTest, AnEvictionRefusedByABusyGroupHoldsBackTheLoadThatNeededItsRoom) {
+  const std::string a = "a:1:ts-fp32@cpu1", b = "b:1:ts-fp32@cpu1";
+  FakeWorkerStub::Options wo;
+  wo.id = "w";
+  wo.budget_bytes = 150 << 20;  // one 100 MiB group
+  wo.clock = [this] { return now_; };
+  wo.busy = {a};
+  FakeWorkerStub worker(store_, wo);
+  worker.Publish();
+  SingleWorkerDirectory directory(worker);
+  ControllerOptions co;
+  co.clock = [this] { return now_; };
+  Controller controller(co, registry_, store_, directory, metrics_, log_);
+  VersionPtr va = Named("a"), vb = Named("b");
+  registry_.Publish("a", {va}, {});
+  registry_.Publish("b", {vb}, {});
+  worker.AddGroup(va, "ts-fp32", Cpu(1));
+
+  std::promise<Status> loaded;
+  controller.EnsureLoaded(vb, "ts-fp32", Cpu(1), 1, "a query", /*urgent=*/true,
+                          [&](const Status& s, const std::string&) { loaded.set_value(s); });
+  const Status s = loaded.get_future().get();
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.message();
+  // The refused eviction, and no load: placed again, `a` counts as busy.
+  EXPECT_EQ(worker.ActionLog(), std::vector<std::string>{"evict " + a});
+  EXPECT_EQ(worker.StateOf(a), "loaded");
+  EXPECT_EQ(worker.StateOf(b), "");
+  // Both the refused eviction and the refused placement are shortfalls.
+  EXPECT_EQ(controller.PlacementShortfalls().total, 2);
 }
 
 }  // namespace

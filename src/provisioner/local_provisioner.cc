@@ -32,14 +32,10 @@ std::string Describe(int status) {
 LocalProvisioner::LocalProvisioner(LocalProvisionerOptions options)
     : options_(std::move(options)) {
   binary_ = options_.binary.empty() ? SelfExecutable() : options_.binary;
-  log_dir_ = options_.log_dir;
-  if (log_dir_.empty()) {
-    log_dir_ = (std::filesystem::temp_directory_path() /
-                ("somm-local-workers-" + std::to_string(getpid())))
-                   .string();
+  if (!options_.log_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options_.log_dir, ec);
   }
-  std::error_code ec;
-  std::filesystem::create_directories(log_dir_, ec);
 }
 
 LocalProvisioner::~LocalProvisioner() {
@@ -72,7 +68,7 @@ Status LocalProvisioner::Start(int count) {
                                  std::to_string(metrics_port)}) {
       args.push_back(a);
     }
-    const std::string log = log_dir_ + "/" + id + ".log";
+    const std::string log = options_.log_dir.empty() ? "" : options_.log_dir + "/" + id + ".log";
     // Everything the child needs is built before fork: a multi-threaded
     // parent's child may only make async-signal-safe calls before exec.
     std::vector<char*> argv;
@@ -89,7 +85,7 @@ Status LocalProvisioner::Start(int count) {
       sigset_t none;
       sigemptyset(&none);
       sigprocmask(SIG_SETMASK, &none, nullptr);
-      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      const int fd = log.empty() ? -1 : open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       if (fd >= 0) {
         dup2(fd, STDOUT_FILENO);
         dup2(fd, STDERR_FILENO);
@@ -102,7 +98,8 @@ Status LocalProvisioner::Start(int count) {
       _exit(127);
     }
     children_[id] = Child{pid, false, false};
-    spdlog::info("local provisioner: started worker {} (pid {}), output in {}", id, pid, log);
+    spdlog::info("local provisioner: started worker {} (pid {}), output in {}", id, pid,
+                 log.empty() ? "this process's log" : log);
   }
   return Status::Ok();
 }

@@ -10,7 +10,8 @@
 // controller's scaler thread, which stops only at shutdown).
 //
 // Only workers this provisioner started are Removable(). A child's stdout and
-// stderr go to <log_dir>/<id>.log; its exit is logged with its status.
+// stderr go to <log_dir>/<id>.log, or to the controller's own when no
+// log_dir is given; its exit is logged with its status.
 //
 // Thread-safety: none (the controller's loop is the only caller).
 #pragma once
@@ -37,7 +38,8 @@ struct LocalProvisionerOptions {
   // Worker k listens on base_port + 10k (service) and + 1 (metrics);
   // 0 = ports picked by the worker.
   int base_port = 0;
-  // Where the children's output goes; "" = $TMPDIR/somm-local-workers-<pid>.
+  // Where the children's output goes; "" = the controller's stdout and
+  // stderr (each worker's lines name it).
   std::string log_dir;
   // How long the destructor lets a draining child finish before SIGKILL.
   std::chrono::milliseconds stop_grace{std::chrono::seconds(30)};
@@ -70,7 +72,6 @@ class LocalProvisioner : public Provisioner {
 
   const LocalProvisionerOptions options_;
   std::string binary_;
-  std::string log_dir_;
   int next_ = 0;
   std::map<std::string, Child> children_;
 };

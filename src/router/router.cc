@@ -68,6 +68,13 @@ struct Router::Query {
   int64_t samples = 1;
   DecisionRecord decision;
   double price_per_s = 0;
+  // Chosen by the selector (RouteSelected): its cost ceiling, unless best
+  // effort waived it, the profile of its option and its device for
+  // CostCalibration ("" = not chosen by the selector).
+  std::optional<double> max_cost_usd;
+  double predicted_charge_usd = 0;
+  LatencyCurve profiled;
+  std::string calibration_device;
   std::optional<double> latency_slo_ms;
   bool best_effort = false;
   bool prepared = false;
@@ -430,6 +437,11 @@ void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> ver
   for (const VersionPtr& v : versions) AppendOptions(*v, &state.options);
   std::vector<size_t> origins;
   SelectorState candidates = CandidatesFrom(state, req, !options_.managed, &origins, where_);
+  const auto now = clock_.Now();
+  for (Candidate& c : candidates.candidates) {
+    c.batch_overhead_ms = cost_calibration_.OverheadMs(
+        Device{c.hardware.device, c.hardware.device_index}.ToString(), now);
+  }
   DecisionRecord record;
   record.unix_ms = NowUnixMs();
   record.target = target;
@@ -440,7 +452,7 @@ void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> ver
     LogDecision(record);
     return q->done(Unavailable(record.reason));
   }
-  auto decision = SelectVariant(req, candidates, options_.prices, clock_.Now());
+  auto decision = SelectVariant(req, candidates, options_.prices, now);
   if (!decision.ok()) {
     record.outcome = "rejected";
     record.reason = decision.status().message();
@@ -466,6 +478,10 @@ void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> ver
   q->latency_slo_ms = req.latency_slo_ms;
   q->best_effort = req.best_effort;
   q->price_per_s = options_.prices.PerSecond(o.hardware);
+  if (decision->outcome != DecisionOutcome::kBestEffort) q->max_cost_usd = req.max_cost_usd;
+  q->predicted_charge_usd = decision->charge_usd;
+  q->profiled = o.latency;
+  q->calibration_device = Device{o.hardware.device, o.hardware.device_index}.ToString();
   record.outcome = DecisionOutcomeName(decision->outcome);
   record.variant = o.model + ":" + std::to_string(o.version) + ":" + o.variant;
   record.hardware = o.hardware.Name();
@@ -730,10 +746,25 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
   p["somm_decision"] = decision.outcome;
   p["somm_predicted_latency_ms"] = decision.predicted_latency_ms;
   p["somm_latency_ms"] = static_cast<double>(total_us) / 1000.0;
-  // This query's share of its batch's hardware time, at the hardware price.
-  p["somm_cost_usd"] = q->price_per_s * (static_cast<double>(stats.compute_ns) / 1e9) *
-                       static_cast<double>(q->samples) /
-                       static_cast<double>(std::max<int64_t>(stats.batch_size, 1));
+  // The charge rule (QueryChargeUsd) on the measured batch. A query the
+  // selector admitted under a cost ceiling is never reported above it: the
+  // ceiling is what the client agreed to, and a batch slower than predicted
+  // (noise, neighbours) is the server's misprediction, so the server absorbs
+  // the rest and says so in somm_cost_capped.
+  const double batch_ms = static_cast<double>(stats.compute_ns) / 1e6;
+  double charge = QueryChargeUsd(q->price_per_s, batch_ms, q->samples, stats.batch_size);
+  if (q->max_cost_usd && charge > *q->max_cost_usd) {
+    charge = *q->max_cost_usd;
+    p["somm_cost_capped"] = true;
+  }
+  p["somm_cost_usd"] = charge;
+  if (!q->calibration_device.empty()) {
+    p["somm_predicted_cost_usd"] = q->predicted_charge_usd;
+    if (stats.first_in_batch) {
+      cost_calibration_.Observe(q->calibration_device, batch_ms,
+                                q->profiled.Predict(stats.batch_size), clock_.Now());
+    }
+  }
   p["somm_reason"] = decision.reason;
   if (q->remote) p["somm_worker"] = q->worker;
   if (!q->zone.empty()) p["somm_zone"] = q->zone;

@@ -51,6 +51,7 @@
 #include "controller/control_client.h"
 #include "metrics/serving_metrics.h"
 #include "registry/model_registry.h"
+#include "router/cost_calibration.h"
 #include "router/decision_log.h"
 #include "selector/selector.h"
 #include "serving/inference_server.h"
@@ -158,6 +159,8 @@ class Router : public InferenceServer {
   ControlClient& controller_;
   ServingMetrics& metrics_;
   DecisionLog& log_;
+  // Measured / profiled batch time per option, for the cost prediction.
+  CostCalibration cost_calibration_;
   std::atomic<bool> shutting_down_{false};
   mutable SharedMutex stats_mu_;
   // model -> version -> row; rows are never removed, so a Query may keep a

@@ -523,5 +523,64 @@ TEST_F(RouterZoneTest, RoundTripInThePredictionKeepsATightSloOffAGroupOnlyInAnot
   EXPECT_EQ(b1_.executed().size(), 1u);
 }
 
+// ---- What a query pays (docs/selection.md) --------------------------------
+
+// The model of Model(name, 1) whose profile says 1 us at any batch size:
+// half what the fake worker's batches take (2 us), so the measured charge is
+// twice the profiled one.
+VersionPtr HalfAsFastAsMeasured(const std::string& name) {
+  auto v = std::make_shared<VersionRecord>(*Model(name, 1.0));
+  v->profiles[0].hardware[0].latency = LatencyCurve::Fit({{1, 0.001}, {4, 0.001}});
+  return v;
+}
+
+std::shared_ptr<Answer> InferWithMaxCost(Router& router, const std::string& model, double max_cost) {
+  InferenceRequest r;
+  r.model_name = model;
+  r.id = "q";
+  r.inputs.push_back(X());
+  r.parameters["max_cost"] = max_cost;
+  auto answer = std::make_shared<Answer>();
+  router.Infer(std::move(r), [answer](StatusOr<InferenceResponse> res) { answer->result = std::move(res); });
+  return answer;
+}
+
+TEST_F(RouterTest, PredictedAndReportedCostFollowOneRuleAndTheCeilingBoundsTheReport) {
+  VersionPtr v = Publish(HalfAsFastAsMeasured("m"));
+  worker_.AddGroup(v, kAsRegistered, Cpu1());
+  const double usd_per_s = PriceList().PerSecond(Cpu1());
+  const double profiled = QueryChargeUsd(usd_per_s, 0.001, 1, 1);
+  const double measured = QueryChargeUsd(usd_per_s, 0.002, 1, 1);
+  auto cost = [](Answer& a, const char* key) { return std::get<double>(a.get()->parameters.at(key)); };
+
+  // Nothing measured yet: admitted on the profile's charge, measured at twice
+  // that, reported at the ceiling it agreed to.
+  auto first = InferWithMaxCost(router_, "m", 1.5 * profiled);
+  ASSERT_TRUE(first->answered());
+  ASSERT_TRUE(first->get().ok()) << first->get().status().ToString();
+  EXPECT_DOUBLE_EQ(cost(*first, "somm_predicted_cost_usd"), profiled);
+  EXPECT_DOUBLE_EQ(cost(*first, "somm_cost_usd"), 1.5 * profiled);
+  EXPECT_TRUE(std::get<bool>(first->get()->parameters.at("somm_cost_capped")));
+
+  // Enough measured batches teach the prediction (CostCalibration): the
+  // same ceiling is now refused.
+  for (int i = 1; i < CostCalibration::Options().min_batches; ++i) {
+    auto a = InferWithMaxCost(router_, "m", 1.0);
+    ASSERT_TRUE(a->answered() && a->get().ok());
+  }
+  auto second = InferWithMaxCost(router_, "m", 1.5 * profiled);
+  ASSERT_TRUE(second->answered());
+  EXPECT_EQ(second->get().status().code(), StatusCode::kResourceExhausted)
+      << second->get().status().ToString();
+
+  // And a ceiling above it is predicted and reported at the same charge.
+  auto third = InferWithMaxCost(router_, "m", 3 * profiled);
+  ASSERT_TRUE(third->answered());
+  ASSERT_TRUE(third->get().ok()) << third->get().status().ToString();
+  EXPECT_DOUBLE_EQ(cost(*third, "somm_predicted_cost_usd"), measured);
+  EXPECT_DOUBLE_EQ(cost(*third, "somm_cost_usd"), measured);
+  EXPECT_EQ(third->get()->parameters.count("somm_cost_capped"), 0u);
+}
+
 }  // namespace
 }  // namespace somm

@@ -49,7 +49,8 @@ inline bool SameName(const std::string& a, const std::string& b) {
 // What one candidate would do with this query, at its best instance.
 struct Evaluation {
   double latency_ms = kInf;
-  double cost_usd = kInf;
+  double cost_usd = kInf;    // ranks and meets the ceiling: charge + load
+  double charge_usd = kInf;  // what the query pays
   int64_t instance_id = -1;  // -1: needs a load
 };
 
@@ -57,12 +58,20 @@ Evaluation Evaluate(const Candidate& c, const Requirements& req, const PriceList
                     SelectorClock::time_point now) {
   Evaluation e;
   const double compute_ms = BatchedLatencyMs(c.latency, req.batch, c.max_batch_size);
-  const double usd_per_ms = prices.PerSecond(c.hardware) / 1000.0;
+  const double usd_per_s = prices.PerSecond(c.hardware);
+  // Rule 3: alone in its batch, the query's share is the whole batch; in a
+  // larger batch it pays less when the fitted intercept is not negative (the
+  // intercept is shared), so this errs high.
+  const int64_t per_batch = std::max<int64_t>(c.max_batch_size, 1);
+  const int64_t batches = std::max<int64_t>((req.batch + per_batch - 1) / per_batch, 1);
+  e.charge_usd = QueryChargeUsd(
+      usd_per_s, compute_ms + static_cast<double>(batches) * c.batch_overhead_ms, req.batch,
+      req.batch);
   if (c.instances.empty()) {
     // Rule 2: the load comes before the batch. Rule 3: the load's
-    // hardware-seconds are paid too, which is why a loaded instance wins a tie.
+    // hardware-seconds count too, which is why a loaded instance wins a tie.
     e.latency_ms = c.load_time_ms + compute_ms;
-    e.cost_usd = usd_per_ms * (compute_ms + c.load_time_ms);
+    e.cost_usd = e.charge_usd + usd_per_s / 1000.0 * c.load_time_ms;
     return e;
   }
   for (const InstanceState& inst : c.instances) {
@@ -76,7 +85,7 @@ Evaluation Evaluate(const Candidate& c, const Requirements& req, const PriceList
       e.instance_id = inst.instance_id;
     }
   }
-  e.cost_usd = usd_per_ms * compute_ms;
+  e.cost_usd = e.charge_usd;
   return e;
 }
 
@@ -175,6 +184,7 @@ Decision MakeDecision(const Candidate& c, size_t index, const Evaluation& e,
   d.instance_id = e.instance_id;
   d.predicted_latency_ms = e.latency_ms;
   d.cost_usd = e.cost_usd;
+  d.charge_usd = e.charge_usd;
   d.outcome = outcome;
   std::string how = e.instance_id >= 0
                         ? "loaded instance " + std::to_string(e.instance_id)

@@ -12,9 +12,12 @@
 //      with no loaded instance adds its profiled load time. A loaded
 //      candidate none of whose groups is in the router's zone adds the
 //      cross-zone round trip (Candidate::network_ms).
-//   3. Cost = price of the hardware per second x the profiled compute time
-//      of this query's batch; a candidate that needs loading also pays for
-//      the hardware-seconds the load takes, so loaded instances win ties.
+//   3. Cost = QueryChargeUsd() of the profiled compute time of a batch of
+//      this query's samples alone (+ Candidate::batch_overhead_ms): the charge
+//      the response will report, predicted at the largest share the query
+//      can have of a batch. A candidate that needs loading also pays, for
+//      ranking and for the cost ceiling, the hardware-seconds the load
+//      takes, so loaded instances win ties; the query is not charged for it.
 //   4. Among candidates that meet the latency SLO and the cost ceiling, the
 //      cheapest wins; ties go to the lower predicted latency.
 //   5. If none is feasible: best_effort picks the lowest predicted latency
@@ -67,6 +70,10 @@ struct Candidate {
   // What reaching its instances adds to a query's latency: the cross-zone
   // round trip when none of them is in the router's zone, else 0.
   double network_ms = 0;
+  // What a served batch on this hardware takes beyond its profile (the
+  // router's CostCalibration); added to the cost prediction only, not to the
+  // latency, once per batch.
+  double batch_overhead_ms = 0;
 };
 
 struct SelectorState {
@@ -98,10 +105,25 @@ struct Decision {
   size_t candidate = 0;          // index into SelectorState::candidates
   int64_t instance_id = -1;      // -1: load the candidate first
   double predicted_latency_ms = 0;
-  double cost_usd = 0;
+  double cost_usd = 0;           // rule 3's cost: the charge, plus the load's if it needs one
+  double charge_usd = 0;         // what the query is predicted to be charged (QueryChargeUsd)
   DecisionOutcome outcome = DecisionOutcome::kLoadedInstance;
   std::string reason;            // one line for the response and the decision log
 };
+
+// The charge rule (docs/selection.md, "What a query pays"): a query of
+// `samples` samples that ran in a batch of `batch_samples` samples taking
+// `batch_ms` on hardware priced `usd_per_s` pays its share of that time,
+// usd_per_s x batch_ms x samples / batch_samples. The selector predicts with
+// it (profiled batch time, the query alone in its batch) and the router
+// reports with it (measured batch time, the real batch), so prediction and
+// report differ only in the batch time they put in.
+inline double QueryChargeUsd(double usd_per_s, double batch_ms, int64_t samples,
+                             int64_t batch_samples) {
+  if (batch_samples < 1) batch_samples = 1;
+  return usd_per_s * (batch_ms / 1000.0) * static_cast<double>(samples) /
+         static_cast<double>(batch_samples);
+}
 
 // Errors (best_effort off): NotFound when no candidate serves the model or
 // task; FailedPrecondition when no usable variant reaches min_accuracy (a

@@ -598,5 +598,54 @@ TEST(SelectorTest, OutcomeNames) {
   EXPECT_STREQ(DecisionOutcomeName(DecisionOutcome::kBestEffort), "best_effort");
 }
 
+// ---- The charge rule: one formula for prediction and report ---------------
+
+TEST(SelectorTest, PredictedChargeIsTheReportFormulaOnTheProfiledBatchAlone) {
+  SelectorState state;
+  state.candidates.push_back(Make("digits-mlp", "ts-fp32", 0.97, Curve(1.0, 0.5), Cpu(2)));
+  state.candidates[0].instances = {Busy(1, 0ms, 5)};  // others queued: not the query's to pay
+  Requirements req = ForModel("digits-mlp");
+  req.batch = 3;
+  auto d = Select(req, state);
+  ASSERT_TRUE(d.ok());
+  // What the router reports for a batch of the query's 3 samples alone that
+  // took the profiled 2.5 ms.
+  EXPECT_DOUBLE_EQ(d->charge_usd, QueryChargeUsd(TestPrices().PerSecond(Cpu(2)), 2.5, 3, 3));
+  EXPECT_DOUBLE_EQ(d->cost_usd, d->charge_usd);
+  // Sharing a larger batch only lowers the share (the intercept is shared).
+  EXPECT_LT(QueryChargeUsd(TestPrices().PerSecond(Cpu(2)), 1.0 + 0.5 * 8, 3, 8), d->charge_usd);
+}
+
+TEST(SelectorTest, BatchOverheadMovesThePredictedChargeNotTheLatency) {
+  SelectorState state;
+  state.candidates.push_back(Make("digits-mlp", "ts-fp32", 0.97, Curve(1.0, 0)));
+  state.candidates[0].batch_overhead_ms = 3;
+  Requirements req = ForModel("digits-mlp");
+  req.max_cost_usd = 3e-8;  // the profile's 1e-8 would pass; 1 + 3 ms does not
+  EXPECT_EQ(Select(req, state).status().code(), StatusCode::kResourceExhausted);
+  req.max_cost_usd = 5e-8;
+  auto d = Select(req, state);
+  ASSERT_TRUE(d.ok());
+  EXPECT_DOUBLE_EQ(d->charge_usd, 4e-8);
+  EXPECT_DOUBLE_EQ(d->predicted_latency_ms, 1.0);
+  // A query of 20 samples at max batch 8 runs 3 batches: 3 overheads.
+  req.max_cost_usd.reset();
+  req.batch = 20;
+  d = Select(req, state);
+  ASSERT_TRUE(d.ok());
+  EXPECT_DOUBLE_EQ(d->charge_usd, 1e-8 * (3 * 1.0 + 3 * 3));
+}
+
+TEST(SelectorTest, LoadIsRankedButNotCharged) {
+  SelectorState state;
+  state.candidates.push_back(Make("digits-mlp", "ts-fp32", 0.97, Curve(1.0, 0)));
+  state.candidates[0].instances.clear();
+  state.candidates[0].load_time_ms = 10;
+  auto d = Select(ForModel("digits-mlp"), state);
+  ASSERT_TRUE(d.ok());
+  EXPECT_DOUBLE_EQ(d->charge_usd, 1e-8);
+  EXPECT_DOUBLE_EQ(d->cost_usd, 1e-8 * 11);
+}
+
 }  // namespace
 }  // namespace somm

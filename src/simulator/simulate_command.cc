@@ -26,7 +26,7 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandOptions* o) {
       ->required();
   cmd->add_option("--trace", o->trace, "Trace CSV (as `somm bench --trace` replays)")->required();
   cmd->add_option("--workers", o->simulation.workers, "Simulated workers")->capture_default_str();
-  cmd->add_option("--policy", o->policy, "somm, static-peak, static-avg or all")
+  cmd->add_option("--policy", o->policy, "somm, static-peak, static-avg, infaas, oracle or all")
       ->capture_default_str();
   cmd->add_option("--json", o->json_path, "Write the results as JSON to this file");
   cmd->add_option("--seed", o->simulation.seed, "Seed of the latency noise and the router's draws")
@@ -46,6 +46,12 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandOptions* o) {
       ->capture_default_str();
   cmd->add_option("--idle-unload-s", o->simulation.idle_unload_s,
                   "Unload a model's instances after this long without queries (0 = default)")
+      ->capture_default_str();
+  cmd->add_option("--oracle-interval-s", o->simulation.oracle.interval_s,
+                  "The oracle's planning interval")
+      ->capture_default_str();
+  cmd->add_option("--infaas-fast-path", o->simulation.infaas.fast_path_candidates,
+                  "INFaaS: cheapest candidates its fast path looks at")
       ->capture_default_str();
   cmd->add_option("--static-peak-replicas", o->static_peak_replicas,
                   "MODEL=N (repeatable): static-peak's replicas of MODEL instead of the "
@@ -129,11 +135,11 @@ int RunSimulate(SimulateCommandOptions o) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::fprintf(
         stderr,
-        "%-12s attainment %.4f (%lld/%lld feasible)  instance-s %.1f (mean %.2f replicas)  "
+        "%-12s attainment %.4f (%lld/%lld feasible)  instance-s %.1f (mean %.2f replicas)  $%.4f  "
         "cold starts %lld  rejections %lld  expired %lld  late %lld  p50 %.3f ms  p99 "
         "%.3f ms  actions %lld  [%.1f s wall, %lld events]\n",
         PolicyName(p), r->attainment, static_cast<long long>(r->met),
-        static_cast<long long>(r->feasible), r->instance_seconds, r->mean_replicas,
+        static_cast<long long>(r->feasible), r->instance_seconds, r->mean_replicas, r->usd,
         static_cast<long long>(r->cold_starts), static_cast<long long>(r->rejections),
         static_cast<long long>(r->expired), static_cast<long long>(r->late), r->p50_ms, r->p99_ms,
         static_cast<long long>(r->control_actions), wall, static_cast<long long>(r->events));

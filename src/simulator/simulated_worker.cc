@@ -69,12 +69,19 @@ SimulatedWorker::TimePoint SimulatedWorker::FreeAt(const Replica& r) const {
   return t;
 }
 
-void SimulatedWorker::NoteReplicas(int64_t delta) {
+void SimulatedWorker::NoteReplicas(int64_t delta, const HardwareConfig& hardware) {
   const TimePoint now = loop_.Now();
-  replica_seconds_ += static_cast<double>(replicas_now_) *
-                      std::chrono::duration<double>(now - replicas_since_).count();
+  const double since = std::chrono::duration<double>(now - replicas_since_).count();
+  replica_seconds_ += static_cast<double>(replicas_now_) * since;
+  usd_ += usd_per_s_now_ * since;
   replicas_since_ = now;
   replicas_now_ += delta;
+  usd_per_s_now_ += static_cast<double>(delta) * options_.prices.PerSecond(hardware);
+}
+
+double SimulatedWorker::Usd() const {
+  return usd_ +
+         usd_per_s_now_ * std::chrono::duration<double>(loop_.Now() - replicas_since_).count();
 }
 
 double SimulatedWorker::ReplicaSeconds() const {
@@ -274,7 +281,7 @@ Status SimulatedWorker::AddReplicas(Group& g, int n) {
     r->ready_at = ready;
     g.replicas.push_back(r);
   }
-  NoteReplicas(n);
+  NoteReplicas(n, g.hardware);
   return Status::Ok();
 }
 
@@ -286,7 +293,7 @@ void SimulatedWorker::RemoveReplicas(Group& g, int n) {
     g.replicas.back()->removed = true;
     g.replicas.pop_back();
   }
-  NoteReplicas(-n);
+  NoteReplicas(-n, g.hardware);
 }
 
 void SimulatedWorker::Remove(const std::string& label) {
@@ -296,7 +303,7 @@ void SimulatedWorker::Remove(const std::string& label) {
   groups_.erase(it);
   // Its queue drains on the replicas it had (the live batcher executes what
   // it holds when it stops); they no longer count as loaded.
-  NoteReplicas(-static_cast<int64_t>(g->replicas.size()));
+  NoteReplicas(-static_cast<int64_t>(g->replicas.size()), g->hardware);
   Publish();
 }
 

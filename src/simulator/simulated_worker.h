@@ -49,6 +49,7 @@
 
 #include "batching/slo_policy.h"
 #include "cluster/cluster_state_store.h"
+#include "profiles/price_list.h"
 #include "simulator/event_loop.h"
 #include "worker/worker_stub.h"
 
@@ -67,6 +68,8 @@ struct SimulatedWorkerOptions {
   // repeated runs of one batch do on an idle CPU; 0 = exact profiles.
   double latency_noise_sigma = 0.1;
   uint64_t seed = 1;
+  // What each replica costs per second, for Usd().
+  PriceList prices;
 };
 
 class SimulatedWorker : public WorkerStub {
@@ -87,6 +90,9 @@ class SimulatedWorker : public WorkerStub {
   // Replica-seconds so far, loading replicas included (what the live
   // controller's somm_instance_seconds_total counts).
   double ReplicaSeconds() const;
+  // Dollars so far: every replica, loading ones included, at its
+  // hardware's price (options.prices).
+  double Usd() const;
   int64_t replicas() const { return replicas_now_; }
   int64_t used_bytes() const;
   // Actions carried out (loads and resizes that changed something, unloads
@@ -142,7 +148,7 @@ class SimulatedWorker : public WorkerStub {
   double ProfileMs(const Group& g, int64_t batch) const;
   // When `r` can take its next batch.
   TimePoint FreeAt(const Replica& r) const;
-  void NoteReplicas(int64_t delta);
+  void NoteReplicas(int64_t delta, const HardwareConfig& hardware);
 
   EventLoop& loop_;
   cluster::ClusterStateStore& store_;
@@ -153,6 +159,8 @@ class SimulatedWorker : public WorkerStub {
   int64_t sequence_ = 0;
   int64_t replicas_now_ = 0;
   double replica_seconds_ = 0;
+  double usd_ = 0;
+  double usd_per_s_now_ = 0;
   TimePoint replicas_since_;
   int64_t actions_done_ = 0;
   int64_t actions_refused_ = 0;

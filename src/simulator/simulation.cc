@@ -16,7 +16,9 @@
 #include "registry/model_registry.h"
 #include "router/router.h"
 #include "simulator/event_loop.h"
+#include "simulator/policy_replay.h"
 #include "simulator/simulated_worker.h"
+#include "simulator/zoo.h"
 
 namespace somm::sim {
 
@@ -28,17 +30,6 @@ using Nanos = std::chrono::nanoseconds;
 Nanos FromMs(double ms) {
   return duration_cast<Nanos>(std::chrono::duration<double, std::milli>(ms));
 }
-
-// The registry only reads the repository here: nothing is registered, so
-// nothing is ever loaded through a backend.
-class NoBackend : public Backend {
- public:
-  std::string Name() const override { return "simulated"; }
-  std::vector<Device> Devices() const override { return {Device{}}; }
-  StatusOr<std::unique_ptr<ExecutableModel>> Load(const LoadOptions&) override {
-    return Unimplemented("the simulator loads no model");
-  }
-};
 
 // The controller's counters, as somm_cold_starts_total and
 // somm_control_actions_total count them live.
@@ -71,69 +62,18 @@ class Directory : public WorkerDirectory {
   std::vector<std::unique_ptr<SimulatedWorker>>& workers_;  // the Simulation's
 };
 
-// The models the trace names, sorted; an error for a row without one.
-StatusOr<std::vector<std::string>> TraceModels(const loadgen::Trace& trace) {
-  std::set<std::string> models;
-  for (const auto& q : trace.queries) {
-    if (q.model.empty()) {
-      return Unimplemented("trace line " + std::to_string(q.line) +
-                           " names no model: the simulator replays model rows only (task-only "
-                           "rows are not simulated yet)");
-    }
-    models.insert(q.model);
-  }
-  return std::vector<std::string>(models.begin(), models.end());
-}
-
-// Reads the trace's models from the repository into `registry`.
-Status PublishZoo(ModelRegistry& registry, const std::vector<std::string>& models) {
-  for (const std::string& name : models) {
-    std::vector<RepositoryEntry> problems;
-    std::vector<VersionPtr> versions = registry.Read(name, &problems);
-    if (versions.empty()) {
-      std::string why = problems.empty() ? "no version" : problems[0].reason;
-      return NotFound("model '" + name + "' of the trace: not in repository " +
-                      registry.options().repository_path + " (" + why + ")");
-    }
-    registry.Publish(name, std::move(versions), std::move(problems));
-  }
-  return Status::Ok();
-}
-
-double Batch1Ms(const HardwareProfile& hp) {
-  for (const LatencyPoint& p : hp.latency.points) {
-    if (p.batch == 1) return p.latency_ms;
-  }
-  return hp.latency.Predict(1);
-}
-
-// The best batch-1 latency of any usable variant on any hardware (0: none).
-double BestBatch1Ms(const VersionRecord& v) {
-  double best = 0;
-  for (const VariantProfile& p : v.profiles) {
-    if (!p.usable) continue;
-    for (const HardwareProfile& hp : p.hardware) {
-      const double ms = Batch1Ms(hp);
-      if (ms > 0 && (best == 0 || ms < best)) best = ms;
-    }
-  }
-  return best;
-}
-
 double Percentile(std::vector<double>& sorted, double p) {
   if (sorted.empty()) return 0;
   const size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(sorted.size())));
   return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
 }
 
-struct Record {
-  const std::string* model = nullptr;
-  std::optional<double> slo_ms;
-  bool feasible = true;
-  bool done = false;
-  StatusCode code = StatusCode::kOk;
-  double latency_ms = 0;
-};
+// "20", "12.5": an SLO as make_trace.py writes it (%g).
+std::string SloKey(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", ms);
+  return buf;
+}
 
 }  // namespace
 
@@ -145,17 +85,23 @@ const char* PolicyName(Policy policy) {
       return "static-peak";
     case Policy::kStaticAvg:
       return "static-avg";
+    case Policy::kInfaas:
+      return "infaas";
+    case Policy::kOracle:
+      return "oracle";
   }
   return "?";
 }
 
 StatusOr<std::vector<Policy>> ParsePolicies(const std::string& name) {
-  if (name == "all")
-    return std::vector<Policy>{Policy::kSomm, Policy::kStaticPeak, Policy::kStaticAvg};
-  for (Policy p : {Policy::kSomm, Policy::kStaticPeak, Policy::kStaticAvg}) {
+  const std::vector<Policy> all = {Policy::kSomm, Policy::kStaticPeak, Policy::kStaticAvg,
+                                   Policy::kInfaas, Policy::kOracle};
+  if (name == "all") return all;
+  for (Policy p : all) {
     if (name == PolicyName(p)) return std::vector<Policy>{p};
   }
-  return InvalidArgument("unknown policy '" + name + "' (somm, static-peak, static-avg or all)");
+  return InvalidArgument("unknown policy '" + name +
+                         "' (somm, static-peak, static-avg, infaas, oracle or all)");
 }
 
 StatusOr<std::map<std::string, int>> StaticReplicas(const SimulationOptions& options,
@@ -219,11 +165,68 @@ StatusOr<std::map<std::string, int>> StaticReplicas(const SimulationOptions& opt
   return out;
 }
 
+void SummarizeOutcomes(const std::vector<QueryOutcome>& outcomes, PolicyResult* result) {
+  std::vector<double> latencies;
+  for (const QueryOutcome& rec : outcomes) {
+    ++result->queries;
+    ModelResult& m = result->models[rec.model != nullptr ? *rec.model : ""];
+    ++m.queries;
+    bool ok_in_time = false;
+    if (!rec.done) {
+      ++result->failed;  // never answered: a bug in the simulation, counted as a miss
+    } else if (rec.code == StatusCode::kOk) {
+      ++result->answered;
+      latencies.push_back(rec.latency_ms);
+      ok_in_time = !rec.slo_ms || rec.latency_ms <= *rec.slo_ms;
+      if (!ok_in_time) {
+        ++result->late;
+        ++m.late;
+      }
+    } else if (rec.code == StatusCode::kResourceExhausted || rec.code == StatusCode::kUnavailable) {
+      ++result->rejections;
+      ++m.rejections;
+    } else if (rec.code == StatusCode::kDeadlineExceeded) {
+      ++result->expired;
+      ++m.expired;
+    } else {
+      ++result->failed;
+    }
+    SloResult* slo = rec.slo_ms ? &m.slos[SloKey(*rec.slo_ms)] : nullptr;
+    if (slo != nullptr) ++slo->queries;
+    if (rec.feasible) {
+      if (slo != nullptr) ++slo->feasible;
+      if (slo != nullptr && ok_in_time) ++slo->met;
+      ++result->feasible;
+      ++m.feasible;
+      if (ok_in_time) {
+        ++result->met;
+        ++m.met;
+      }
+    }
+    if (ok_in_time) result->attainment_all += 1;
+  }
+  for (auto& [name, m] : result->models) {
+    m.attainment =
+        m.feasible > 0 ? static_cast<double>(m.met) / static_cast<double>(m.feasible) : 1.0;
+  }
+  result->attainment = result->feasible > 0 ? static_cast<double>(result->met) /
+                                                  static_cast<double>(result->feasible)
+                                            : 1.0;
+  result->attainment_all =
+      result->queries > 0 ? result->attainment_all / static_cast<double>(result->queries) : 1.0;
+  std::sort(latencies.begin(), latencies.end());
+  result->p50_ms = Percentile(latencies, 0.50);
+  result->p99_ms = Percentile(latencies, 0.99);
+}
+
 StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen::Trace& trace,
                                  Policy policy) {
   SOMM_ASSIGN_OR_RETURN(std::vector<std::string> models, TraceModels(trace));
   if (options.workers < 1) return InvalidArgument("--workers must be at least 1");
   if (options.time_scale <= 0) return InvalidArgument("--time-scale must be positive");
+  // INFaaS and the oracle drive the simulated workers themselves.
+  if (policy == Policy::kInfaas) return RunInfaas(options, trace);
+  if (policy == Policy::kOracle) return RunOracle(options, trace);
   const bool managed = policy == Policy::kSomm;
   PolicyResult result;
   result.policy = PolicyName(policy);
@@ -247,6 +250,7 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
     wo.cores = options.worker_cores;
     wo.latency_noise_sigma = options.latency_noise_sigma;
     wo.seed = options.seed * 1000003 + static_cast<uint64_t>(i);
+    wo.prices = options.prices;
     workers.push_back(std::make_unique<SimulatedWorker>(loop, store, wo));
     workers.back()->Publish();
   }
@@ -310,11 +314,18 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
     for (const auto& w : workers) s += w->ReplicaSeconds();
     return s;
   };
+  auto usd = [&workers] {
+    double s = 0;
+    for (const auto& w : workers) s += w->Usd();
+    return s;
+  };
   const double replica_s0 = replica_seconds();
+  const double usd0 = usd();
   const int64_t cold0 = metrics.cold_starts;
   const auto actions0 = metrics.actions;
   loop.At(t_end, [&] {
     result.instance_seconds = replica_seconds() - replica_s0;
+    result.usd = usd() - usd0;
     result.cold_starts = metrics.cold_starts - cold0;
     for (const auto& [kind, n] : metrics.actions) {
       auto it = actions0.find(kind);
@@ -331,10 +342,10 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
   };
   loop.At(t0 + tick, tick_fn);
 
-  std::vector<Record> records(trace.queries.size());
+  std::vector<QueryOutcome> records(trace.queries.size());
   std::function<void(size_t)> arrive = [&](size_t i) {
     const loadgen::TraceQuery& tq = trace.queries[i];
-    Record& rec = records[i];
+    QueryOutcome& rec = records[i];
     rec.model = &tq.model;
     rec.slo_ms = tq.latency_slo_ms;
     if (tq.latency_slo_ms) rec.feasible = *tq.latency_slo_ms >= best_b1_ms[tq.model];
@@ -359,53 +370,7 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
   loop.Run();
   router->Shutdown();
 
-  std::vector<double> latencies;
-  for (const Record& rec : records) {
-    ++result.queries;
-    ModelResult& m = result.models[rec.model != nullptr ? *rec.model : ""];
-    ++m.queries;
-    bool ok_in_time = false;
-    if (!rec.done) {
-      ++result.failed;  // never answered: a bug in the simulation, counted as a miss
-    } else if (rec.code == StatusCode::kOk) {
-      ++result.answered;
-      latencies.push_back(rec.latency_ms);
-      ok_in_time = !rec.slo_ms || rec.latency_ms <= *rec.slo_ms;
-      if (!ok_in_time) {
-        ++result.late;
-        ++m.late;
-      }
-    } else if (rec.code == StatusCode::kResourceExhausted || rec.code == StatusCode::kUnavailable) {
-      ++result.rejections;
-      ++m.rejections;
-    } else if (rec.code == StatusCode::kDeadlineExceeded) {
-      ++result.expired;
-      ++m.expired;
-    } else {
-      ++result.failed;
-    }
-    if (rec.feasible) {
-      ++result.feasible;
-      ++m.feasible;
-      if (ok_in_time) {
-        ++result.met;
-        ++m.met;
-      }
-    }
-    if (ok_in_time) result.attainment_all += 1;
-  }
-  for (auto& [name, m] : result.models) {
-    m.attainment =
-        m.feasible > 0 ? static_cast<double>(m.met) / static_cast<double>(m.feasible) : 1.0;
-  }
-  result.attainment = result.feasible > 0
-                          ? static_cast<double>(result.met) / static_cast<double>(result.feasible)
-                          : 1.0;
-  result.attainment_all =
-      result.queries > 0 ? result.attainment_all / static_cast<double>(result.queries) : 1.0;
-  std::sort(latencies.begin(), latencies.end());
-  result.p50_ms = Percentile(latencies, 0.50);
-  result.p99_ms = Percentile(latencies, 0.99);
+  SummarizeOutcomes(records, &result);
   result.worker_seconds = static_cast<double>(options.workers) * result.duration_s;
   result.mean_replicas = result.duration_s > 0 ? result.instance_seconds / result.duration_s : 0;
   result.events = loop.events_run();
@@ -427,6 +392,7 @@ std::string ResultsToJson(const std::vector<PolicyResult>& results) {
     j["p50_ms"] = r.p50_ms;
     j["p99_ms"] = r.p99_ms;
     j["worker_seconds"] = r.worker_seconds;
+    j["usd"] = r.usd;
     j["control_actions"] = r.control_actions;
     j["control_actions_by_kind"] = r.control_actions_by_kind;
     j["queries"] = r.queries;
@@ -445,6 +411,11 @@ std::string ResultsToJson(const std::vector<PolicyResult>& results) {
                       {"rejections", m.rejections},
                       {"expired", m.expired},
                       {"late", m.late}};
+      nlohmann::ordered_json slos = nlohmann::ordered_json::object();
+      for (const auto& [slo, c] : m.slos) {
+        slos[slo] = {{"queries", c.queries}, {"feasible", c.feasible}, {"met", c.met}};
+      }
+      models[name]["slos"] = std::move(slos);
     }
     j["models"] = std::move(models);
     j["events"] = r.events;

@@ -22,6 +22,13 @@
 //                batch/latency(batch) over the profiled batches up to
 //                max_batch_size), at least 1: bench/managed_plan.py's rule
 //                with --capacity profile.
+//   infaas       INFaaS's policy (ATC'21) as infaas_policy.h reads it: its
+//                own variant selection, blacklisting and per-worker scaling
+//                drive the simulated workers directly (no somm router or
+//                controller); infaas_replay.cc.
+//   oracle       knows the whole trace: per interval the cheapest placement
+//                that covers the coming load at its SLOs, loads paid ahead
+//                (oracle_policy.h); a lower bound on cost.
 //
 // Measured per policy, over [start of the replay, last arrival]:
 // attainment (share of the feasible queries with a latency SLO answered
@@ -33,7 +40,9 @@
 // actions (as the controller counts them for somm_cold_starts_total and
 // somm_control_actions_total), rejections (RESOURCE_EXHAUSTED and
 // UNAVAILABLE answers), p50/p99 latency of the answered queries, and
-// worker-seconds.
+// worker-seconds, dollars (every replica at its hardware's PriceList
+// price, integrated as instance-seconds are), and attainment per SLO value
+// of each model (a trace generator's SLO classes map onto those).
 //
 // Not simulated yet: worker provisioning and failures, view staleness (the
 // store is exact and instant), more than one router, the network and RPC
@@ -48,18 +57,22 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "controller/autoscaler.h"
 #include "loadgen/trace.h"
+#include "profiles/price_list.h"
+#include "simulator/infaas_policy.h"
+#include "simulator/oracle_policy.h"
 
 namespace somm::sim {
 
-enum class Policy { kSomm, kStaticPeak, kStaticAvg };
+enum class Policy { kSomm, kStaticPeak, kStaticAvg, kInfaas, kOracle };
 const char* PolicyName(Policy policy);
-// "somm", "static-peak", "static-avg"; "all" gives all three.
+// "somm", "static-peak", "static-avg", "infaas", "oracle"; "all" gives all five.
 StatusOr<std::vector<Policy>> ParsePolicies(const std::string& name);
 
 struct SimulationOptions {
@@ -72,17 +85,29 @@ struct SimulationOptions {
   // See SimulatedWorkerOptions::latency_noise_sigma.
   double latency_noise_sigma = 0.1;
   uint64_t seed = 1;
+  // Each replica's price per second (the dollars of the report).
+  PriceList prices;
   // Trace seconds per simulated second, as `somm bench --time-scale`.
   double time_scale = 1.0;
   // The controller's settings (ControllerOptions' defaults).
   int control_tick_ms = 1000;
   double idle_unload_s = 0;  // 0 = the autoscaler's default
   control::AutoscalerConfig autoscaler;
+  // The INFaaS policy's and the oracle's settings (their defaults).
+  infaas::InfaasOptions infaas;
+  oracle::OracleOptions oracle;
   // Replicas per model for static-peak / static-avg instead of the plan
   // sized from the profiles (e.g. the plan a live run calibrated); models
   // not named keep the profile-sized count.
   std::map<std::string, int> static_peak_replicas;
   std::map<std::string, int> static_avg_replicas;
+};
+
+// The queries of one SLO value of one model.
+struct SloResult {
+  int64_t queries = 0;
+  int64_t feasible = 0;
+  int64_t met = 0;
 };
 
 // One model's share of a policy's queries.
@@ -94,6 +119,7 @@ struct ModelResult {
   int64_t rejections = 0;
   int64_t expired = 0;
   int64_t late = 0;
+  std::map<std::string, SloResult> slos;  // by the SLO in ms as the trace writes it ("20")
 };
 
 struct PolicyResult {
@@ -114,6 +140,7 @@ struct PolicyResult {
   double instance_seconds = 0;
   double mean_replicas = 0;  // instance_seconds / duration_s
   double worker_seconds = 0;
+  double usd = 0;  // replicas at their hardware's price, over the replay
   int64_t cold_starts = 0;
   int64_t control_actions = 0;
   std::map<std::string, int64_t> control_actions_by_kind;
@@ -122,6 +149,20 @@ struct PolicyResult {
   std::map<std::string, ModelResult> models;
   int64_t events = 0;  // simulation events processed
 };
+
+// One query's fate, as every policy's replay records it.
+struct QueryOutcome {
+  const std::string* model = nullptr;  // the trace's
+  std::optional<double> slo_ms;
+  bool feasible = true;  // see above
+  bool done = false;
+  StatusCode code = StatusCode::kOk;
+  double latency_ms = 0;  // from arrival to answer
+};
+
+// Fills `result`'s query counts, attainment (overall, per model, per SLO),
+// rejections and percentiles from the outcomes; the other fields are left.
+void SummarizeOutcomes(const std::vector<QueryOutcome>& outcomes, PolicyResult* result);
 
 StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen::Trace& trace,
                                  Policy policy);

@@ -264,6 +264,50 @@ TEST(SimulationTest, SameSeedSameResults) {
   EXPECT_GT(somm->answered, 0);
 }
 
+TEST(SimulationTest, InfaasScalesOutAndTheOracleProvisionsAheadForLess) {
+  SimulationOptions o;
+  o.repository = WriteRepository("infaas-oracle");
+  o.workers = 2;
+  o.worker_cores = 4;
+  o.latency_noise_sigma = 0;
+  // 10 s at 100 q/s, then 20 s at 900: past two replicas' capacity
+  // (333 q/s each at batch 8), and back.
+  loadgen::Trace trace = SteadyTrace(100, 10);
+  for (auto& q : SteadyTrace(900, 20).queries) {
+    q.timestamp_ms += 10000;
+    trace.queries.push_back(q);
+  }
+  for (auto& q : SteadyTrace(100, 30).queries) {
+    q.timestamp_ms += 30000;
+    trace.queries.push_back(q);
+  }
+  for (auto& q : trace.queries) q.latency_slo_ms = 100;
+  auto infaas = RunPolicy(o, trace, Policy::kInfaas);
+  auto oracle = RunPolicy(o, trace, Policy::kOracle);
+  auto peak = RunPolicy(o, trace, Policy::kStaticPeak);
+  ASSERT_TRUE(infaas.ok()) << infaas.status().ToString();
+  ASSERT_TRUE(oracle.ok()) << oracle.status().ToString();
+  ASSERT_TRUE(peak.ok()) << peak.status().ToString();
+  const std::string json = ResultsToJson({*infaas, *oracle, *peak});
+  // INFaaS replicates under the rise (reacting to it: some queries of its
+  // first second miss) and scales back, one replica per delay, after it.
+  EXPECT_GE(infaas->control_actions_by_kind["resize"], 3) << json;
+  EXPECT_GT(infaas->mean_replicas, 1.5) << json;
+  EXPECT_LT(infaas->attainment, oracle->attainment) << json;
+  // The oracle's loads are ready before the rise: no query waits for one.
+  EXPECT_EQ(oracle->cold_starts, 0) << json;
+  EXPECT_GE(oracle->attainment, 0.99) << json;
+  EXPECT_LT(oracle->usd, peak->usd) << json;
+  // One thread per replica: dollars are instance-seconds at its price.
+  EXPECT_NEAR(peak->usd, peak->instance_seconds * PriceList().cpu_thread_usd_per_s, 1e-9);
+  // Attainment per SLO value, as the report's classes need it.
+  EXPECT_EQ(oracle->models.at("m").slos.at("100").queries, 22000);
+  // Same seed, same run.
+  auto again = RunPolicy(o, trace, Policy::kInfaas);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(ResultsToJson({*again}), ResultsToJson({*infaas}));
+}
+
 TEST(SimulationTest, StaticReplicasAreSizedForThePeakAndTheMeanAtProfiledCapacity) {
   SimulationOptions o;
   o.repository = WriteRepository("static");

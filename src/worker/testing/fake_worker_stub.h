@@ -30,6 +30,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,9 @@ class FakeWorkerStub : public WorkerStub {
     bool hold_loads = false;
     // Stamps last_used; the controller's clock in controller tests.
     std::function<cluster::TimePoint()> clock = [] { return cluster::Clock::now(); };
+    // Groups with queries in flight that the reports do not show: they
+    // refuse an eviction or unload that must find them idle, as a worker does.
+    std::set<std::string> busy;
   };
 
   explicit FakeWorkerStub(cluster::ClusterStateStore& store) : FakeWorkerStub(store, Options()) {}
@@ -87,6 +91,7 @@ class FakeWorkerStub : public WorkerStub {
               : 1;
       result.stats.queue_ns = 1000;
       result.stats.compute_ns = 2000;
+      result.stats.first_in_batch = true;  // every Execute is a batch of its own
       result.instance_id = request.instance_id >= 0 ? request.instance_id : g.instance_ids.at(0);
       result.device = Device{g.hardware.device, g.hardware.device_index}.ToString();
     }
@@ -143,6 +148,10 @@ class FakeWorkerStub : public WorkerStub {
         case cluster::Action::kUnload:
         case cluster::Action::kEvict:
           if (it == groups_.end() || it->second.loading) break;
+          if (action.only_if_idle && options_.busy.count(label)) {
+            now = FailedPrecondition(label + " has 1 queries in flight");
+            break;
+          }
           if (it->second.pinned && !action.pinned) {
             now = FailedPrecondition(label + " is pinned (static provisioning)");
             break;

@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""Writes the simulator's comparison table from `somm simulate --policy all --json`.
+
+Usage: /usr/bin/python3 bench/simulate_report.py --sim sim.json --trace-summary trace.json \
+           --meta meta.json --out report.md [--docs docs/simulation.md]
+
+Per policy: SLO attainment overall and per SLO class (the classes come from
+make_trace.py --slo-classes, whose summary maps each model's SLO values to
+their class), instance-seconds, dollars at the price list, cold starts on
+the critical path, rejections, p50/p99, worker-seconds and control actions.
+With --docs, the part of that file between the markers
+<!-- simulate.sh: begin --> and <!-- simulate.sh: end --> is replaced by the
+report; the rest of the file is left as written. Standard library only.
+"""
+import argparse
+import json
+import sys
+
+BEGIN = "<!-- simulate.sh: begin -->"
+END = "<!-- simulate.sh: end -->"
+ORDER = ["somm", "infaas", "static-peak", "static-avg", "oracle"]
+
+
+def class_attainment(policy, slo_classes):
+    """{class: (met, feasible)} over every model."""
+    out = {}
+    for model, m in policy.get("models", {}).items():
+        labels = slo_classes.get(model, {})
+        for slo, c in m.get("slos", {}).items():
+            name = labels.get(slo, f"{slo} ms")
+            met, feasible = out.get(name, (0, 0))
+            out[name] = (met + c["met"], feasible + c["feasible"])
+    return out
+
+
+def fmt_share(met, feasible):
+    return f"{met / feasible:.4f}" if feasible else "n/a"
+
+
+def report(sim, summary, meta):
+    policies = sim["policies"]
+    names = [p for p in ORDER if p in policies] + [p for p in policies if p not in ORDER]
+    slo_classes = summary.get("slo_classes", {})
+    classes = []
+    for model_labels in slo_classes.values():
+        for c in model_labels.values():
+            if c not in classes:
+                classes.append(c)
+    oracle_usd = policies.get("oracle", {}).get("usd")
+    lines = [
+        f"Measured {meta['date']} at commit `{meta['git']}` by `{meta['command']}`.",
+        "",
+        f"Trace: {summary['queries']} queries over {summary['duration_s']:g} s "
+        f"(make_trace.py --shape {summary.get('shape', {}).get('name', 'default')}, "
+        f"seed {summary['seed']}, mean {summary['total']['mean_qps']:g} q/s, busiest second "
+        f"{summary['total']['peak_qps']} q/s), models "
+        + ", ".join(f"{m} ({d['weight']:.0%})" for m, d in summary["models"].items()) + ".",
+        f"Cluster: {meta['workers']} simulated workers of {meta['worker_cores']} cores and "
+        f"{meta['worker_memory_mb']} MiB; zoo: the persisted profiles of `{meta['repository']}`; "
+        f"simulation seed {meta['seed']}.",
+        "",
+    ]
+    if slo_classes:
+        lines.append("SLO classes (ms per model): " + "; ".join(
+            f"{m}: " + ", ".join(f"{c} {ms}" for ms, c in labels.items())
+            for m, labels in slo_classes.items()) + ".")
+        lines.append("")
+    head = (["policy", "attainment"] + [f"{c}" for c in classes] +
+            ["instance-s", "USD", "vs oracle", "cold starts", "rejections", "p50 ms", "p99 ms",
+             "worker-s", "control actions"])
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
+    for name in names:
+        p = policies[name]
+        per = class_attainment(p, slo_classes)
+        row = [f"**{name}**", f"{p['attainment']:.4f}"]
+        row += [fmt_share(*per.get(c, (0, 0))) for c in classes]
+        row += [f"{p['instance_seconds']:.0f}", f"{p['usd']:.4f}",
+                f"{p['usd'] / oracle_usd:.2f}x" if oracle_usd else "n/a",
+                str(p["cold_starts"]), str(p["rejections"]), f"{p['p50_ms']:.2f}",
+                f"{p['p99_ms']:.1f}", f"{p['worker_seconds']:.0f}", str(p["control_actions"])]
+        lines.append("| " + " | ".join(row) + " |")
+    lines.append("")
+    lines.append("Attainment: share of the feasible queries (SLO at least the best profiled "
+                 "batch-1 latency of the model) answered within their SLO. USD: every replica, "
+                 "loading ones included, at its hardware's price (PriceList). Cold starts: "
+                 "loads a query waited for. Rejections: RESOURCE_EXHAUSTED and "
+                 "UNAVAILABLE answers. Worker-seconds: the fixed fleet over the replay.")
+    return "\n".join(lines) + "\n"
+
+
+def splice(path, text):
+    with open(path) as f:
+        doc = f.read()
+    if BEGIN not in doc or END not in doc:
+        sys.exit(f"simulate_report.py: {path} lacks the markers {BEGIN} / {END}")
+    head, rest = doc.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    with open(path, "w") as f:
+        f.write(head + BEGIN + "\n" + text + END + tail)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sim", required=True)
+    ap.add_argument("--trace-summary", required=True)
+    ap.add_argument("--meta", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--docs")
+    args = ap.parse_args()
+    with open(args.sim) as f:
+        sim = json.load(f)
+    with open(args.trace_summary) as f:
+        summary = json.load(f)
+    with open(args.meta) as f:
+        meta = json.load(f)
+    text = report(sim, summary, meta)
+    with open(args.out, "w") as f:
+        f.write(text)
+    if args.docs:
+        splice(args.docs, text)
+    sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()

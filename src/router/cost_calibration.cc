@@ -1,0 +1,53 @@
+#include "router/cost_calibration.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace somm {
+
+CostCalibration::CostCalibration(Options options) : options_(options) {}
+
+bool CostCalibration::Fresh(const Differences& d, TimePoint now) const {
+  return !d.ring.empty() && now - d.last <= options_.max_age;
+}
+
+void CostCalibration::Observe(const std::string& device, double measured_ms, double profiled_ms,
+                              TimePoint now) {
+  if (!(measured_ms > 0) || !(profiled_ms > 0)) return;
+  const double difference = measured_ms - profiled_ms;
+  const size_t window = static_cast<size_t>(std::max(1, options_.window));
+  WriterLock lock(&mu_);
+  Differences& d = by_device_[device];
+  // After a gap longer than max_age the old batches are forgotten all at
+  // once, so the ring only holds batches of the present load.
+  if (!Fresh(d, now)) {
+    d.ring.clear();
+    d.next = 0;
+  }
+  d.last = now;
+  if (d.ring.size() < window) {
+    d.ring.push_back(difference);
+  } else {
+    d.ring[d.next] = difference;
+    d.next = (d.next + 1) % window;
+  }
+  if (d.ring.size() < static_cast<size_t>(std::max(1, options_.min_batches))) {
+    d.overhead_ms = 0;
+    return;
+  }
+  // At most `window` doubles: a selection per finished batch costs less
+  // than the response's JSON.
+  std::vector<double> sorted = d.ring;
+  const double q = std::clamp(options_.quantile, 0.0, 1.0);
+  const size_t at = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size() - 1)));
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(at), sorted.end());
+  d.overhead_ms = std::max(0.0, sorted[at]);
+}
+
+double CostCalibration::OverheadMs(const std::string& device, TimePoint now) const {
+  ReaderLock lock(&mu_);
+  auto it = by_device_.find(device);
+  return it != by_device_.end() && Fresh(it->second, now) ? it->second.overhead_ms : 0;
+}
+
+}  // namespace somm
