@@ -74,6 +74,8 @@ cat >"$OUT/meta.json" <<JSON
 JSON
 DOCS=()
 ((DO_DOCS)) && DOCS=(--docs docs/simulation.md)
+# The report links the plot by its name: next to report.md, and in docs/.
 "$PY" bench/simulate_report.py --sim "$OUT/sim.json" --trace-summary "$OUT/trace.json" \
-  --meta "$OUT/meta.json" --out "$OUT/report.md" "${DOCS[@]}"
+  --meta "$OUT/meta.json" --out "$OUT/report.md" --plot "$OUT/simulation-cost.svg" "${DOCS[@]}"
+((DO_DOCS)) && cp "$OUT/simulation-cost.svg" docs/simulation-cost.svg
 echo "bench/simulate.sh: $OUT (simulate took ${WALL} s)"

@@ -2,7 +2,7 @@
 """Writes the simulator's comparison table from `somm simulate --policy all --json`.
 
 Usage: /usr/bin/python3 bench/simulate_report.py --sim sim.json --trace-summary trace.json \
-           --meta meta.json --out report.md [--docs docs/simulation.md]
+           --meta meta.json --out report.md [--plot cost.svg] [--docs docs/simulation.md]
 
 Per policy: SLO attainment overall and per SLO class (the classes come from
 make_trace.py --slo-classes, whose summary maps each model's SLO values to
@@ -14,6 +14,7 @@ report; the rest of the file is left as written. Standard library only.
 """
 import argparse
 import json
+import os
 import sys
 
 BEGIN = "<!-- simulate.sh: begin -->"
@@ -57,7 +58,9 @@ def report(sim, summary, meta):
         + ", ".join(f"{m} ({d['weight']:.0%})" for m, d in summary["models"].items()) + ".",
         f"Cluster: {meta['workers']} simulated workers of {meta['worker_cores']} cores and "
         f"{meta['worker_memory_mb']} MiB; zoo: the persisted profiles of `{meta['repository']}`; "
-        f"simulation seed {meta['seed']}.",
+        f"simulation seed {meta['seed']}"
+        + (f"; `somm simulate` took {meta['wall_s']} s of wall time for every policy."
+           if "wall_s" in meta else "."),
         "",
     ]
     if slo_classes:
@@ -89,6 +92,35 @@ def report(sim, summary, meta):
     return "\n".join(lines) + "\n"
 
 
+def cost_plot(sim):
+    """An SVG scatter of attainment against dollars, one point per policy."""
+    pts = [(name, p["usd"], p["attainment"]) for name, p in sim["policies"].items()]
+    w, h, pad = 560, 340, 60
+    xmax = max(u for _, u, _ in pts) * 1.1 or 1
+    ymin = min(0.9, min(a for _, _, a in pts) - 0.02)
+    def x(u):
+        return pad + (w - 2 * pad) * u / xmax
+    def y(a):
+        return h - pad - (h - 2 * pad) * (a - ymin) / (1.0 - ymin)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
+           'font-family="sans-serif" font-size="12">',
+           f'<rect width="{w}" height="{h}" fill="white"/>',
+           f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" stroke="black"/>',
+           f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" stroke="black"/>',
+           f'<text x="{w / 2}" y="{h - 20}" text-anchor="middle">cost (USD over the replay)</text>',
+           f'<text x="15" y="{h / 2}" transform="rotate(-90 15 {h / 2})" '
+           'text-anchor="middle">SLO attainment</text>']
+    for frac in (0, 0.25, 0.5, 0.75, 1.0):
+        u, a = xmax * frac, ymin + (1 - ymin) * frac
+        out.append(f'<text x="{x(u):.1f}" y="{h - pad + 16}" text-anchor="middle">{u:.3g}</text>')
+        out.append(f'<text x="{pad - 6}" y="{y(a) + 4:.1f}" text-anchor="end">{a:.3f}</text>')
+    for name, u, a in pts:
+        out.append(f'<circle cx="{x(u):.1f}" cy="{y(a):.1f}" r="5" fill="steelblue"/>')
+        out.append(f'<text x="{x(u) + 8:.1f}" y="{y(a) - 6:.1f}">{name}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
 def splice(path, text):
     with open(path) as f:
         doc = f.read()
@@ -107,6 +139,7 @@ def main():
     ap.add_argument("--meta", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--docs")
+    ap.add_argument("--plot", help="write the attainment-against-cost SVG here")
     args = ap.parse_args()
     with open(args.sim) as f:
         sim = json.load(f)
@@ -115,6 +148,10 @@ def main():
     with open(args.meta) as f:
         meta = json.load(f)
     text = report(sim, summary, meta)
+    if args.plot:
+        with open(args.plot, "w") as f:
+            f.write(cost_plot(sim))
+        text += f"\n![attainment against cost]({os.path.basename(args.plot)})\n"
     with open(args.out, "w") as f:
         f.write(text)
     if args.docs:

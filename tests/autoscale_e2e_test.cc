@@ -71,7 +71,7 @@ std::string ImageBody() {
 // What the clients saw, per phase.
 struct Tally {
   int sent = 0;
-  std::map<int, int> by_status;  // HTTP status (0 = no answer) -> count
+  std::map<int, int> by_status;                              // HTTP status (0 = no answer) -> count
   std::map<std::string, std::map<std::string, int>> served;  // model -> worker -> 200s
   std::string first_error;
 };
@@ -159,13 +159,12 @@ TEST(AutoscaleE2eTest, ALoadStepStartsAThirdWorkerThatServesAndAFallDrainsOneWit
   options.worker_args = {"--memory-budget-mb", kBudgetMb};
   // Scale-in after 5 s spare instead of 5 min; a group is in use for 5 s
   // after its last query instead of a minute.
-  options.controller_args = {"--provisioner", "local", "--min-workers", "1", "--max-workers", "3",
-                             "--scale-in-after-s", "5", "--scale-cooldown-s", "5",
-                             // a worker's first load measures 66 MiB: 72% of a budget
-                             "--scale-in-fill", "0.8",
-                             "--worker-in-use-window-s", "5", "--local-worker-args",
-                             std::string("--memory-budget-mb ") + kBudgetMb +
-                                 " --lease-ms 1500 --heartbeat-ms 500"};
+  options.controller_args = {
+      "--provisioner", "local", "--min-workers", "1", "--max-workers", "3", "--scale-in-after-s",
+      "5", "--scale-cooldown-s", "5",
+      // a worker's first load measures 66 MiB: 72% of a budget
+      "--scale-in-fill", "0.8", "--worker-in-use-window-s", "5", "--local-worker-args",
+      std::string("--memory-budget-mb ") + kBudgetMb + " --lease-ms 1500 --heartbeat-ms 500"};
   ClusterProcesses cluster(SommBinary(), repo, options);
   ASSERT_TRUE(cluster.ok()) << cluster.error() << "\n" << cluster.Logs();
   const std::string third = "controller-0-worker-0";  // the provisioner's first
@@ -184,7 +183,8 @@ TEST(AutoscaleE2eTest, ALoadStepStartsAThirdWorkerThatServesAndAFallDrainsOneWit
   double registered_s = -1, served_s = -1;
   std::string busiest;  // the model the third worker serves most
   while (SteadyClock::now() - t0 < 60s && served_s < 0) {
-    if (registered_s < 0 && Registered(cluster, third)) registered_s = Seconds(SteadyClock::now() - t0);
+    if (registered_s < 0 && Registered(cluster, third))
+      registered_s = Seconds(SteadyClock::now() - t0);
     {
       std::lock_guard lock(mu);
       int most = 0;
@@ -235,8 +235,10 @@ TEST(AutoscaleE2eTest, ALoadStepStartsAThirdWorkerThatServesAndAFallDrainsOneWit
   httplib::Client metrics("127.0.0.1", cluster.controller_metrics_port(0));
   auto exposition = metrics.Get("/metrics");
   const std::string text = exposition ? exposition->body : "";
-  const double outs = MetricValue(text, "somm_worker_scale_steps_total{direction=\"out\",reason=\"placement\"}");
-  const double ins = MetricValue(text, "somm_worker_scale_steps_total{direction=\"in\",reason=\"spare\"}");
+  const double outs =
+      MetricValue(text, "somm_worker_scale_steps_total{direction=\"out\",reason=\"placement\"}");
+  const double ins =
+      MetricValue(text, "somm_worker_scale_steps_total{direction=\"in\",reason=\"spare\"}");
 
   std::printf(
       "autoscale: step %s; fall %s; third worker registered %.2f s and served %.2f s after the "

@@ -38,7 +38,7 @@ std::vector<float> TorchReference(const std::string& model_file,
 std::string MakeTestRepository(const std::string& demo_repo, const std::string& tag = "main");
 
 std::string DemoRepository();  // $SOMM_DEMO_REPO or <source>/models/demo
-std::string SommBinary();      // the built binary
+std::string SommBinary();      // $SOMM_BINARY or the built binary
 
 // The value of one Prometheus sample line, e.g.
 // somm_inference_batch_size_count{model="digits-mlp",version="1"}; -1 if absent.

@@ -76,11 +76,11 @@ TEST_F(SimulateE2eTest, WritesEveryPolicysFiguresAndRepeatsWithTheSameSeed) {
   const std::string a = Read(dir_ / "a.json");
   EXPECT_EQ(a, Read(dir_ / "b.json"));
   const auto j = nlohmann::json::parse(a);
-  for (const char* policy : {"somm", "static-peak", "static-avg"}) {
+  for (const char* policy : {"somm", "static-peak", "static-avg", "infaas", "oracle"}) {
     ASSERT_TRUE(j["policies"].contains(policy)) << a;
     const auto& r = j["policies"][policy];
     for (const char* key : {"attainment", "instance_seconds", "cold_starts", "rejections", "p50_ms",
-                            "p99_ms", "worker_seconds", "control_actions"}) {
+                            "p99_ms", "worker_seconds", "control_actions", "usd"}) {
       EXPECT_TRUE(r.contains(key)) << policy << " lacks " << key;
     }
     EXPECT_EQ(r["queries"], 2000);
@@ -91,8 +91,8 @@ TEST_F(SimulateE2eTest, WritesEveryPolicysFiguresAndRepeatsWithTheSameSeed) {
 }
 
 TEST_F(SimulateE2eTest, RefusesAnUnknownPolicyAndAMissingTrace) {
-  EXPECT_EQ(Simulate("--policy oracle"), 2);
-  EXPECT_NE(Read(dir_ / "stderr.txt").find("unknown policy 'oracle'"), std::string::npos);
+  EXPECT_EQ(Simulate("--policy clairvoyant"), 2);
+  EXPECT_NE(Read(dir_ / "stderr.txt").find("unknown policy 'clairvoyant'"), std::string::npos);
   fs::remove(dir_ / "trace.csv");
   EXPECT_EQ(Simulate("--policy somm"), 2);
 }

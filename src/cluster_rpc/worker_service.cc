@@ -2,92 +2,216 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "cluster/cluster_state_json.h"
 #include "cluster_rpc/cluster_codec.h"
+#include "common/mutex.h"
 #include "frontend/grpc/grpc_codec.h"
 #include "proto/cluster.grpc.pb.h"
 
 namespace somm {
-namespace {
 
 namespace pb = cluster_codec::pb;
-using grpc::CallbackServerContext;
-using grpc::ServerUnaryReactor;
 using grpc_codec::ToGrpcStatus;
 
-ServerUnaryReactor* FinishNow(CallbackServerContext* context, const Status& status) {
-  ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
+// The service is gRPC's asynchronous API on one completion queue that the
+// service's own threads poll (Triton's shape), not the callback API: in gRPC
+// 1.51 every callback completion wakes two of gRPC's "nexting" threads, which
+// on a two-core machine cost about 7 context switches and 90 us of CPU per
+// query; here the thread that polls the socket runs the handler itself, and
+// the batcher thread that finishes a query writes its answer directly
+// (bench/grpc_rtt.cc measures both shapes).
+namespace worker_service_internal {
 
-class SommWorkerService final : public pb::SommWorker::CallbackService {
+struct Core {
+  Core(Worker& w, WorkerService::Resolver r) : worker(w), resolve(std::move(r)) {}
+
+  // Asks gRPC for the next call of one method (a `Call` below), unless the
+  // service is shutting down: asking on a completion queue that has been shut
+  // down aborts the process.
+  template <typename Call>
+  void Ask() {
+    MutexLock lock(&mu);
+    if (closing) return;
+    auto* call = new Call(this);
+    call->Ask();
+  }
+
+  // Brackets a handler's wait for the worker's `done`: Close must not shut
+  // the completion queue down while an answer may still be written to it.
+  void Begin() {
+    MutexLock lock(&mu);
+    ++waiting;
+  }
+  void End() {
+    MutexLock lock(&mu);
+    if (--waiting == 0) idle.notify_all();
+  }
+
+  void Poll();
+  void Close(std::chrono::system_clock::time_point deadline);
+
+  Worker& worker;
+  const WorkerService::Resolver resolve;
+  int port = 0;
+  pb::SommWorker::AsyncService service;
+  std::unique_ptr<grpc::ServerCompletionQueue> cq;
+  std::unique_ptr<grpc::Server> server;
+  std::vector<std::thread> threads;
+  Mutex mu;
+  bool closing SOMM_GUARDED_BY(mu) = false;
+  int waiting SOMM_GUARDED_BY(mu) = 0;
+  std::condition_variable_any idle;
+  std::once_flag shutdown_once;
+};
+
+}  // namespace worker_service_internal
+
+struct WorkerService::Impl : worker_service_internal::Core {
+  using Core::Core;
+};
+
+using worker_service_internal::Core;
+
+namespace {
+
+// One unary call, from gRPC's offer to its answer; it is the tag of both
+// events on the completion queue and frees itself after the second.
+class CallBase {
  public:
-  SommWorkerService(Worker& worker, WorkerService::Resolver resolve)
-      : worker_(worker), resolve_(std::move(resolve)) {}
-
-  ServerUnaryReactor* Execute(CallbackServerContext* context, const pb::ExecuteRequest* request,
-                              pb::ExecuteResponse* response) override {
-    ExecuteRequest query;
-    // The callback API hands the request over as const, but the message is
-    // this call's alone and gRPC reads it no more once the handler runs:
-    // moving the input bytes out saves a copy of every input per query.
-    Status decoded = cluster_codec::DecodeExecuteRequest(
-        std::move(*const_cast<pb::ExecuteRequest*>(request)), &query);
-    if (!decoded.ok()) return FinishNow(context, decoded);
-    query.deadline = cluster_codec::FromCallDeadline(context->deadline());
-    ServerUnaryReactor* reactor = context->DefaultReactor();
-    // `response` stays valid until Finish. The callback runs on a batcher
-    // thread, or here when the queue refuses the query; after a client's
-    // deadline has passed gRPC has already answered and Finish only frees
-    // the call.
-    Status taken = worker_.Execute(query, [reactor, response](StatusOr<ExecuteResult> result) {
-      if (!result.ok()) {
-        reactor->Finish(ToGrpcStatus(result.status()));
-        return;
-      }
-      cluster_codec::EncodeExecuteResult(std::move(result).value(), response);
-      reactor->Finish(grpc::Status::OK);
-    });
-    // Not taken (the group is not loaded here): `done` will not run.
-    if (!taken.ok()) reactor->Finish(ToGrpcStatus(taken));
-    return reactor;
-  }
-
-  ServerUnaryReactor* Apply(CallbackServerContext* context, const pb::ApplyRequest* request,
-                            pb::ApplyResponse*) override {
-    WorkerAction action;
-    Status decoded = cluster_codec::DecodeAction(*request, &action);
-    if (!decoded.ok()) return FinishNow(context, decoded);
-    if (action.action.kind == cluster::Action::kLoad) {
-      StatusOr<VersionPtr> version = resolve_(action.action.model, action.action.version);
-      if (!version.ok()) return FinishNow(context, version.status());
-      if (!*version) {
-        return FinishNow(context, Internal("resolver gave no record for model '" +
-                                           action.action.model + "' version " +
-                                           std::to_string(action.action.version)));
-      }
-      action.version = std::move(version).value();
+  virtual ~CallBase() = default;
+  // `ok` false: the offer failed (the service is shutting down) or the
+  // answer was not sent (the client went away); either way nothing is left.
+  void Proceed(bool ok) {
+    if (answering_ || !ok) {
+      delete this;
+      return;
     }
-    ServerUnaryReactor* reactor = context->DefaultReactor();
-    worker_.Apply(std::move(action),
-                  [reactor](Status status) { reactor->Finish(ToGrpcStatus(status)); });
-    return reactor;
+    answering_ = true;  // before Handle: the answer may come on another thread
+    AskNext();
+    Handle();
   }
 
-  ServerUnaryReactor* Report(CallbackServerContext* context, const pb::ReportRequest*,
-                             pb::ReportResponse* response) override {
-    response->set_report_json(
-        cluster::WorkerReportToJson(worker_.Report(), cluster::Clock::now()));
-    return FinishNow(context, Status::Ok());
+ protected:
+  virtual void AskNext() = 0;
+  virtual void Handle() = 0;
+
+ private:
+  bool answering_ = false;
+};
+
+template <typename Request, typename Response>
+class UnaryCall : public CallBase {
+ protected:
+  explicit UnaryCall(Core* impl) : impl_(impl) {}
+
+  void Finish(const Status& status) {
+    if (status.ok()) {
+      responder_.Finish(response_, grpc::Status::OK, this);
+    } else {
+      responder_.FinishWithError(ToGrpcStatus(status), this);
+    }
+  }
+
+  Core* const impl_;
+  grpc::ServerContext context_;
+  Request request_;
+  Response response_;
+  grpc::ServerAsyncResponseWriter<Response> responder_{&context_};
+};
+
+class ExecuteCall final : public UnaryCall<pb::ExecuteRequest, pb::ExecuteResponse> {
+ public:
+  explicit ExecuteCall(Core* impl) : UnaryCall(impl) {}
+  void Ask() {
+    impl_->service.RequestExecute(&context_, &request_, &responder_, impl_->cq.get(),
+                                  impl_->cq.get(), this);
   }
 
  private:
-  Worker& worker_;
-  const WorkerService::Resolver resolve_;
+  void AskNext() override { impl_->Ask<ExecuteCall>(); }
+  void Handle() override {
+    ExecuteRequest query;
+    // The message is this call's alone: moving the input bytes out saves a
+    // copy of every input per query.
+    Status decoded = cluster_codec::DecodeExecuteRequest(std::move(request_), &query);
+    if (!decoded.ok()) return Finish(decoded);
+    query.deadline = cluster_codec::FromCallDeadline(context_.deadline());
+    // The callback runs on a batcher thread, or here when the queue refuses
+    // the query; after a client's deadline has passed gRPC has already
+    // answered and Finish only frees the call.
+    // The call may be gone once answered, so the end is told to `core`.
+    Core* core = impl_;
+    core->Begin();
+    Status taken = impl_->worker.Execute(query, [this, core](StatusOr<ExecuteResult> result) {
+      if (result.ok()) {
+        cluster_codec::EncodeExecuteResult(std::move(result).value(), &response_);
+        Finish(Status::Ok());
+      } else {
+        Finish(result.status());
+      }
+      core->End();
+    });
+    // Not taken (the group is not loaded here): the callback will not run.
+    if (!taken.ok()) {
+      Finish(taken);
+      core->End();
+    }
+  }
+};
+
+class ApplyCall final : public UnaryCall<pb::ApplyRequest, pb::ApplyResponse> {
+ public:
+  explicit ApplyCall(Core* impl) : UnaryCall(impl) {}
+  void Ask() {
+    impl_->service.RequestApply(&context_, &request_, &responder_, impl_->cq.get(),
+                                impl_->cq.get(), this);
+  }
+
+ private:
+  void AskNext() override { impl_->Ask<ApplyCall>(); }
+  void Handle() override {
+    WorkerAction action;
+    Status decoded = cluster_codec::DecodeAction(request_, &action);
+    if (!decoded.ok()) return Finish(decoded);
+    if (action.action.kind == cluster::Action::kLoad) {
+      StatusOr<VersionPtr> version = impl_->resolve(action.action.model, action.action.version);
+      if (!version.ok()) return Finish(version.status());
+      if (!*version) {
+        return Finish(Internal("resolver gave no record for model '" + action.action.model +
+                               "' version " + std::to_string(action.action.version)));
+      }
+      action.version = std::move(version).value();
+    }
+    Core* core = impl_;  // as in ExecuteCall
+    core->Begin();
+    impl_->worker.Apply(std::move(action), [this, core](Status status) {
+      Finish(status);
+      core->End();
+    });
+  }
+};
+
+class ReportCall final : public UnaryCall<pb::ReportRequest, pb::ReportResponse> {
+ public:
+  explicit ReportCall(Core* impl) : UnaryCall(impl) {}
+  void Ask() {
+    impl_->service.RequestReport(&context_, &request_, &responder_, impl_->cq.get(),
+                                 impl_->cq.get(), this);
+  }
+
+ private:
+  void AskNext() override { impl_->Ask<ReportCall>(); }
+  void Handle() override {
+    response_.set_report_json(
+        cluster::WorkerReportToJson(impl_->worker.Report(), cluster::Clock::now()));
+    Finish(Status::Ok());
+  }
 };
 
 std::string HostPort(const std::string& address, int port) {
@@ -97,14 +221,28 @@ std::string HostPort(const std::string& address, int port) {
 
 }  // namespace
 
-struct WorkerService::Impl {
-  Impl(Worker& worker, Resolver resolve) : service(worker, std::move(resolve)) {}
+void Core::Poll() {
+  void* tag;
+  bool ok;
+  while (cq->Next(&tag, &ok)) static_cast<CallBase*>(tag)->Proceed(ok);
+}
 
-  SommWorkerService service;
-  int port = 0;
-  std::once_flag shutdown_once;
-  std::unique_ptr<grpc::Server> server;  // last: destroyed first
-};
+void Core::Close(std::chrono::system_clock::time_point deadline) {
+  // gRPC's Shutdown cancels what is still running at the deadline, but does
+  // not wait for the answers of calls whose client has gone (a deadline
+  // passed): those are waited for here, since they still write to the
+  // completion queue. Then the offers still open come back failed, and
+  // nothing is asked any more.
+  if (server) server->Shutdown(deadline);
+  {
+    MutexLock lock(&mu);
+    closing = true;
+    while (waiting > 0) idle.wait(mu.native());
+  }
+  if (cq) cq->Shutdown();
+  for (std::thread& t : threads) t.join();
+  threads.clear();
+}
 
 StatusOr<std::unique_ptr<WorkerService>> WorkerService::Start(Worker& worker, Resolver resolve,
                                                               WorkerServiceOptions options) {
@@ -115,6 +253,10 @@ StatusOr<std::unique_ptr<WorkerService>> WorkerService::Start(Worker& worker, Re
   if (options.max_message_bytes <= 0) {
     return InvalidArgument("worker service max_message_bytes must be positive, got " +
                            std::to_string(options.max_message_bytes));
+  }
+  if (options.completion_threads < 1) {
+    return InvalidArgument("worker service completion_threads must be at least 1, got " +
+                           std::to_string(options.completion_threads));
   }
   if (options.address.empty()) return InvalidArgument("worker service listen address is empty");
   if (!resolve) return InvalidArgument("worker service needs a model version resolver");
@@ -135,12 +277,22 @@ StatusOr<std::unique_ptr<WorkerService>> WorkerService::Start(Worker& worker, Re
   // frequent with GOAWAY ("too many pings").
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   builder.RegisterService(&impl->service);
+  impl->cq = builder.AddCompletionQueue();
   impl->server = builder.BuildAndStart();
   if (!impl->server || impl->port == 0) {
-    if (impl->server) impl->server->Shutdown();
-    impl->server.reset();
+    impl->Close(std::chrono::system_clock::now());
     return Unavailable("worker service cannot listen on " + where +
                        " (address invalid or port in use)");
+  }
+  // One open offer per method and thread, so that a burst of calls finds
+  // one ready while the threads are busy; each answered offer is renewed.
+  for (int i = 0; i < options.completion_threads; ++i) {
+    impl->Ask<ExecuteCall>();
+    impl->Ask<ApplyCall>();
+    impl->Ask<ReportCall>();
+  }
+  for (int i = 0; i < options.completion_threads; ++i) {
+    impl->threads.emplace_back([p = impl.get()] { p->Poll(); });
   }
   return std::unique_ptr<WorkerService>(new WorkerService(std::move(impl)));
 }
@@ -152,9 +304,7 @@ WorkerService::~WorkerService() { Shutdown(std::chrono::seconds(1)); }
 int WorkerService::port() const { return impl_->port; }
 
 void WorkerService::Shutdown(std::chrono::system_clock::time_point deadline) {
-  std::call_once(impl_->shutdown_once, [&] {
-    if (impl_->server) impl_->server->Shutdown(deadline);
-  });
+  std::call_once(impl_->shutdown_once, [&] { impl_->Close(deadline); });
 }
 
 }  // namespace somm

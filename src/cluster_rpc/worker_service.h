@@ -7,11 +7,13 @@
 // Contract:
 //   * It borrows the Worker, which must outlive the service: shut the service
 //     down first, since it waits for the worker's answers to calls in flight.
-//   * No call holds a gRPC thread while it waits. Execute hands the query to
-//     Worker::Execute and finishes the call from its callback (a batcher
-//     thread); Apply hands the action to Worker::Apply, which loads on its
-//     own lanes, and finishes from `done`. A group that is not loaded is
-//     NOT_FOUND with the worker's message.
+//   * The service's own threads (WorkerServiceOptions::completion_threads)
+//     take calls off gRPC and run the handlers; no call holds one while it
+//     waits. Execute hands the query to Worker::Execute and answers from its
+//     callback (a batcher thread, which writes the answer itself); Apply
+//     hands the action to Worker::Apply, which loads on its own lanes, and
+//     answers from `done`. A group that is not loaded is NOT_FOUND with the
+//     worker's message.
 //   * The call's gRPC deadline becomes the query's deadline on the worker's
 //     steady clock (no deadline: SteadyClock::time_point::max()).
 //   * A kLoad needs the model version's record: the service asks `resolve`
@@ -46,6 +48,11 @@ struct WorkerServiceOptions {
   // Largest message accepted or sent, in bytes (a query's inputs or
   // outputs); gRPC answers larger ones with RESOURCE_EXHAUSTED.
   int max_message_bytes = 64 * 1024 * 1024;
+  // Threads that take calls off gRPC's completion queue, decode them and
+  // hand them on (and run Report and a load's `resolve`). One keeps up with
+  // tens of thousands of queries a second; more cost context switches per
+  // query on a small machine (bench/grpc_rtt.cc, servers cq1 and cq2).
+  int completion_threads = 1;
 };
 
 class WorkerService {

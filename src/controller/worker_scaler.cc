@@ -81,9 +81,12 @@ bool FitsWithout(const std::string& leaving, const std::vector<Bin>& bins,
 
 const char* WorkerScaleKindName(WorkerScaleDecision::Kind kind) {
   switch (kind) {
-    case WorkerScaleDecision::Kind::kHold: return "hold";
-    case WorkerScaleDecision::Kind::kScaleOut: return "out";
-    case WorkerScaleDecision::Kind::kScaleIn: return "in";
+    case WorkerScaleDecision::Kind::kHold:
+      return "hold";
+    case WorkerScaleDecision::Kind::kScaleOut:
+      return "out";
+    case WorkerScaleDecision::Kind::kScaleIn:
+      return "in";
   }
   return "?";
 }
@@ -193,8 +196,9 @@ WorkerScaleDecision DecideWorkers(const ClusterState& state, const WorkerScalerI
   d.memory.short_ticks = memory_short || compute_short ? memory.short_ticks + 1 : 0;
   const bool at_max = d.workers >= o.max_workers;
   if (new_shortfalls > 0) {
-    const std::string why = std::to_string(new_shortfalls) + " placement(s) did not fit (last: " +
-                            input.last_shortfall + "); " + usage;
+    const std::string why = std::to_string(new_shortfalls) +
+                            " placement(s) did not fit (last: " + input.last_shortfall + "); " +
+                            usage;
     if (!at_max) return out("placement", why);
     d.reason = why + "; at --max-workers " + std::to_string(o.max_workers);
   } else if (memory_short || compute_short) {

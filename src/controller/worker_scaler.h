@@ -80,7 +80,7 @@ struct WorkerScalerInput {
 };
 
 struct WorkerScalerMemory {
-  int short_ticks = 0;                  // consecutive ticks short of memory or cores
+  int short_ticks = 0;                   // consecutive ticks short of memory or cores
   std::optional<TimePoint> spare_since;  // since when some worker has been spare
   std::optional<TimePoint> last_step;
   std::optional<int64_t> shortfalls_seen;  // unset until the first tick
@@ -89,13 +89,13 @@ struct WorkerScalerMemory {
 struct WorkerScaleDecision {
   enum class Kind { kHold, kScaleOut, kScaleIn };
   Kind kind = Kind::kHold;
-  int workers = 0;  // registered plus being started, now
-  int desired = 0;  // after this decision
+  int workers = 0;    // registered plus being started, now
+  int desired = 0;    // after this decision
   std::string drain;  // kScaleIn: the worker to drain
   // kScaleOut: "min_workers", "placement", "memory", "compute";
   // kScaleIn: "max_workers", "spare". A metric label.
   std::string cause;
-  std::string reason;  // one line with the numbers (also why a hold holds)
+  std::string reason;         // one line with the numbers (also why a hold holds)
   WorkerScalerMemory memory;  // pass to the next call
 };
 

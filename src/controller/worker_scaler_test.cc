@@ -151,9 +151,9 @@ TEST(WorkerScalerTest, DrainsTheLeastUsefulSpareWorkerOnlyAfterTheWindowAndCoold
   c.AddWorker("w1");
   c.AddWorker("w2");
   c.AddGroup("w0", "a");
-  c.AddGroup("w1", "b");            // in use: reloading it elsewhere costs
-  c.AddGroup("w2", "c", false);     // never used
-  c.memory.last_step = c.now;       // w2 was just started
+  c.AddGroup("w1", "b");         // in use: reloading it elsewhere costs
+  c.AddGroup("w2", "c", false);  // never used
+  c.memory.last_step = c.now;    // w2 was just started
   for (int i = 0; i < 60; ++i) {
     c.TouchAll();
     const WorkerScaleDecision d = c.Tick();

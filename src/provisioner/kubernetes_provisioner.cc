@@ -105,9 +105,12 @@ Status KubernetesProvisioner::ErrorFrom(const KubernetesReply& reply,
       return FailedPrecondition(what +
                                 " (the controller's service account needs get and patch on "
                                 "deployments/scale: deploy/kubernetes/base/controller.yaml)");
-    case 404: return NotFound(what);
-    case 409: return Unavailable(what);
-    default: return Unavailable(what);
+    case 404:
+      return NotFound(what);
+    case 409:
+      return Unavailable(what);
+    default:
+      return Unavailable(what);
   }
 }
 
@@ -116,7 +119,8 @@ StatusOr<KubernetesProvisioner::Scale> KubernetesProvisioner::Get() {
   if (reply.status != 200) return ErrorFrom(reply, "get");
   const json j = json::parse(reply.body, nullptr, false);
   if (!j.is_object() || !j.contains("spec") || !j.contains("metadata")) {
-    return Internal("kubernetes: get " + Path() + ": not a Scale object: " + reply.body.substr(0, 200));
+    return Internal("kubernetes: get " + Path() +
+                    ": not a Scale object: " + reply.body.substr(0, 200));
   }
   Scale s;
   s.replicas = j["spec"].value("replicas", 0);  // an omitted field is 0
@@ -137,14 +141,16 @@ Status KubernetesProvisioner::Change(int delta, const std::string& why) {
     patch["spec"]["replicas"] = want;
     // The precondition: a Deployment changed since the read answers 409.
     if (!s.resource_version.empty()) patch["metadata"]["resourceVersion"] = s.resource_version;
-    SOMM_ASSIGN_OR_RETURN(KubernetesReply reply,
-                          api_->Call("PATCH", Path(), "application/merge-patch+json", patch.dump()));
+    SOMM_ASSIGN_OR_RETURN(
+        KubernetesReply reply,
+        api_->Call("PATCH", Path(), "application/merge-patch+json", patch.dump()));
     if (reply.status == 200) {
       spdlog::info("kubernetes provisioner: {}/{} replicas {} -> {} ({})", options_.namespace_name,
                    options_.deployment, s.replicas, want, why);
       return Status::Ok();
     }
-    if (reply.status != 409 || attempt >= options_.conflict_retries) return ErrorFrom(reply, "patch");
+    if (reply.status != 409 || attempt >= options_.conflict_retries)
+      return ErrorFrom(reply, "patch");
     spdlog::info("kubernetes provisioner: {} changed meanwhile (409); reading it again",
                  options_.deployment);
   }

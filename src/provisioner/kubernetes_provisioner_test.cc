@@ -15,8 +15,8 @@
 namespace somm {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 std::string Recorded(const std::string& name) {
   std::ifstream in(std::string(SOMM_PROVISIONER_TESTDATA) + "/" + name);

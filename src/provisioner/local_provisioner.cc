@@ -15,10 +15,20 @@
 namespace somm {
 namespace {
 
-std::string SelfExecutable() {
+// The running binary itself, even once its file has been replaced (a
+// rebuild): exec of its path would then fail, or start another version.
+constexpr char kSelf[] = "/proc/self/exe";
+
+// What the children's argv[0] says (ps shows it): this binary's path.
+std::string SelfName() {
   std::error_code ec;
-  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? "somm" : p.string();
+  std::string p = std::filesystem::read_symlink(kSelf, ec).string();
+  const std::string deleted = " (deleted)";
+  if (p.size() > deleted.size() &&
+      p.compare(p.size() - deleted.size(), deleted.size(), deleted) == 0) {
+    p.resize(p.size() - deleted.size());
+  }
+  return ec || p.empty() ? "somm" : p;
 }
 
 std::string Describe(int status) {
@@ -29,9 +39,9 @@ std::string Describe(int status) {
 
 }  // namespace
 
-LocalProvisioner::LocalProvisioner(LocalProvisionerOptions options)
-    : options_(std::move(options)) {
-  binary_ = options_.binary.empty() ? SelfExecutable() : options_.binary;
+LocalProvisioner::LocalProvisioner(LocalProvisionerOptions options) : options_(std::move(options)) {
+  binary_ = options_.binary.empty() ? kSelf : options_.binary;
+  argv0_ = options_.binary.empty() ? SelfName() : options_.binary;
   if (!options_.log_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options_.log_dir, ec);
@@ -56,16 +66,21 @@ LocalProvisioner::~LocalProvisioner() {
 }
 
 Status LocalProvisioner::Start(int count) {
+  Reap();
+  if (std::chrono::steady_clock::now() < retry_after_) {
+    return Unavailable("local provisioner: a worker exited before it registered (" + last_failure_ +
+                       "); not starting another yet");
+  }
   for (int i = 0; i < count; ++i) {
     const int k = next_++;
     const std::string id = options_.id_prefix + std::to_string(k);
     const int port = options_.base_port > 0 ? options_.base_port + 10 * k : 0;
     const int metrics_port = options_.base_port > 0 ? port + 1 : 0;
-    std::vector<std::string> args = {binary_, "worker"};
+    std::vector<std::string> args = {argv0_, "worker"};
     args.insert(args.end(), options_.worker_args.begin(), options_.worker_args.end());
-    for (const std::string& a : {std::string("--worker-id"), id, std::string("--port"),
-                                 std::to_string(port), std::string("--metrics-port"),
-                                 std::to_string(metrics_port)}) {
+    for (const std::string& a :
+         {std::string("--worker-id"), id, std::string("--port"), std::to_string(port),
+          std::string("--metrics-port"), std::to_string(metrics_port)}) {
       args.push_back(a);
     }
     const std::string log = options_.log_dir.empty() ? "" : options_.log_dir + "/" + id + ".log";
@@ -94,7 +109,7 @@ Status LocalProvisioner::Start(int count) {
       // The controller's own sockets (its listeners among them) must not
       // outlive it in a worker.
       for (int other = 3; other < 4096; ++other) close(other);
-      execv(argv[0], argv.data());
+      execv(binary_.c_str(), argv.data());
       _exit(127);
     }
     children_[id] = Child{pid, false, false};
@@ -114,7 +129,8 @@ Status LocalProvisioner::Stop(const std::string& id) {
     return Internal("local provisioner: SIGTERM to worker " + id + ": " + std::strerror(errno));
   }
   it->second.stopping = true;
-  spdlog::info("local provisioner: worker {} (pid {}) asked to drain (SIGTERM)", id, it->second.pid);
+  spdlog::info("local provisioner: worker {} (pid {}) asked to drain (SIGTERM)", id,
+               it->second.pid);
   return Status::Ok();
 }
 
@@ -125,8 +141,17 @@ void LocalProvisioner::Reap() {
       const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
       const std::string what = "local provisioner: worker " + it->first + " (pid " +
                                std::to_string(it->second.pid) + ") " + Describe(status);
-      if (clean && it->second.stopping) spdlog::info("{}", what);
-      else spdlog::warn("{}", what);
+      if (clean && it->second.stopping) {
+        spdlog::info("{}", what);
+      } else {
+        spdlog::warn("{}", what);
+      }
+      if (!it->second.registered_once && !it->second.stopping) {
+        // It never served: starting the same again at once would fail the
+        // same way, every tick.
+        last_failure_ = what;
+        retry_after_ = std::chrono::steady_clock::now() + options_.failed_start_backoff;
+      }
       it = children_.erase(it);
     } else {
       ++it;

@@ -28,7 +28,8 @@
 namespace somm {
 
 struct LocalProvisionerOptions {
-  // The somm binary; "" = this process's own executable.
+  // The somm binary; "" = this process's own executable (/proc/self/exe,
+  // which still runs after a rebuild replaced the file).
   std::string binary;
   // Arguments after `somm worker` (repository, Redis, budget, leases...);
   // the provisioner adds --worker-id, --port and --metrics-port.
@@ -43,6 +44,9 @@ struct LocalProvisionerOptions {
   std::string log_dir;
   // How long the destructor lets a draining child finish before SIGKILL.
   std::chrono::milliseconds stop_grace{std::chrono::seconds(30)};
+  // After a child exits before it registered, Start() refuses for this
+  // long (Unavailable) instead of forking a failing worker every tick.
+  std::chrono::milliseconds failed_start_backoff{std::chrono::seconds(10)};
 };
 
 class LocalProvisioner : public Provisioner {
@@ -71,9 +75,12 @@ class LocalProvisioner : public Provisioner {
   void Reap();
 
   const LocalProvisionerOptions options_;
-  std::string binary_;
+  std::string binary_;  // what is executed
+  std::string argv0_;   // what the child is called
   int next_ = 0;
   std::map<std::string, Child> children_;
+  std::chrono::steady_clock::time_point retry_after_{};
+  std::string last_failure_;
 };
 
 }  // namespace somm

@@ -49,13 +49,15 @@ class CostCalibration {
     // Batches remembered per device.
     int window = 64;
     // Batches needed before the overhead counts (0 until then).
-    int min_batches = 8;
+    int min_batches = 16;
     // Which quantile of measured - profiled is the overhead: 0.75 predicts at
     // least the measured batch time for about 3 batches in 4, without
     // letting the slowest few in a window set it.
     double quantile = 0.75;
-    // Batches older than this no longer count.
-    std::chrono::milliseconds max_age{30000};
+    // Batches older than this no longer count. Short, because when every
+    // query has a ceiling, a prediction that a burst pushed above them stays
+    // there (no batch runs to lower it) until the burst's batches expire.
+    std::chrono::milliseconds max_age{5000};
   };
 
   CostCalibration() : CostCalibration(Options()) {}

@@ -48,6 +48,9 @@
 //     the defaults below are ours.
 //  7. No VM-level autoscaling: the simulator's worker count is fixed, so the
 //     master's add/remove-worker rule is not modelled.
+//  8. Dispatch. The query goes to the chosen instance's worker, whose queue
+//     and batching are the simulated worker's (the live batcher's policy
+//     code), not INFaaS's own.
 //
 // Thread-safety: pure functions and values.
 #pragma once

@@ -391,7 +391,15 @@ StatusOr<PolicyResult> RunInfaas(const SimulationOptions& options, const loadgen
     if (sel.ok && sel.instance >= 0) {
       key = keys[sel.instance];
     } else if (sel.ok) {
-      auto placed = h.Set(m, sel.candidate, sel.worker, 1);
+      // One replica more there (a first one, unless the worker already holds
+      // the candidate, saturated).
+      int have = 0;
+      for (const auto& [k, inst] : h.instances()) {
+        if (inst.model == &m && inst.cand == sel.candidate && inst.worker == sel.worker) {
+          have = inst.replicas;
+        }
+      }
+      auto placed = h.Set(m, sel.candidate, sel.worker, have + 1);
       if (placed.ok()) key = *placed;
     }
     if (key.empty()) {

@@ -308,6 +308,30 @@ TEST(SimulationTest, InfaasScalesOutAndTheOracleProvisionsAheadForLess) {
   EXPECT_EQ(ResultsToJson({*again}), ResultsToJson({*infaas}));
 }
 
+// The oracle loads the next interval's new instances a load time ahead; the
+// queries of the interval still running must not be sent to them while they
+// load (they were, as the least busy instances: cold starts in an oracle).
+TEST(SimulationTest, OracleSendsNoQueryToTheNextIntervalsLoadingInstances) {
+  SimulationOptions o;
+  o.repository = WriteRepository("oracle-ahead");
+  o.workers = 4;
+  o.worker_cores = 1;  // one replica per worker: a rise needs new instances
+  o.latency_noise_sigma = 0;
+  // 150 q/s of 10-ms batches: the one replica is often busy, so a loading
+  // instance with nothing in flight looks less busy than it.
+  loadgen::Trace trace = SteadyTrace(150, 10);
+  for (auto& q : SteadyTrace(700, 10).queries) {
+    q.timestamp_ms += 10000;
+    trace.queries.push_back(q);
+  }
+  for (auto& q : trace.queries) q.latency_slo_ms = 100;
+  auto r = RunPolicy(o, trace, Policy::kOracle);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_GE(r->control_actions_by_kind["load"], 1) << ResultsToJson({*r});
+  EXPECT_EQ(r->cold_starts, 0) << ResultsToJson({*r});
+  EXPECT_EQ(r->met, r->feasible) << ResultsToJson({*r});
+}
+
 TEST(SimulationTest, StaticReplicasAreSizedForThePeakAndTheMeanAtProfiledCapacity) {
   SimulationOptions o;
   o.repository = WriteRepository("static");
