@@ -12,6 +12,8 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -32,6 +34,7 @@
 #include "provisioner/kubernetes_provisioner.h"
 #include "provisioner/local_provisioner.h"
 #include "registry/model_registry.h"
+#include "registry/published_model.h"
 #include "router/router.h"
 #include "runtime/torch/torch_backend.h"
 #include "variants/variant_pipeline.h"
@@ -135,23 +138,25 @@ StatusOr<VersionPtr> ReadVersion(const ModelRegistry& registry, const std::strin
 }
 
 // Keeps a registry in line with the cluster's catalog: a model the catalog
-// lists is read from the shared repository whenever its generation changes;
-// one it stops listing is forgotten. An empty catalog changes nothing: that
-// is Redis after a restart, until the leader writes the catalog again.
+// lists is read again whenever its generation changes, from the entry the
+// leader published with that generation (registry/published_model.h: config,
+// versions, profiles, problems); one it stops listing is forgotten. An empty
+// catalog changes nothing: that is Redis after a restart, until the leader
+// writes the catalog again. A model with no published entry (a leader that
+// wrote none) is read from the shared repository instead.
 class CatalogFollower {
  public:
-  explicit CatalogFollower(ModelRegistry& registry) : registry_(registry) {}
+  using EntryOf = std::function<StatusOr<std::string>(const std::string& model)>;
+  CatalogFollower(ModelRegistry& registry, EntryOf entry_of)
+      : registry_(registry), entry_of_(std::move(entry_of)) {}
   void Sync(const std::map<std::string, std::string>& catalog) {
     std::lock_guard lock(mu_);
     if (catalog.empty()) return;
     for (const auto& [name, generation] : catalog) {
       auto it = synced_.find(name);
       if (it != synced_.end() && it->second == generation) continue;
-      std::vector<RepositoryEntry> problems;
-      std::vector<VersionPtr> versions = registry_.Read(name, &problems);
-      spdlog::info("catalog: model {} (generation {}): {} version(s) from the repository", name,
-                   generation, versions.size());
-      registry_.Publish(name, std::move(versions), std::move(problems));
+      const char* from = Load(name);
+      spdlog::info("catalog: model {} (generation {}): read from {}", name, generation, from);
       synced_[name] = generation;
     }
     for (auto it = synced_.begin(); it != synced_.end();) {
@@ -170,9 +175,7 @@ class CatalogFollower {
   // reads it again.
   void Refresh(const std::string& name) {
     std::lock_guard lock(mu_);
-    std::vector<RepositoryEntry> problems;
-    std::vector<VersionPtr> versions = registry_.Read(name, &problems);
-    registry_.Publish(name, std::move(versions), std::move(problems));
+    Load(name);
   }
   // Forgets `name` now, ahead of the catalog (an unload this router made).
   void Forget(const std::string& name) {
@@ -181,7 +184,26 @@ class CatalogFollower {
   }
 
  private:
+  // Publishes `name` from its published entry, else from the repository;
+  // says which.
+  const char* Load(const std::string& name) {
+    StatusOr<std::string> entry = entry_of_(name);
+    if (entry.ok()) {
+      StatusOr<PublishedModel> published = PublishedModelFromJson(*entry, name);
+      if (published.ok()) {
+        registry_.Publish(name, std::move(published->versions), std::move(published->problems));
+        return "the leader's published entry";
+      }
+      spdlog::warn("catalog: {}; reading the repository instead", published.status().message());
+    }
+    std::vector<RepositoryEntry> problems;
+    std::vector<VersionPtr> versions = registry_.Read(name, &problems);
+    registry_.Publish(name, std::move(versions), std::move(problems));
+    return "the shared repository";
+  }
+
   ModelRegistry& registry_;
+  const EntryOf entry_of_;
   std::mutex mu_;
   std::map<std::string, std::string> synced_;  // model -> generation read
 };
@@ -262,7 +284,9 @@ class CatalogPublishingControl : public ControlClient {
     return controller_.StartVariantJob(name, version);
   }
   StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) override {
-    return controller_.GetRegistrationStatus(name);
+    auto status = controller_.GetRegistrationStatus(name);
+    publish_();  // profiles a job just installed reach the catalog before the asker reads it
+    return status;
   }
 
  private:
@@ -280,6 +304,25 @@ GrpcWorkerPool::Provider AddressesOf(RedisClusterStateStore& store) {
     }
     return out;
   };
+}
+
+// What the leader publishes for `name` with its catalog generation: the
+// model.yaml it serves (read again: the registry keeps it parsed), its
+// versions with their profiles, and the problems its last read found.
+std::string PublishedEntry(const ModelRegistry& registry, const std::string& name,
+                           const std::vector<VersionPtr>& versions) {
+  PublishedModel model;
+  model.name = name;
+  model.versions = versions;
+  std::ifstream yaml(std::filesystem::path(registry.options().repository_path) / name /
+                     "model.yaml");
+  std::stringstream text;
+  text << yaml.rdbuf();
+  model.config_yaml = text.str();
+  for (RepositoryEntry& row : registry.Index(/*ready_only=*/false)) {
+    if (row.name == name && row.state != "READY") model.problems.push_back(std::move(row));
+  }
+  return PublishedModelToJson(model);
 }
 
 // The leader's control address from the lease holder "id|host:port".
@@ -534,7 +577,7 @@ int RunRouter(const RouterProcessOptions& o) {
   const Device device = parts->device;
   RedisClusterStateStore* store = parts->store.get();
   ModelRegistry& registry = *parts->registry;
-  CatalogFollower catalog(registry);
+  CatalogFollower catalog(registry, [store](const std::string& m) { return store->PublishedModel(m); });
   catalog.Sync(store->Catalog());
   store->SetOnChange([&catalog, store] { catalog.Sync(store->Catalog()); });
 
@@ -640,7 +683,9 @@ int RunController(const ControllerProcessOptions& o) {
       if (generation.empty() || known != records) generation = redis::NewIncarnation();
       known = records;
       auto it = held.find(name);
-      if (it == held.end() || it->second != generation) (void)store->PublishModel(name, generation);
+      if (it == held.end() || it->second != generation) {
+        (void)store->PublishModel(name, generation, PublishedEntry(registry, name, records));
+      }
     }
     for (auto it = catalog.begin(); it != catalog.end();) {
       if (served.count(it->first) == 0) {

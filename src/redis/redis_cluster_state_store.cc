@@ -54,10 +54,18 @@ redis.call('PUBLISH', ARGV[4], g)
 return g
 )lua";
 
-// KEYS: catalog, generation. ARGV: model, generation or "" (remove), channel.
+// KEYS: catalog, generation, model:<name>. ARGV: model, generation or ""
+// (remove), channel, the model's published entry ("" keeps the one there).
+// The entry and the catalog's generation change together: a router that
+// sees the new generation reads the entry written with it.
 constexpr char kCatalogScript[] = R"lua(
-if ARGV[2] == '' then redis.call('HDEL', KEYS[1], ARGV[1])
-else redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
+if ARGV[2] == '' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  redis.call('DEL', KEYS[3])
+else
+  if ARGV[4] ~= '' then redis.call('SET', KEYS[3], ARGV[4]) end
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+end
 local g = redis.call('INCR', KEYS[2])
 redis.call('PUBLISH', ARGV[3], g)
 return g
@@ -219,16 +227,25 @@ std::string RedisClusterStateStore::Leader() const {
 }
 
 Status RedisClusterStateStore::PublishModel(const std::string& model,
-                                            const std::string& generation) {
-  return Write({"EVAL", kCatalogScript, "2", Key("catalog"), Key("generation"), model, generation,
-                Key("changes")})
+                                            const std::string& generation,
+                                            const std::string& entry) {
+  return Write({"EVAL", kCatalogScript, "3", Key("catalog"), Key("generation"),
+                Key("model:" + model), model, generation, Key("changes"), entry})
       .status();
 }
 
 Status RedisClusterStateStore::RemoveModel(const std::string& model) {
-  return Write({"EVAL", kCatalogScript, "2", Key("catalog"), Key("generation"), model, "",
-                Key("changes")})
+  return Write({"EVAL", kCatalogScript, "3", Key("catalog"), Key("generation"),
+                Key("model:" + model), model, "", Key("changes"), ""})
       .status();
+}
+
+StatusOr<std::string> RedisClusterStateStore::PublishedModel(const std::string& model) {
+  SOMM_ASSIGN_OR_RETURN(RedisReply reply, Write({"GET", Key("model:" + model)}));
+  if (reply.type != RedisReply::Type::kString) {
+    return NotFound("redis holds no published entry for model '" + model + "'");
+  }
+  return reply.str;
 }
 
 StatusOr<bool> RedisClusterStateStore::HoldLease(const std::string& holder,

@@ -105,9 +105,15 @@ class RedisClusterStateStore : public cluster::ClusterStateStore {
   // The catalog (model -> generation) and the lease holder in the view.
   std::map<std::string, std::string> Catalog() const;
   std::string Leader() const;
-  // Writes one model's catalog entry, or removes it.
-  Status PublishModel(const std::string& model, const std::string& generation);
+  // Writes one model's catalog entry and, when `entry` is not empty, its
+  // published registry entry (registry/published_model.h) in the same
+  // script; RemoveModel removes both.
+  Status PublishModel(const std::string& model, const std::string& generation,
+                      const std::string& entry = "");
   Status RemoveModel(const std::string& model);
+  // The published registry entry of `model` (NOT_FOUND when none), read from
+  // Redis: for a catalog change, never on the query path.
+  StatusOr<std::string> PublishedModel(const std::string& model);
   // Takes the lease for `holder`, or renews it if `holder` has it: true while
   // held. UNAVAILABLE when Redis cannot be reached (the caller then acts as
   // if it lost the lease: the TTL will end it).

@@ -141,6 +141,28 @@ TEST_F(RedisStoreTest, ReportWrittenByOneProcessShowsInAnothersView) {
   EXPECT_EQ(reader->Workers().at("w1").address, "127.0.0.1:91");
 }
 
+TEST_F(RedisStoreTest, PublishedModelEntryTravelsWithItsCatalogGenerationAndLeavesWithIt) {
+  auto leader = Open();
+  auto router = Open();
+  ASSERT_TRUE(leader->PublishModel("digits-mlp", "g1", R"({"entry": 1})").ok());
+  ASSERT_TRUE(Eventually([&] { return router->Catalog().count("digits-mlp") == 1; }));
+  EXPECT_EQ(router->Catalog().at("digits-mlp"), "g1");
+  auto entry = router->PublishedModel("digits-mlp");
+  ASSERT_TRUE(entry.ok()) << entry.status().ToString();
+  EXPECT_EQ(*entry, R"({"entry": 1})");
+  // A new generation without an entry keeps the one there (a re-publish
+  // after a catalog check); a new entry replaces it.
+  ASSERT_TRUE(leader->PublishModel("digits-mlp", "g2").ok());
+  EXPECT_EQ(router->PublishedModel("digits-mlp").value(), R"({"entry": 1})");
+  ASSERT_TRUE(leader->PublishModel("digits-mlp", "g3", R"({"entry": 3})").ok());
+  EXPECT_EQ(router->PublishedModel("digits-mlp").value(), R"({"entry": 3})");
+  ASSERT_TRUE(leader->RemoveModel("digits-mlp").ok());
+  auto gone = router->PublishedModel("digits-mlp");
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(gone.status().message().find("digits-mlp"), std::string::npos);
+}
+
 TEST_F(RedisStoreTest, OlderSequenceAndOlderIncarnationAreRefused) {
   auto store = Open();
   const std::string old_incarnation = NewIncarnation();
