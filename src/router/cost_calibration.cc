@@ -7,20 +7,16 @@ namespace somm {
 
 CostCalibration::CostCalibration(Options options) : options_(options) {}
 
-bool CostCalibration::Fresh(const Differences& d, TimePoint now) const {
-  return !d.ring.empty() && now - d.last <= options_.max_age;
+bool CostCalibration::Counts(const Differences& d, TimePoint now) const {
+  return d.ring.size() >= static_cast<size_t>(std::max(1, options_.min_batches)) &&
+         now - d.last <= options_.max_age;
 }
 
-void CostCalibration::Observe(const std::string& device, double measured_ms, double profiled_ms,
-                              TimePoint now) {
-  if (!(measured_ms > 0) || !(profiled_ms > 0)) return;
-  const double difference = measured_ms - profiled_ms;
+void CostCalibration::Add(Differences& d, double difference, TimePoint now) const {
   const size_t window = static_cast<size_t>(std::max(1, options_.window));
-  WriterLock lock(&mu_);
-  Differences& d = by_device_[device];
   // After a gap longer than max_age the old batches are forgotten all at
   // once, so the ring only holds batches of the present load.
-  if (!Fresh(d, now)) {
+  if (!d.ring.empty() && now - d.last > options_.max_age) {
     d.ring.clear();
     d.next = 0;
   }
@@ -31,10 +27,7 @@ void CostCalibration::Observe(const std::string& device, double measured_ms, dou
     d.ring[d.next] = difference;
     d.next = (d.next + 1) % window;
   }
-  if (d.ring.size() < static_cast<size_t>(std::max(1, options_.min_batches))) {
-    d.overhead_ms = 0;
-    return;
-  }
+  if (!Counts(d, now)) return;
   // At most `window` doubles: a selection per finished batch costs less
   // than the response's JSON.
   std::vector<double> sorted = d.ring;
@@ -44,10 +37,24 @@ void CostCalibration::Observe(const std::string& device, double measured_ms, dou
   d.overhead_ms = std::max(0.0, sorted[at]);
 }
 
-double CostCalibration::OverheadMs(const std::string& device, TimePoint now) const {
+void CostCalibration::Observe(const std::string& device, const std::string& variant,
+                              double measured_ms, double profiled_ms, TimePoint now) {
+  if (!(measured_ms > 0) || !(profiled_ms > 0)) return;
+  const double difference = measured_ms - profiled_ms;
+  WriterLock lock(&mu_);
+  DeviceDifferences& d = by_device_[device];
+  Add(d.all, difference, now);
+  Add(d.by_variant[variant], difference, now);
+}
+
+double CostCalibration::OverheadMs(const std::string& device, const std::string& variant,
+                                   TimePoint now) const {
   ReaderLock lock(&mu_);
-  auto it = by_device_.find(device);
-  return it != by_device_.end() && Fresh(it->second, now) ? it->second.overhead_ms : 0;
+  auto d = by_device_.find(device);
+  if (d == by_device_.end()) return 0;
+  auto v = d->second.by_variant.find(variant);
+  if (v != d->second.by_variant.end() && Counts(v->second, now)) return v->second.overhead_ms;
+  return Counts(d->second.all, now) ? d->second.all.overhead_ms : 0;
 }
 
 }  // namespace somm

@@ -1,6 +1,6 @@
 // CostCalibration: how much longer a batch takes when serving than its
-// profile says, per device ("cpu", "cuda:0"), learned from the batches the
-// router sees finish.
+// profile says, per variant on each device ("cpu", "cuda:0"), learned from
+// the batches the router sees finish.
 //
 // Why: a query is charged its share of its batch's measured hardware time
 // (docs/selection.md, "What a query pays"), while the selector predicts that
@@ -11,17 +11,19 @@
 // model's profiled compute), so it is learned as milliseconds to add to the
 // profiled batch time, not as a ratio.
 //
-// It is learned per device, not per variant or per thread count: every
-// variant on a device then carries the same overhead, so one that has
-// served never looks dearer than one that has not merely for having been
-// measured (which would send queries to unmeasured variants, and loads
-// with them).
+// The overhead differs between models (about 30 us for the digits logistic
+// regression, 75 us for the CNN on one CPU thread here), so each variant
+// on a device has its own. A variant without enough recent batches of its
+// own gets the device's, learned from every variant's batches there: close
+// enough that a variant that has served does not look dearer than one that
+// has not merely for having been measured (which would send queries, and
+// loads, to unmeasured variants).
 //
-// The overhead is a quantile (Options::quantile) of measured minus profiled
-// over the device's last Options::window batches, never below 0 (a profile
-// slower than serving stays as it is). It counts once Options::min_batches
-// batches are in, so that one batch (the first after a load is often many
-// times slower) does not set it. Batches older than Options::max_age are
+// An overhead is a quantile (Options::quantile) of measured minus profiled
+// over the last Options::window batches, never below 0 (a profile slower
+// than serving stays as it is). It counts once Options::min_batches batches
+// are in, so that a few batches (the first ones after a load are often many
+// times slower) do not set it. Batches older than Options::max_age are
 // forgotten: a burst of other work that pushed the predictions above the
 // clients' ceilings (so that no batch runs to correct them) does not keep
 // queries out for good. Only the cost prediction uses it; predicted latency
@@ -46,7 +48,7 @@ class CostCalibration {
   using TimePoint = Clock::TimePoint;
 
   struct Options {
-    // Batches remembered per device.
+    // Batches remembered per variant and per device.
     int window = 64;
     // Batches needed before the overhead counts (0 until then).
     int min_batches = 16;
@@ -63,26 +65,35 @@ class CostCalibration {
   CostCalibration() : CostCalibration(Options()) {}
   explicit CostCalibration(Options options);
 
-  // A batch on `device` (Device::ToString()) finished at `now` after
-  // `measured_ms`; its variant's profile predicted `profiled_ms` for that
-  // batch size. Ignored when either time is not positive.
-  void Observe(const std::string& device, double measured_ms, double profiled_ms, TimePoint now);
+  // A batch of `variant` ("model:version:variant") on `device`
+  // (Device::ToString()) finished at `now` after `measured_ms`; its profile
+  // predicted `profiled_ms` for that batch size. Ignored when either time
+  // is not positive.
+  void Observe(const std::string& device, const std::string& variant, double measured_ms,
+               double profiled_ms, TimePoint now);
 
-  // Milliseconds to add to a profiled batch time on `device`.
-  double OverheadMs(const std::string& device, TimePoint now) const;
+  // Milliseconds to add to a profiled batch time of `variant` on `device`:
+  // its own, else the device's, else 0.
+  double OverheadMs(const std::string& device, const std::string& variant, TimePoint now) const;
 
  private:
   struct Differences {
     std::vector<double> ring;  // up to Options::window, in ms
     size_t next = 0;           // where the next one goes once the ring is full
-    double overhead_ms = 0;    // the quantile of `ring`, at least 0
+    double overhead_ms = 0;    // the quantile of `ring`, at least 0 (set once it counts)
     TimePoint last{};          // when the newest one finished
   };
-  bool Fresh(const Differences& d, TimePoint now) const;
+  struct DeviceDifferences {
+    Differences all;
+    std::unordered_map<std::string, Differences> by_variant;
+  };
+  void Add(Differences& d, double difference, TimePoint now) const;
+  // Recent enough, and enough batches, to count.
+  bool Counts(const Differences& d, TimePoint now) const;
 
   const Options options_;
   mutable SharedMutex mu_;
-  std::unordered_map<std::string, Differences> by_device_ SOMM_GUARDED_BY(mu_);
+  std::unordered_map<std::string, DeviceDifferences> by_device_ SOMM_GUARDED_BY(mu_);
 };
 
 }  // namespace somm

@@ -440,7 +440,7 @@ void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> ver
   const auto now = clock_.Now();
   for (Candidate& c : candidates.candidates) {
     c.batch_overhead_ms = cost_calibration_.OverheadMs(
-        Device{c.hardware.device, c.hardware.device_index}.ToString(), now);
+        Device{c.hardware.device, c.hardware.device_index}.ToString(), c.variant_id, now);
   }
   DecisionRecord record;
   record.unix_ms = NowUnixMs();
@@ -761,7 +761,7 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
   if (!q->calibration_device.empty()) {
     p["somm_predicted_cost_usd"] = q->predicted_charge_usd;
     if (stats.first_in_batch) {
-      cost_calibration_.Observe(q->calibration_device, batch_ms,
+      cost_calibration_.Observe(q->calibration_device, decision.variant, batch_ms,
                                 q->profiled.Predict(stats.batch_size), clock_.Now());
     }
   }
