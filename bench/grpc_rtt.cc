@@ -231,8 +231,8 @@ int Serve(const std::string& kind, bool handoff_on) {
     // Enough outstanding requests that a burst of c queries never waits.
     for (int j = 0; j < 32; ++j) {
       auto* call = new AsyncCall;
-      async.RequestExecute(&call->context, &call->request, &call->responder, cq.get(),
-                           cq.get(), call);
+      async.RequestExecute(&call->context, &call->request, &call->responder, cq.get(), cq.get(),
+                           call);
     }
     threads.emplace_back([&] { ServeAsync(&async, cq.get(), handoff.get()); });
   }

@@ -169,8 +169,8 @@ class ApplyCall final : public UnaryCall<pb::ApplyRequest, pb::ApplyResponse> {
  public:
   explicit ApplyCall(Core* impl) : UnaryCall(impl) {}
   void Ask() {
-    impl_->service.RequestApply(&context_, &request_, &responder_, impl_->cq.get(),
-                                impl_->cq.get(), this);
+    impl_->service.RequestApply(&context_, &request_, &responder_, impl_->cq.get(), impl_->cq.get(),
+                                this);
   }
 
  private:

@@ -58,8 +58,7 @@ struct WorkerServiceOptions {
 class WorkerService {
  public:
   // The record of `model` version `version`, as the worker should load it.
-  using Resolver =
-      std::function<StatusOr<VersionPtr>(const std::string& model, int64_t version)>;
+  using Resolver = std::function<StatusOr<VersionPtr>(const std::string& model, int64_t version)>;
 
   // Binds and starts serving. InvalidArgument for bad options, Unavailable
   // when the address cannot be bound (SO_REUSEPORT is off: a taken port is an

@@ -52,10 +52,12 @@ class CostCalibration {
     int window = 64;
     // Batches needed before the overhead counts (0 until then).
     int min_batches = 16;
-    // Which quantile of measured - profiled is the overhead: 0.75 predicts at
-    // least the measured batch time for about 3 batches in 4, without
-    // letting the slowest few in a window set it.
-    double quantile = 0.75;
+    // Which quantile of measured - profiled is the overhead. The median:
+    // a higher one would err high more often, but after an idle spell the
+    // first few batches run on cold caches at several times the usual time,
+    // and a quantile that they set would refuse a tight ceiling until
+    // max_age clears them, then again after the next first few.
+    double quantile = 0.5;
     // Batches older than this no longer count. Short, because when every
     // query has a ceiling, a prediction that a burst pushed above them stays
     // there (no batch runs to lower it) until the burst's batches expire.

@@ -23,6 +23,12 @@
 
 namespace somm::sim {
 
+// Milliseconds (profiles and traces count in them) as the loop's time.
+inline std::chrono::nanoseconds FromMs(double ms) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double, std::milli>(ms));
+}
+
 class EventLoop {
  public:
   using TimePoint = Clock::TimePoint;

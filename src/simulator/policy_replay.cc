@@ -20,9 +20,6 @@ namespace {
 using TimePoint = EventLoop::TimePoint;
 using Nanos = std::chrono::nanoseconds;
 
-Nanos FromMs(double ms) {
-  return std::chrono::duration_cast<Nanos>(std::chrono::duration<double, std::milli>(ms));
-}
 double Seconds(EventLoop::Duration d) { return std::chrono::duration<double>(d).count(); }
 
 struct ZooModel {

@@ -12,9 +12,6 @@ namespace {
 using std::chrono::duration_cast;
 using Nanos = std::chrono::nanoseconds;
 
-Nanos FromMs(double ms) {
-  return duration_cast<Nanos>(std::chrono::duration<double, std::milli>(ms));
-}
 
 const HardwareProfile* ProfileOf(const VersionRecord& v, const std::string& variant,
                                  const HardwareConfig& hw) {

@@ -27,9 +27,6 @@ namespace {
 using std::chrono::duration_cast;
 using Nanos = std::chrono::nanoseconds;
 
-Nanos FromMs(double ms) {
-  return duration_cast<Nanos>(std::chrono::duration<double, std::milli>(ms));
-}
 
 // The controller's counters, as somm_cold_starts_total and
 // somm_control_actions_total count them live.
