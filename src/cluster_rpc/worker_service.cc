@@ -1,6 +1,7 @@
 #include "cluster_rpc/worker_service.h"
 
 #include <grpcpp/grpcpp.h>
+#include <pthread.h>
 
 #include <condition_variable>
 #include <mutex>
@@ -21,11 +22,11 @@ using grpc_codec::ToGrpcStatus;
 
 // The service is gRPC's asynchronous API on one completion queue that the
 // service's own threads poll (Triton's shape), not the callback API: in gRPC
-// 1.51 every callback completion wakes two of gRPC's "nexting" threads, which
-// on a two-core machine cost about 7 context switches and 90 us of CPU per
-// query; here the thread that polls the socket runs the handler itself, and
-// the batcher thread that finishes a query writes its answer directly
-// (bench/grpc_rtt.cc measures both shapes).
+// 1.51 every callback completion wakes gRPC's "nexting" threads as well,
+// while here the thread that polls the socket runs the handler itself and
+// the batcher thread that finishes a query writes its answer directly. That
+// saves the worker 5-30 us of CPU per query; latency is the same
+// (bench/grpc_rtt.cc, and "The gRPC hop" in docs/cluster.md).
 namespace worker_service_internal {
 
 struct Core {
@@ -59,6 +60,8 @@ struct Core {
   Worker& worker;
   const WorkerService::Resolver resolve;
   int port = 0;
+  // In this order: gRPC wants the server gone before its completion queue,
+  // and both before the service.
   pb::SommWorker::AsyncService service;
   std::unique_ptr<grpc::ServerCompletionQueue> cq;
   std::unique_ptr<grpc::Server> server;
@@ -222,6 +225,7 @@ std::string HostPort(const std::string& address, int port) {
 }  // namespace
 
 void Core::Poll() {
+  pthread_setname_np(pthread_self(), "somm-worker-rpc");  // as seen in top -H
   void* tag;
   bool ok;
   while (cq->Next(&tag, &ok)) static_cast<CallBase*>(tag)->Proceed(ok);
