@@ -4,6 +4,7 @@
 // JSON, its exit codes, and that two processes with one seed agree byte for
 // byte.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -29,7 +30,11 @@ std::string Read(const fs::path& p) {
 class SimulateE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) / "somm-simulate-e2e";
+    // One folder per test process: CTest runs each test in its own process,
+    // in parallel, and one test's clean-up must not take another's files.
+    dir_ = fs::path(::testing::TempDir()) /
+           ("somm-simulate-e2e-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     const fs::path repo = dir_ / "repo";
     fs::create_directories(repo / "m" / "1");
@@ -54,6 +59,8 @@ class SimulateE2eTest : public ::testing::Test {
     trace << "timestamp_ms,model,latency_slo_ms\n";
     for (int i = 0; i < 2000; ++i) trace << i * 5 << ",m," << (i % 10 == 0 ? 20 : 200) << "\n";
   }
+
+  void TearDown() override { fs::remove_all(dir_); }
 
   // Runs `somm simulate` with `flags`; its exit code.
   int Simulate(const std::string& flags) {
