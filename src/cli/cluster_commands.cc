@@ -208,39 +208,56 @@ class CatalogFollower {
   std::map<std::string, std::string> synced_;  // model -> generation read
 };
 
+// A ControlClient that passes every call to `inner`; the two below override
+// only the calls they follow up on.
+class ForwardingControl : public ControlClient {
+ public:
+  explicit ForwardingControl(ControlClient& inner) : inner_(inner) {}
+  void EnsureLoaded(VersionPtr version, const std::string& variant, const HardwareConfig& hw,
+                    int replicas, const std::string& reason, bool urgent, LoadDone done,
+                    bool query_waits) override {
+    inner_.EnsureLoaded(std::move(version), variant, hw, replicas, reason, urgent,
+                        std::move(done), query_waits);
+  }
+  Status LoadModel(const std::string& name, bool startup) override {
+    return inner_.LoadModel(name, startup);
+  }
+  Status UnloadModel(const std::string& name) override { return inner_.UnloadModel(name); }
+  HardwareConfig BaseHardware(const VersionRecord& version) const override {
+    return inner_.BaseHardware(version);
+  }
+  Status StartVariantJob(const std::string& name, int64_t version) override {
+    return inner_.StartVariantJob(name, version);
+  }
+  StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) override {
+    return inner_.GetRegistrationStatus(name);
+  }
+
+ protected:
+  ControlClient& inner_;
+};
+
 // A router's ControlClient: the leader's, and this router's registry brought
 // in line as soon as a repository call succeeds or a variant job is seen
 // READY, rather than at the catalog's next notice: a client that loads a
 // model, or waits for its variants, and then queries it must find it so.
-class CatalogFollowingControl : public ControlClient {
+class CatalogFollowingControl : public ForwardingControl {
  public:
   CatalogFollowingControl(ControlClient& leader, CatalogFollower& catalog,
                           const ModelRegistry& registry)
-      : leader_(leader), catalog_(catalog), registry_(registry) {}
-  void EnsureLoaded(VersionPtr version, const std::string& variant, const HardwareConfig& hw,
-                    int replicas, const std::string& reason, bool urgent, LoadDone done,
-                    bool query_waits) override {
-    leader_.EnsureLoaded(std::move(version), variant, hw, replicas, reason, urgent,
-                         std::move(done), query_waits);
-  }
+      : ForwardingControl(leader), catalog_(catalog), registry_(registry) {}
   Status LoadModel(const std::string& name, bool startup) override {
-    Status s = leader_.LoadModel(name, startup);
+    Status s = inner_.LoadModel(name, startup);
     if (s.ok()) catalog_.Refresh(name);
     return s;
   }
   Status UnloadModel(const std::string& name) override {
-    Status s = leader_.UnloadModel(name);
+    Status s = inner_.UnloadModel(name);
     if (s.ok()) catalog_.Forget(name);
     return s;
   }
-  HardwareConfig BaseHardware(const VersionRecord& version) const override {
-    return leader_.BaseHardware(version);
-  }
-  Status StartVariantJob(const std::string& name, int64_t version) override {
-    return leader_.StartVariantJob(name, version);
-  }
   StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) override {
-    StatusOr<RegistrationStatus> status = leader_.GetRegistrationStatus(name);
+    StatusOr<RegistrationStatus> status = inner_.GetRegistrationStatus(name);
     if (status.ok() && status->state == "READY") {
       auto v = registry_.Resolve(name, "");
       if (!v.ok() || (*v)->profiles.size() != status->variants.size()) catalog_.Refresh(name);
@@ -249,7 +266,6 @@ class CatalogFollowingControl : public ControlClient {
   }
 
  private:
-  ControlClient& leader_;
   CatalogFollower& catalog_;
   const ModelRegistry& registry_;
 };
@@ -257,40 +273,29 @@ class CatalogFollowingControl : public ControlClient {
 // The leader's ControlClient as routers reach it: after a repository call
 // the catalog is written before the call returns, so every router hears of
 // the change now, not at the next lease tick.
-class CatalogPublishingControl : public ControlClient {
+class CatalogPublishingControl : public ForwardingControl {
  public:
   CatalogPublishingControl(ControlClient& controller, std::function<void()> publish)
-      : controller_(controller), publish_(std::move(publish)) {}
-  void EnsureLoaded(VersionPtr version, const std::string& variant, const HardwareConfig& hw,
-                    int replicas, const std::string& reason, bool urgent, LoadDone done,
-                    bool query_waits) override {
-    controller_.EnsureLoaded(std::move(version), variant, hw, replicas, reason, urgent,
-                             std::move(done), query_waits);
-  }
+      : ForwardingControl(controller), publish_(std::move(publish)) {}
   Status LoadModel(const std::string& name, bool startup) override {
-    Status s = controller_.LoadModel(name, startup);
+    Status s = inner_.LoadModel(name, startup);
     publish_();  // a failed load publishes its problems too
     return s;
   }
   Status UnloadModel(const std::string& name) override {
-    Status s = controller_.UnloadModel(name);
+    Status s = inner_.UnloadModel(name);
     publish_();
     return s;
   }
-  HardwareConfig BaseHardware(const VersionRecord& version) const override {
-    return controller_.BaseHardware(version);
-  }
-  Status StartVariantJob(const std::string& name, int64_t version) override {
-    return controller_.StartVariantJob(name, version);
-  }
   StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) override {
-    auto status = controller_.GetRegistrationStatus(name);
-    publish_();  // profiles a job just installed reach the catalog before the asker reads it
+    auto status = inner_.GetRegistrationStatus(name);
+    // Profiles a finished job installed reach the catalog before the asker
+    // reads them; polls while a job runs change nothing there.
+    if (status.ok() && status->state == "READY") publish_();
     return status;
   }
 
  private:
-  ControlClient& controller_;
   const std::function<void()> publish_;
 };
 

@@ -16,6 +16,27 @@ namespace pb = ::somm::control_rpc;
 // does not answer within this is as good as none.
 constexpr std::chrono::seconds kQuickCallTimeout{10};
 
+namespace {
+
+// One blocking call of `method` on the leader's stub, bounded by `timeout`.
+template <typename Request, typename Response>
+Status CallLeader(pb::SommControl::Stub& stub,
+                  grpc::Status (pb::SommControl::Stub::*method)(grpc::ClientContext*,
+                                                                const Request&, Response*),
+                  std::chrono::milliseconds timeout, const Request& request, Response* response) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  return grpc_codec::FromGrpcStatus((stub.*method)(&context, request, response));
+}
+
+pb::ModelRequest Named(const std::string& name) {
+  pb::ModelRequest request;
+  request.set_name(name);
+  return request;
+}
+
+}  // namespace
+
 struct GrpcControlClient::Channel {
   std::string address;
   std::shared_ptr<grpc::Channel> channel;
@@ -93,44 +114,34 @@ void GrpcControlClient::EnsureLoaded(VersionPtr version, const std::string& vari
 
 Status GrpcControlClient::LoadModel(const std::string& name, bool) {
   SOMM_ASSIGN_OR_RETURN(std::shared_ptr<Channel> c, Leader());
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + load_timeout_);
-  pb::ModelRequest request;
-  request.set_name(name);
   pb::ModelResponse response;
-  return grpc_codec::FromGrpcStatus(c->stub->LoadModel(&context, request, &response));
+  return CallLeader(*c->stub, &pb::SommControl::Stub::LoadModel, load_timeout_, Named(name),
+                    &response);
 }
 
 Status GrpcControlClient::UnloadModel(const std::string& name) {
   SOMM_ASSIGN_OR_RETURN(std::shared_ptr<Channel> c, Leader());
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + load_timeout_);
-  pb::ModelRequest request;
-  request.set_name(name);
   pb::ModelResponse response;
-  return grpc_codec::FromGrpcStatus(c->stub->UnloadModel(&context, request, &response));
+  return CallLeader(*c->stub, &pb::SommControl::Stub::UnloadModel, load_timeout_, Named(name),
+                    &response);
 }
 
 Status GrpcControlClient::StartVariantJob(const std::string& name, int64_t version) {
   SOMM_ASSIGN_OR_RETURN(std::shared_ptr<Channel> c, Leader());
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + kQuickCallTimeout);
   pb::VariantJobRequest request;
   request.set_name(name);
   request.set_version(version);
   pb::ModelResponse response;
-  return grpc_codec::FromGrpcStatus(c->stub->StartVariantJob(&context, request, &response));
+  return CallLeader(*c->stub, &pb::SommControl::Stub::StartVariantJob,
+                    std::chrono::milliseconds(kQuickCallTimeout), request, &response);
 }
 
 StatusOr<RegistrationStatus> GrpcControlClient::GetRegistrationStatus(const std::string& name) {
   SOMM_ASSIGN_OR_RETURN(std::shared_ptr<Channel> c, Leader());
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + kQuickCallTimeout);
-  pb::ModelRequest request;
-  request.set_name(name);
   pb::VariantJobStatus response;
-  SOMM_RETURN_IF_ERROR(
-      grpc_codec::FromGrpcStatus(c->stub->GetVariantJob(&context, request, &response)));
+  SOMM_RETURN_IF_ERROR(CallLeader(*c->stub, &pb::SommControl::Stub::GetVariantJob,
+                                  std::chrono::milliseconds(kQuickCallTimeout), Named(name),
+                                  &response));
   ::somm::GetVariantsResponse decoded;
   if (!decoded.ParseFromString(response.get_variants_response())) {
     return Internal("controller at " + c->address + ": an unreadable variant job status for '" +
