@@ -1,360 +1,335 @@
 #include "frontend/http/fast_infer_json.h"
 
+#include <simdjson.h>
+
+#include <algorithm>
 #include <cfloat>
-#include <charconv>
 #include <cmath>
 #include <cstring>
-#include <set>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace somm::oip::internal {
 namespace {
 
-// Nested 'data' arrays deeper than this go to the general decoder.
+namespace od = simdjson::ondemand;
+
+// Nested 'data' arrays (and skipped values) deeper than this go to the
+// general decoder.
 constexpr int kMaxDataDepth = 16;
-
-// A cursor over the subset of JSON the fast paths accept. Every method
-// returns false when the text leaves that subset (or is not JSON at all).
-class Scanner {
- public:
-  explicit Scanner(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
-
-  void SkipSpace() {
-    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r')) ++p_;
-  }
-  bool AtEnd() {
-    SkipSpace();
-    return p_ == end_;
-  }
-  bool Consume(char c) {
-    SkipSpace();
-    if (p_ < end_ && *p_ == c) {
-      ++p_;
-      return true;
-    }
-    return false;
-  }
-  char Peek() {
-    SkipSpace();
-    return p_ < end_ ? *p_ : '\0';
-  }
-
-  // A string of printable ASCII without escapes.
-  bool String(std::string_view* out) {
-    if (!Consume('"')) return false;
-    const char* start = p_;
-    while (p_ < end_ && *p_ != '"') {
-      const auto u = static_cast<unsigned char>(*p_);
-      if (u < 0x20 || u >= 0x7f || *p_ == '\\') return false;
-      ++p_;
-    }
-    if (p_ == end_) return false;
-    *out = std::string_view(start, static_cast<size_t>(p_ - start));
-    ++p_;
-    return true;
-  }
-
-  // A JSON number; `integral` tells whether it had no fraction or exponent.
-  bool Number(std::string_view* text, bool* integral) {
-    SkipSpace();
-    const char* start = p_;
-    if (p_ < end_ && *p_ == '-') ++p_;
-    if (p_ == end_) return false;
-    if (*p_ == '0') {
-      ++p_;
-    } else if (*p_ >= '1' && *p_ <= '9') {
-      while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
-    } else {
-      return false;
-    }
-    *integral = true;
-    if (p_ < end_ && *p_ == '.') {
-      *integral = false;
-      ++p_;
-      if (p_ == end_ || *p_ < '0' || *p_ > '9') return false;
-      while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
-    }
-    if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
-      *integral = false;
-      ++p_;
-      if (p_ < end_ && (*p_ == '+' || *p_ == '-')) ++p_;
-      if (p_ == end_ || *p_ < '0' || *p_ > '9') return false;
-      while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
-    }
-    *text = std::string_view(start, static_cast<size_t>(p_ - start));
-    return true;
-  }
-
-  bool Literal(std::string_view word) {
-    SkipSpace();
-    if (static_cast<size_t>(end_ - p_) < word.size() || std::memcmp(p_, word.data(), word.size())) {
-      return false;
-    }
-    p_ += word.size();
-    return true;
-  }
-
-  // Skips any value made of the accepted subset (for unknown keys).
-  bool SkipValue(int depth = 0) {
-    if (depth > kMaxDataDepth) return false;
-    const char c = Peek();
-    if (c == '"') {
-      std::string_view s;
-      return String(&s);
-    }
-    if (c == '{') {
-      Consume('{');
-      if (Consume('}')) return true;
-      do {
-        std::string_view key;
-        if (!String(&key) || !Consume(':') || !SkipValue(depth + 1)) return false;
-      } while (Consume(','));
-      return Consume('}');
-    }
-    if (c == '[') {
-      Consume('[');
-      if (Consume(']')) return true;
-      do {
-        if (!SkipValue(depth + 1)) return false;
-      } while (Consume(','));
-      return Consume(']');
-    }
-    if (c == 't') return Literal("true");
-    if (c == 'f') return Literal("false");
-    std::string_view text;
-    bool integral;
-    return Number(&text, &integral);
-  }
-
- private:
-  const char* p_;
-  const char* end_;
-};
-
-// Iterates an object's members: `member(key)` reads the value. Repeated keys
-// leave the subset (the general decoder decides what they mean).
-template <typename Member>
-bool Object(Scanner& s, Member member) {
-  if (!s.Consume('{')) return false;
-  if (s.Consume('}')) return true;
-  std::set<std::string_view> seen;
-  do {
-    std::string_view key;
-    if (!s.String(&key) || !s.Consume(':')) return false;
-    if (!seen.insert(key).second) return false;
-    if (!member(key)) return false;
-  } while (s.Consume(','));
-  return s.Consume('}');
-}
-
-template <typename Element>
-bool Array(Scanner& s, Element element) {
-  if (!s.Consume('[')) return false;
-  if (s.Consume(']')) return true;
-  do {
-    if (!element()) return false;
-  } while (s.Consume(','));
-  return s.Consume(']');
-}
-
-bool Scalar(Scanner& s, Parameter* out) {
-  const char c = s.Peek();
-  if (c == '"') {
-    std::string_view v;
-    if (!s.String(&v)) return false;
-    *out = std::string(v);
-    return true;
-  }
-  if (c == 't' || c == 'f') {
-    const bool v = c == 't';
-    if (!s.Literal(v ? "true" : "false")) return false;
-    *out = v;
-    return true;
-  }
-  std::string_view text;
-  bool integral;
-  if (!s.Number(&text, &integral)) return false;
-  if (integral) {
-    int64_t v;
-    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || ptr != text.data() + text.size()) return false;  // out of range
-    *out = v;
-    return true;
-  }
-  double d;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
-  if (ec != std::errc() || ptr != text.data() + text.size()) return false;
-  *out = d;
-  return true;
-}
-
-bool ParametersObject(Scanner& s, Parameters* out) {
-  return Object(s, [&](std::string_view key) {
-    Parameter value;
-    if (!Scalar(s, &value)) return false;
-    (*out)[std::string(key)] = std::move(value);
-    return true;
-  });
-}
+// A thread keeps its parser (and the parser's buffers, about five bytes per
+// body byte) across queries for bodies up to this size; a larger body gets a
+// parser of its own that is freed after it, so one huge request does not pin
+// its buffers to an I/O thread for good.
+constexpr size_t kKeptParserCapacity = size_t{2} << 20;
 
 // FLT_MAX plus half an ulp: the general decoder rejects values that round to
 // infinity as a float, so they leave the subset.
 const double kFloatLimit = static_cast<double>(FLT_MAX) + std::ldexp(1.0, 103);
 
-bool Data(Scanner& s, DataType type, std::string* out, int depth) {
-  if (depth > kMaxDataDepth) return false;
-  return Array(s, [&] {
-    if (s.Peek() == '[') return Data(s, type, out, depth + 1);
-    double d;
-    std::string_view text;
-    bool integral;
-    if (!s.Number(&text, &integral)) return false;
-    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
-    if (ec != std::errc() || ptr != text.data() + text.size()) return false;
-    // "-0" is the integer 0 to the general decoder, so +0.0, not -0.0.
-    if (integral && d == 0) d = 0.0;
-    if (type == DataType::kFp32) {
-      if (std::fabs(d) >= kFloatLimit) return false;
-      const float f = static_cast<float>(d);
-      out->append(reinterpret_cast<const char*>(&f), sizeof(f));
-    } else {
-      out->append(reinterpret_cast<const char*>(&d), sizeof(d));
-    }
-    return true;
-  });
-}
+// Every walker below returns false when the document leaves the subset (or
+// is not JSON): the caller then hands the body to the general decoder.
 
-bool TensorObject(Scanner& s, Tensor* out) {
-  // 'data' may come before 'datatype': keep its span and decode it after.
-  std::string_view datatype;
-  bool has_shape = false;
-  bool has_data = false;
-  Scanner data_scan("");
-  bool ok = Object(s, [&](std::string_view key) {
-    if (key == "name") {
-      std::string_view name;
-      if (!s.String(&name)) return false;
-      out->name = name;
+// Walks a value the decoders ignore, checking that it is valid JSON (On
+// Demand does not look inside what it skips, and the general decoder
+// rejects what is not JSON wherever it is).
+bool SkipValue(od::value value, int depth) {
+  if (depth > kMaxDataDepth) return false;
+  od::json_type type;
+  if (value.type().get(type)) return false;
+  switch (type) {
+    case od::json_type::object: {
+      od::object object;
+      if (value.get_object().get(object)) return false;
+      for (auto field : object) {
+        std::string_view key;
+        od::value v;
+        if (field.unescaped_key().get(key) || field.value().get(v) || !SkipValue(v, depth + 1)) {
+          return false;
+        }
+      }
       return true;
     }
-    if (key == "datatype") return s.String(&datatype);
-    if (key == "shape") {
-      has_shape = true;
-      return Array(s, [&] {
-        std::string_view text;
-        bool integral;
-        if (!s.Number(&text, &integral) || !integral || text[0] == '-') return false;
-        int64_t dim;
-        const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), dim);
-        if (ec != std::errc() || ptr != text.data() + text.size()) return false;
-        out->shape.push_back(dim);
-        return true;
-      });
+    case od::json_type::array: {
+      od::array array;
+      if (value.get_array().get(array)) return false;
+      for (auto element : array) {
+        od::value v;
+        if (element.get(v) || !SkipValue(v, depth + 1)) return false;
+      }
+      return true;
     }
-    if (key == "data") {
-      has_data = true;
-      data_scan = s;
-      return s.SkipValue();
+    case od::json_type::number: {
+      od::number n;  // an integer beyond 64 bits is an error here
+      return !value.get_number().get(n);
     }
-    if (key == "parameters") return false;  // binary_data_size and friends
-    return s.SkipValue();
-  });
-  if (!ok || out->name.empty() || !has_shape || !has_data) return false;
-  if (datatype == "FP32") {
-    out->datatype = DataType::kFp32;
-  } else if (datatype == "FP64") {
-    out->datatype = DataType::kFp64;
-  } else {
-    return false;
+    case od::json_type::string: {
+      std::string_view s;
+      return !value.get_string().get(s);
+    }
+    case od::json_type::boolean: {
+      bool b;
+      return !value.get_bool().get(b);
+    }
+    case od::json_type::null:
+      return false;  // the general decoder decides what null means
   }
-  int64_t count = 1;
-  for (const int64_t dim : out->shape) {
-    if (dim > (int64_t{1} << 40) || count > (int64_t{1} << 40) / std::max<int64_t>(dim, 1)) {
-      return false;
-    }
-    count *= dim;
-  }
-  out->data.reserve(static_cast<size_t>(count) * DataTypeSize(out->datatype));
-  if (data_scan.Peek() != '[' || !Data(data_scan, out->datatype, &out->data, 0)) return false;
-  return out->data.size() == static_cast<size_t>(count) * DataTypeSize(out->datatype);
+  return false;
 }
 
-bool Tensors(Scanner& s, std::vector<Tensor>* out) {
-  std::set<std::string> names;
-  return Array(s, [&] {
-    Tensor tensor;
-    if (!TensorObject(s, &tensor) || !names.insert(tensor.name).second) return false;
-    out->push_back(std::move(tensor));
+// Iterates an object's members: `member(key, value)` reads the value.
+// Repeated keys leave the subset (the general decoder decides what they mean).
+template <typename Member>
+bool Object(od::value value, Member member) {
+  od::object object;
+  if (value.get_object().get(object)) return false;
+  std::vector<std::string> seen;
+  for (auto field : object) {
+    std::string_view key;
+    od::value v;
+    if (field.unescaped_key().get(key) || field.value().get(v)) return false;
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) return false;
+    seen.emplace_back(key);
+    if (!member(key, v)) return false;
+  }
+  return true;
+}
+
+bool String(od::value value, std::string* out) {
+  std::string_view s;
+  if (value.get_string().get(s)) return false;
+  out->assign(s);
+  return true;
+}
+
+bool Scalar(od::value value, Parameter* out) {
+  od::json_type type;
+  if (value.type().get(type)) return false;
+  if (type == od::json_type::string) {
+    std::string s;
+    if (!String(value, &s)) return false;
+    *out = std::move(s);
+    return true;
+  }
+  if (type == od::json_type::boolean) {
+    bool b;
+    if (value.get_bool().get(b)) return false;
+    *out = b;
+    return true;
+  }
+  if (type != od::json_type::number) return false;
+  od::number n;
+  if (value.get_number().get(n)) return false;
+  switch (n.get_number_type()) {
+    case od::number_type::signed_integer:
+      *out = n.get_int64();
+      return true;
+    case od::number_type::floating_point_number:
+      *out = n.get_double();
+      return true;
+    default:  // beyond int64: the general decoder decides
+      return false;
+  }
+}
+
+bool ParametersObject(od::value value, Parameters* out) {
+  return Object(value, [&](std::string_view key, od::value v) {
+    Parameter p;
+    if (!Scalar(v, &p)) return false;
+    (*out)[std::string(key)] = std::move(p);
     return true;
   });
+}
+
+// Decodes nested 'data' arrays into `out`, `*written` elements so far, at
+// most `count`.
+template <typename T>
+bool Data(od::value value, T* out, size_t count, size_t* written, int depth) {
+  if (depth > kMaxDataDepth) return false;
+  od::array array;
+  if (value.get_array().get(array)) return false;
+  for (auto element : array) {
+    od::value v;
+    if (element.get(v)) return false;
+    double d;
+    if (const simdjson::error_code error = v.get_double().get(d)) {
+      // Not a number: a nested array, or out of the subset. (A value whose
+      // type did not match is not consumed, so it can be read again.)
+      if (error != simdjson::INCORRECT_TYPE || !Data(v, out, count, written, depth + 1)) {
+        return false;
+      }
+      continue;
+    }
+    if (*written == count) return false;
+    if (d == 0 && std::signbit(d)) {
+      // "-0" is the integer 0 to the general decoder, so +0.0; "-0.0" stays.
+      const std::string_view token = v.raw_json_token();
+      if (token.find_first_of(".eE") == std::string_view::npos) d = 0.0;
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      if (std::fabs(d) >= kFloatLimit) return false;
+      out[(*written)++] = static_cast<float>(d);
+    } else {
+      out[(*written)++] = d;
+    }
+  }
+  return true;
+}
+
+bool TensorObject(od::value value, Tensor* out) {
+  std::string datatype;
+  bool has_shape = false;
+  bool has_data = false;
+  const bool ok = Object(value, [&](std::string_view key, od::value v) {
+    if (key == "name") return String(v, &out->name);
+    if (key == "datatype") return String(v, &datatype);
+    if (key == "shape") {
+      has_shape = true;
+      od::array dims;
+      if (v.get_array().get(dims)) return false;
+      for (auto dim : dims) {
+        int64_t d;
+        if (dim.get_int64().get(d) || d < 0) return false;
+        out->shape.push_back(d);
+      }
+      return true;
+    }
+    if (key == "data") {
+      // On Demand reads forward only: the elements need the datatype and
+      // the shape first, as every OIP client sends them.
+      if (!has_shape || has_data) return false;
+      if (datatype == "FP32") {
+        out->datatype = DataType::kFp32;
+      } else if (datatype == "FP64") {
+        out->datatype = DataType::kFp64;
+      } else {
+        return false;
+      }
+      has_data = true;
+      int64_t count = 1;
+      for (const int64_t dim : out->shape) {
+        if (dim > (int64_t{1} << 40) || count > (int64_t{1} << 40) / std::max<int64_t>(dim, 1)) {
+          return false;
+        }
+        count *= dim;
+      }
+      const auto n = static_cast<size_t>(count);
+      out->data.resize(n * DataTypeSize(out->datatype));
+      size_t written = 0;
+      const bool fine =
+          out->datatype == DataType::kFp32
+              ? Data(v, reinterpret_cast<float*>(out->data.data()), n, &written, 0)
+              : Data(v, reinterpret_cast<double*>(out->data.data()), n, &written, 0);
+      return fine && written == n;
+    }
+    if (key == "parameters") return false;  // binary_data_size and friends
+    return SkipValue(v, 1);
+  });
+  return ok && !out->name.empty() && has_shape && has_data;
+}
+
+bool Tensors(od::value value, std::vector<Tensor>* out) {
+  od::array array;
+  if (value.get_array().get(array)) return false;
+  for (auto element : array) {
+    od::value v;
+    if (element.get(v)) return false;
+    Tensor tensor;
+    if (!TensorObject(v, &tensor)) return false;
+    for (const Tensor& other : *out) {
+      if (other.name == tensor.name) return false;
+    }
+    out->push_back(std::move(tensor));
+  }
+  return true;
+}
+
+// Parses `body` and runs `walk` on its root value; false when either fails or
+// anything follows the root.
+template <typename Walk>
+bool WithDocument(std::string_view body, Walk walk) {
+  thread_local std::unique_ptr<od::parser> kept;
+  std::unique_ptr<od::parser> own;
+  od::parser* parser;
+  if (body.size() <= kKeptParserCapacity) {
+    if (!kept) kept = std::make_unique<od::parser>();
+    parser = kept.get();
+  } else {
+    own = std::make_unique<od::parser>();
+    parser = own.get();
+  }
+  // The body lies in a buffer without simdjson's padding: one copy into a
+  // padded one (memcpy speed, small beside the parse).
+  const simdjson::padded_string padded(body);
+  od::document doc;
+  if (parser->iterate(padded).get(doc)) return false;
+  od::value root;
+  if (doc.get_value().get(root)) return false;
+  if (!walk(root)) return false;
+  // Past the root value there must be nothing left: current_location()
+  // fails exactly when the document is used up.
+  const char* rest;
+  return doc.current_location().get(rest) != simdjson::SUCCESS;
 }
 
 }  // namespace
 
 std::optional<InferenceRequest> FastDecodeInferRequest(std::string_view body) {
-  Scanner s(body);
   InferenceRequest request;
   bool has_inputs = false;
-  const bool ok = Object(s, [&](std::string_view key) {
-    if (key == "id") {
-      std::string_view id;
-      if (!s.String(&id)) return false;
-      request.id = id;
-      return true;
-    }
-    if (key == "parameters") return ParametersObject(s, &request.parameters);
-    if (key == "inputs") {
-      has_inputs = true;
-      return Tensors(s, &request.inputs);
-    }
-    if (key == "outputs") {
-      std::set<std::string> names;
-      return Array(s, [&] {
-        RequestedOutput output;
-        const bool fine = Object(s, [&](std::string_view k) {
-          if (k == "name") {
-            std::string_view name;
-            if (!s.String(&name)) return false;
-            output.name = name;
-            return true;
+  const bool ok = WithDocument(body, [&](od::value root) {
+    return Object(root, [&](std::string_view key, od::value v) {
+      if (key == "id") return String(v, &request.id);
+      if (key == "parameters") return ParametersObject(v, &request.parameters);
+      if (key == "inputs") {
+        has_inputs = true;
+        return Tensors(v, &request.inputs);
+      }
+      if (key == "outputs") {
+        od::array outputs;
+        if (v.get_array().get(outputs)) return false;
+        for (auto element : outputs) {
+          od::value o;
+          if (element.get(o)) return false;
+          RequestedOutput output;
+          const bool fine = Object(o, [&](std::string_view k, od::value ov) {
+            if (k == "name") return String(ov, &output.name);
+            if (k == "parameters") return ParametersObject(ov, &output.parameters);
+            return SkipValue(ov, 2);
+          });
+          if (!fine || output.name.empty()) return false;
+          for (const RequestedOutput& other : request.outputs) {
+            if (other.name == output.name) return false;
           }
-          if (k == "parameters") return ParametersObject(s, &output.parameters);
-          return s.SkipValue();
-        });
-        if (!fine || output.name.empty() || !names.insert(output.name).second) return false;
-        request.outputs.push_back(std::move(output));
+          request.outputs.push_back(std::move(output));
+        }
         return true;
-      });
-    }
-    return s.SkipValue();
+      }
+      return SkipValue(v, 1);
+    });
   });
-  if (!ok || !has_inputs || !s.AtEnd()) return std::nullopt;
+  if (!ok || !has_inputs) return std::nullopt;
   return request;
 }
 
 std::optional<InferenceResponse> FastDecodeInferResponse(std::string_view body) {
-  Scanner s(body);
   InferenceResponse response;
   bool has_outputs = false;
-  const bool ok = Object(s, [&](std::string_view key) {
-    std::string* field = key == "model_name"      ? &response.model_name
-                         : key == "model_version" ? &response.model_version
-                         : key == "id"            ? &response.id
-                                                  : nullptr;
-    if (field != nullptr) {
-      std::string_view value;
-      if (!s.String(&value)) return false;
-      *field = value;
-      return true;
-    }
-    if (key == "parameters") return ParametersObject(s, &response.parameters);
-    if (key == "outputs") {
-      has_outputs = true;
-      return Tensors(s, &response.outputs);
-    }
-    return s.SkipValue();
+  const bool ok = WithDocument(body, [&](od::value root) {
+    return Object(root, [&](std::string_view key, od::value v) {
+      if (key == "model_name") return String(v, &response.model_name);
+      if (key == "model_version") return String(v, &response.model_version);
+      if (key == "id") return String(v, &response.id);
+      if (key == "parameters") return ParametersObject(v, &response.parameters);
+      if (key == "outputs") {
+        has_outputs = true;
+        return Tensors(v, &response.outputs);
+      }
+      return SkipValue(v, 1);
+    });
   });
-  if (!ok || !has_outputs || !s.AtEnd()) return std::nullopt;
+  if (!ok || !has_outputs) return std::nullopt;
   return response;
 }
 

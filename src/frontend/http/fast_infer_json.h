@@ -1,16 +1,18 @@
 // Fast paths for the two JSON documents decoded once per query: an inference
 // request (server) and an inference response (REST client, load generator).
 //
-// Each covers the common shape only: plain ASCII strings without escapes,
-// FP32/FP64 tensors with their elements in 'data' (flat or nested), scalar
-// parameters, no binary section, no repeated keys. On anything else it
+// Both parse with simdjson (On Demand) and cover the common shape only:
+// FP32/FP64 tensors with their elements in 'data' (flat or nested) after
+// their 'datatype' and 'shape' (the order every OIP client writes), scalar
+// parameters, no null, no binary section, no repeated keys. On anything else it
 // returns nullopt and the caller decodes with the general decoder
 // (oip_json.cc), which also writes every error message; so these never fail,
 // and where they succeed the result is the one the general decoder gives
 // (fast_infer_json_test.cc checks that on valid and mutated bodies).
 // Unknown keys are skipped, as the general decoder ignores them.
 //
-// Thread-safety: pure functions.
+// Thread-safety: pure functions (each thread keeps a parser of its own for
+// bodies up to 2 MB).
 #pragma once
 
 #include <optional>

@@ -58,7 +58,8 @@ const std::vector<std::string> kRequests = {
     R"("outputs":[{"name":"logits","parameters":{"classification":3}},{"name":"p"}]})",
     " { \"inputs\" : [ { \"name\" : \"x\" , \"datatype\" : \"FP32\" , \"shape\" : [ 0 ] ,"
     " \"data\" : [ ] } ] , \"unknown\" : {\"k\":[1,{\"z\":false}]} }\n",
-    R"({"inputs":[{"data":[-0,-0.0,3.4028234e38,1.17549435e-38],"name":"n","shape":[4],"datatype":"FP32"}]})",
+    R"({"inputs":[{"name":"n","shape":[4],"datatype":"FP32","data":[-0,-0.0,3.4028234e38,1.17549435e-38]}]})",
+    R"({"inputs":[{"name":"a\u0041\n","datatype":"FP32","shape":[1],"data":[1]}]})",  // escapes
     R"({"inputs":[{"name":"big","datatype":"FP32","shape":[2],"data":[9007199254740993,18446744073709551615]}]})",
 };
 
@@ -75,7 +76,9 @@ TEST(FastInferJsonTest, TypicalRequestsTakeTheFastPathAndMatch) {
 
 TEST(FastInferJsonTest, BodiesOutsideTheSubsetAreLeftToTheGeneralDecoder) {
   const std::vector<std::string> others = {
-      R"({"inputs":[{"name":"a\u0041","datatype":"FP32","shape":[1],"data":[1]}]})",  // escape
+      // 'data' before 'datatype' (the fast path reads forward only)
+      R"({"inputs":[{"data":[1],"name":"a","shape":[1],"datatype":"FP32"}]})",
+      R"({"inputs":[{"name":"a","datatype":"FP32","shape":[1],"data":[1]}],"x":null})",  // null
       R"({"inputs":[{"name":"a","datatype":"INT32","shape":[1],"data":[1]}]})",
       R"({"inputs":[{"name":"a","datatype":"FP32","shape":[2],"data":[1]}]})",  // count
       R"({"inputs":[{"name":"a","datatype":"FP32","shape":[1],"data":[1e39]}]})",  // float range
