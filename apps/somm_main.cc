@@ -9,6 +9,7 @@
 
 #include "loadgen/bench.h"
 #include "cli/commands.h"
+#include "cli/keys_command.h"
 #include "common/process_env.h"
 #include "simulator/simulate_command.h"
 
@@ -31,7 +32,10 @@ int main(int argc, char** argv) {
                                                 "(Open Inference Protocol v2)");
   serve_cmd->add_option("--model-repository,--repo", serve.model_repository,
                         "Model repository folder")->required();
-  serve_cmd->add_option("--address", serve.address, "Address to listen on")->capture_default_str();
+  serve_cmd->add_option("--address", serve.address, "Address to listen on (beyond loopback needs --auth keys)")->capture_default_str();
+  serve_cmd->add_option("--auth", serve.auth, "keys: every call but health probes needs an API key (somm keys); none: loopback only")
+      ->capture_default_str()->check(CLI::IsMember({"keys", "none"}));
+  serve_cmd->add_option("--keys-file", serve.keys_file, "API key file (default <repo>/.somm/keys)");
   serve_cmd->add_option("--http-port", serve.http_port, "REST port (0 = pick a free one)")
       ->capture_default_str()->check(CLI::Range(0, 65535));
   serve_cmd->add_option("--grpc-port", serve.grpc_port, "gRPC port (0 = pick a free one)")
@@ -125,6 +129,8 @@ int main(int argc, char** argv) {
                            "A model.yaml whose preprocessing block (image input) is copied")
       ->check(CLI::ExistingFile);
   register_cmd->add_option("--description", reg.description, "Free text shown in metadata");
+  register_cmd->add_flag("--private", reg.private_model,
+                         "Private to the tenant of the caller's key (SOMM_API_KEY)");
   register_cmd->add_flag("--wait", reg.wait,
                          "Show progress until the variants are READY (or FAILED), then print "
                          "them");
@@ -153,6 +159,30 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   decisions_cmd->add_option("--protocol,-i", decisions.client.protocol, "http or grpc")
       ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
+
+  somm::TasksOptions tasks;
+  auto* tasks_cmd = app.add_subcommand(
+      "tasks", "List the tasks a model-less query may name (or describe one): signature, "
+               "models, accuracy and batch-1 latency ranges");
+  tasks_cmd->add_option("task", tasks.task, "One task to describe, e.g. classification/digits");
+  tasks_cmd->add_option("--url,-u", tasks.client.url, "host:port of the server")
+      ->capture_default_str();
+  tasks_cmd->add_option("--protocol,-i", tasks.client.protocol, "http or grpc")
+      ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
+
+  somm::StatusOptions status;
+  auto* status_cmd = app.add_subcommand(
+      "status", "Show models, instances per worker, load, SLO attainment and recent control "
+                "actions (the dashboard's overview as a table)");
+  status_cmd->add_option("--url,-u", status.url, "host:port of the REST port")->capture_default_str();
+  status_cmd->add_flag("--watch,-w", status.watch, "Refresh until interrupted");
+  status_cmd->add_option("--interval-ms", status.interval_ms, "--watch: time between refreshes")
+      ->capture_default_str()->check(CLI::Range(200, 3600000));
+  status_cmd->add_option("--actions", status.actions, "Newest control actions listed")
+      ->capture_default_str()->check(CLI::Range(0, 20));
+
+  somm::KeysOptions keys;
+  auto* keys_cmd = somm::AddKeysCommand(app, &keys);
 
   somm::ClientOptions models;
   auto* models_cmd = app.add_subcommand("models", "List the server's model repository and status");
@@ -238,6 +268,7 @@ int main(int argc, char** argv) {
   worker_cmd->add_option("--zone", worker.zone, "Zone label");
   worker_cmd->add_option("--device", worker.device, "auto, cpu or cuda:N")->capture_default_str();
   worker_cmd->add_option("--memory-budget-mb", worker.memory_budget_mb, "Memory instances may use (0 = half of free RAM)")->capture_default_str();
+  worker_cmd->add_option("--inline-max-compute-us", worker.inline_max_compute_us, "An idle one-thread instance runs a query predicted to take at most this long on the RPC thread (0 = always via its batcher thread)")->capture_default_str();
   worker_cmd->add_option("--lease-ms", worker.lease_ms, "Lease of its report in Redis")->capture_default_str();
   worker_cmd->add_option("--heartbeat-ms", worker.heartbeat_ms, "How often it renews the lease")->capture_default_str();
   worker_cmd->add_option("--background-duty", worker.background_duty, "Share of time background loads may take")->capture_default_str();
@@ -249,7 +280,10 @@ int main(int argc, char** argv) {
   router_cmd->add_option("--model-repository,--repo", router.model_repository,
                          "Shared model repository folder")->required();
   router_cmd->add_option("--redis", router.redis, "host:port of the cluster's Redis")->capture_default_str();
-  router_cmd->add_option("--address", router.address, "Address to listen on")->capture_default_str();
+  router_cmd->add_option("--address", router.address, "Address to listen on (beyond loopback needs --auth keys)")->capture_default_str();
+  router_cmd->add_option("--auth", router.auth, "keys: every call but health probes needs an API key (somm keys); none: loopback only")
+      ->capture_default_str()->check(CLI::IsMember({"keys", "none"}));
+  router_cmd->add_option("--keys-file", router.keys_file, "API key file (default <repo>/.somm/keys)");
   router_cmd->add_option("--http-port", router.http_port, "REST port (0 = pick)")->capture_default_str();
   router_cmd->add_option("--grpc-port", router.grpc_port, "gRPC port (0 = pick)")->capture_default_str();
   router_cmd->add_option("--metrics-port", router.metrics_port, "Prometheus port (0 = pick)")->capture_default_str();
@@ -295,6 +329,36 @@ int main(int argc, char** argv) {
   controller_cmd->add_option("--k8s-deployment", ctl.k8s_deployment, "kubernetes: the worker Deployment")->capture_default_str();
   controller_cmd->add_option("--log-level", ctl.log_level, "trace, debug, info, warn, error")->capture_default_str();
 
+  // TLS (docs/security.md): the servers' ports, and the clients toward them.
+  auto add_tls_server_flags = [](CLI::App* cmd, somm::crypto::TlsServerFiles* tls) {
+    cmd->add_option("--tls-cert", tls->cert_file,
+                    "TLS on every port: certificate chain (PEM); plaintext without it")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--tls-key", tls->key_file, "Private key (PEM) of --tls-cert")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--tls-client-ca", tls->client_ca_file,
+                    "Mutual TLS: clients must present a certificate this CA (PEM) signed; in a "
+                    "cluster, also the CA the processes check each other's certificates against")
+        ->check(CLI::ExistingFile);
+  };
+  for (auto [cmd, tls] : {std::pair{serve_cmd, &serve.tls}, std::pair{worker_cmd, &worker.tls},
+                          std::pair{router_cmd, &router.tls}, std::pair{controller_cmd, &ctl.tls}}) {
+    add_tls_server_flags(cmd, tls);
+  }
+  for (auto [cmd, tls] : {std::pair{infer_cmd, &infer.client.tls},
+                          std::pair{register_cmd, &reg.client.tls},
+                          std::pair{variants_cmd, &variants.client.tls},
+                          std::pair{decisions_cmd, &decisions.client.tls},
+                          std::pair{tasks_cmd, &tasks.client.tls},
+                          std::pair{models_cmd, &models.tls}}) {
+    cmd->add_option("--tls-ca", tls->ca_file, "gRPC over TLS: the CA (PEM) of the server's certificate")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--tls-cert", tls->cert_file, "Mutual TLS: client certificate (PEM)")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--tls-key", tls->key_file, "Mutual TLS: its private key (PEM)")
+        ->check(CLI::ExistingFile);
+  }
+
   CLI11_PARSE(app, argc, argv);
   if (serve_cmd->parsed()) return somm::RunServe(serve);
   if (worker_cmd->parsed()) return somm::RunWorker(worker);
@@ -315,7 +379,10 @@ int main(int argc, char** argv) {
   if (register_cmd->parsed()) return somm::RunRegister(reg);
   if (variants_cmd->parsed()) return somm::RunVariants(variants);
   if (decisions_cmd->parsed()) return somm::RunDecisions(decisions);
+  if (tasks_cmd->parsed()) return somm::RunTasks(tasks);
+  if (status_cmd->parsed()) return somm::RunStatus(status);
   if (models_cmd->parsed()) return somm::RunModels(models);
+  if (keys_cmd->parsed()) return somm::RunKeys(*keys_cmd, keys);
   if (bench_cmd->parsed()) return somm::loadgen::RunBench(bench);
   if (simulate_cmd->parsed()) return somm::sim::RunSimulate(simulate);
   return 1;

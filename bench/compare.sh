@@ -16,20 +16,27 @@
 #                                        (FastAPI + uvicorn + the same
 #                                        TorchScript file, JSON; the
 #                                        naive-Python baseline)
+#   wire-limit (digits-mlp only)         somm bench -i http -> nginx (one
+#                                        worker, bench/wire_limit.sh) answering
+#                                        somm's own response bytes to the same
+#                                        request: what the wire and the load
+#                                        generator allow when the server does
+#                                        next to nothing
 # over a concurrency sweep (digits-mlp: 1 2 4 ... 64; resnet18: 1 2 4 8 16; raw
 # libtorch before and after the servers, the better run counting), and
 # writes bench/out/<timestamp>/ (every JSON, logs, /metrics snapshots, the
 # report.md from bench/report.py and one SVG plot per model, also copied to
 # docs/performance-<model>.svg; the figures in docs/performance.md are
 # replaced with this run's). It starts somm once and the peer once per
-# model, on free ports, and kills them on exit. About 12 minutes.
+# model, on free ports, and kills them on exit. About 13 minutes.
 #
 # Usage: bench/compare.sh [--quick] [--skip-build] [--no-docs] [-j N] [--out DIR]
 #   --quick       short windows (a smoke test of the script; figures are rough)
 #   --skip-build  use the binaries as they are
 #   --no-docs     leave docs/ alone (plots and docs/performance.md figures)
 # Environment: SOMM_BUILD_DIR=<dir> (default build), SOMM_PEER=<path to another
-# peer server with the same command line> (default bench/fastapi_peer.py).
+# peer server with the same command line> (default bench/fastapi_peer.py),
+# SOMM_NGINX=<nginx binary> (default: nginx on PATH; Debian's nginx-light).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -74,6 +81,9 @@ STABILITY_PCT=10
 # ---- children: every process started here is killed on exit (PIDS,
 # stop_pid, alive_or_die, start_somm_serve)
 source "$ROOT/bench/lib.sh"
+source "$ROOT/bench/wire_limit.sh"
+# The model whose REST JSON path is compared with the wire limit.
+WIRE_LIMIT_MODEL=digits-mlp
 
 free_port() {
   "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -98,6 +108,7 @@ RAW="$BUILD_DIR/bench_raw_libtorch"
 "$SOMM" --help 2>/dev/null | grep -qE '^ +bench ' ||
   die "$SOMM has no 'bench' subcommand (an older build? rebuild it)"
 [[ -f "$PEER" ]] || die "no FastAPI peer at $PEER (set SOMM_PEER)"
+[[ -x "$WIRE_NGINX" ]] || die "no nginx for the wire limit (install Debian's nginx-light, or set SOMM_NGINX)"
 
 OUT="${OUT:-bench/out/$(date -u +%Y%m%d-%H%M%S)}"
 mkdir -p "$OUT"
@@ -157,6 +168,33 @@ load() {
 model_field() {
   "$PY" -c "import sys, yaml; c = yaml.safe_load(open(sys.argv[1])); print($2)" \
     "$REPO/$1/model.yaml"
+}
+
+# wire_limit_sweep MODEL INPUT "CONCURRENCIES" WARMUP WINDOW MAXWIN: the
+# `wire-limit` target. somm's answers to the questions `somm bench` asks are
+# saved while somm runs, nginx serves them (checked byte for byte), and the
+# same load generator sweeps it as it swept somm-rest. Server CPU is nginx's
+# worker's.
+wire_limit_sweep() {
+  local model="$1" input="$2" concs="$3" warm="$4" win="$5" maxw="$6"
+  local dir="$OUT/$model" wdir="$OUT/$model/wire-limit.nginx" c file
+  wire_limit_capture "http://127.0.0.1:$HTTP_PORT" "$model" "$input" "$wdir"
+  wire_limit_start "$wdir"
+  wire_limit_check "$wdir"
+  echo "wire limit: nginx on port $WIRE_PORT (worker pid $WIRE_WORKER_PID) answers somm's" \
+    "$(wire_limit_infer_bytes "$wdir")-byte" \
+    "response to POST /v2/models/$model/infer, byte for byte"
+  printf '%s\n' "nginx -p $wdir -c $wdir/nginx.conf -e $wdir/error.log" >>"$OUT/commands.txt"
+  for c in $concs; do
+    file="$dir/wire-limit-c$c"
+    load "$WIRE_WORKER_PID" "$file" "$SOMM" bench "$model" --url "127.0.0.1:$WIRE_PORT" -i http \
+      --concurrency "$c" --warmup-s "$warm" --window-s "$win" --max-windows "$maxw" \
+      --stability-pct "$STABILITY_PCT" --input "$input" --label wire-limit --json "$file.json"
+    alive_or_die "$WIRE_WORKER_PID" "nginx (wire limit)" "$wdir/error.log"
+    "$PY" bench/report.py --brief "$file.json"
+  done
+  wire_limit_check "$wdir"  # still the same bytes after the load
+  stop_pid "$WIRE_PID"
 }
 
 # ---- 2. somm, once, on free ports
@@ -221,6 +259,9 @@ bench_model() {
       "$PY" bench/report.py --brief "$file.json"
     done
   done
+
+  [[ "$model" == "$WIRE_LIMIT_MODEL" ]] && wire_limit_sweep "$model" "$input" "$concs" \
+    "$warm" "$win" "$maxw"
 
   local peer_port peer_pid peer_log="$dir/fastapi-peer.server.log"
   peer_port="$(free_port)"

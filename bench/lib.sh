@@ -119,8 +119,9 @@ start_somm_cluster() {
   PIDS+=("$CLUSTER_CONTROLLER_PID")
   CLUSTER_WORKER_PIDS=()
   for ((j = 0; j < workers; ++j)); do
+    # shellcheck disable=SC2086  # SOMM_WORKER_FLAGS: extra worker flags, word-split (A/B runs)
     "$bin" worker --model-repository "$repo" --redis "$redis" --worker-id "worker-$j" \
-      --port 0 --metrics-port 0 >"$logs/worker-$j.stdout" 2>"$logs/worker-$j.stderr" &
+      --port 0 --metrics-port 0 ${SOMM_WORKER_FLAGS:-} >"$logs/worker-$j.stdout" 2>"$logs/worker-$j.stderr" &
     CLUSTER_WORKER_PIDS+=($!)
     PIDS+=($!)
   done

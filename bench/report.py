@@ -20,6 +20,9 @@ Definitions (they are repeated in report.md):
   mean batch     samples per batch somm executed during that run (its
                  /metrics somm_inference_batch_size sum/count difference;
                  the run's warm-up included)
+  wire limit     the `wire-limit` target: nginx answering somm's own bytes
+                 (bench/wire_limit.sh); each somm row of that model is also
+                 given as a share of it
 Standard library only: this runs on /usr/bin/python3 with nothing installed.
 """
 import argparse
@@ -32,19 +35,25 @@ import shutil
 import sys
 
 PEER = "fastapi-peer"
+WIRE_LIMIT = "wire-limit"
 REST = "somm-rest"
 REST_BINARY = "somm-rest-binary"
 GRPC = "somm-grpc"
 # somm's targets, in report order; a run without one (an older run, or one
 # that skipped it) simply has no column or row for it.
 SOMM_TARGETS = [REST, REST_BINARY, GRPC]
-SERVER_TARGETS = SOMM_TARGETS + [PEER]
-COLORS = {REST: "#1f77b4", REST_BINARY: "#17becf", GRPC: "#2ca02c", PEER: "#d62728"}
+SERVER_TARGETS = SOMM_TARGETS + [PEER, WIRE_LIMIT]
+COLORS = {REST: "#1f77b4", REST_BINARY: "#17becf", GRPC: "#2ca02c", PEER: "#d62728",
+          WIRE_LIMIT: "#ff7f0e"}
 # How each target sends tensors, for the plots and the targets table.
 WIRE = {REST: "REST, JSON tensors", REST_BINARY: "REST, binary tensor extension",
-        GRPC: "gRPC, raw tensor contents", PEER: "REST, JSON tensors"}
+        GRPC: "gRPC, raw tensor contents", PEER: "REST, JSON tensors",
+        WIRE_LIMIT: "REST, JSON tensors"}
 PLOT_NAMES = {REST: "somm REST (JSON)", REST_BINARY: "somm REST (binary)", GRPC: "somm gRPC",
-              PEER: "FastAPI peer (JSON)"}
+              PEER: "FastAPI peer (JSON)", WIRE_LIMIT: "wire limit (nginx, somm's bytes)"}
+# The share of the wire limit that each wire must reach, per the issue (only
+# REST JSON has one: the limit is measured over REST JSON).
+WIRE_LIMIT_SHARE_TARGET = {REST: 0.60}
 RAW_COLORS = ["#7f7f7f", "#000000"]
 
 
@@ -115,6 +124,10 @@ def load_run(out_dir):
         cpu = load_cpu(path)
         for p in doc["points"]:
             p = dict(p)
+            if target == WIRE_LIMIT:
+                # nginx replays one somm answer, timing parameters included:
+                # they are somm's from that one query, not the limit's.
+                p["server_us"] = None
             p["mean_batch"] = mb
             p["cpu"] = cpu
             p["source"] = os.path.basename(path)[:-len(".json")]
@@ -277,6 +290,8 @@ def ratios(model, targets):
     b1, bmax = raw_targets(targets)
     raw1 = best(targets[b1]["points"]) if b1 else None
     rawm = best(targets[bmax]["points"]) if bmax else None
+    wire = targets.get(WIRE_LIMIT, {}).get("points", [])
+    wire_best = best(wire)
 
     def cell(target, fn):
         pts = targets.get(target, {}).get("points", [])
@@ -358,6 +373,31 @@ def ratios(model, targets):
                       f"({fmt(rawm['throughput_sps'])}/s)", vs_raw(rawm)))
     if not peer:
         lines = [l for l in lines if "peer" not in l[0]]
+    if wire_best:
+        def vs_wire_best(pts):
+            b = best(pts)
+            return f"{pct(ratio(b['throughput_sps'], wire_best['throughput_sps']))} (c={b['concurrency']})"
+
+        def vs_wire_same_c(pts):
+            b = best(pts)
+            q = at_conc(wire, b["concurrency"])
+            return pct(ratio(b["throughput_sps"], q and q["throughput_sps"]))
+
+        def cpu_vs_wire(pts):
+            mine, theirs = cpu_per_query_us(best(pts)), cpu_per_query_us(wire_best)
+            if mine is None:
+                return "n/a"
+            if not theirs:
+                return f"{fmt(mine, 0)} µs"
+            return f"{fmt(mine, 0)} µs ({fmt(mine / theirs, 1)}x the wire limit's {fmt(theirs, 0)} µs)"
+
+        lines += [
+            (f"best samples/s / wire limit best ({fmt(wire_best['throughput_sps'])}/s at "
+             f"c={wire_best['concurrency']})", vs_wire_best),
+            ("best samples/s / wire limit at the same concurrency", vs_wire_same_c),
+            ("server CPU per query at the best point (wire limit: nginx's, at its best point)",
+             cpu_vs_wire),
+        ]
     for label, fn in lines:
         rows.append(f"| {label} | " + " | ".join(cell(t, fn) for t in somm) + " |")
 
@@ -376,8 +416,45 @@ def ratios(model, targets):
             "best_conc": best(pts)["concurrency"],
             "best_mean_batch": best(pts).get("mean_batch"),
             "raw_max_batch": targets[bmax]["batch_size"] if bmax else None,
+            "vs_wire": ratio(best(pts)["throughput_sps"], wire_best and wire_best["throughput_sps"]),
+            "wire_best_conc": wire_best["concurrency"] if wire_best else None,
         }
     return "\n".join(rows), facts
+
+
+def pct(v):
+    return f"{fmt(None if v is None else 100 * v, 1)}%"
+
+
+def wire_share_table(model, targets):
+    """Every somm point of `model` as a share of the wire limit (its best
+    point, and the same concurrency), with p99 and server CPU per query side
+    by side; None when the run has no wire-limit target for it."""
+    wire = targets.get(WIRE_LIMIT, {}).get("points", [])
+    somm = [t for t in SOMM_TARGETS if t in targets]
+    if not wire or not somm:
+        return None
+    wb = best(wire)
+    rows = [f"#### {model}\n",
+            f"The wire limit's best: {fmt(wb['throughput_sps'])} samples/s at c={wb['concurrency']}, "
+            f"p99 {fmt(ms(wb['latency_us']['p99']), 2)} ms, server CPU "
+            f"{fmt(cpu_per_query_us(wb), 1)} µs/query.\n",
+            "| somm target | concurrency | samples/s | / wire limit best | wire limit samples/s, same "
+            "concurrency | / wire limit, same concurrency | p99 ms (somm / wire limit) "
+            "| server CPU µs/query (somm / wire limit) |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for target in somm:
+        for p in targets[target]["points"]:
+            q = at_conc(wire, p["concurrency"])
+            rows.append(
+                f"| {target} | {p['concurrency']} | {fmt(p['throughput_sps'])} "
+                f"| {pct(ratio(p['throughput_sps'], wb['throughput_sps']))} "
+                f"| {fmt(q and q['throughput_sps'])} "
+                f"| {pct(ratio(p['throughput_sps'], q and q['throughput_sps']))} "
+                f"| {fmt(ms(p['latency_us']['p99']), 2)} / "
+                f"{fmt(ms(q['latency_us']['p99']) if q else None, 2)} "
+                f"| {fmt(cpu_per_query_us(p), 0)} / {fmt(cpu_per_query_us(q) if q else None, 1)} |")
+    return "\n".join(rows)
 
 
 def verdict(ok):
@@ -404,6 +481,14 @@ def targets_table(facts, tiny, heavy):
             where = f" at c={f['vs_peer_conc']}" if f["vs_peer_conc"] else ""
             add(f"{tiny}: somm ≥ 10x the peer's throughput at a p99 no worse", proto,
                 f"{fmt(v, 2)}x{where}", None if v is None else v >= 10)
+    for proto, share in WIRE_LIMIT_SHARE_TARGET.items():
+        f = facts.get(tiny, {}).get(proto)
+        if f and f["wire_best_conc"] is not None:  # a run without the wire limit has no row
+            v = f["vs_wire"]
+            add(f"{tiny} over REST JSON: somm ≥ {100 * share:.0f}% of the wire limit (best "
+                f"samples/s / the wire limit's best)", proto,
+                f"{pct(v)} (somm at c={f['best_conc']}, wire limit at c={f['wire_best_conc']})",
+                None if v is None else v >= share)
     for model in (tiny, heavy):
         for proto in SOMM_TARGETS:
             f = facts.get(model, {}).get(proto)
@@ -566,6 +651,13 @@ DEFINITIONS = """\
   uvicorn + the same TorchScript file: the naive-Python baseline), or against the server that
   `SOMM_PEER` names when the command sets it.
   Every server query carries one sample; somm batches them server-side.
+- **wire-limit**: `somm bench` over REST (JSON) against nginx (one worker process, access log
+  off, keep-alive; `bench/wire_limit.sh`) answering every question with the bytes somm sent to
+  the same question in the same run, checked byte for byte before and after the sweep: what the
+  wire, the kernel and the same load generator allow when the server does next to nothing. Its
+  queue/compute/overhead columns are n/a (the replayed timing parameters are somm's), and its
+  server CPU is nginx's worker's. The "Against the wire limit" tables give each somm point as a
+  share of the limit's best point and of the limit at the same concurrency.
 - **point**: `c=1` is the concurrency-1 point, `best` the point with the highest samples/s
   (`c=1, best` when they are the same). Raw libtorch runs before and after the servers (the
   machine is shared; other work comes and goes) and its better run is the limit everywhere.
@@ -593,7 +685,8 @@ DEFINITIONS = """\
   stability percentage before the window limit."""
 
 
-def report_body(meta, summary, ratio_blocks, verdicts, sweeps, svgs, h, details=False):
+def report_body(meta, summary, ratio_blocks, verdicts, sweeps, svgs, h, details=False,
+                wire_blocks=()):
     """The report's lines under headings of level `h` ("##" or "###")."""
     md = []
     if meta:
@@ -609,6 +702,10 @@ def report_body(meta, summary, ratio_blocks, verdicts, sweeps, svgs, h, details=
     md += [f"{h} Summary", "", summary, "", f"{h} Ratios", ""]
     for block in ratio_blocks:
         md += [block.replace("#### ", h + "# "), ""]
+    if wire_blocks:
+        md += [f"{h} Against the wire limit", ""]
+        for block in wire_blocks:
+            md += [block.replace("#### ", h + "# "), ""]
     md += [f"{h} Targets", "", verdicts, "", f"{h} What the columns mean", "", DEFINITIONS, ""]
     md += [f"{h} Plots", ""] + [f"![{s}]({s})" for s in svgs] + [""]
     md += [f"{h} Full sweeps", ""]
@@ -642,7 +739,7 @@ def brief(path):
     for p in doc["points"]:
         lat = p["latency_us"]
         extra = ""
-        if p.get("server_us"):
+        if p.get("server_us") and doc["target"] != WIRE_LIMIT:  # see load_run
             s = p["server_us"]
             extra = (f", server queue/compute/overhead p50 {s['queue_p50']:.0f}/"
                      f"{s['compute_p50']:.0f}/{s['overhead_p50']:.0f} µs")
@@ -681,6 +778,7 @@ def main():
         text, facts[model] = ratios(model, runs[model])
         ratio_blocks.append(text)
     verdicts = targets_table(facts, a.tiny, a.heavy)
+    wire_blocks = [b for b in (wire_share_table(m, runs[m]) for m in runs) if b]
 
     svgs = []
     for model in runs:
@@ -696,16 +794,17 @@ def main():
 
     sweeps = [sweep_table(model, runs[model]) for model in runs]
     md = [f"# somm performance comparison ({meta.get('date', 'undated')})", ""]
-    md += report_body(meta, summary, ratio_blocks, verdicts, sweeps, svgs, "##")
+    md += report_body(meta, summary, ratio_blocks, verdicts, sweeps, svgs, "##",
+                      wire_blocks=wire_blocks)
     with open(os.path.join(a.out_dir, "report.md"), "w") as f:
         f.write("\n".join(md))
     if a.update_doc:
         update_doc(a.update_doc, report_body(meta, summary, ratio_blocks, verdicts, sweeps,
-                                             svgs, "###", details=True))
+                                             svgs, "###", details=True, wire_blocks=wire_blocks))
 
     print(summary)
     print()
-    for block in ratio_blocks:
+    for block in ratio_blocks + wire_blocks:
         print(block)
         print()
     print(verdicts)

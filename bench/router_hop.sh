@@ -26,7 +26,8 @@
 #                            [--models "digits-mlp resnet18"] [--out DIR]
 #   --quick       1 repeat, short windows (a smoke test; figures are rough), ~1 min
 #   --repeats N   repeats per point (default 3); about 1 min per repeat and model
-# Environment: SOMM_BUILD_DIR=<dir> (default build).
+# Environment: SOMM_BUILD_DIR=<dir> (default build), SOMM_WORKER_FLAGS="<extra
+# somm worker flags>" (e.g. "--inline-max-compute-us 0" for an A/B run).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -34,6 +35,7 @@ cd "$ROOT"
 
 COMMAND="bench/router_hop.sh${*:+ $*}"
 [[ -n "${SOMM_BUILD_DIR:-}" ]] && COMMAND="SOMM_BUILD_DIR=$SOMM_BUILD_DIR $COMMAND"
+[[ -n "${SOMM_WORKER_FLAGS:-}" ]] && COMMAND="SOMM_WORKER_FLAGS='$SOMM_WORKER_FLAGS' $COMMAND"
 BUILD_DIR="${SOMM_BUILD_DIR:-build}"
 PY=/usr/bin/python3
 REPO=models/demo

@@ -9,9 +9,20 @@
 #
 # Usage: bench/simulate.sh [--duration-s S] [--base-rate Q] [--workers N]
 #            [--worker-cores C] [--worker-memory-mb M] [--seed S]
-#            [--skip-build] [--no-docs] [--out DIR]
+#            [--skip-build] [--no-docs] [--out DIR] [--scale] [--scale-only]
 # Defaults: 1800 s at 300 q/s over the five demo models, 16 workers of 4 cores
 # and 8 GiB, seed 1: about a minute on two cores.
+#
+# --scale adds the runs at scale (bench/simulate_scale_report.py writes them
+# into docs/simulation.md between its own markers): a synthetic zoo of 2,500
+# models and 10,000 variants (bench/make_zoo.py), one hour of the mixed trace
+# at 2,000 q/s replayed by the somm policy on 1,000 workers under
+# /usr/bin/time -v (wall time and peak RSS), and the failure experiment: 5%
+# of 100 workers killed at the busiest second of a 600-s diurnal trace over
+# 250 of those models, for each lease time (1, 3, 10 s) and provisioning
+# delay (10, 30, 120 s), beside the same run without a failure. About half
+# an hour more (the hour's trace alone takes minutes to generate).
+# --scale-only skips the side-by-side comparison.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,6 +41,8 @@ SEED=1
 DO_BUILD=1
 DO_DOCS=1
 OUT=""
+SCALE=0
+COMPARE=1
 while (($#)); do
   case "$1" in
     --duration-s) DURATION_S="${2:?}"; shift 2 ;;
@@ -41,6 +54,8 @@ while (($#)); do
     --skip-build) DO_BUILD=0; shift ;;
     --no-docs) DO_DOCS=0; shift ;;
     --out) OUT="${2:?--out needs a folder}"; shift 2 ;;
+    --scale) SCALE=1; shift ;;
+    --scale-only) SCALE=1; COMPARE=0; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench/simulate.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -56,6 +71,7 @@ if ((DO_BUILD)); then
   ninja -C "$BUILD_DIR" somm >"$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
 fi
 
+if ((COMPARE)); then
 "$PY" bench/make_trace.py --out "$OUT/trace.csv" --summary-json "$OUT/trace.json" --quiet \
   --seed "$SEED" --duration-s "$DURATION_S" --base-rate "$BASE_RATE" --shape mixed \
   --models resnet18 mobilenet_v3_small digits-cnn digits-mlp digits-logistic --zipf 1.0 \
@@ -79,3 +95,57 @@ DOCS=()
   --meta "$OUT/meta.json" --out "$OUT/report.md" --plot "$OUT/simulation-cost.svg" "${DOCS[@]}"
 ((DO_DOCS)) && cp "$OUT/simulation-cost.svg" docs/simulation-cost.svg
 echo "bench/simulate.sh: $OUT (simulate took ${WALL} s)"
+fi
+
+if ((SCALE)); then
+  ZOO="$OUT/zoo"
+  "$PY" bench/make_zoo.py --out "$ZOO" --models 2500 --seed "$SEED" --slo-refs "$OUT/slo-refs.txt" \
+    | tee "$OUT/make_zoo.log"
+  mapfile -t REFS <"$OUT/slo-refs.txt"
+  MODELS=() REF_ARGS=()
+  for r in "${REFS[@]}"; do MODELS+=("${r%%=*}"); REF_ARGS+=(--slo-ref "$r"); done
+  CLASSES=tight=0.5:0.2,normal=1:0.5,relaxed=5:0.3
+  "$PY" bench/make_trace.py --out "$OUT/scale-trace.csv" --summary-json "$OUT/scale-trace.json" \
+    --quiet --seed "$SEED" --duration-s 3600 --base-rate 2000 --shape mixed --models "${MODELS[@]}" \
+    --zipf 1.0 --slo-classes "$CLASSES" "${REF_ARGS[@]}"
+  /usr/bin/time -v -o "$OUT/scale.time" "$BUILD_DIR/somm" simulate --repository "$ZOO" \
+    --trace "$OUT/scale-trace.csv" --policy somm --workers 1000 --worker-cores "$WORKER_CORES" \
+    --worker-memory-mb "$WORKER_MEMORY_MB" --seed "$SEED" --json "$OUT/scale.json" \
+    2>"$OUT/scale.log" | tail -1
+  grep -E "^somm " "$OUT/scale.log" || true
+
+  # The failure experiment: 250 models, 100 workers, a diurnal day in 600 s.
+  F="$OUT/failures"
+  mkdir -p "$F"
+  "$PY" bench/make_trace.py --out "$F/trace.csv" --summary-json "$F/trace.json" --quiet \
+    --seed "$SEED" --duration-s 600 --base-rate 300 --shape diurnal --models "${MODELS[@]:0:250}" \
+    --zipf 1.0 --slo-classes "$CLASSES" "${REF_ARGS[@]:0:500}"
+  FAIL_AT=$("$PY" -c 'import json,sys; s=json.load(open(sys.argv[1])); c=s["shape"]["per_second"]; print(max(range(len(c)), key=c.__getitem__))' "$F/trace.json")
+  FAIL=(--repository "$ZOO" --trace "$F/trace.csv" --policy somm --workers 100
+        --worker-cores "$WORKER_CORES" --worker-memory-mb "$WORKER_MEMORY_MB" --seed "$SEED")
+  "$BUILD_DIR/somm" simulate "${FAIL[@]}" --json "$F/base.json" 2>>"$F/simulate.log"
+  for LEASE in 1 3 10; do
+    for DELAY in 10 30 120; do
+      "$BUILD_DIR/somm" simulate "${FAIL[@]}" --fail-at "$FAIL_AT" --fail-fraction 0.05 \
+        --lease-s "$LEASE" --provision-delay-s "$DELAY" --json "$F/lease$LEASE-delay$DELAY.json" \
+        2>>"$F/simulate.log"
+    done
+  done
+  cat >"$F/meta.json" <<JSON
+{"fail_at_s": $FAIL_AT, "fail_fraction": 0.05, "workers": 100,
+ "trace": "make_trace.py --shape diurnal, 600 s at a mean of 300 q/s over 250 of the synthetic models"}
+JSON
+  cat >"$OUT/meta.json" <<JSON
+{"date": "$(date -u '+%Y-%m-%d %H:%M UTC')", "git": "$GIT", "command": "$COMMAND",
+ "zoo_models": 2500, "zoo_variants": $(find "$ZOO/.somm/variants" -name profile.json | wc -l),
+ "scale_workers": 1000, "worker_cores": $WORKER_CORES, "worker_memory_mb": $WORKER_MEMORY_MB}
+JSON
+  DOCS=()
+  ((DO_DOCS)) && DOCS=(--docs docs/simulation.md)
+  "$PY" bench/simulate_scale_report.py --dir "$OUT" "${DOCS[@]}" >/dev/null
+  if ((DO_DOCS)); then
+    cp "$OUT/simulation-timeline.svg" "$OUT/simulation-failure.svg" docs/
+  fi
+  rm -rf "$ZOO" "$OUT/scale-trace.csv"
+  echo "bench/simulate.sh: $OUT/scale.md"
+fi

@@ -35,6 +35,39 @@ int FreePort() {
   return ntohs(a.sin_port);
 }
 
+// The status of a request to a router's REST port (POST for the
+// repository index, GET otherwise), -1 when none came; over mutual TLS with
+// curl when `tls_dir` is given (httplib here speaks plaintext only). A router
+// started with --auth keys answers the index only with a key: SOMM_API_KEY's.
+int Probe(int port, const std::string& path, const std::string& tls_dir, std::string* body) {
+  const bool post = path == "/v2/repository/index";
+  const char* key = std::getenv("SOMM_API_KEY");
+  if (tls_dir.empty()) {
+    httplib::Client c("127.0.0.1", port);
+    if (key != nullptr) c.set_bearer_token_auth(key);
+    auto res = post ? c.Post(path, "", "application/json") : c.Get(path);
+    if (!res) return -1;
+    *body = res->body;
+    return res->status;
+  }
+  std::string command = "curl -s --max-time 5 -w '\\n%{http_code}' --cacert " + tls_dir +
+                        "/ca.pem --cert " + tls_dir + "/client.pem --key " + tls_dir +
+                        "/client.key " + (post ? "-d '' " : "");
+  if (key != nullptr) command += "-H 'Authorization: Bearer " + std::string(key) + "' ";
+  command += "https://127.0.0.1:" + std::to_string(port) + path + " 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return -1;
+  std::string out;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
+  pclose(pipe);
+  const size_t newline = out.rfind('\n');
+  if (newline == std::string::npos) return -1;
+  *body = out.substr(0, newline);
+  return std::atoi(out.c_str() + newline + 1);
+}
+
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
@@ -124,6 +157,14 @@ bool ClusterProcesses::RestartRedis() {
 
 ClusterProcesses::ClusterProcesses(const std::string& binary, const std::string& repo,
                                    ClusterOptions options) {
+  if (!options.tls_dir.empty()) {
+    const std::vector<std::string> tls = {"--tls-cert", options.tls_dir + "/server.pem",
+                                          "--tls-key", options.tls_dir + "/server.key",
+                                          "--tls-client-ca", options.tls_dir + "/ca.pem"};
+    for (auto* args : {&options.controller_args, &options.worker_args, &options.router_args}) {
+      args->insert(args->end(), tls.begin(), tls.end());
+    }
+  }
   std::string tmpl = (std::filesystem::temp_directory_path() / "somm_cluster_XXXXXX").string();
   dir_ = mkdtemp(tmpl.data()) ? tmpl : std::filesystem::temp_directory_path().string();
   redis_port_ = FreePort();
@@ -214,17 +255,16 @@ ClusterProcesses::ClusterProcesses(const std::string& binary, const std::string&
             leader_log.find("leading, with") != std::string::npos;
     }
     for (const Router& r : routers_) {
-      httplib::Client c("127.0.0.1", r.http_port);
+      std::string body;
       if (options.wait_for_model) {
         // Every model folder known (the leader publishes its whole start-up
         // load, failures included, one catalog entry at a time): no row is
         // a bare folder the catalog has not named yet.
-        auto res = c.Post("/v2/repository/index", "", "application/json");
-        all = all && res && res->status == 200 && res->body.find("READY") != std::string::npos &&
-              res->body.find(R"("reason":"unloaded")") == std::string::npos;
+        all = all && Probe(r.http_port, "/v2/repository/index", options.tls_dir, &body) == 200 &&
+              body.find("READY") != std::string::npos &&
+              body.find(R"("reason":"unloaded")") == std::string::npos;
       } else {
-        auto res = c.Get("/v2/health/ready");
-        all = all && res && res->status == 200;
+        all = all && Probe(r.http_port, "/v2/health/ready", options.tls_dir, &body) == 200;
       }
     }
     ok_ = all;

@@ -28,6 +28,11 @@ struct ClusterOptions {
   // loaded); false for an empty repository: then ready means every worker
   // registered and every router answers ready.
   bool wait_for_model = true;
+  // A folder made by scripts/make-certs: every process gets --tls-cert,
+  // --tls-key (its server.pem) and --tls-client-ca (ca.pem), so they talk
+  // mutual TLS to each other, and the readiness probes go through curl with
+  // client.pem. "" = plaintext.
+  std::string tls_dir;
 };
 
 class ClusterProcesses {

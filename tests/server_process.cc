@@ -35,6 +35,8 @@ const std::map<std::string, Takers>& ServeFlags() {
       {"--background-duty", {false, false, true}},
       {"--device", {true, true, true}},
       {"--log-level", {true, true, true}},
+      // Keys are checked where calls come in: the router.
+      {"--auth", {true, false, false}},
   };
   return flags;
 }

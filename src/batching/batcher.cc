@@ -146,6 +146,43 @@ Status Batcher::Enqueue(BatchTask task) {
   return Status::Ok();
 }
 
+bool Batcher::RunInlineIfIdle(BatchTask& task) {
+  if (options_.inline_max_compute_us <= 0 || options_.max_queue_delay_us != 0) return false;
+  const int64_t samples = SamplesOf(task, options_.max_batch_size);
+  if (options_.max_batch_size > 0 && (samples < 1 || samples > options_.max_batch_size)) {
+    return false;  // Enqueue says why
+  }
+  std::vector<Queued> batch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || executing_ || !queue_.empty()) return false;
+    const std::optional<double> predicted = predictor_.PredictUs(samples);
+    if (!predicted || *predicted > options_.inline_max_compute_us) return false;
+    const auto now = clock_.Now();
+    // Only at low load: under load the caller's thread is needed to take in
+    // the next queries, and running each one inline as it comes would keep
+    // the queue empty and every batch at one query.
+    if (now - last_batch_end_ < Micros(options_.inline_max_compute_us)) return false;
+    // A deadline it cannot meet: Enqueue rejects it, with the reason.
+    if (HasSlo(task) && now + Micros(*predicted) > task.deadline) return false;
+    executing_ = true;
+    inline_running_ = true;
+    executing_since_ = now;
+    executing_samples_ = samples;
+    batch.push_back(Queued{std::move(task), samples, now});
+  }
+  model_->BindToThread();
+  Execute(std::move(batch));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    executing_ = false;
+    inline_running_ = false;
+    last_batch_end_ = clock_.Now();
+  }
+  cv_.notify_one();  // queries that came meanwhile are the batcher thread's
+  return true;
+}
+
 void Batcher::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -304,7 +341,7 @@ void Batcher::Run() {
   model_->BindToThread();
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    cv_.wait(lock, [this] { return (stopping_ || !queue_.empty()) && !inline_running_; });
     if (queue_.empty()) break;  // stopping and drained
     std::vector<Expired> expired = TakeExpired(clock_.Now());
     if (!expired.empty()) {
@@ -337,6 +374,7 @@ void Batcher::Run() {
     Execute(std::move(batch));
     lock.lock();
     executing_ = false;
+    last_batch_end_ = clock_.Now();
   }
 }
 

@@ -82,6 +82,13 @@ struct BatcherOptions {
   // "Deadlines"). Called only in the constructor, once per batch size
   // 1..max(1, max_batch_size). Empty: nothing known until batches have run.
   std::function<double(int64_t batch)> predict_compute_us;
+  // RunInlineIfIdle() runs a query on its caller's thread when a batch of
+  // its size is predicted to take at most this many microseconds (and the
+  // instance is idle). 0 = never: every query goes through the queue. The
+  // caller must then tolerate `done` running on its own thread, and the
+  // model must use one intra-op thread (a second OpenMP team would start on
+  // the caller's thread otherwise).
+  double inline_max_compute_us = 0;
   // Every time the batcher reads (enqueue, execution, deadlines) and its
   // waits for the queue delay; must outlive the Batcher. null = Clock::Real().
   // Task deadlines are points on this clock.
@@ -123,6 +130,16 @@ class Batcher {
   Batcher& operator=(const Batcher&) = delete;
 
   Status Enqueue(BatchTask task);
+  // Runs `task` at once on the calling thread, as a batch of its own, when
+  // the instance is idle (nothing queued or executing, and nothing ended in
+  // the last inline_max_compute_us: only at low load), queries are never
+  // held back for company (max_queue_delay_us 0), and the batch is predicted
+  // to take at most options().inline_max_compute_us: for a small model the
+  // hand-off to the batcher thread and back costs more than the batch
+  // (docs/cluster.md, "The gRPC hop"). Then `done` has run, on this thread,
+  // when it returns true. Otherwise it returns false with `task` untouched,
+  // for Enqueue. The batcher thread starts nothing while such a batch runs.
+  bool RunInlineIfIdle(BatchTask& task);
   void Stop();
 
   int64_t queue_length() const;     // queries waiting, not counting the executing batch
@@ -188,6 +205,8 @@ class Batcher {
   std::deque<Queued> queue_;                   // guarded by mu_
   bool stopping_ = false;                      // guarded by mu_
   bool executing_ = false;                     // guarded by mu_
+  bool inline_running_ = false;  // a RunInlineIfIdle batch; guarded by mu_
+  SteadyClock::time_point last_batch_end_{};   // guarded by mu_
   int64_t queued_samples_ = 0;                 // guarded by mu_
   SteadyClock::time_point executing_since_{};  // guarded by mu_
   int64_t executing_samples_ = 0;              // guarded by mu_

@@ -170,6 +170,105 @@ TEST(BatcherTest, SingleQueryGetsItsOwnOutput) {
   EXPECT_EQ(r.stats.batch_size, 1);
 }
 
+// A task whose `done` records the thread it ran on.
+BatchTask InlineTask(Tensor input, std::promise<Result>* result, std::thread::id* ran_on) {
+  BatchTask task;
+  task.inputs.push_back(std::move(input));
+  task.done = [result, ran_on](Status s, std::vector<Tensor> out, const BatchStats& st) {
+    *ran_on = std::this_thread::get_id();
+    result->set_value(Result{s, std::move(out), st});
+  };
+  return task;
+}
+
+BatcherOptions InlineOptions(int64_t delay_us, double inline_us) {
+  BatcherOptions o = Options(8, delay_us);
+  o.inline_max_compute_us = inline_us;
+  o.predict_compute_us = [](int64_t batch) { return 10.0 * static_cast<double>(batch); };
+  return o;
+}
+
+TEST(BatcherTest, AnIdleInstanceRunsASmallQueryOnTheCallersThread) {
+  Fixture f(InlineOptions(0, 50));
+  std::promise<Result> result;
+  std::thread::id ran_on;
+  BatchTask task = InlineTask(Row({1, 2}, 2), &result, &ran_on);
+  ASSERT_TRUE(f.batcher->RunInlineIfIdle(task));
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  Result r = result.get_future().get();
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_EQ(Floats(r.outputs[0]), (std::vector<float>{2, 4}));
+  EXPECT_FALSE(f.batcher->busy());
+  // The queue still works afterwards, on the batcher's thread.
+  EXPECT_EQ(Floats(Submit(*f.batcher, Row({3}, 1)).get().outputs[0]), (std::vector<float>{6}));
+}
+
+TEST(BatcherTest, InlineRunsOnlyWhenIdleSmallAllowedAndNeverHeldBack) {
+  std::promise<Result> unused;
+  std::thread::id ran_on;
+  {  // off by default
+    Fixture f(InlineOptions(0, 0));
+    BatchTask task = InlineTask(Row({1}, 1), &unused, &ran_on);
+    EXPECT_FALSE(f.batcher->RunInlineIfIdle(task));
+    EXPECT_TRUE(static_cast<bool>(task.done));  // untouched, for Enqueue
+  }
+  {  // a batch predicted above the bound (8 samples x 10 us > 50 us)
+    Fixture f(InlineOptions(0, 50));
+    BatchTask task = InlineTask(Row({1, 2, 3, 4, 5, 6, 7, 8}, 1), &unused, &ran_on);
+    EXPECT_FALSE(f.batcher->RunInlineIfIdle(task));
+  }
+  {  // the operator holds queries back for company
+    Fixture f(InlineOptions(100, 50));
+    BatchTask task = InlineTask(Row({1}, 1), &unused, &ran_on);
+    EXPECT_FALSE(f.batcher->RunInlineIfIdle(task));
+  }
+  {  // busy: the batcher thread is executing
+    Fixture f(InlineOptions(0, 50));
+    f.model->Close();
+    auto first = Submit(*f.batcher, Row({1}, 1));
+    f.model->WaitEntered(1);
+    BatchTask task = InlineTask(Row({1}, 1), &unused, &ran_on);
+    EXPECT_FALSE(f.batcher->RunInlineIfIdle(task));
+    f.model->Open();
+    EXPECT_TRUE(first.get().status.ok());
+  }
+}
+
+TEST(BatcherTest, InlineWaitsForTheInstanceToHaveBeenIdleAWhile) {
+  Fixture f(InlineOptions(0, 50));
+  std::promise<Result> first, second, third;
+  std::thread::id ran_on;
+  BatchTask a = InlineTask(Row({1}, 1), &first, &ran_on);
+  ASSERT_TRUE(f.batcher->RunInlineIfIdle(a));
+  // A batch just ended: queries coming this close together are load, which
+  // the batcher's thread takes so that they can batch.
+  BatchTask b = InlineTask(Row({2}, 1), &second, &ran_on);
+  EXPECT_FALSE(f.batcher->RunInlineIfIdle(b));
+  f.clock.Advance(std::chrono::microseconds(50));
+  EXPECT_TRUE(f.batcher->RunInlineIfIdle(b));
+  EXPECT_EQ(Floats(second.get_future().get().outputs[0]), (std::vector<float>{4}));
+}
+
+TEST(BatcherTest, QueriesThatComeDuringAnInlineRunWaitForIt) {
+  Fixture f(InlineOptions(0, 50));
+  f.model->Close();
+  std::promise<Result> result;
+  std::thread::id ran_on;
+  std::thread caller([&] {
+    BatchTask task = InlineTask(Row({1}, 1), &result, &ran_on);
+    EXPECT_TRUE(f.batcher->RunInlineIfIdle(task));
+  });
+  f.model->WaitEntered(1);  // the inline batch is executing
+  auto queued = Submit(*f.batcher, Row({5}, 1));
+  // The batcher thread must not start a second Execute on the same model.
+  EXPECT_FALSE(IsReady(queued));
+  EXPECT_EQ(f.batcher->load().queued_queries, 1);
+  f.model->Open();
+  caller.join();
+  EXPECT_EQ(Floats(queued.get().outputs[0]), (std::vector<float>{10}));
+  EXPECT_EQ(f.model->batch_sizes(), (std::vector<int64_t>{1, 1}));
+}
+
 TEST(BatcherTest, QueuedQueriesFormOneBatchAndSplitBack) {
   Fixture f(Options(8, 0));
   f.model->Close();

@@ -8,8 +8,15 @@ namespace somm {
 StatusOr<AnyClient> AnyClient::Create(const ClientOptions& o) {
   AnyClient c;
   if (o.protocol == "grpc") {
-    SOMM_ASSIGN_OR_RETURN(c.grpc_, GrpcClient::Connect(o.url));
+    GrpcClientOptions grpc_options;
+    grpc_options.tls = o.tls;
+    SOMM_ASSIGN_OR_RETURN(c.grpc_, GrpcClient::Connect(o.url, grpc_options));
     return c;
+  }
+  if (o.tls.enabled()) {
+    // The REST client is cpp-httplib, whose TLS would bring OpenSSL outside
+    // crypto/; curl --cacert speaks to a TLS REST port.
+    return InvalidArgument("--tls-ca: the somm client speaks TLS over gRPC only (-i grpc)");
   }
   const auto colon = o.url.rfind(':');
   int port = 0;
@@ -50,6 +57,10 @@ StatusOr<RegistrationStatus> AnyClient::GetVariants(const std::string& name) {
 
 StatusOr<std::vector<DecisionRecord>> AnyClient::RecentDecisions(size_t limit) {
   return grpc_ ? grpc_->RecentDecisions(limit) : http_->RecentDecisions(limit);
+}
+
+StatusOr<std::vector<TaskDescription>> AnyClient::Tasks(const std::string& task) {
+  return grpc_ ? grpc_->Tasks(task) : http_->Tasks(task);
 }
 
 }  // namespace somm

@@ -29,6 +29,7 @@ class AnyClient {
   Status Register(const RegistrationRequest& request);
   StatusOr<RegistrationStatus> GetVariants(const std::string& name);
   StatusOr<std::vector<DecisionRecord>> RecentDecisions(size_t limit);
+  StatusOr<std::vector<TaskDescription>> Tasks(const std::string& task);
 
  private:
   std::unique_ptr<GrpcClient> grpc_;

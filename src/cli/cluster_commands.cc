@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "auth/guard.h"
 #include "cli/commands.h"
 #include "cli/device_flag.h"
 #include "cluster_rpc/control_service.h"
@@ -27,6 +28,7 @@
 #include "cluster_rpc/worker_service.h"
 #include "controller/controller.h"
 #include "controller/worker_scaler.h"
+#include "crypto/tls_stream.h"
 #include "frontend/grpc/grpc_server.h"
 #include "frontend/http/http_frontend.h"
 #include "metrics/prometheus_metrics.h"
@@ -380,6 +382,12 @@ StatusOr<std::unique_ptr<Provisioner>> MakeProvisioner(const ControllerProcessOp
     lo.worker_args = {"--model-repository", o.model_repository, "--redis", o.redis};
     std::istringstream extra(o.local_worker_args);
     for (std::string arg; extra >> arg;) lo.worker_args.push_back(arg);
+    // Its workers speak the cluster's TLS: this controller's files.
+    if (o.tls.enabled()) {
+      lo.worker_args.insert(lo.worker_args.end(),
+                            {"--tls-cert", o.tls.cert_file, "--tls-key", o.tls.key_file,
+                             "--tls-client-ca", o.tls.client_ca_file});
+    }
     // Unique across controllers: a standby that takes over starts its own.
     lo.id_prefix = controller_id + "-worker-";
     lo.base_port = o.local_worker_base_port;
@@ -482,10 +490,28 @@ class WorkerScaling {
   bool warned_ = false;
 };
 
+// A cluster process's TLS context (null = plaintext). In a cluster TLS is
+// mutual or nothing: the client CA is also what each process checks its
+// peers' certificates against, and the certificate is also its client one.
+StatusOr<std::shared_ptr<const crypto::TlsServerContext>> ClusterTls(
+    const crypto::TlsServerFiles& files) {
+  if (files.enabled() && files.client_ca_file.empty()) {
+    return InvalidArgument(
+        "--tls-cert in a cluster needs --tls-client-ca too: routers, workers and controllers "
+        "authenticate each other with mutual TLS (scripts/make-certs makes the CA)");
+  }
+  return crypto::TlsServerContext::CreateIfEnabled(files);
+}
+
 }  // namespace
 
 int RunWorker(const WorkerProcessOptions& o) {
   sigset_t stop = SetUpProcess(o.log_level);
+  auto tls = ClusterTls(o.tls);
+  if (!tls.ok()) {
+    spdlog::error("{}", tls.status().message());
+    return 2;
+  }
   PrometheusMetrics metrics;
   TorchBackendOptions backend_options;
   backend_options.background_pacer = std::make_shared<DutyCyclePacer>(o.background_duty);
@@ -507,6 +533,7 @@ int RunWorker(const WorkerProcessOptions& o) {
   wo.device = device;
   wo.memory_budget_bytes = static_cast<int64_t>(o.memory_budget_mb * 1024 * 1024);
   wo.background_pacer = backend_options.background_pacer;
+  wo.inline_max_compute_us = o.inline_max_compute_us;
   // A change of the groups is reported at once, not at the next beat.
   wo.on_change = [&heartbeat] {
     if (heartbeat) heartbeat->Poke();
@@ -518,6 +545,7 @@ int RunWorker(const WorkerProcessOptions& o) {
   WorkerServiceOptions so;
   so.address = o.address;
   so.port = o.port;
+  so.tls = o.tls;
   auto service = WorkerService::Start(
       *worker, [&registry](const std::string& m, int64_t v) { return ReadVersion(registry, m, v); },
       so);
@@ -544,7 +572,7 @@ int RunWorker(const WorkerProcessOptions& o) {
     warned = !s.ok();
   });
   auto endpoint = MetricsEndpoint::Start(metrics, o.address, o.metrics_port,
-                                         [&draining] { return !draining.load(); });
+                                         [&draining] { return !draining.load(); }, {}, *tls);
   if (!endpoint.ok()) {
     spdlog::error("{}", endpoint.status().message());
     return 2;
@@ -572,6 +600,17 @@ int RunWorker(const WorkerProcessOptions& o) {
 
 int RunRouter(const RouterProcessOptions& o) {
   sigset_t stop = SetUpProcess(o.log_level);
+  auto tls = ClusterTls(o.tls);
+  if (!tls.ok()) {
+    spdlog::error("{}", tls.status().message());
+    return 2;
+  }
+  // The router is the cluster's front door: keys are checked here.
+  auto guard = auth::Guard::ForServer(o.auth, o.address, o.model_repository, o.keys_file);
+  if (!guard.ok()) {
+    spdlog::error("{}", guard.status().message());
+    return 2;
+  }
   PrometheusMetrics metrics;
   auto parts = StartParts(o.model_repository, o.device, o.redis, 3000, /*watch=*/true,
                           RedisClientName("router", o.router_id));
@@ -586,8 +625,11 @@ int RunRouter(const RouterProcessOptions& o) {
   catalog.Sync(store->Catalog());
   store->SetOnChange([&catalog, store] { catalog.Sync(store->Catalog()); });
 
-  GrpcWorkerPool workers(AddressesOf(*store));
-  GrpcControlClient leader([store] { return LeaderAddress(*store); }, device);
+  GrpcWorkerPoolOptions pool_options;
+  pool_options.stub.tls = crypto::PeerClientFiles(o.tls);
+  GrpcWorkerPool workers(AddressesOf(*store), pool_options);
+  GrpcControlClient leader([store] { return LeaderAddress(*store); }, device,
+                           std::chrono::minutes(5), crypto::PeerClientFiles(o.tls));
   CatalogFollowingControl control(leader, catalog, registry);
   DecisionLog log(1000);
   RouterOptions rto;
@@ -603,6 +645,9 @@ int RunRouter(const RouterProcessOptions& o) {
   ho.port = o.http_port;
   ho.max_body_bytes = static_cast<size_t>(o.max_body_bytes);
   ho.io_threads = o.http_threads;
+  ho.metrics_text = [&metrics] { return metrics.Serialize(); };
+  ho.guard = guard->get();
+  ho.tls = *tls;
   auto http = HttpFrontend::Start(router, ho);
   if (!http.ok()) {
     spdlog::error("REST frontend: {}", http.status().message());
@@ -612,12 +657,18 @@ int RunRouter(const RouterProcessOptions& o) {
   go.address = o.address;
   go.port = o.grpc_port;
   go.max_message_bytes = static_cast<int>(o.max_body_bytes);
+  go.guard = guard->get();
+  go.tls = o.tls;
   auto grpc = GrpcFrontend::Start(router, go);
   if (!grpc.ok()) {
     spdlog::error("gRPC frontend: {}", grpc.status().message());
     return 2;
   }
-  auto endpoint = MetricsEndpoint::Start(metrics, o.address, o.metrics_port);
+  MetricsAccess metrics_access;
+  metrics_access.authorize = [g = guard->get()](const std::string& a) { return g->AdmitMetrics(a); };
+  metrics_access.extra_text = [g = guard->get()] { return g->MetricsText(); };
+  auto endpoint = MetricsEndpoint::Start(metrics, o.address, o.metrics_port, nullptr,
+                                         std::move(metrics_access), *tls);
   if (!endpoint.ok()) {
     spdlog::error("{}", endpoint.status().message());
     return 2;
@@ -644,6 +695,11 @@ int RunRouter(const RouterProcessOptions& o) {
 
 int RunController(const ControllerProcessOptions& o) {
   sigset_t stop = SetUpProcess(o.log_level);
+  auto tls = ClusterTls(o.tls);
+  if (!tls.ok()) {
+    spdlog::error("{}", tls.status().message());
+    return 2;
+  }
   PrometheusMetrics metrics;
   TorchBackendOptions backend_options;
   auto parts = StartParts(o.model_repository, o.device, o.redis, 3000, /*watch=*/true,
@@ -655,7 +711,9 @@ int RunController(const ControllerProcessOptions& o) {
   const Device device = parts->device;
   RedisClusterStateStore* store = parts->store.get();
   ModelRegistry& registry = *parts->registry;
-  GrpcWorkerPool workers(AddressesOf(*store));
+  GrpcWorkerPoolOptions pool_options;
+  pool_options.stub.tls = crypto::PeerClientFiles(o.tls);
+  GrpcWorkerPool workers(AddressesOf(*store), pool_options);
   DecisionLog log(1000);
   ControllerOptions co;
   co.managed = o.managed;
@@ -710,7 +768,7 @@ int RunController(const ControllerProcessOptions& o) {
       [&registry](const std::string& m, int64_t v) {
         return registry.Resolve(m, std::to_string(v));
       },
-      [&leader] { return leader.load(); }, ControlServiceOptions{o.address, o.port});
+      [&leader] { return leader.load(); }, ControlServiceOptions{o.address, o.port, o.tls});
   if (!service.ok()) {
     spdlog::error("{}", service.status().message());
     return 2;
@@ -720,7 +778,8 @@ int RunController(const ControllerProcessOptions& o) {
   const std::string advertise =
       o.advertise.empty() ? DialHost(o.address) + ":" + std::to_string(port) : o.advertise;
   const std::string holder = id + "|" + advertise;
-  auto endpoint = MetricsEndpoint::Start(metrics, o.address, o.metrics_port, [] { return true; });
+  auto endpoint = MetricsEndpoint::Start(metrics, o.address, o.metrics_port, [] { return true; },
+                                         {}, *tls);
   if (!endpoint.ok()) {
     spdlog::error("{}", endpoint.status().message());
     return 2;

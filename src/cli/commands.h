@@ -6,11 +6,18 @@
 #include <string>
 #include <vector>
 
+#include "crypto/tls_files.h"
+
 namespace somm {
 
 struct ServeOptions {
   std::string model_repository;
-  std::string address = "0.0.0.0";
+  // Loopback unless asked: beyond it, --auth keys is required.
+  std::string address = "127.0.0.1";
+  // "keys": every call but the health probes needs an API key
+  // (docs/security.md); "none": no checks, loopback only.
+  std::string auth = "none";
+  std::string keys_file;  // "" = <repo>/.somm/keys (e.g. a mounted Secret)
   int http_port = 8000;     // 0 = pick a free port and print it
   int grpc_port = 8001;
   int metrics_port = 8002;
@@ -32,6 +39,9 @@ struct ServeOptions {
   // Share of wall time that background loads and unloads may take when they
   // come back to back (common/duty_cycle_pacer.h; docs/isolation.md).
   double background_duty = 0.15;
+  // TLS on the REST, gRPC and metrics ports (--tls-cert, --tls-key;
+  // --tls-client-ca for mutual TLS); not enabled = plaintext.
+  crypto::TlsServerFiles tls;
 };
 int RunServe(const ServeOptions& options);
 
@@ -48,10 +58,17 @@ struct WorkerProcessOptions {
   std::string zone;
   std::string device = "auto";
   double memory_budget_mb = 0;
+  // An idle one-thread instance runs a query predicted to take at most this
+  // long on the RPC thread that received it, skipping the hand-off to its
+  // batcher thread and back (Batcher::RunInlineIfIdle). 0 = never.
+  double inline_max_compute_us = 250;
   int lease_ms = 3000;                // its report's TTL in Redis
   int heartbeat_ms = 1000;            // how often it renews it
   double background_duty = 0.15;
   std::string log_level = "info";
+  // Its service and metrics ports' TLS. With a client CA it is mutual, and
+  // the same files are its client side toward the other processes.
+  crypto::TlsServerFiles tls;
 };
 int RunWorker(const WorkerProcessOptions& options);
 
@@ -59,6 +76,8 @@ struct RouterProcessOptions {
   std::string model_repository;
   std::string redis = "127.0.0.1:6379";
   std::string address = "127.0.0.1";
+  std::string auth = "none";  // as ServeOptions::auth
+  std::string keys_file;      // as ServeOptions::keys_file
   int http_port = 8000;
   int grpc_port = 8001;
   int metrics_port = 8002;
@@ -73,6 +92,9 @@ struct RouterProcessOptions {
   // selector picks only loaded variants (RouterOptions::managed).
   bool managed = true;
   std::string log_level = "info";
+  // TLS on its REST, gRPC and metrics ports; with a client CA, mutual TLS,
+  // and it dials workers and the controller with the same certificate.
+  crypto::TlsServerFiles tls;
 };
 int RunRouter(const RouterProcessOptions& options);
 
@@ -115,12 +137,18 @@ struct ControllerProcessOptions {
   std::string k8s_namespace;
   std::string k8s_deployment = "somm-worker";
   std::string log_level = "info";
+  // As the worker's: its control service and metrics ports, and its calls
+  // to workers.
+  crypto::TlsServerFiles tls;
 };
 int RunController(const ControllerProcessOptions& options);
 
 struct ClientOptions {
   std::string url = "127.0.0.1:8000";  // host:port of the REST or gRPC endpoint
   std::string protocol = "http";       // http | grpc
+  // TLS toward the server (--tls-ca; --tls-cert and --tls-key for mutual
+  // TLS); not enabled = plaintext. gRPC only for now.
+  crypto::TlsClientFiles tls;
 };
 
 struct InferOptions {
@@ -149,6 +177,7 @@ struct RegisterOptions {
   std::string validation_dir;      // meta.json + inputs.bin + labels.bin; optional
   std::string preprocessing_from;  // a model.yaml whose preprocessing is copied; optional
   std::string description;
+  bool private_model = false;  // --private: for the caller's tenant only
   bool wait = false;  // poll the variants until READY or FAILED, then print them
   int poll_ms = 500;
 };
@@ -165,5 +194,22 @@ struct DecisionsOptions {
   int limit = 100;
 };
 int RunDecisions(const DecisionsOptions& options);
+
+// `somm tasks [TASK]`: task discovery (GET /v2/tasks, SommControl/ListTasks).
+struct TasksOptions {
+  ClientOptions client;
+  std::string task;  // "" = every task
+};
+int RunTasks(const TasksOptions& options);
+
+// `somm status`: the dashboard's overview as a terminal table
+// (cli/status_format.h), from the operator's views on the REST port.
+struct StatusOptions {
+  std::string url = "127.0.0.1:8000";  // host:port of the REST port
+  bool watch = false;                  // refresh until interrupted
+  int interval_ms = 2000;              // --watch: time between refreshes
+  int actions = 8;                     // newest control actions listed
+};
+int RunStatus(const StatusOptions& options);
 
 }  // namespace somm

@@ -104,6 +104,7 @@ StatusOr<RegistrationRequest> BuildRegistration(const RegisterOptions& o) {
   r.task = o.task;
   r.max_batch_size = o.max_batch_size;
   r.description = o.description;
+  r.private_model = o.private_model;
   for (const std::string& flag : o.inputs) {
     SOMM_ASSIGN_OR_RETURN(TensorSpec spec, ParseTensorFlag(flag, "--input"));
     r.inputs.push_back(std::move(spec));

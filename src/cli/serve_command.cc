@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "auth/guard.h"
 #include "cli/commands.h"
 #include "cli/device_flag.h"
+#include "crypto/tls_stream.h"
 #include "frontend/grpc/grpc_server.h"
 #include "frontend/http/http_frontend.h"
 #include "metrics/prometheus_metrics.h"
@@ -53,6 +55,21 @@ int RunServe(const ServeOptions& options) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  // Before anything loads: a server that would listen unprotected beyond
+  // loopback must not start at all.
+  auto guard = auth::Guard::ForServer(options.auth, options.address, options.model_repository,
+                                      options.keys_file);
+  if (!guard.ok()) {
+    spdlog::error("{}", guard.status().message());
+    return 2;
+  }
+  // TLS: one context for the REST and metrics ports; gRPC reads the same
+  // files. Bad files stop the start here, before any model loads.
+  auto tls = crypto::TlsServerContext::CreateIfEnabled(options.tls);
+  if (!tls.ok()) {
+    spdlog::error("{}", tls.status().message());
+    return 2;
+  }
   PrometheusMetrics metrics;
   TorchBackendOptions backend_options;
   // One pacer: the backend records background work, the manager waits.
@@ -87,6 +104,9 @@ int RunServe(const ServeOptions& options) {
   ho.port = options.http_port;
   ho.max_body_bytes = static_cast<size_t>(options.max_body_bytes);
   ho.io_threads = options.http_threads;
+  ho.guard = guard->get();
+  ho.metrics_text = [&metrics] { return metrics.Serialize(); };
+  ho.tls = *tls;
   auto http = HttpFrontend::Start(manager.router(), ho);
   if (!http.ok()) {
     spdlog::error("REST frontend: {}", http.status().message());
@@ -95,13 +115,19 @@ int RunServe(const ServeOptions& options) {
   GrpcFrontendOptions go;
   go.address = options.address;
   go.port = options.grpc_port;
+  go.guard = guard->get();
   go.max_message_bytes = static_cast<int>(options.max_body_bytes);
+  go.tls = options.tls;
   auto grpc = GrpcFrontend::Start(manager.router(), go);
   if (!grpc.ok()) {
     spdlog::error("gRPC frontend: {}", grpc.status().message());
     return 2;
   }
-  auto metrics_endpoint = MetricsEndpoint::Start(metrics, options.address, options.metrics_port);
+  MetricsAccess metrics_access;
+  metrics_access.authorize = [g = guard->get()](const std::string& a) { return g->AdmitMetrics(a); };
+  metrics_access.extra_text = [g = guard->get()] { return g->MetricsText(); };
+  auto metrics_endpoint = MetricsEndpoint::Start(metrics, options.address, options.metrics_port,
+                                                 nullptr, std::move(metrics_access), *tls);
   if (!metrics_endpoint.ok()) {
     spdlog::error("{}", metrics_endpoint.status().message());
     return 2;
@@ -119,12 +145,19 @@ int RunServe(const ServeOptions& options) {
       "  REST (Open Inference Protocol v2): http://%s:%d/v2\n"
       "  gRPC (Open Inference Protocol v2): %s:%d\n"
       "  Prometheus metrics:                http://%s:%d/metrics\n"
+      "  Dashboard:                         http://%s:%d/dashboard/\n"
       "First query (a held-out digit):\n"
       "  curl -s http://%s:%d/v2/models/digits-mlp/infer -d @%s/.examples/digit_3.json\n"
       "List models: build/somm models --url %s:%d\n",
       ready, options.model_repository.c_str(), host.c_str(), http_port, host.c_str(),
       (*grpc)->port(), host.c_str(), (*metrics_endpoint)->port(), host.c_str(), http_port,
-      options.model_repository.c_str(), host.c_str(), http_port);
+      host.c_str(), http_port, options.model_repository.c_str(), host.c_str(), http_port);
+  if (*tls) {
+    std::printf("TLS on every port (https:// and gRPC over TLS)%s\n",
+                (*tls)->requires_client_certificate()
+                    ? "; clients must present a certificate of --tls-client-ca"
+                    : "");
+  }
   std::fflush(stdout);
 
   int signal_number = 0;

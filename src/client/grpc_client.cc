@@ -2,10 +2,13 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cstdlib>
 #include <utility>
 
 #include "frontend/grpc/grpc_codec.h"
+#include "frontend/grpc/grpc_tls.h"
 #include "frontend/grpc/somm_codec.h"
+#include "frontend/grpc/task_codec.h"
 #include "proto/inference.grpc.pb.h"
 #include "proto/somm.grpc.pb.h"
 
@@ -16,6 +19,7 @@ using grpc_codec::FromGrpcStatus;
 struct GrpcClient::Impl {
   std::string target;
   GrpcClientOptions options;
+  std::string authorization;  // "Bearer <key>", or "" without a key
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<inference::GRPCInferenceService::Stub> stub;  // thread-safe
   std::unique_ptr<somm::SommControl::Stub> control;             // thread-safe
@@ -26,6 +30,7 @@ struct GrpcClient::Impl {
     if (options.call_timeout.count() > 0) {
       ctx->set_deadline(std::chrono::system_clock::now() + options.call_timeout);
     }
+    if (!authorization.empty()) ctx->AddMetadata("authorization", authorization);
     return ctx;
   }
 };
@@ -37,16 +42,28 @@ StatusOr<std::unique_ptr<GrpcClient>> GrpcClient::Connect(const std::string& tar
   auto impl = std::make_unique<Impl>();
   impl->target = target;
   impl->options = options;
+  const char* env_key = std::getenv("SOMM_API_KEY");
+  const std::string key = !options.api_key.empty() ? options.api_key : env_key ? env_key : "";
+  if (!key.empty()) impl->authorization = "Bearer " + key;
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options.max_message_bytes);
   args.SetMaxSendMessageSize(options.max_message_bytes);
-  impl->channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  auto credentials = grpc_tls::ChannelCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  impl->channel = grpc::CreateCustomChannel(target, *credentials, args);
   if (!impl->channel) return InvalidArgument("cannot create a gRPC channel to '" + target + "'");
   if (options.connect_timeout.count() > 0 &&
       !impl->channel->WaitForConnected(std::chrono::system_clock::now() +
                                        options.connect_timeout)) {
+    // A plaintext client and a TLS server (or the other way round) look the
+    // same as a server that is down to gRPC: say which to check.
+    const std::string hint =
+        options.tls.enabled()
+            ? " over TLS (is the server's port TLS, signed by --tls-ca, and, if it requires "
+              "client certificates, are --tls-cert and --tls-key given?)"
+            : " in plaintext (if the server uses TLS, pass --tls-ca)";
     return Unavailable("cannot connect to gRPC server at '" + target + "' within " +
-                       std::to_string(options.connect_timeout.count()) + " ms");
+                       std::to_string(options.connect_timeout.count()) + " ms" + hint);
   }
   impl->stub = inference::GRPCInferenceService::NewStub(impl->channel);
   impl->control = somm::SommControl::NewStub(impl->channel);
@@ -187,6 +204,20 @@ StatusOr<std::vector<DecisionRecord>> GrpcClient::RecentDecisions(size_t limit) 
   SOMM_RETURN_IF_ERROR(FromGrpcStatus(
       impl_->control->RecentDecisions(impl_->Context().get(), request, &response)));
   return grpc_codec::DecodeDecisions(response);
+}
+
+StatusOr<std::vector<TaskDescription>> GrpcClient::Tasks(const std::string& task) const {
+  somm::TasksResponse response;
+  if (task.empty()) {
+    SOMM_RETURN_IF_ERROR(FromGrpcStatus(
+        impl_->control->ListTasks(impl_->Context().get(), somm::ListTasksRequest(), &response)));
+  } else {
+    somm::DescribeTaskRequest request;
+    request.set_task(task);
+    SOMM_RETURN_IF_ERROR(FromGrpcStatus(
+        impl_->control->DescribeTask(impl_->Context().get(), request, &response)));
+  }
+  return grpc_codec::DecodeTasks(response);
 }
 
 }  // namespace somm

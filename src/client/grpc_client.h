@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "crypto/tls_files.h"
 #include "serving/inference.h"
 #include "serving/inference_server.h"
 
@@ -35,6 +36,12 @@ struct GrpcClientOptions {
   std::chrono::milliseconds call_timeout{0};
   // Largest message sent or accepted, in bytes. -1 = unlimited.
   int max_message_bytes = 64 * 1024 * 1024;
+  // The API key sent as "authorization: Bearer <key>" metadata on every
+  // call (docs/security.md); "" = the SOMM_API_KEY environment variable.
+  std::string api_key;
+  // TLS: the server's CA, and a client certificate for mutual TLS; not
+  // enabled = plaintext.
+  crypto::TlsClientFiles tls;
 };
 
 class GrpcClient {
@@ -75,6 +82,8 @@ class GrpcClient {
   StatusOr<RegistrationStatus> GetVariants(const std::string& name) const;
   // limit: 1..10000.
   StatusOr<std::vector<DecisionRecord>> RecentDecisions(size_t limit = 100) const;
+  // ListTasks (task "") or DescribeTask.
+  StatusOr<std::vector<TaskDescription>> Tasks(const std::string& task) const;
 
  private:
   struct Impl;

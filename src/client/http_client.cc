@@ -3,12 +3,14 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <utility>
 
 #include "frontend/http/oip_json.h"
 #include "frontend/http/oip_metadata_json.h"
 #include "frontend/http/rest_routes.h"
 #include "frontend/http/somm_json.h"
+#include "frontend/http/task_json.h"
 
 namespace somm {
 namespace {
@@ -50,6 +52,9 @@ HttpClient::HttpClient(std::string host, int port, HttpClientOptions options)
   http_->set_connection_timeout(std::chrono::milliseconds(options.connect_timeout_ms));
   http_->set_read_timeout(std::chrono::milliseconds(options.io_timeout_ms));
   http_->set_write_timeout(std::chrono::milliseconds(options.io_timeout_ms));
+  const char* env_key = std::getenv("SOMM_API_KEY");
+  const std::string key = !options.api_key.empty() ? options.api_key : env_key ? env_key : "";
+  if (!key.empty()) http_->set_bearer_token_auth(key);
 }
 
 HttpClient::~HttpClient() = default;
@@ -181,6 +186,12 @@ StatusOr<RegistrationStatus> HttpClient::GetVariants(const std::string& name) {
   return status;
 }
 
+StatusOr<std::string> HttpClient::GetBody(const std::string& path) {
+  SOMM_ASSIGN_OR_RETURN(Reply reply, Get(path));
+  if (reply.status != 200) return oip::ErrorFromReply(reply.status, reply.body);
+  return std::move(reply.body);
+}
+
 StatusOr<std::vector<DecisionRecord>> HttpClient::RecentDecisions(size_t limit) {
   SOMM_ASSIGN_OR_RETURN(const Reply reply,
                         Get("/v2/somm/decisions?limit=" + std::to_string(limit)));
@@ -191,6 +202,30 @@ StatusOr<std::vector<DecisionRecord>> HttpClient::RecentDecisions(size_t limit) 
                     decisions.status().message());
   }
   return decisions;
+}
+
+StatusOr<std::vector<TaskDescription>> HttpClient::Tasks(const std::string& task) {
+  std::string path = "/v2/tasks";
+  // Each segment encoded, the '/' of "task/dataset" kept: the route reads
+  // the task from one or two segments.
+  size_t start = 0;
+  while (!task.empty() && start <= task.size()) {
+    const size_t slash = std::min(task.find('/', start), task.size());
+    path += "/" + oip::EncodePathSegment(task.substr(start, slash - start));
+    start = slash + 1;
+  }
+  SOMM_ASSIGN_OR_RETURN(const Reply reply, Get(path));
+  if (reply.status != 200) return oip::ErrorFromReply(reply.status, reply.body);
+  StatusOr<std::vector<TaskDescription>> tasks =
+      task.empty() ? oip::DecodeTaskList(reply.body)
+                   : [&]() -> StatusOr<std::vector<TaskDescription>> {
+                       SOMM_ASSIGN_OR_RETURN(TaskDescription one, oip::DecodeTask(reply.body));
+                       return std::vector<TaskDescription>{std::move(one)};
+                     }();
+  if (!tasks.ok()) {
+    return Internal("malformed response from http://" + endpoint_ + ": " + tasks.status().message());
+  }
+  return tasks;
 }
 
 }  // namespace somm

@@ -39,6 +39,9 @@ struct HttpClientOptions {
   // Time allowed for each socket read or write once connected; an inference
   // waiting in a long queue needs this much head room.
   int io_timeout_ms = 60000;
+  // The API key sent as "Authorization: Bearer <key>" on every request
+  // (docs/security.md); "" = the SOMM_API_KEY environment variable, if set.
+  std::string api_key;
 };
 
 class HttpClient {
@@ -82,6 +85,11 @@ class HttpClient {
   StatusOr<RegistrationStatus> GetVariants(const std::string& name);
   // GET /v2/somm/decisions?limit=N (at most 10000).
   StatusOr<std::vector<DecisionRecord>> RecentDecisions(size_t limit = 100);
+  // GET /v2/tasks (task "") or /v2/tasks/{task}.
+  StatusOr<std::vector<TaskDescription>> Tasks(const std::string& task);
+  // GET `path` (the operator's views: "/v2/somm/overview", ...): the body of
+  // a 200 answer, else the server's error.
+  StatusOr<std::string> GetBody(const std::string& path);
 
  private:
   struct Reply;

@@ -7,6 +7,7 @@
 
 #include "common/serial_executor.h"
 #include "frontend/grpc/grpc_codec.h"
+#include "frontend/grpc/grpc_tls.h"
 #include "frontend/grpc/somm_codec.h"
 #include "proto/control.grpc.pb.h"
 #include "proto/somm.pb.h"
@@ -131,7 +132,9 @@ StatusOr<std::unique_ptr<ControlService>> ControlService::Start(
   auto impl = std::make_unique<Impl>(controller, std::move(resolve), std::move(is_leader));
   const std::string where = options.address + ":" + std::to_string(options.port);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(where, grpc::InsecureServerCredentials(), &impl->port);
+  auto credentials = grpc_tls::ServerCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  builder.AddListeningPort(where, *credentials, &impl->port);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(&impl->service);
   impl->server = builder.BuildAndStart();

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "crypto/tls_files.h"
 #include "controller/control_client.h"
 
 namespace somm {
@@ -31,6 +32,9 @@ namespace somm {
 struct ControlServiceOptions {
   std::string address = "127.0.0.1";
   int port = 0;  // 0 = a free one (port())
+  // TLS; with a client CA, only callers with a certificate it signed (the
+  // cluster's routers) get in. Not enabled = plaintext.
+  crypto::TlsServerFiles tls;
 };
 
 class ControlService {

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "frontend/grpc/grpc_codec.h"
+#include "frontend/grpc/grpc_tls.h"
 #include "frontend/grpc/somm_codec.h"
 #include "proto/control.grpc.pb.h"
 #include "proto/somm.pb.h"
@@ -44,8 +45,10 @@ struct GrpcControlClient::Channel {
 };
 
 GrpcControlClient::GrpcControlClient(std::function<std::string()> leader, Device device,
-                                     std::chrono::milliseconds load_timeout)
-    : leader_(std::move(leader)), device_(device), load_timeout_(load_timeout) {
+                                     std::chrono::milliseconds load_timeout,
+                                     crypto::TlsClientFiles tls)
+    : leader_(std::move(leader)), device_(device), load_timeout_(load_timeout),
+      tls_(std::move(tls)) {
   grpc_codec::TurnOffAbslDeadlockDetection();
 }
 
@@ -58,7 +61,9 @@ StatusOr<std::shared_ptr<GrpcControlClient::Channel>> GrpcControlClient::Leader(
   if (!channel_ || channel_->address != address) {
     auto c = std::make_shared<Channel>();
     c->address = address;
-    c->channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+    auto credentials = grpc_tls::ChannelCredentials(tls_);
+    if (!credentials.ok()) return credentials.status();
+    c->channel = grpc::CreateChannel(address, *credentials);
     c->stub = pb::SommControl::NewStub(c->channel);
     channel_ = std::move(c);
   }

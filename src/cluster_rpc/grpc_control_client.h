@@ -19,6 +19,7 @@
 #include <string>
 
 #include "common/mutex.h"
+#include "crypto/tls_files.h"
 #include "controller/control_client.h"
 #include "profiles/device.h"
 
@@ -27,8 +28,11 @@ namespace somm {
 class GrpcControlClient : public ControlClient {
  public:
   // `leader` returns "host:port" of the leader's ControlService, or "".
+  // `tls`: toward the leader (crypto::PeerClientFiles of the process's own
+  // files); not enabled = plaintext.
   GrpcControlClient(std::function<std::string()> leader, Device device,
-                    std::chrono::milliseconds load_timeout = std::chrono::minutes(5));
+                    std::chrono::milliseconds load_timeout = std::chrono::minutes(5),
+                    crypto::TlsClientFiles tls = {});
   ~GrpcControlClient() override;
 
   void EnsureLoaded(VersionPtr version, const std::string& variant, const HardwareConfig& hw,
@@ -48,6 +52,7 @@ class GrpcControlClient : public ControlClient {
   const std::function<std::string()> leader_;
   const Device device_;
   const std::chrono::milliseconds load_timeout_;
+  const crypto::TlsClientFiles tls_;
   Mutex mu_;
   std::shared_ptr<Channel> channel_ SOMM_GUARDED_BY(mu_);
 };

@@ -10,6 +10,7 @@
 #include "cluster_rpc/cluster_codec.h"
 #include "common/serial_executor.h"
 #include "frontend/grpc/grpc_codec.h"
+#include "frontend/grpc/grpc_tls.h"
 #include "proto/cluster.grpc.pb.h"
 
 namespace somm {
@@ -66,6 +67,18 @@ struct GrpcWorkerStub::Impl {
     return Status(s.code(), "worker " + worker + " (" + address + "): " + s.message());
   }
 
+  // The result of an Execute call.
+  StatusOr<ExecuteResult> ExecuteResultOf(const grpc::Status& status,
+                                          pb::ExecuteResponse* response) const {
+    if (!status.ok()) return Named(FromGrpcStatus(status));
+    StatusOr<ExecuteResult> result = cluster_codec::DecodeExecuteResult(response);
+    // The worker answered OK with something malformed: its bug.
+    if (!result.ok()) {
+      return Named(Internal("malformed execute response: " + result.status().message()));
+    }
+    return result;
+  }
+
   std::atomic<int64_t> refs{1};  // the stub's, plus one per call in flight
   std::string worker;
   std::string address;
@@ -94,8 +107,15 @@ GrpcWorkerStub::GrpcWorkerStub(std::string worker, std::string address,
   }
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
               static_cast<int>(options.max_reconnect_backoff.count()));
+  auto credentials = grpc_tls::ChannelCredentials(options.tls);
+  if (!credentials.ok()) {
+    // The files were checked at the process's start; one gone since fails
+    // closed: credentials that trust no server.
+    spdlog::error("worker {}: {}", impl_->worker, credentials.status().message());
+    credentials = grpc::SslCredentials(grpc::SslCredentialsOptions{});
+  }
   impl_->stub = pb::SommWorker::NewStub(
-      grpc::CreateCustomChannel(impl_->address, grpc::InsecureChannelCredentials(), args));
+      grpc::CreateCustomChannel(impl_->address, *credentials, args));
 }
 
 GrpcWorkerStub::~GrpcWorkerStub() = default;
@@ -122,17 +142,7 @@ Status GrpcWorkerStub::Execute(ExecuteRequest& request, ExecuteCallback done) {
   impl_->stub->async()->Execute(
       &call->context, &call->request, &call->response, [call](grpc::Status status) {
         std::unique_ptr<ExecuteCall> owned(call);
-        StatusOr<ExecuteResult> result = Internal("unset");
-        if (!status.ok()) {
-          result = owned->impl->Named(FromGrpcStatus(status));
-        } else {
-          result = cluster_codec::DecodeExecuteResult(&owned->response);
-          if (!result.ok()) {
-            // The worker answered OK with something malformed: its bug.
-            result = owned->impl->Named(
-                Internal("malformed execute response: " + result.status().message()));
-          }
-        }
+        StatusOr<ExecuteResult> result = owned->impl->ExecuteResultOf(status, &owned->response);
         ExecuteCallback done = std::move(owned->done);
         owned.reset();
         done(std::move(result));

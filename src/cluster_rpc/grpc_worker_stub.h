@@ -29,6 +29,7 @@
 #include <memory>
 #include <string>
 
+#include "crypto/tls_files.h"
 #include "worker/worker_stub.h"
 
 namespace somm {
@@ -47,6 +48,9 @@ struct GrpcWorkerStubOptions {
   // Longest wait between reconnection attempts to a worker that is down
   // (gRPC's default, 120 s, is long for a restarting worker).
   std::chrono::milliseconds max_reconnect_backoff{5000};
+  // TLS toward the worker (crypto::PeerClientFiles of the process's own
+  // files); not enabled = plaintext.
+  crypto::TlsClientFiles tls;
 };
 
 class GrpcWorkerStub : public WorkerStub {

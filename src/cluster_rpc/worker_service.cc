@@ -13,6 +13,7 @@
 #include "cluster_rpc/cluster_codec.h"
 #include "common/mutex.h"
 #include "frontend/grpc/grpc_codec.h"
+#include "frontend/grpc/grpc_tls.h"
 #include "proto/cluster.grpc.pb.h"
 
 namespace somm {
@@ -145,8 +146,9 @@ class ExecuteCall final : public UnaryCall<pb::ExecuteRequest, pb::ExecuteRespon
     Status decoded = cluster_codec::DecodeExecuteRequest(std::move(request_), &query);
     if (!decoded.ok()) return Finish(decoded);
     query.deadline = cluster_codec::FromCallDeadline(context_.deadline());
-    // The callback runs on a batcher thread, or here when the queue refuses
-    // the query; after a client's deadline has passed gRPC has already
+    // The callback runs on a batcher thread, or here: when an idle instance
+    // runs the query inline (WorkerOptions::inline_max_compute_us) or the
+    // queue refuses it; after a client's deadline has passed gRPC has already
     // answered and Finish only frees the call.
     // The call may be gone once answered, so the end is told to `core`.
     Core* core = impl_;
@@ -269,7 +271,9 @@ StatusOr<std::unique_ptr<WorkerService>> WorkerService::Start(Worker& worker, Re
   auto impl = std::make_unique<Impl>(worker, std::move(resolve));
   const std::string where = HostPort(options.address, options.port);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(where, grpc::InsecureServerCredentials(), &impl->port);
+  auto credentials = grpc_tls::ServerCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  builder.AddListeningPort(where, *credentials, &impl->port);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   // A taken port must be an error, not a port silently shared (gRPC turns

@@ -34,6 +34,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "crypto/tls_files.h"
 #include "registry/model_registry.h"
 #include "worker/worker.h"
 
@@ -48,6 +49,9 @@ struct WorkerServiceOptions {
   // Largest message accepted or sent, in bytes (a query's inputs or
   // outputs); gRPC answers larger ones with RESOURCE_EXHAUSTED.
   int max_message_bytes = 64 * 1024 * 1024;
+  // TLS; with a client CA, only callers with a certificate it signed (the
+  // cluster's routers and controllers) get in. Not enabled = plaintext.
+  crypto::TlsServerFiles tls;
   // Threads that take calls off gRPC's completion queue, decode them and
   // hand them on (and run Report and a load's `resolve`). One keeps up with
   // tens of thousands of queries a second; more cost context switches per

@@ -27,6 +27,8 @@ enum class StatusCode {
   kDeadlineExceeded,
   kUnimplemented,
   kInternal,           // backend threw, bug
+  kUnauthenticated,    // no, a wrong or a revoked API key (auth/)
+  kPermissionDenied,   // the caller's role may not do this (auth/)
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -62,6 +64,12 @@ inline Status DeadlineExceeded(std::string m) {
 }
 inline Status Unimplemented(std::string m) { return {StatusCode::kUnimplemented, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status Unauthenticated(std::string m) {
+  return {StatusCode::kUnauthenticated, std::move(m)};
+}
+inline Status PermissionDenied(std::string m) {
+  return {StatusCode::kPermissionDenied, std::move(m)};
+}
 
 // Holds either a value or a non-OK Status.
 template <typename T>

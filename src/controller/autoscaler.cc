@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace somm::control {
 namespace {
@@ -48,12 +51,39 @@ struct Target {
 };
 
 // The cluster as this tick's actions leave it, so that later models see the
-// cores and memory that earlier ones took.
+// cores and memory that earlier ones took. Groups change only through Add,
+// Remove and SetReplicas, which keep the per-model index and drop the cached
+// per-device totals: with thousands of models, summing every group for each
+// candidate of each model (EvictableBytes, OtherThreads) made a tick
+// quadratic in the groups.
 struct Projection {
   std::vector<DeviceState> devices;
-  std::vector<GroupState> groups;
-  std::vector<bool> removed;           // unloaded or replaced this tick
-  std::vector<std::string> busy_keys;  // models with arrivals this tick: not evicted for others
+  std::vector<GroupState> groups;  // read freely; change through the calls below
+  std::vector<bool> removed;       // unloaded or replaced this tick
+
+  void Init(const std::vector<GroupState>& initial) {
+    for (const GroupState& g : initial) Add(g);
+  }
+  void Add(GroupState g) {
+    keys_.push_back(Key(g.model, g.version));
+    by_key_[keys_.back()].push_back(groups.size());
+    groups.push_back(std::move(g));
+    removed.push_back(false);
+    totals_.clear();
+  }
+  void Remove(size_t i) {
+    removed[i] = true;
+    totals_.clear();
+  }
+  void SetReplicas(size_t i, int replicas) {
+    groups[i].replicas = replicas;
+    totals_.clear();
+  }
+  // Models with arrivals this tick: not evicted for others.
+  void MarkBusy(const std::string& key) {
+    busy_keys_.insert(key);
+    totals_.clear();
+  }
 
   DeviceState* Device(const std::string& name) {
     for (DeviceState& d : devices) {
@@ -61,35 +91,65 @@ struct Projection {
     }
     return nullptr;
   }
-  bool IsBusyKey(const std::string& key) const {
-    return std::find(busy_keys.begin(), busy_keys.end(), key) != busy_keys.end();
-  }
+  bool IsBusyKey(const std::string& key) const { return busy_keys_.count(key) > 0; }
   // Groups on `device` another model may evict: evictable, of a model without
   // arrivals, not `key`'s own.
   bool EvictableFor(size_t i, const std::string& device, const std::string& key) const {
     const GroupState& g = groups[i];
-    const std::string gk = Key(g.model, g.version);
-    return !removed[i] && g.device == device && gk != key && !IsBusyKey(gk) && Evictable(g);
+    return !removed[i] && g.device == device && keys_[i] != key && !IsBusyKey(keys_[i]) &&
+           Evictable(g);
   }
+  // Every model's evictable bytes on `device`, less `key`'s own.
   int64_t EvictableBytes(const std::string& device, const std::string& key) const {
-    int64_t bytes = 0;
-    for (size_t i = 0; i < groups.size(); ++i) {
-      if (EvictableFor(i, device, key)) bytes += groups[i].replicas * groups[i].memory_bytes;
+    int64_t bytes = TotalsOn(device).evictable_bytes;
+    if (!IsBusyKey(key)) {
+      for (size_t i : KeyGroups(key)) {
+        const GroupState& g = groups[i];
+        if (!removed[i] && g.device == device && Evictable(g)) bytes -= g.replicas * g.memory_bytes;
+      }
     }
     return bytes;
   }
   // Threads on `device` of every group except `key`'s unpinned ones (those
   // are what the model's new configuration replaces).
   int OtherThreads(const std::string& device, const std::string& key) const {
-    int threads = 0;
-    for (size_t i = 0; i < groups.size(); ++i) {
+    int threads = TotalsOn(device).threads;
+    for (size_t i : KeyGroups(key)) {
       const GroupState& g = groups[i];
-      if (removed[i] || g.device != device) continue;
-      if (Key(g.model, g.version) == key && !g.pinned) continue;
-      threads += g.replicas * std::max(g.hardware.threads, 1);
+      if (!removed[i] && g.device == device && !g.pinned) {
+        threads -= g.replicas * std::max(g.hardware.threads, 1);
+      }
     }
     return threads;
   }
+
+ private:
+  struct Totals {
+    int64_t evictable_bytes = 0;  // groups not removed, Evictable, of models without arrivals
+    int threads = 0;              // groups not removed
+  };
+  const std::vector<size_t>& KeyGroups(const std::string& key) const {
+    static const std::vector<size_t> kNone;
+    auto it = by_key_.find(key);
+    return it == by_key_.end() ? kNone : it->second;
+  }
+  const Totals& TotalsOn(const std::string& device) const {
+    auto it = totals_.find(device);
+    if (it != totals_.end()) return it->second;
+    Totals t;
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const GroupState& g = groups[i];
+      if (removed[i] || g.device != device) continue;
+      t.threads += g.replicas * std::max(g.hardware.threads, 1);
+      if (!IsBusyKey(keys_[i]) && Evictable(g)) t.evictable_bytes += g.replicas * g.memory_bytes;
+    }
+    return totals_.emplace(device, t).first->second;
+  }
+
+  std::vector<std::string> keys_;  // Key() of each group
+  std::unordered_map<std::string, std::vector<size_t>> by_key_;
+  std::unordered_set<std::string> busy_keys_;
+  mutable std::map<std::string, Totals> totals_;  // per device; cleared by every change
 };
 
 Action MakeAction(Action::Kind kind, const GroupState& g, std::string reason,
@@ -116,8 +176,11 @@ class Tick {
       : state_(state), now_(now), config_(config) {
     out_.memory = memory;
     proj_.devices = state.devices;
-    proj_.groups = state.groups;
-    proj_.removed.assign(state.groups.size(), false);
+    proj_.Init(state.groups);
+    for (size_t i = 0; i < state.options.size(); ++i) {
+      const VariantOption& o = state.options[i];
+      options_by_key_[Key(o.model, o.version)].push_back(i);
+    }
   }
 
   AutoscalerDecision Run();
@@ -168,17 +231,18 @@ class Tick {
   TimePoint now_;
   const AutoscalerConfig& config_;
   Projection proj_;
+  // state_.options' indices per model key, in order.
+  std::unordered_map<std::string, std::vector<size_t>> options_by_key_;
   AutoscalerDecision out_;
 };
 
 std::vector<Tick::View> Tick::Views() const {
   std::vector<View> views;
-  auto find = [&views](const std::string& key) -> View& {
-    for (View& v : views) {
-      if (v.key == key) return v;
-    }
-    views.push_back(View{key, {}, {}, {}});
-    return views.back();
+  std::unordered_map<std::string, size_t> index;
+  auto find = [&views, &index](const std::string& key) -> View& {
+    auto [it, added] = index.emplace(key, views.size());
+    if (added) views.push_back(View{key, {}, {}, {}});
+    return views[it->second];
   };
   for (const ModelDemand& d : state_.demand) {
     View& v = find(Key(d.model, d.version));
@@ -227,7 +291,7 @@ void Tick::UpdateForecasts(std::vector<View>& views, double dt) {
       m.window.erase(m.window.begin());
     }
     kept[v.key] = m;
-    if (v.demand.rate_qps > 0) proj_.busy_keys.push_back(v.key);
+    if (v.demand.rate_qps > 0) proj_.MarkBusy(v.key);
   }
   // Models with neither demand nor groups are forgotten.
   out_.memory.models = std::move(kept);
@@ -287,7 +351,7 @@ void Tick::UnloadIdle(View& view) {
                                  : "idle " + Fmt("%.0f s", idle_s) + ": " + unused;
     out_.actions.push_back(MakeAction(Action::kUnload, g, why,
                                       busy ? Action::Cause::kRedundant : Action::Cause::kIdle));
-    proj_.removed[i] = true;
+    proj_.Remove(i);
     if (DeviceState* d = proj_.Device(g.device)) d->used_bytes -= g.replicas * g.memory_bytes;
   }
   if (kept.size() != view.managed.size()) {
@@ -303,9 +367,14 @@ void Tick::UnloadIdle(View& view) {
 std::vector<Eligible> Tick::EligibleOptions(const View& view, bool* best_effort) const {
   std::vector<Eligible> meets_slo, meets_floor;
   const ModelDemand& d = view.demand;
-  for (size_t i = 0; i < state_.options.size(); ++i) {
+  auto mine = options_by_key_.find(view.key);
+  if (mine == options_by_key_.end()) {
+    *best_effort = false;
+    return {};
+  }
+  for (size_t i : mine->second) {
     const VariantOption& o = state_.options[i];
-    if (Key(o.model, o.version) != view.key || !o.usable) continue;
+    if (!o.usable) continue;
     if (std::none_of(proj_.devices.begin(), proj_.devices.end(),
                      [&o](const DeviceState& dev) { return dev.name == o.device; })) {
       continue;
@@ -456,7 +525,7 @@ void Tick::Apply(View& view, const Target& t, const std::string& tag, const std:
       const size_t i = index[v.group];
       out_.actions.push_back(MakeAction(Action::kEvict, proj_.groups[i],
                                         v.reason + " (room for " + GroupLabel(o) + ")"));
-      proj_.removed[i] = true;
+      proj_.Remove(i);
       dev->used_bytes -= v.bytes;
     }
   }
@@ -469,7 +538,7 @@ void Tick::Apply(View& view, const Target& t, const std::string& tag, const std:
     GroupState& g = proj_.groups[*existing];
     if (t.replicas != g.replicas) {
       dev->used_bytes += static_cast<int64_t>(t.replicas - g.replicas) * g.memory_bytes;
-      g.replicas = t.replicas;
+      proj_.SetReplicas(*existing, t.replicas);
       made = out_.actions.size();
       out_.actions.push_back(MakeAction(Action::kSetReplicas, g, reason));
     }
@@ -479,8 +548,7 @@ void Tick::Apply(View& view, const Target& t, const std::string& tag, const std:
     dev->used_bytes += need_bytes;
     made = out_.actions.size();
     out_.actions.push_back(MakeAction(Action::kLoad, g, reason));
-    proj_.groups.push_back(std::move(g));
-    proj_.removed.push_back(false);
+    proj_.Add(std::move(g));
   }
   if (made) out_.actions[*made].replaces = replaced;
   // Make before break: these run after the load above succeeds, so their
@@ -490,7 +558,7 @@ void Tick::Apply(View& view, const Target& t, const std::string& tag, const std:
     out_.actions.push_back(MakeAction(Action::kUnload, proj_.groups[i],
                                       "replaced by " + GroupLabel(o) + " (" + tag + ")",
                                       Action::Cause::kReplaced));
-    proj_.removed[i] = true;
+    proj_.Remove(i);
   }
   ModelMemory& mem = out_.memory.models[view.key];
   mem.last_change = now_;
@@ -628,7 +696,7 @@ void Tick::ScaleDown(View& view, const std::vector<Eligible>& eligible, const As
       out_.actions.push_back(MakeAction(Action::kUnload, proj_.groups[i],
                                         "scale down: pinned groups carry the demand; " + why,
                                         Action::Cause::kRedundant));
-      proj_.removed[i] = true;
+      proj_.Remove(i);
     }
     mem.last_change = now_;
     mem.low_ticks = 0;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <future>
 #include <mutex>
+#include <unordered_map>
 
 #include "controller/placement.h"
 
@@ -211,10 +212,24 @@ cluster::ClusterState Controller::PlacementView() {
   // worker's report trails its answer), until it does.
   std::map<std::pair<std::string, std::string>, int64_t> taken = reserved_;
   const cluster::TimePoint now = options_.clock();
+  // (worker, label) -> its groups, and worker -> its devices, built once: a
+  // scan of every group (device) per entry made this quadratic at scale.
+  std::map<std::pair<std::string, std::string>, std::vector<size_t>> groups_at;
+  if (!unreported_.empty() || !busy_.empty()) {
+    for (size_t i = 0; i < state.groups.size(); ++i) {
+      groups_at[{state.groups[i].worker, cluster::GroupLabel(state.groups[i])}].push_back(i);
+    }
+  }
+  auto groups_of = [&groups_at](const std::pair<std::string, std::string>& at)
+      -> const std::vector<size_t>& {
+    static const std::vector<size_t> kNone;
+    auto found = groups_at.find(at);
+    return found == groups_at.end() ? kNone : found->second;
+  };
   for (auto it = unreported_.begin(); it != unreported_.end();) {
-    const bool shown = std::any_of(state.groups.begin(), state.groups.end(), [&](const auto& g) {
-      return !g.loading && g.worker == it->first.first && cluster::GroupLabel(g) == it->first.second;
-    });
+    const std::vector<size_t>& at = groups_of(it->first);
+    const bool shown =
+        std::any_of(at.begin(), at.end(), [&](size_t i) { return !state.groups[i].loading; });
     if (shown || it->second.second <= now) {
       it = unreported_.erase(it);
     } else {
@@ -227,12 +242,16 @@ cluster::ClusterState Controller::PlacementView() {
       it = busy_.erase(it);
       continue;
     }
-    for (auto& g : state.groups) {
-      if (g.worker == it->first.first && cluster::GroupLabel(g) == it->first.second) {
-        g.executing = std::max<int64_t>(g.executing, 1);
-      }
+    for (size_t i : groups_of(it->first)) {
+      state.groups[i].executing = std::max<int64_t>(state.groups[i].executing, 1);
     }
     ++it;
+  }
+  std::unordered_map<std::string, std::vector<size_t>> devices_of;
+  if (!taken.empty()) {
+    for (size_t d = 0; d < state.devices.size(); ++d) {
+      devices_of[state.devices[d].worker].push_back(d);
+    }
   }
   for (const auto& [where, bytes] : taken) {
     if (bytes <= 0) continue;
@@ -243,8 +262,8 @@ cluster::ClusterState Controller::PlacementView() {
     g.loading = true;
     g.replicas = 1;
     g.memory_bytes = bytes;
-    for (auto& d : state.devices) {
-      if (d.name == "cpu" && d.worker == where.first) d.used_bytes += bytes;
+    for (size_t d : devices_of[where.first]) {
+      if (state.devices[d].name == "cpu") state.devices[d].used_bytes += bytes;
     }
     state.groups.push_back(std::move(g));
   }

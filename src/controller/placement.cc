@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <string_view>
 #include <tuple>
+#include <unordered_map>
 
 namespace somm::control {
 namespace {
@@ -37,54 +39,66 @@ std::string VictimReason(const GroupState& g, double value, TimePoint now,
 }
 
 // One device's way to make room: its cheapest victims, or why it has none.
+// The figures of the refusal summary are kept and formatted only when a
+// message needs them (a cluster of 1,000 workers plans 1,000 devices per
+// placement, and formatting each summary cost more than the plan).
 struct DevicePlan {
   size_t device = 0;
   bool feasible = false;
   int64_t free_after = 0;
   double lost_reload_ms = 0;  // sum of value * MiB: expected reload time the victims cost
-  std::vector<EvictionVictim> victims;
-  std::string summary;  // budget, use, evictable bytes: for the refusal message
+  std::vector<EvictionVictim> victims;  // reasons filled in by the caller that keeps them
+  int64_t free_now = 0;
+  int64_t evictable = 0;
+  size_t evictable_groups = 0;
+  int busy = 0, pinned = 0, loading = 0;
 };
 
-DevicePlan PlanDevice(const ClusterState& state, size_t d, int64_t bytes_needed, TimePoint now,
-                      const PlacementOptions& options) {
-  const DeviceState& dev = state.devices[d];
-  DevicePlan plan;
-  plan.device = d;
-  const int64_t free_now = dev.budget_bytes - dev.used_bytes;
-  int64_t evictable = 0;
-  int busy = 0, pinned = 0, loading = 0;
-  std::vector<EvictionVictim> pool;
-  for (size_t i = 0; i < state.groups.size(); ++i) {
-    const GroupState& g = state.groups[i];
-    if (g.device != dev.name || g.worker != dev.worker) continue;
-    if (g.pinned) {
-      ++pinned;
-    } else if (g.loading) {
-      ++loading;
-    } else if (g.queued > 0 || g.executing > 0) {
-      ++busy;
-    } else if (GroupBytes(g) > 0) {
-      const double value = EvictionValue(g, now, options);
-      pool.push_back({i, GroupBytes(g), value, VictimReason(g, value, now, options)});
-      evictable += GroupBytes(g);
-    }
-  }
+// Budget, use, evictable bytes: for the refusal message and the reason.
+std::string PlanSummary(const ClusterState& state, const DevicePlan& plan) {
+  const DeviceState& dev = state.devices[plan.device];
   char buf[320];
   std::snprintf(buf, sizeof buf,
                 "%s: budget %s, used %s, free %s, evictable %s in %zu groups (not evictable: %d "
                 "busy, %d pinned, %d loading)",
                 dev.name.c_str(), FormatBytes(dev.budget_bytes).c_str(),
-                FormatBytes(dev.used_bytes).c_str(), FormatBytes(free_now).c_str(),
-                FormatBytes(evictable).c_str(), pool.size(), busy, pinned, loading);
-  plan.summary = buf;
-  if (free_now >= bytes_needed) {
+                FormatBytes(dev.used_bytes).c_str(), FormatBytes(plan.free_now).c_str(),
+                FormatBytes(plan.evictable).c_str(), plan.evictable_groups, plan.busy,
+                plan.pinned, plan.loading);
+  return buf;
+}
+
+// `groups` holds the indices into state.groups that may sit on the device
+// (all of them, or those of its worker): the others are never looked at.
+DevicePlan PlanDevice(const ClusterState& state, size_t d, const std::vector<size_t>& groups,
+                      int64_t bytes_needed, TimePoint now, const PlacementOptions& options) {
+  const DeviceState& dev = state.devices[d];
+  DevicePlan plan;
+  plan.device = d;
+  plan.free_now = dev.budget_bytes - dev.used_bytes;
+  std::vector<EvictionVictim> pool;
+  for (size_t i : groups) {
+    const GroupState& g = state.groups[i];
+    if (g.device != dev.name || g.worker != dev.worker) continue;
+    if (g.pinned) {
+      ++plan.pinned;
+    } else if (g.loading) {
+      ++plan.loading;
+    } else if (g.queued > 0 || g.executing > 0) {
+      ++plan.busy;
+    } else if (GroupBytes(g) > 0) {
+      pool.push_back({i, GroupBytes(g), EvictionValue(g, now, options), ""});
+      plan.evictable += GroupBytes(g);
+    }
+  }
+  plan.evictable_groups = pool.size();
+  if (plan.free_now >= bytes_needed) {
     plan.feasible = true;
-    plan.free_after = free_now - bytes_needed;
+    plan.free_after = plan.free_now - bytes_needed;
     return plan;
   }
-  const int64_t shortfall = bytes_needed - free_now;
-  if (evictable < shortfall) return plan;
+  const int64_t shortfall = bytes_needed - plan.free_now;
+  if (plan.evictable < shortfall) return plan;
 
   std::stable_sort(pool.begin(), pool.end(), [](const EvictionVictim& a, const EvictionVictim& b) {
     return a.value < b.value;
@@ -107,7 +121,7 @@ DevicePlan PlanDevice(const ClusterState& state, size_t d, int64_t bytes_needed,
     plan.lost_reload_ms += v.value * static_cast<double>(v.bytes) / kMiB;
   }
   plan.feasible = true;
-  plan.free_after = free_now + freed - bytes_needed;
+  plan.free_after = plan.free_now + freed - bytes_needed;
   return plan;
 }
 
@@ -143,25 +157,46 @@ double EvictionValue(const GroupState& g, TimePoint now, const PlacementOptions&
   return reuses * std::max(g.load_ms, 0.0) / mib;
 }
 
-StatusOr<PlacementDecision> Place(const ClusterState& state, int64_t bytes_needed,
-                                  const std::string& wanted, TimePoint now,
-                                  const PlacementOptions& options) {
+namespace {
+
+// Place() over the devices `devices` and the groups `groups` of `state`
+// (indices): Place() passes all of them, PlaceAcrossWorkers() one worker's.
+// Victims index state.groups.
+// The plans of the matching devices and the best feasible one (`best` null
+// when none is), without a word of text: PlaceAcrossWorkers() compares
+// every worker's and words only the winner's.
+struct Plans {
   std::vector<DevicePlan> plans;
-  for (size_t d = 0; d < state.devices.size(); ++d) {
+  const DevicePlan* best = nullptr;  // into plans
+};
+
+void PlanOn(const ClusterState& state, const std::vector<size_t>& devices,
+            const std::vector<size_t>& groups, int64_t bytes_needed, const std::string& wanted,
+            TimePoint now, const PlacementOptions& options, Plans* out) {
+  for (size_t d : devices) {
     if (DeviceMatches(state.devices[d].name, wanted)) {
-      plans.push_back(PlanDevice(state, d, bytes_needed, now, options));
+      out->plans.push_back(PlanDevice(state, d, groups, bytes_needed, now, options));
     }
   }
+  for (const DevicePlan& p : out->plans) {
+    if (p.feasible && (out->best == nullptr || BetterPlan(p, *out->best))) out->best = &p;
+  }
+}
+
+StatusOr<PlacementDecision> PlaceOn(const ClusterState& state, const std::vector<size_t>& devices,
+                                    const std::vector<size_t>& groups, int64_t bytes_needed,
+                                    const std::string& wanted, TimePoint now,
+                                    const PlacementOptions& options) {
+  Plans all;
+  PlanOn(state, devices, groups, bytes_needed, wanted, now, options, &all);
+  const std::vector<DevicePlan>& plans = all.plans;
   if (plans.empty()) {
     return NotFound("no device matches '" + wanted + "'");
   }
-  const DevicePlan* best = nullptr;
-  for (const DevicePlan& p : plans) {
-    if (p.feasible && (best == nullptr || BetterPlan(p, *best))) best = &p;
-  }
+  const DevicePlan* best = all.best;
   if (best == nullptr) {
     std::string msg = "cannot place " + FormatBytes(bytes_needed) + " on '" + wanted + "'";
-    for (const DevicePlan& p : plans) msg += "; " + p.summary;
+    for (const DevicePlan& p : plans) msg += "; " + PlanSummary(state, p);
     return ResourceExhausted(msg);
   }
   PlacementDecision out;
@@ -169,12 +204,31 @@ StatusOr<PlacementDecision> Place(const ClusterState& state, int64_t bytes_neede
   out.device = state.devices[best->device].name;
   out.free_after = best->free_after;
   out.victims = best->victims;
+  for (EvictionVictim& v : out.victims) {
+    v.reason = VictimReason(state.groups[v.group], v.value, now, options);
+  }
   out.reason = (out.victims.empty()
                     ? "best fit: "
                     : "after evicting " + std::to_string(out.victims.size()) + " group(s): ") +
                FormatBytes(bytes_needed) + " on " + out.device + ", " +
-               FormatBytes(out.free_after) + " of the budget left (" + best->summary + ")";
+               FormatBytes(out.free_after) + " of the budget left (" +
+               PlanSummary(state, *best) + ")";
   return out;
+}
+
+std::vector<size_t> AllIndices(size_t n) {
+  std::vector<size_t> all(n);
+  for (size_t i = 0; i < n; ++i) all[i] = i;
+  return all;
+}
+
+}  // namespace
+
+StatusOr<PlacementDecision> Place(const ClusterState& state, int64_t bytes_needed,
+                                  const std::string& wanted, TimePoint now,
+                                  const PlacementOptions& options) {
+  return PlaceOn(state, AllIndices(state.devices.size()), AllIndices(state.groups.size()),
+                 bytes_needed, wanted, now, options);
 }
 
 ClusterState WorkerShare(const ClusterState& state, const std::string& worker) {
@@ -190,58 +244,79 @@ ClusterState WorkerShare(const ClusterState& state, const std::string& worker) {
   return share;
 }
 
+// Each worker is planned alone on its own devices and groups, as
+// Place(WorkerShare(state, w)) would plan it, but over indices into `state`
+// built in one pass: copying every worker's share was O(workers x groups)
+// per placement, the controller's hot spot at 1,000 workers.
+// placement_test.cc checks it against the per-share form.
 StatusOr<PlacementDecision> PlaceAcrossWorkers(const ClusterState& state, int64_t bytes_needed,
                                                const std::string& wanted, const std::string& key,
                                                TimePoint now, const PlacementOptions& options) {
-  std::vector<std::string> workers;
-  for (const DeviceState& d : state.devices) {
-    if (std::find(workers.begin(), workers.end(), d.worker) == workers.end()) {
-      workers.push_back(d.worker);
-    }
+  struct Worker {
+    const std::string* id = nullptr;
+    std::vector<size_t> devices;
+    std::vector<size_t> groups;
+  };
+  std::vector<Worker> workers;  // in the order their first device appears
+  std::unordered_map<std::string_view, size_t> index;
+  for (size_t d = 0; d < state.devices.size(); ++d) {
+    const std::string& w = state.devices[d].worker;
+    auto [it, added] = index.emplace(w, workers.size());
+    if (added) workers.push_back({&w, {}, {}});
+    workers[it->second].devices.push_back(d);
   }
   if (workers.size() <= 1) return Place(state, bytes_needed, wanted, now, options);
+  for (size_t i = 0; i < state.groups.size(); ++i) {
+    auto it = index.find(state.groups[i].worker);
+    if (it != index.end()) workers[it->second].groups.push_back(i);
+  }
+  // Every worker's best plan, compared without words; the winner's decision
+  // (and the refusals, when none can take it) are worded afterwards.
   struct Option {
-    PlacementDecision decision;
+    size_t worker = 0;
+    bool no_victims = true;
     double lost_reload_ms = 0;
+    int64_t free_after = 0;
     uint64_t hash = 0;
-    std::vector<size_t> group_index;  // the share's group i is state.groups[group_index[i]]
+  };
+  auto better = [](const Option& a, const Option& b) {
+    if (a.no_victims != b.no_victims) return a.no_victims;
+    if (a.lost_reload_ms != b.lost_reload_ms) return a.lost_reload_ms < b.lost_reload_ms;
+    if (a.free_after != b.free_after) return a.free_after > b.free_after;
+    return a.hash > b.hash;
   };
   std::optional<Option> best;
-  std::string refusals;
-  for (const std::string& w : workers) {
-    ClusterState share = WorkerShare(state, w);
-    auto placed = Place(share, bytes_needed, wanted, now, options);
-    if (!placed.ok()) {
-      refusals += (refusals.empty() ? "" : "; ") + ("worker " + w + ": " + placed.status().message());
-      continue;
-    }
+  for (size_t k = 0; k < workers.size(); ++k) {
+    const Worker& w = workers[k];
+    Plans plans;
+    PlanOn(state, w.devices, w.groups, bytes_needed, wanted, now, options, &plans);
+    if (plans.best == nullptr) continue;
     Option o;
-    o.decision = std::move(placed).value();
-    for (const EvictionVictim& v : o.decision.victims) {
+    o.worker = k;
+    o.no_victims = plans.best->victims.empty();
+    for (const EvictionVictim& v : plans.best->victims) {
       o.lost_reload_ms += v.value * static_cast<double>(v.bytes) / kMiB;
     }
-    o.hash = std::hash<std::string>{}(key + "@" + w);
-    for (size_t i = 0; i < state.groups.size(); ++i) {
-      if (state.groups[i].worker == w) o.group_index.push_back(i);
-    }
-    auto better = [](const Option& a, const Option& b) {
-      if (a.decision.victims.empty() != b.decision.victims.empty()) return a.decision.victims.empty();
-      if (a.lost_reload_ms != b.lost_reload_ms) return a.lost_reload_ms < b.lost_reload_ms;
-      if (a.decision.free_after != b.decision.free_after) {
-        return a.decision.free_after > b.decision.free_after;
-      }
-      return a.hash > b.hash;
-    };
-    if (!best || better(o, *best)) best = std::move(o);
+    o.free_after = plans.best->free_after;
+    o.hash = std::hash<std::string>{}(key + "@" + *w.id);
+    if (!best || better(o, *best)) best = o;
   }
   if (!best) {
+    std::string refusals;
+    for (const Worker& w : workers) {
+      auto placed = PlaceOn(state, w.devices, w.groups, bytes_needed, wanted, now, options);
+      refusals += (refusals.empty() ? "" : "; ") +
+                  ("worker " + *w.id + ": " + placed.status().message());
+    }
     return ResourceExhausted("cannot place " + FormatBytes(bytes_needed) + " on any of " +
                              std::to_string(workers.size()) + " workers: " + refusals);
   }
-  for (EvictionVictim& v : best->decision.victims) v.group = best->group_index[v.group];
-  best->decision.reason = "worker " + best->decision.worker + " (of " +
-                          std::to_string(workers.size()) + "): " + best->decision.reason;
-  return std::move(best->decision);
+  const Worker& w = workers[best->worker];
+  SOMM_ASSIGN_OR_RETURN(PlacementDecision decision,
+                        PlaceOn(state, w.devices, w.groups, bytes_needed, wanted, now, options));
+  decision.reason = "worker " + decision.worker + " (of " + std::to_string(workers.size()) +
+                    "): " + decision.reason;
+  return decision;
 }
 
 std::vector<Action> EvictionActions(const ClusterState& state, const PlacementDecision& decision) {
@@ -279,16 +354,14 @@ ClusterState PoolWorkers(const ClusterState& state) {
     it->cores += d.cores;
     if (it->worker != d.worker) it->worker.clear();
   }
-  std::vector<std::string> labels;  // of pooled.groups, in order
+  std::unordered_map<std::string, size_t> labels;  // label -> index in pooled.groups
   for (const GroupState& g : state.groups) {
-    const std::string label = GroupLabel(g);
-    const auto at = std::find(labels.begin(), labels.end(), label);
-    if (at == labels.end()) {
-      labels.push_back(label);
+    auto [at, added] = labels.emplace(GroupLabel(g), pooled.groups.size());
+    if (added) {
       pooled.groups.push_back(g);
       continue;
     }
-    GroupState& p = pooled.groups[static_cast<size_t>(at - labels.begin())];
+    GroupState& p = pooled.groups[at->second];
     p.replicas += g.replicas;
     p.queued += g.queued;
     p.executing += g.executing;

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <random>
 #include <tuple>
 
 namespace somm::control {
@@ -262,6 +264,106 @@ TEST(PlaceAcrossWorkersTest, NoWorkerCanMakeRoomNamesEach) {
   EXPECT_THAT(d.status().message(), HasSubstr("worker b:"));
 }
 
+
+// The straightforward form PlaceAcrossWorkers() indexes: Place() on each
+// worker's share (WorkerShare), victims mapped back to `state`, the same
+// order of preference. Kept here as the reference.
+StatusOr<PlacementDecision> PlaceAcrossWorkersByShares(const ClusterState& state,
+                                                       int64_t bytes_needed,
+                                                       const std::string& wanted,
+                                                       const std::string& key) {
+  std::vector<std::string> workers;
+  for (const DeviceState& d : state.devices) {
+    if (std::find(workers.begin(), workers.end(), d.worker) == workers.end()) {
+      workers.push_back(d.worker);
+    }
+  }
+  if (workers.size() <= 1) return Place(state, bytes_needed, wanted, kNow);
+  std::optional<PlacementDecision> best;
+  double best_lost = 0;
+  uint64_t best_hash = 0;
+  int refused = 0;
+  for (const std::string& w : workers) {
+    auto placed = Place(WorkerShare(state, w), bytes_needed, wanted, kNow);
+    if (!placed.ok()) {
+      ++refused;
+      continue;
+    }
+    std::vector<size_t> index;
+    for (size_t i = 0; i < state.groups.size(); ++i) {
+      if (state.groups[i].worker == w) index.push_back(i);
+    }
+    double lost = 0;
+    for (EvictionVictim& v : placed->victims) {
+      lost += v.value * static_cast<double>(v.bytes) / kMiB;
+      v.group = index[v.group];
+    }
+    const uint64_t hash = std::hash<std::string>{}(key + "@" + w);
+    const bool better =
+        !best || (placed->victims.empty() != best->victims.empty()
+                      ? placed->victims.empty()
+                      : lost != best_lost                              ? lost < best_lost
+                        : placed->free_after != best->free_after ? placed->free_after >
+                                                                         best->free_after
+                                                                   : hash > best_hash);
+    if (better) {
+      best = *placed;
+      best_lost = lost;
+      best_hash = hash;
+    }
+  }
+  if (!best) return ResourceExhausted(std::to_string(refused) + " workers refused");
+  return *best;
+}
+
+TEST(PlaceAcrossWorkersTest, TheIndexedFormDecidesAsThePerShareForm) {
+  std::mt19937 rng(7);
+  auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int round = 0; round < 200; ++round) {
+    ClusterState s;
+    const int workers = uniform(1, 12);
+    for (int w = 0; w < workers; ++w) {
+      DeviceState cpu = Device("cpu", uniform(2, 8) * kGiB, 0);
+      cpu.worker = "w" + std::to_string(w);
+      s.devices.push_back(cpu);
+      if (uniform(0, 3) == 0) {
+        DeviceState gpu = Device("cuda:0", 4 * kGiB, 0);
+        gpu.worker = cpu.worker;
+        s.devices.push_back(gpu);
+      }
+    }
+    const int groups = uniform(0, 40);
+    for (int i = 0; i < groups; ++i) {
+      DeviceState& dev = s.devices[static_cast<size_t>(uniform(0, static_cast<int>(s.devices.size()) - 1))];
+      GroupState g = Group("m" + std::to_string(i), uniform(64, 1500), uniform(0, 20) / 4.0,
+                           std::chrono::seconds(uniform(0, 600)), uniform(10, 3000), dev.name);
+      g.worker = dev.worker;
+      g.replicas = uniform(1, 3);
+      g.pinned = uniform(0, 9) == 0;
+      g.loading = uniform(0, 9) == 0;
+      g.queued = uniform(0, 5) == 0 ? 1 : 0;
+      if (dev.used_bytes + g.replicas * g.memory_bytes > dev.budget_bytes) continue;
+      dev.used_bytes += g.replicas * g.memory_bytes;
+      s.groups.push_back(g);
+    }
+    const int64_t need = uniform(1, 24) * 256 * kMiB;
+    const std::string wanted = uniform(0, 4) == 0 ? "cuda" : "cpu";
+    const std::string key = "m" + std::to_string(round);
+    auto fast = PlaceAcrossWorkers(s, need, wanted, key, kNow);
+    auto slow = PlaceAcrossWorkersByShares(s, need, wanted, key);
+    ASSERT_EQ(fast.ok(), slow.ok()) << "round " << round << ": " << fast.status().message();
+    if (!fast.ok()) continue;
+    EXPECT_EQ(fast->worker, slow->worker) << "round " << round;
+    EXPECT_EQ(fast->device, slow->device) << "round " << round;
+    EXPECT_EQ(fast->free_after, slow->free_after) << "round " << round;
+    ASSERT_EQ(fast->victims.size(), slow->victims.size()) << "round " << round;
+    for (size_t v = 0; v < fast->victims.size(); ++v) {
+      EXPECT_EQ(fast->victims[v].group, slow->victims[v].group) << "round " << round;
+      EXPECT_EQ(fast->victims[v].reason, slow->victims[v].reason) << "round " << round;
+    }
+    EXPECT_THAT(fast->reason, HasSubstr(slow->reason)) << "round " << round;
+  }
+}
 // ---- One group's replicas across workers ----------------------------------
 
 // `replicas` of m (1 GiB each) on `worker`.

@@ -1,6 +1,5 @@
 #include "metrics/prometheus_metrics.h"
 
-#include <httplib.h>
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
@@ -8,15 +7,19 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
-#include <thread>
+#include <string_view>
+
+#include "frontend/http/http_server.h"
 
 namespace somm {
 namespace {
 
-const prometheus::Histogram::BucketBoundaries& MicrosecondBuckets() {
+// Seconds, Prometheus's base unit, from 10 us to 10 s: a digits query takes
+// tens of microseconds, a cold start seconds.
+const prometheus::Histogram::BucketBoundaries& SecondBuckets() {
   static const prometheus::Histogram::BucketBoundaries kBuckets = {
-      10, 25, 50, 100, 250, 500, 1'000, 2'500, 5'000, 10'000, 25'000, 50'000, 100'000,
-      250'000, 500'000, 1'000'000, 2'500'000, 10'000'000};
+      10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3,
+      100e-3, 250e-3, 500e-3, 1, 2.5, 10};
   return kBuckets;
 }
 
@@ -39,21 +42,29 @@ struct PrometheusMetrics::Families {
                     .Help("Queries that failed, by status code")
                     .Register(r)),
         queue(prometheus::BuildHistogram()
-                  .Name("somm_inference_queue_duration_us")
-                  .Help("Time a query waited in its instance queue, microseconds")
+                  .Name("somm_inference_queue_duration_seconds")
+                  .Help("Time a query waited in its instance queue")
                   .Register(r)),
         compute(prometheus::BuildHistogram()
-                    .Name("somm_inference_compute_duration_us")
-                    .Help("Backend execution time of the batch that served a query, microseconds")
+                    .Name("somm_inference_compute_duration_seconds")
+                    .Help("Backend execution time of the batch that served a query")
                     .Register(r)),
         request(prometheus::BuildHistogram()
-                    .Name("somm_inference_request_duration_us")
-                    .Help("Server time from dispatch to response, microseconds")
+                    .Name("somm_inference_request_duration_seconds")
+                    .Help("Server time from dispatch to response")
                     .Register(r)),
         batch(prometheus::BuildHistogram()
                   .Name("somm_inference_batch_size")
                   .Help("Samples per executed batch")
                   .Register(r)),
+        slo_queries(prometheus::BuildCounter()
+                        .Name("somm_slo_queries_total")
+                        .Help("Queries that carried a latency SLO")
+                        .Register(r)),
+        slo_met(prometheus::BuildCounter()
+                    .Name("somm_slo_met_queries_total")
+                    .Help("Queries answered within their latency SLO")
+                    .Register(r)),
         instances(prometheus::BuildGauge()
                       .Name("somm_instances_loaded")
                       .Help("Instances loaded per model version")
@@ -130,6 +141,8 @@ struct PrometheusMetrics::Families {
   prometheus::Family<prometheus::Histogram>& compute;
   prometheus::Family<prometheus::Histogram>& request;
   prometheus::Family<prometheus::Histogram>& batch;
+  prometheus::Family<prometheus::Counter>& slo_queries;
+  prometheus::Family<prometheus::Counter>& slo_met;
   prometheus::Family<prometheus::Gauge>& instances;
   prometheus::Family<prometheus::Counter>& decisions;
   prometheus::Family<prometheus::Gauge>& replicas;
@@ -156,17 +169,19 @@ class PrometheusModelMetrics : public ModelMetrics {
       : families_(f),
         labels_(labels),
         success_(f.success.Add(labels)),
-        queue_(f.queue.Add(labels, MicrosecondBuckets())),
-        compute_(f.compute.Add(labels, MicrosecondBuckets())),
-        request_(f.request.Add(labels, MicrosecondBuckets())),
+        queue_(f.queue.Add(labels, SecondBuckets())),
+        compute_(f.compute.Add(labels, SecondBuckets())),
+        request_(f.request.Add(labels, SecondBuckets())),
         batch_(f.batch.Add(labels, BatchBuckets())),
+        slo_queries_(f.slo_queries.Add(labels)),
+        slo_met_(f.slo_met.Add(labels)),
         instances_(f.instances.Add(labels)) {}
 
   void RecordSuccess(double queue_us, double compute_us, double total_us) override {
     success_.Increment();
-    queue_.Observe(queue_us);
-    compute_.Observe(compute_us);
-    request_.Observe(total_us);
+    queue_.Observe(queue_us * 1e-6);
+    compute_.Observe(compute_us * 1e-6);
+    request_.Observe(total_us * 1e-6);
   }
   void RecordFailure(const std::string& reason) override {
     auto labels = labels_;
@@ -175,6 +190,10 @@ class PrometheusModelMetrics : public ModelMetrics {
   }
   void RecordBatch(int64_t batch_size) override { batch_.Observe(static_cast<double>(batch_size)); }
   void SetInstancesLoaded(int64_t count) override { instances_.Set(static_cast<double>(count)); }
+  void RecordSlo(bool met) override {
+    slo_queries_.Increment();
+    if (met) slo_met_.Increment();
+  }
 
  private:
   PrometheusMetrics::Families& families_;
@@ -184,6 +203,8 @@ class PrometheusModelMetrics : public ModelMetrics {
   prometheus::Histogram& compute_;
   prometheus::Histogram& request_;
   prometheus::Histogram& batch_;
+  prometheus::Counter& slo_queries_;
+  prometheus::Counter& slo_met_;
   prometheus::Gauge& instances_;
 };
 
@@ -295,8 +316,7 @@ std::string PrometheusMetrics::Serialize() const {
 }
 
 struct MetricsEndpoint::Impl {
-  httplib::Server server;
-  std::thread thread;
+  std::unique_ptr<http::Server> server;
 };
 
 MetricsEndpoint::MetricsEndpoint(std::unique_ptr<Impl> impl, int port)
@@ -304,41 +324,70 @@ MetricsEndpoint::MetricsEndpoint(std::unique_ptr<Impl> impl, int port)
 
 MetricsEndpoint::~MetricsEndpoint() { Shutdown(); }
 
-StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(const PrometheusMetrics& metrics,
-                                                                  const std::string& address,
-                                                                  int port,
-                                                                  std::function<bool()> ready) {
-  auto impl = std::make_unique<Impl>();
-  impl->server.Get("/metrics", [&metrics](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics.Serialize(), "text/plain; version=0.0.4");
-  });
-  if (ready) {
-    impl->server.Get("/v2/health/live",
-                     [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
-    impl->server.Get("/v2/health/ready",
-                     [ready](const httplib::Request&, httplib::Response& res) {
-                       res.status = ready() ? 200 : 400;
-                     });
-  }
-  int bound = port;
-  if (port == 0) {
-    bound = impl->server.bind_to_any_port(address);
-  } else if (!impl->server.bind_to_port(address, port)) {
-    bound = -1;
-  }
-  if (bound < 0) {
+StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
+    const PrometheusMetrics& metrics, const std::string& address, int port,
+    std::function<bool()> ready, MetricsAccess access,
+    std::shared_ptr<const crypto::TlsServerContext> tls) {
+  // somm's own HTTP server (not an HTTP library's): the same TLS layer as
+  // the REST port, and OpenSSL stays in crypto/. Handlers run on its one I/O
+  // thread; serializing the registry does not block.
+  auto handler = [&metrics, access, ready](http::Request request, http::Responder responder) {
+    http::Response res;
+    const std::string& path = request.head.path;
+    if (request.head.method != "GET" && request.head.method != "HEAD") {
+      res.status = 405;
+    } else if (path == "/metrics") {
+      const std::string* header = request.head.Find("authorization");
+      const Status allowed =
+          access.authorize ? access.authorize(header != nullptr ? *header : "") : Status::Ok();
+      if (!allowed.ok()) {
+        res.status = allowed.code() == StatusCode::kUnauthenticated   ? 401
+                     : allowed.code() == StatusCode::kPermissionDenied ? 403
+                                                                       : 429;
+        if (res.status == 401) res.headers.emplace_back("WWW-Authenticate", "Bearer");
+        res.headers.emplace_back("Content-Type", "text/plain");
+        res.body = allowed.message() + "\n";
+      } else {
+        res.body = metrics.Serialize();
+        if (access.extra_text) res.body += access.extra_text();
+        res.headers.emplace_back("Content-Type", "text/plain; version=0.0.4");
+      }
+    } else if (ready && path == "/v2/health/live") {
+      res.status = 200;
+    } else if (ready && path == "/v2/health/ready") {
+      res.status = ready() ? 200 : 400;
+    } else {
+      res.status = 404;
+    }
+    responder.Send(std::move(res));
+  };
+  auto error = [](int status, std::string_view message) {
+    http::Response res;
+    res.status = status;
+    res.headers.emplace_back("Content-Type", "text/plain");
+    res.body = std::string(message) + "\n";
+    return res;
+  };
+  http::ServerOptions options;
+  options.address = address;
+  options.port = port;
+  options.io_threads = 1;
+  options.max_body_bytes = 64 << 10;  // scrapes and probes send no body
+  options.max_connections = 256;
+  options.tls = std::move(tls);
+  auto server = http::Server::Start(std::move(options), std::move(handler), std::move(error));
+  if (!server.ok()) {
     return Unavailable("metrics endpoint: cannot listen on " + address + ":" +
-                       std::to_string(port));
+                       std::to_string(port) + ": " + server.status().message());
   }
-  Impl* raw = impl.get();
-  impl->thread = std::thread([raw] { raw->server.listen_after_bind(); });
+  auto impl = std::make_unique<Impl>();
+  impl->server = std::move(*server);
+  const int bound = impl->server->port();
   return std::unique_ptr<MetricsEndpoint>(new MetricsEndpoint(std::move(impl), bound));
 }
 
 void MetricsEndpoint::Shutdown() {
-  if (!impl_) return;
-  impl_->server.stop();
-  if (impl_->thread.joinable()) impl_->thread.join();
+  if (impl_ && impl_->server) impl_->server->Shutdown();
 }
 
 }  // namespace somm

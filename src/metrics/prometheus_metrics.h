@@ -17,6 +17,10 @@ namespace prometheus {
 class Registry;
 }  // namespace prometheus
 
+namespace somm::crypto {
+class TlsServerContext;
+}  // namespace somm::crypto
+
 namespace somm {
 
 class PrometheusMetrics : public ServingMetrics {
@@ -59,7 +63,19 @@ class PrometheusMetrics : public ServingMetrics {
   std::map<std::pair<std::string, std::string>, std::unique_ptr<ModelMetrics>> models_;
 };
 
-// Serves GET /metrics on its own port (Triton's --metrics-port habit).
+// Who may read /metrics, and what it shows beside the registry (auth/guard.h
+// fills both in). Null members: anyone may read; nothing is added.
+struct MetricsAccess {
+  // Given the Authorization header ("" when absent): OK, or the refusal
+  // (UNAUTHENTICATED -> 401, PERMISSION_DENIED -> 403).
+  std::function<Status(const std::string& authorization)> authorize;
+  // More exposition text (e.g. the per-tenant quota families).
+  std::function<std::string()> extra_text;
+};
+
+// Serves GET /metrics on its own port (Triton's --metrics-port habit), on
+// somm's HTTP server (frontend/http/http_server.h), over TLS when `tls` is
+// given (the process's REST context: same certificate, same client CA).
 class MetricsEndpoint {
  public:
   // port 0 picks a free port; port() tells which.
@@ -69,7 +85,9 @@ class MetricsEndpoint {
   // ready() holds, else 400.
   static StatusOr<std::unique_ptr<MetricsEndpoint>> Start(const PrometheusMetrics& metrics,
                                                           const std::string& address, int port,
-                                                          std::function<bool()> ready = nullptr);
+                                                          std::function<bool()> ready = nullptr,
+                                                          MetricsAccess access = {},
+                                                          std::shared_ptr<const crypto::TlsServerContext> tls = nullptr);
   ~MetricsEndpoint();
   int port() const { return port_; }
   void Shutdown();

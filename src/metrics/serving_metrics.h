@@ -9,10 +9,14 @@
 //
 // Families (all labelled model, version):
 //   somm_inference_request_success_total, somm_inference_request_failure_total{reason},
-//   somm_inference_queue_duration_us, somm_inference_compute_duration_us,
-//   somm_inference_request_duration_us (histograms, per query),
+//   somm_inference_queue_duration_seconds, somm_inference_compute_duration_seconds,
+//   somm_inference_request_duration_seconds (histograms, per query; recorded
+//   in microseconds, exposed in seconds, Prometheus's base unit),
 //   somm_inference_batch_size (histogram, per executed batch),
 //   somm_instances_loaded (gauge); and somm_selector_decisions_total{outcome}.
+// somm_slo_queries_total and somm_slo_met_queries_total{model,version}: the
+//   queries that carried a latency SLO, and those answered within it (SLO
+//   attainment = met / queries; the dashboard and the alert rules use them).
 // somm_inflight_queries (gauge, no labels): queries a router accepted and has
 //   not answered yet, queued and executing alike, whatever their model; the
 //   per-pod metric a HorizontalPodAutoscaler scales routers on (deploy/).
@@ -45,6 +49,9 @@ class ModelMetrics {
   virtual void RecordFailure(const std::string& reason) = 0;
   virtual void RecordBatch(int64_t batch_size) = 0;
   virtual void SetInstancesLoaded(int64_t count) = 0;
+  // A query that carried a latency SLO was answered (or failed): `met` when
+  // it was answered within the SLO. A default, so that fakes need not care.
+  virtual void RecordSlo(bool met) { (void)met; }
 };
 
 class ServingMetrics {

@@ -68,6 +68,10 @@ ModelRegistry::ModelRegistry(RegistryOptions options, Backend& backend)
 
 ModelRegistry::~ModelRegistry() { Shutdown(); }
 
+Status ModelRegistry::UnknownModel(const std::string& name) {
+  return NotFound("unknown model '" + name + "'");
+}
+
 void ModelRegistry::Shutdown() {
   shutting_down_ = true;
   std::vector<std::thread> jobs;
@@ -149,7 +153,7 @@ StatusOr<VersionPtr> ModelRegistry::Resolve(const std::string& name,
                                             const std::string& version) const {
   ReaderLock lock(&mu_);
   auto it = models_.find(name);
-  if (it == models_.end()) return NotFound("unknown model '" + name + "'");
+  if (it == models_.end()) return UnknownModel(name);
   const Entry& entry = it->second;
   if (entry.versions.empty()) {
     const std::string why = entry.problems.empty() ? "" : ": " + entry.problems[0].reason;
@@ -229,7 +233,7 @@ Status ModelRegistry::SetProfiles(const std::string& name, int64_t version,
                                   std::vector<VariantProfile> profiles) {
   WriterLock lock(&mu_);
   auto it = models_.find(name);
-  if (it == models_.end()) return NotFound("unknown model '" + name + "'");
+  if (it == models_.end()) return UnknownModel(name);
   auto v = it->second.versions.find(version);
   if (v == it->second.versions.end()) {
     return NotFound("model '" + name + "' has no version " + std::to_string(version) + " loaded");

@@ -90,6 +90,9 @@ class ModelRegistry {
   std::vector<VersionPtr> ForTask(const std::string& task) const;
   std::vector<VersionPtr> All() const;
   std::vector<RepositoryEntry> Index(bool ready_only) const;
+  // The answer for a model that is not there; also what a caller gets for a
+  // model it may not see (docs/security.md), so existence is not revealed.
+  static Status UnknownModel(const std::string& name);
   Status SetProfiles(const std::string& name, int64_t version, std::vector<VariantProfile> profiles);
 
   // Registration (see above). On success the model's files are in the

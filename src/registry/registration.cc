@@ -3,13 +3,16 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
 #include "registry/model_registry.h"
+#include "registry/task_catalog.h"
 
 namespace somm {
 namespace fs = std::filesystem;
@@ -45,13 +48,16 @@ std::string Quoted(const std::string& s) {
 // The model.yaml a registration produces.
 std::string ConfigYaml(const RegistrationRequest& r) {
   std::ostringstream y;
-  y << "name: " << r.name << "\nplatform: torchscript\ntask: " << r.task << "\n";
+  // Every caller-given string is quoted: a task or tensor name holding a
+  // newline must not add keys (such as owner_tenant) to the model's config.
+  y << "name: " << r.name << "\nplatform: torchscript\ntask: " << Quoted(r.task) << "\n";
   if (!r.description.empty()) y << "description: " << Quoted(r.description) << "\n";
+  if (!r.owner_tenant.empty()) y << "owner_tenant: " << Quoted(r.owner_tenant) << "\n";
   y << "max_batch_size: " << r.max_batch_size << "\n";
   for (const auto* specs : {&r.inputs, &r.outputs}) {
     y << (specs == &r.inputs ? "inputs:\n" : "outputs:\n");
     for (const auto& t : *specs) {
-      y << "  - {name: " << t.name << ", datatype: " << DataTypeName(t.datatype)
+      y << "  - {name: " << Quoted(t.name) << ", datatype: " << DataTypeName(t.datatype)
         << ", shape: " << YamlList(t.shape) << "}\n";
     }
   }
@@ -76,13 +82,18 @@ Status CheckRegistration(const RegistrationRequest& r) {
           std::string::npos) {
     return InvalidArgument("model name '" + r.name + "' must be 1-128 letters, digits, '-', '_' or '.'");
   }
-  if (r.task.find('/') == std::string::npos) {
-    return InvalidArgument("task '" + r.task + "' must be 'task/dataset'");
+  if (r.task.find('/') == std::string::npos ||
+      std::any_of(r.task.begin(), r.task.end(), [](char c) { return std::iscntrl(static_cast<unsigned char>(c)); })) {
+    return InvalidArgument("task '" + r.task + "' must be 'task/dataset', without control characters");
   }
   if (r.inputs.empty() || r.outputs.empty()) {
     return InvalidArgument("registration of '" + r.name + "' needs at least one input and one output");
   }
   if (r.model_bytes.empty()) return InvalidArgument("registration of '" + r.name + "' has no model file");
+  if (r.private_model && r.owner_tenant.empty()) {
+    return InvalidArgument("a private registration needs a tenant: serve with --auth keys and "
+                           "register with a key (SOMM_API_KEY)");
+  }
   if (r.validation_count < 0) return InvalidArgument("validation count must not be negative");
   if (r.validation_count > 0) {
     if (r.inputs.size() != 1) {
@@ -126,6 +137,17 @@ StatusOr<ModelConfig> ModelRegistry::Register(const RegistrationRequest& r) {
   std::error_code ec;
   if (fs::exists(repo / r.name, ec)) {
     return AlreadyExists("model '" + r.name + "' already exists in the repository");
+  }
+  {
+    // A task's queries are checked against one signature (task_catalog.h):
+    // a model that takes other inputs would never fit them.
+    ModelConfig candidate;
+    candidate.name = r.name;
+    candidate.task = r.task;
+    candidate.inputs = r.inputs;
+    candidate.outputs = r.outputs;
+    candidate.max_batch_size = r.max_batch_size;
+    SOMM_RETURN_IF_ERROR(CheckTaskSignature(candidate, All()));
   }
   // Stage everything beside the repository, check it, then move it in with
   // one rename: a broken registration leaves nothing behind.

@@ -28,7 +28,7 @@ class ConfigErrors {
 const std::set<std::string> kTopLevelKeys = {
     "name", "platform", "task", "max_batch_size", "inputs", "outputs", "dynamic_batching",
     "instance_count", "intra_op_threads", "version_policy", "preprocessing", "accuracy",
-    "labels", "description"};
+    "labels", "description", "owner_tenant"};
 
 template <typename T>
 Status ReadScalar(const YAML::Node& node, const std::string& field, const ConfigErrors& err,
@@ -226,6 +226,9 @@ StatusOr<ModelConfig> ParseModelConfig(const std::string& yaml_text, const std::
     }
     if (root["description"]) {
       SOMM_RETURN_IF_ERROR(ReadScalar(root["description"], "description", err, &c.description));
+    }
+    if (root["owner_tenant"]) {
+      SOMM_RETURN_IF_ERROR(ReadScalar(root["owner_tenant"], "owner_tenant", err, &c.owner_tenant));
     }
     if (root["max_batch_size"]) {
       SOMM_RETURN_IF_ERROR(ReadScalar(root["max_batch_size"], "max_batch_size", err, &c.max_batch_size));

@@ -73,6 +73,8 @@ struct ModelConfig {
   AccuracyInfo accuracy;
   std::vector<std::string> labels;  // class names, optional
   std::string description;
+  // The tenant that owns a private model; "" = public (docs/security.md).
+  std::string owner_tenant;
 };
 
 // Parses YAML text; `source` names the file in error messages.

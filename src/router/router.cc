@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <random>
 
+#include "registry/task_catalog.h"
 #include "router/requirements.h"
 #include "worker/input_check.h"
 
@@ -193,6 +194,7 @@ void Router::Fail(const std::shared_ptr<Query>& q, Status status) {
   // Counted per model once the query reached one, as a query the model
   // refused or failed (bad inputs, a full queue, an error while it ran).
   q->stats->metrics->RecordFailure(StatusCodeName(status.code()));
+  if (q->latency_slo_ms) q->stats->metrics->RecordSlo(false);
   q->done(std::move(status));
 }
 
@@ -258,6 +260,7 @@ void Router::Infer(InferenceRequest request, InferCallback done) {
     done(std::move(result));
   };
   q->id = std::move(request.id);
+  q->decision.tenant = request.caller.tenant;
   if (shutting_down_) return q->done(Unavailable("server is shutting down"));
   std::string task = request.task;
   if (task.empty()) {
@@ -273,7 +276,16 @@ void Router::Infer(InferenceRequest request, InferCallback done) {
   if (!req.ok()) return q->done(req.status());
   if (!task.empty()) {
     std::vector<VersionPtr> versions = registry_.ForTask(task);
+    // The candidates are the models the caller may use: another tenant's
+    // private model is never chosen, nor hinted at.
+    std::erase_if(versions, [&](const VersionPtr& v) {
+      return !request.caller.MayUse(v->config.owner_tenant);
+    });
     if (versions.empty()) return q->done(NotFound("no loaded model serves task '" + task + "'"));
+    // Checked against the task's signature first, so that a wrong input is
+    // told what the task takes, whichever model the selector would pick.
+    Status fits = CheckTaskInputs(TaskSignatureOf(task, versions), request.inputs);
+    if (!fits.ok()) return q->done(std::move(fits));
     // The model is not known yet: inputs are checked against the chosen
     // one's signature, after selection and before anything loads.
     q->raw_inputs = std::move(request.inputs);
@@ -290,6 +302,9 @@ void Router::Infer(InferenceRequest request, InferCallback done) {
   }
   auto v = registry_.Resolve(request.model_name, request.model_version);
   if (!v.ok()) return q->done(v.status());
+  if (!request.caller.MayUse((*v)->config.owner_tenant)) {
+    return q->done(ModelRegistry::UnknownModel(request.model_name));
+  }
   SetVersion(*q, *v);
   Status prepared = Prepare(*q, request);
   if (!prepared.ok()) return Fail(q, std::move(prepared));
@@ -370,6 +385,9 @@ void Router::RouteExplicit(std::shared_ptr<Query> q, InferenceRequest& request,
   }
   auto v = registry_.Resolve(model, ver);
   if (!v.ok()) return q->done(v.status());
+  if (!request.caller.MayUse((*v)->config.owner_tenant)) {
+    return q->done(ModelRegistry::UnknownModel(model));
+  }
   SetVersion(*q, *v);
   Status prepared = Prepare(*q, request);
   if (!prepared.ok()) return Fail(q, std::move(prepared));
@@ -433,7 +451,7 @@ void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> ver
   // The one cluster model: this worker's groups as they are now, and the
   // profiled options of the versions in question.
   cluster::ClusterState state;
-  state.groups = Groups();
+  state.groups = Groups(versions);
   for (const VersionPtr& v : versions) AppendOptions(*v, &state.options);
   std::vector<size_t> origins;
   SelectorState candidates = CandidatesFrom(state, req, !options_.managed, &origins, where_);
@@ -444,6 +462,7 @@ void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> ver
   }
   DecisionRecord record;
   record.unix_ms = NowUnixMs();
+  record.tenant = q->decision.tenant;
   record.target = target;
   record.requirements = DescribeRequirements(req);
   if (candidates.candidates.empty()) {
@@ -515,13 +534,23 @@ void Router::LoadThenDispatch(std::shared_ptr<Query> q, const std::string& varia
                            });
 }
 
-std::vector<cluster::GroupState> Router::Groups() {
-  const std::vector<std::string> ids = workers_.Ids();
-  if (ids.size() == 1) {
-    std::shared_ptr<WorkerStub> stub = workers_.Find(ids[0]);
-    if (stub && stub->local()) return stub->Report().groups;
+std::vector<cluster::GroupState> Router::Groups(const std::vector<VersionPtr>& versions) {
+  const auto snapshot = store_.Read();
+  // Only a view of one worker (or of none yet) may be the embedded server's
+  // local one: listing the Ids() of a large cluster per query cost more than
+  // routing the query.
+  const auto& devices = snapshot->devices;
+  if (std::all_of(devices.begin(), devices.end(),
+                  [&devices](const auto& d) { return d.worker == devices.front().worker; })) {
+    const std::vector<std::string> ids = workers_.Ids();
+    if (ids.size() == 1) {
+      std::shared_ptr<WorkerStub> stub = workers_.Find(ids[0]);
+      if (stub && stub->local()) return stub->Report().groups;
+    }
   }
-  return store_.Read()->groups;
+  std::vector<std::string> models;
+  for (const VersionPtr& v : versions) models.push_back(v->config.name);
+  return groups_by_model_.Of(snapshot, models);
 }
 
 namespace {
@@ -773,6 +802,9 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
   if (!options_.zone.empty()) p["somm_zone_reason"] = ZoneReason(*q);
   q->stats->metrics->RecordSuccess(stats.queue_ns / 1e3, stats.compute_ns / 1e3,
                                    static_cast<double>(total_us));
+  if (q->latency_slo_ms) {
+    q->stats->metrics->RecordSlo(static_cast<double>(total_us) <= *q->latency_slo_ms * 1000.0);
+  }
   // A worker of this process records its batches itself; one of another
   // process marks one query per batch, and this router counts the batch by
   // it, so the routers' histograms add up to the workers'.

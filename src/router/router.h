@@ -53,6 +53,7 @@
 #include "registry/model_registry.h"
 #include "router/cost_calibration.h"
 #include "router/decision_log.h"
+#include "router/groups_by_model.h"
 #include "selector/selector.h"
 #include "serving/inference_server.h"
 #include "worker/worker_directory.h"
@@ -106,6 +107,16 @@ class Router : public InferenceServer {
   Status RegisterModel(RegistrationRequest request) override;
   StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) const override;
   std::vector<DecisionRecord> RecentDecisions(size_t limit) const override;
+  std::vector<TaskDescription> ListTasks(const Caller& caller) const override;
+  StatusOr<TaskDescription> DescribeTask(const std::string& task,
+                                         const Caller& caller) const override;
+  std::shared_ptr<const cluster::ClusterState> ClusterView() const override {
+    return store_.Read();
+  }
+  PriceList Prices() const override { return options_.prices; }
+  std::vector<DecisionRecord> RecentActions(size_t limit) const override {
+    return log_.RecentActions(limit);
+  }
 
   // Puts this router's demand counters into the store.
   void PublishDemand();
@@ -132,9 +143,9 @@ class Router : public InferenceServer {
   // After a remote worker failed `q` with `why`: tries another worker or a
   // load elsewhere. False when the query should fail with `why` instead.
   bool Retry(const std::shared_ptr<Query>& q, const Status& why);
-  // The groups as fresh as this router can see them: the one local worker's
-  // own report, else the cluster-state view.
-  std::vector<cluster::GroupState> Groups();
+  // The groups of `versions`' models as fresh as this router can see them:
+  // the one local worker's own report, else the cluster-state view.
+  std::vector<cluster::GroupState> Groups(const std::vector<VersionPtr>& versions);
   // Sets q.worker (and q.instance_id when `instance` >= 0 is on it) to a
   // worker that holds q's group and is not excluded, preferring this
   // router's zone, and notes the zone and why; false when none holds it.
@@ -161,6 +172,7 @@ class Router : public InferenceServer {
   DecisionLog& log_;
   // Measured / profiled batch time per option, for the cost prediction.
   CostCalibration cost_calibration_;
+  GroupsByModel groups_by_model_;  // the store's latest snapshot, by model
   std::atomic<bool> shutting_down_{false};
   mutable SharedMutex stats_mu_;
   // model -> version -> row; rows are never removed, so a Query may keep a

@@ -245,6 +245,43 @@ TEST_F(RouterTest, UnknownModelOrVersionIsNotFound) {
   EXPECT_TRUE(worker_.actions().empty());
 }
 
+TEST_F(RouterTest, AnotherTenantsPrivateModelIsUnknownByNameAndNeverATaskCandidate) {
+  auto owned = std::make_shared<VersionRecord>(*Model("p"));
+  owned->config.owner_tenant = "a";
+  owned->config.task = "classification/private";
+  Publish(owned);
+  auto ask = [&](const std::string& tenant, const std::string& model, const std::string& task) {
+    InferenceRequest r;
+    r.model_name = model;
+    r.task = task;
+    r.inputs.push_back(X());
+    r.caller = Caller{true, "id", tenant, false};
+    auto answer = std::make_shared<Answer>();
+    router_.Infer(std::move(r), [answer](StatusOr<InferenceResponse> res) { answer->result = std::move(res); });
+    return answer;
+  };
+  auto by_name = ask("b", "p", "");
+  ASSERT_TRUE(by_name->answered());
+  EXPECT_EQ(by_name->get().status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(by_name->get().status().message(), "unknown model 'p'");
+  auto by_task = ask("b", "", "classification/private");
+  ASSERT_TRUE(by_task->answered());
+  EXPECT_EQ(by_task->get().status().message(),
+            "no loaded model serves task 'classification/private'");
+  // The owner's task query has the model as a candidate (and no profiles:
+  // the selector, not the candidate filter, answers).
+  auto own_task = ask("a", "", "classification/private");
+  ASSERT_TRUE(own_task->answered());
+  EXPECT_NE(own_task->get().status().message(),
+            "no loaded model serves task 'classification/private'");
+  bool logged_for_a = false;
+  for (const DecisionRecord& d : router_.RecentDecisions(100)) {
+    logged_for_a |= d.target == "task:classification/private" && d.tenant == "a";
+  }
+  EXPECT_TRUE(logged_for_a);
+  EXPECT_TRUE(worker_.actions().empty());
+}
+
 TEST_F(RouterTest, ColdQueryAsksForOneLoadAndRunsOnceItIsUp) {
   Publish(Model("m"));
   auto a = Infer("m");

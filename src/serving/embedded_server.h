@@ -103,6 +103,20 @@ class EmbeddedServer : public InferenceServer {
   std::vector<DecisionRecord> RecentDecisions(size_t limit) const override {
     return router_->RecentDecisions(limit);
   }
+  std::vector<TaskDescription> ListTasks(const Caller& caller) const override {
+    return router_->ListTasks(caller);
+  }
+  StatusOr<TaskDescription> DescribeTask(const std::string& task,
+                                         const Caller& caller) const override {
+    return router_->DescribeTask(task, caller);
+  }
+  std::shared_ptr<const cluster::ClusterState> ClusterView() const override {
+    return router_->ClusterView();
+  }
+  PriceList Prices() const override { return router_->Prices(); }
+  std::vector<DecisionRecord> RecentActions(size_t limit) const override {
+    return router_->RecentActions(limit);
+  }
   // Installs profiled variants of a published model version (tests).
   Status SetVariantProfiles(const std::string& name, int64_t version,
                             std::vector<VariantProfile> profiles) {

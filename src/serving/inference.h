@@ -11,6 +11,7 @@
 
 #include "common/status.h"
 #include "common/tensor.h"
+#include "serving/caller.h"
 
 namespace somm {
 
@@ -36,6 +37,9 @@ struct InferenceRequest {
   Parameters parameters;
   std::vector<Tensor> inputs;
   std::vector<RequestedOutput> outputs;  // empty = every output
+  // Who asked (set by the frontend's CallGuard): a task query only
+  // considers models the caller may use.
+  Caller caller;
 };
 
 struct InferenceResponse {

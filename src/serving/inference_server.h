@@ -6,12 +6,16 @@
 // Thread-safety: every method may be called concurrently from any thread.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "cluster/cluster_state.h"
 #include "common/status.h"
 #include "repository/model_config.h"
 #include "serving/inference.h"
+#include "serving/task_description.h"
+#include "profiles/price_list.h"
 #include "profiles/variant_profile.h"
 
 namespace somm {
@@ -56,6 +60,9 @@ struct DecisionRecord {
   double predicted_latency_ms = 0;
   double cost_usd = 0;
   std::string reason;
+  // The tenant of the query that caused it ("" = no tenant, or the
+  // controller): a caller sees only its own tenant's decisions.
+  std::string tenant;
 };
 
 // What `somm register` sends: a TorchScript model, its task and signature,
@@ -74,6 +81,10 @@ struct RegistrationRequest {
   int64_t validation_count = 0;
   std::optional<ImagePreprocessing> preprocessing;
   std::string description;
+  // A model private to one tenant (`somm register --private`): the frontend
+  // sets owner_tenant to the caller's tenant; "" = public.
+  bool private_model = false;
+  std::string owner_tenant;
 };
 
 // Progress and outcome of variant generation for one registered model.
@@ -117,6 +128,24 @@ class InferenceServer {
     return Unimplemented("model registration is not supported by this server");
   }
   virtual std::vector<DecisionRecord> RecentDecisions(size_t limit) const { return {}; }
+  // Task discovery (serving/task_description.h): every task with a model
+  // the caller may use, by name; one task, NotFound when it has none.
+  virtual std::vector<TaskDescription> ListTasks(const Caller& caller) const { return {}; }
+  virtual StatusOr<TaskDescription> DescribeTask(const std::string& task,
+                                                 const Caller& caller) const {
+    return Unimplemented("task discovery is not supported by this server");
+  }
+
+  // The operator's view (GET /v2/somm/workers, /v2/somm/overview,
+  // /v2/somm/actions; src/dashboard/). The cluster as this server sees it:
+  // every worker's devices and instance groups; null when it has none.
+  virtual std::shared_ptr<const cluster::ClusterState> ClusterView() const { return nullptr; }
+  // The prices that cost figures are computed at.
+  virtual PriceList Prices() const { return {}; }
+  // The control actions (loads, evictions, replica changes, worker scaling),
+  // newest first, each with its reason: the decision log's "control:" rows,
+  // kept apart so that per-query decisions never push them out.
+  virtual std::vector<DecisionRecord> RecentActions(size_t limit) const { return {}; }
 };
 
 }  // namespace somm

@@ -42,6 +42,10 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandOptions* o) {
   cmd->add_option("--latency-noise-sigma", o->simulation.latency_noise_sigma,
                   "Log-normal sigma on each batch's profiled latency (0 = exact)")
       ->capture_default_str();
+  cmd->add_option("--view-lag-ms", o->simulation.view_lag_ms,
+                  "How long a worker's report takes to reach the router's view (the live "
+                  "median, docs/cluster.md)")
+      ->capture_default_str();
   cmd->add_option("--control-tick-ms", o->simulation.control_tick_ms, "Controller tick")
       ->capture_default_str();
   cmd->add_option("--idle-unload-s", o->simulation.idle_unload_s,
@@ -59,6 +63,24 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandOptions* o) {
   cmd->add_option("--static-avg-replicas", o->static_avg_replicas,
                   "MODEL=N (repeatable): static-avg's replicas of MODEL instead of the "
                   "profile-sized plan");
+  cmd->add_option("--cluster", o->cluster_file,
+                  "Cluster description (JSON: {\"zones\": [{\"name\", \"workers\", \"cores\", "
+                  "\"memory_mb\"}]}) instead of --workers, --worker-cores, --worker-memory-mb");
+  cmd->add_option("--fail-at", o->simulation.fail_at_s,
+                  "Seconds into the replay at which workers die (somm policy; < 0 = never)")
+      ->capture_default_str();
+  cmd->add_option("--fail-fraction", o->simulation.fail_fraction,
+                  "Share of the workers (of --fail-zone) that die at --fail-at")
+      ->capture_default_str();
+  cmd->add_option("--fail-zone", o->simulation.fail_zone,
+                  "Only this zone's workers die (a correlated failure)");
+  cmd->add_option("--lease-s", o->simulation.lease_s,
+                  "A dead worker's report leaves the store this long after it died (the live "
+                  "--lease-ms)")
+      ->capture_default_str();
+  cmd->add_option("--provision-delay-s", o->simulation.provision_delay_s,
+                  "A replacement worker joins this long after it is asked for")
+      ->capture_default_str();
   cmd->add_option("--log-level", o->log_level,
                   "Log level of the simulated router and controller (info: every control action)")
       ->capture_default_str()
@@ -101,6 +123,16 @@ int RunSimulate(SimulateCommandOptions o) {
                               ? o.worker_memory_mb * 1024 * 1024
                               : control::DefaultMemoryBudget(AvailableMemoryBytes(),
                                                              control::kDefaultCpuBudgetFraction);
+  if (!o.cluster_file.empty()) {
+    auto zones = ReadClusterFile(o.cluster_file);
+    if (!zones.ok()) {
+      std::fprintf(stderr, "error: %s\n", zones.status().message().c_str());
+      return 2;
+    }
+    s.zones = *zones;
+    s.workers = 0;
+    for (const ZoneSpec& z : s.zones) s.workers += z.workers;
+  }
   for (const Status& st :
        {ParseReplicas(o.static_peak_replicas, "--static-peak-replicas", &s.static_peak_replicas),
         ParseReplicas(o.static_avg_replicas, "--static-avg-replicas", &s.static_avg_replicas)}) {

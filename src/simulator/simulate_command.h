@@ -20,6 +20,8 @@ struct SimulateCommandOptions {
   // Per-worker memory in MiB; 0 = half of what is available on this machine
   // now (DefaultMemoryBudget, as `somm serve` sizes its budget).
   int64_t worker_memory_mb = 0;
+  // A cluster description (ReadClusterFile); "" = --workers alike workers.
+  std::string cluster_file;
   // Per-worker cores; 0 = this machine's.
   int worker_cores = 0;
   // spdlog level of the router's and the controller's logs (warn: quiet;

@@ -96,6 +96,10 @@ int64_t SimulatedWorker::used_bytes() const {
 }
 
 Status SimulatedWorker::Execute(ExecuteRequest& request, ExecuteCallback done) {
+  if (dead_) {
+    done(Unavailable("worker " + options_.id + " is dead"));
+    return Status::Ok();
+  }
   auto it = groups_.find(request.group);
   if (it == groups_.end()) {
     return NotFound("instance group " + request.group + " is not loaded on worker " + options_.id);
@@ -195,6 +199,10 @@ void SimulatedWorker::StartBatch(const std::shared_ptr<Group>& g,
     loop_.At(r->busy_until,
              [this, g, r, samples, compute, start = now, batch = std::move(batch)]() mutable {
                const TimePoint end = loop_.Now();
+               if (dead_) {
+                 for (Query& q : batch) q.done(Unavailable("worker " + options_.id + " died"));
+                 return;
+               }
                r->busy = false;
                g->executing -= static_cast<int64_t>(batch.size());
                g->last_used = end;
@@ -304,7 +312,26 @@ void SimulatedWorker::Remove(const std::string& label) {
   Publish();
 }
 
+void SimulatedWorker::Kill() {
+  if (dead_) return;
+  dead_ = true;
+  std::map<std::string, std::shared_ptr<Group>> groups;
+  groups.swap(groups_);
+  for (auto& [label, g] : groups) {
+    NoteReplicas(-static_cast<int64_t>(g->replicas.size()), g->hardware);
+    for (auto& r : g->replicas) r->removed = true;
+    std::deque<Query> queue;
+    queue.swap(g->queue);
+    g->queued_samples = 0;
+    for (Query& q : queue) q.done(Unavailable("worker " + options_.id + " died"));
+  }
+}
+
 void SimulatedWorker::Apply(WorkerAction action, std::function<void(Status)> done) {
+  if (dead_) {
+    ++actions_refused_;
+    return done(Unavailable("worker " + options_.id + " is dead"));
+  }
   const cluster::Action& a = action.action;
   const std::string label = cluster::GroupLabel(a);
   auto it = groups_.find(label);
@@ -435,6 +462,8 @@ cluster::WorkerReport SimulatedWorker::Report() {
   return r;
 }
 
-void SimulatedWorker::Publish() { store_.PutWorker(Report()); }
+void SimulatedWorker::Publish() {
+  if (!dead_) store_.PutWorker(Report());
+}
 
 }  // namespace somm::sim

@@ -70,6 +70,10 @@ struct SimulatedWorkerOptions {
   uint64_t seed = 1;
   // What each replica costs per second, for Usd().
   PriceList prices;
+  // Answer as a worker in another process does (local() false): the router
+  // then keeps a query's inputs and retries it elsewhere when the worker
+  // fails it with UNAVAILABLE (a dead worker), as it does in a cluster.
+  bool remote = false;
 };
 
 class SimulatedWorker : public WorkerStub {
@@ -79,13 +83,21 @@ class SimulatedWorker : public WorkerStub {
                   SimulatedWorkerOptions options);
 
   const std::string& id() const override { return options_.id; }
-  bool local() const override { return true; }  // Report() is a direct call
+  bool local() const override { return !options_.remote; }
   Status Execute(ExecuteRequest& request, ExecuteCallback done) override;
   void Apply(WorkerAction action, std::function<void(Status)> done) override;
   cluster::WorkerReport Report() override;
 
-  // Puts the report into the store.
+  // Puts the report into the store (not once dead).
   void Publish();
+
+  // The worker dies: every query it holds, queued or executing, fails with
+  // UNAVAILABLE, as an RPC to a dead process does, and so does everything
+  // sent to it afterwards; its replicas stop counting (and costing) now,
+  // and it publishes nothing more. Its last report stays in the store until
+  // whoever holds the lease removes it (simulation.cc).
+  void Kill();
+  bool dead() const { return dead_; }
 
   // Replica-seconds so far, loading replicas included (what the live
   // controller's somm_instance_seconds_total counts).
@@ -166,6 +178,7 @@ class SimulatedWorker : public WorkerStub {
   int64_t actions_refused_ = 0;
   int64_t batches_ = 0;
   int64_t waited_for_load_ = 0;
+  bool dead_ = false;
 };
 
 }  // namespace somm::sim

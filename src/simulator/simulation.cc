@@ -7,9 +7,12 @@
 #include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <fstream>
+#include <limits>
+#include <random>
 #include <set>
+#include <unordered_map>
 
-#include "cluster/in_memory_store.h"
 #include "controller/controller.h"
 #include "loadgen/request_builder.h"
 #include "metrics/serving_metrics.h"
@@ -17,6 +20,7 @@
 #include "router/router.h"
 #include "simulator/event_loop.h"
 #include "simulator/policy_replay.h"
+#include "simulator/simulated_store.h"
 #include "simulator/simulated_worker.h"
 #include "simulator/zoo.h"
 
@@ -38,25 +42,55 @@ class CountingMetrics : public NullServingMetrics {
   std::map<std::string, int64_t> actions;
 };
 
+// The workers by id. A dead worker is still found (routers send it queries
+// until its lease lapses and they fail) but gives no report (Ids() is whom
+// the controller's fresh reports come from: heartbeats stop at once); Drop()
+// is the lapse.
 class Directory : public WorkerDirectory {
  public:
-  explicit Directory(std::vector<std::unique_ptr<SimulatedWorker>>& workers) : workers_(workers) {}
-  std::shared_ptr<WorkerStub> Find(const std::string& worker) override {
-    for (auto& w : workers_) {
-      if (w->id() == worker || (worker.empty() && workers_.size() == 1)) {
-        return std::shared_ptr<WorkerStub>(std::shared_ptr<WorkerStub>(), w.get());
-      }
-    }
-    return nullptr;
+  void Add(SimulatedWorker* w) {
+    by_id_[w->id()] = w;
+    order_.push_back(w);
+    ids_valid_ = false;
   }
+  void Kill(SimulatedWorker* w) {
+    w->Kill();
+    ids_valid_ = false;
+  }
+  void Drop(const std::string& id) {
+    by_id_.erase(id);
+    order_.erase(std::remove_if(order_.begin(), order_.end(),
+                                [&id](SimulatedWorker* w) { return w->id() == id; }),
+                 order_.end());
+    ids_valid_ = false;
+  }
+  std::shared_ptr<WorkerStub> Find(const std::string& worker) override {
+    SimulatedWorker* w = nullptr;
+    if (worker.empty()) {
+      if (order_.size() == 1) w = order_.front();
+    } else if (auto it = by_id_.find(worker); it != by_id_.end()) {
+      w = it->second;
+    }
+    // Not owning: the Simulation's workers outlive every stub handed out.
+    return w == nullptr ? nullptr : std::shared_ptr<WorkerStub>(std::shared_ptr<WorkerStub>(), w);
+  }
+  // Called per query by the router: built once per change of membership.
   std::vector<std::string> Ids() override {
-    std::vector<std::string> ids;
-    for (auto& w : workers_) ids.push_back(w->id());
-    return ids;
+    if (!ids_valid_) {
+      ids_.clear();
+      for (SimulatedWorker* w : order_) {
+        if (!w->dead()) ids_.push_back(w->id());
+      }
+      ids_valid_ = true;
+    }
+    return ids_;
   }
 
  private:
-  std::vector<std::unique_ptr<SimulatedWorker>>& workers_;  // the Simulation's
+  std::unordered_map<std::string, SimulatedWorker*> by_id_;
+  std::vector<SimulatedWorker*> order_;
+  std::vector<std::string> ids_;
+  bool ids_valid_ = false;
 };
 
 double Percentile(std::vector<double>& sorted, double p) {
@@ -73,6 +107,33 @@ std::string SloKey(double ms) {
 }
 
 }  // namespace
+
+StatusOr<std::vector<ZoneSpec>> ReadClusterFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound("cannot read cluster description " + path);
+  std::vector<ZoneSpec> zones;
+  try {
+    const auto j = nlohmann::json::parse(in);
+    for (const auto& z : j.at("zones")) {
+      ZoneSpec spec;
+      spec.name = z.value("name", "");
+      spec.workers = z.at("workers").get<int>();
+      spec.cores = z.value("cores", spec.cores);
+      spec.memory_bytes = z.value("memory_mb", spec.memory_bytes >> 20) << 20;
+      if (spec.workers < 0 || spec.cores < 1 || spec.memory_bytes <= 0) {
+        return InvalidArgument(path + ": zone '" + spec.name +
+                               "' needs workers >= 0, cores >= 1 and memory_mb > 0");
+      }
+      zones.push_back(spec);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidArgument(path + ": " + e.what() +
+                           " (expected {\"zones\": [{\"name\", \"workers\", \"cores\", "
+                           "\"memory_mb\"}]})");
+  }
+  if (zones.empty()) return InvalidArgument(path + ": no zones");
+  return zones;
+}
 
 const char* PolicyName(Policy policy) {
   switch (policy) {
@@ -219,7 +280,9 @@ void SummarizeOutcomes(const std::vector<QueryOutcome>& outcomes, PolicyResult* 
 StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen::Trace& trace,
                                  Policy policy) {
   SOMM_ASSIGN_OR_RETURN(std::vector<std::string> models, TraceModels(trace));
-  if (options.workers < 1) return InvalidArgument("--workers must be at least 1");
+  if (options.workers < 1 && options.zones.empty()) {
+    return InvalidArgument("--workers must be at least 1");
+  }
   if (options.time_scale <= 0) return InvalidArgument("--time-scale must be positive");
   // INFaaS and the oracle drive the simulated workers themselves.
   if (policy == Policy::kInfaas) return RunInfaas(options, trace);
@@ -232,26 +295,50 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
   }
 
   EventLoop loop;
-  cluster::InMemoryClusterStateStore store;
+  SimulatedStoreOptions so;
+  so.view_lag = duration_cast<EventLoop::Duration>(
+      std::chrono::duration<double, std::milli>(std::max(options.view_lag_ms, 0.0)));
+  SimulatedStore store(loop, so);
   NoBackend backend;
   RegistryOptions ro;
   ro.repository_path = options.repository;
   ModelRegistry registry(ro, backend);
   SOMM_RETURN_IF_ERROR(PublishZoo(registry, models));
 
+  // The fleet: the cluster description's zones, or `workers` alike.
+  std::vector<ZoneSpec> zones = options.zones;
+  if (zones.empty()) {
+    zones.push_back({"", options.workers, options.worker_cores, options.worker_memory_bytes});
+  }
   std::vector<std::unique_ptr<SimulatedWorker>> workers;
-  for (int i = 0; i < options.workers; ++i) {
+  std::vector<const ZoneSpec*> zone_of;                  // per worker
+  std::vector<std::pair<double, double>> worker_alive;  // per worker: [from, until) in s since t0
+  int total_workers = 0;
+  for (const ZoneSpec& z : zones) total_workers += z.workers;
+  Directory directory;
+  auto add_worker = [&](const ZoneSpec& z, double from_s) {
+    const int i = static_cast<int>(workers.size());
     SimulatedWorkerOptions wo;
     wo.id = "sim-" + std::to_string(i);
-    wo.budget_bytes = options.worker_memory_bytes;
-    wo.cores = options.worker_cores;
+    wo.zone = z.name;
+    wo.budget_bytes = z.memory_bytes;
+    wo.cores = z.cores;
     wo.latency_noise_sigma = options.latency_noise_sigma;
     wo.seed = options.seed * 1000003 + static_cast<uint64_t>(i);
     wo.prices = options.prices;
+    // Retries (and the copy of every query's inputs they need) matter only
+    // when workers die.
+    wo.remote = total_workers > 1 && options.fail_at_s >= 0;
     workers.push_back(std::make_unique<SimulatedWorker>(loop, store, wo));
+    zone_of.push_back(&z);
+    worker_alive.push_back({from_s, std::numeric_limits<double>::infinity()});
+    directory.Add(workers.back().get());
     workers.back()->Publish();
+  };
+  for (const ZoneSpec& z : zones) {
+    for (int k = 0; k < z.workers; ++k) add_worker(z, 0);
   }
-  Directory directory(workers);
+  if (workers.empty()) return InvalidArgument("the cluster has no workers");
   CountingMetrics metrics;
   DecisionLog log(16);
 
@@ -339,6 +426,63 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
   };
   loop.At(t0 + tick, tick_fn);
 
+  auto since_t0 = [&loop, t0] { return std::chrono::duration<double>(loop.Now() - t0).count(); };
+  // The timeline's replicas and live workers, at the end of each second.
+  const size_t seconds = static_cast<size_t>(std::ceil(result.duration_s)) + 1;
+  result.timeline.assign(seconds, {});
+  std::function<void(size_t)> sample = [&](size_t second) {
+    int64_t replicas = 0;
+    int alive = 0;
+    for (const auto& w : workers) {
+      replicas += w->replicas();
+      alive += w->dead() ? 0 : 1;
+    }
+    result.timeline[second].replicas = replicas;
+    result.timeline[second].workers = alive;
+    if (second + 1 < seconds) {
+      loop.At(t0 + std::chrono::seconds(second + 2), [&sample, second] { sample(second + 1); });
+    }
+  };
+  loop.At(t0 + std::chrono::seconds(1), [&sample] { sample(0); });
+
+  // Failures: the victims die at once; each one's lease lapses lease_s
+  // later (the store drops its report, the directory forgets it), and a
+  // replacement in its zone joins provision_delay_s after that.
+  if (options.fail_at_s >= 0 && managed) {
+    std::vector<size_t> pool;
+    for (size_t i = 0; i < workers.size(); ++i) {
+      if (options.fail_zone.empty() || zone_of[i]->name == options.fail_zone) pool.push_back(i);
+    }
+    if (pool.empty()) return InvalidArgument("--fail-zone '" + options.fail_zone + "' has no workers");
+    std::mt19937_64 rng(options.seed * 7919 + 17);
+    std::shuffle(pool.begin(), pool.end(), rng);
+    const size_t n = std::clamp<size_t>(
+        static_cast<size_t>(std::llround(options.fail_fraction * static_cast<double>(pool.size()))),
+        1, pool.size());
+    pool.resize(n);
+    const auto lease = FromMs(options.lease_s * 1000.0);
+    const auto delay = FromMs(options.provision_delay_s * 1000.0);
+    loop.At(t0 + FromMs(options.fail_at_s * 1000.0), [&, pool, lease, delay] {
+      for (size_t i : pool) {
+        directory.Kill(workers[i].get());
+        worker_alive[i].second = since_t0();
+        ++result.workers_killed;
+        const std::string id = workers[i]->id();
+        const ZoneSpec* z = zone_of[i];
+        loop.After(lease, [&, id, z, delay] {
+          store.RemoveWorker(id);
+          directory.Drop(id);
+          // Billed from the request: the machine runs while the pod starts.
+          const double asked_s = since_t0();
+          loop.After(delay, [&, z, asked_s] {
+            add_worker(*z, asked_s);
+            ++result.workers_replaced;
+          });
+        });
+      }
+    });
+  }
+
   std::vector<QueryOutcome> records(trace.queries.size());
   std::function<void(size_t)> arrive = [&](size_t i) {
     const loadgen::TraceQuery& tq = trace.queries[i];
@@ -368,7 +512,21 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
   router->Shutdown();
 
   SummarizeOutcomes(records, &result);
-  result.worker_seconds = static_cast<double>(options.workers) * result.duration_s;
+  for (const auto& [from, until] : worker_alive) {
+    result.worker_seconds += std::max(0.0, std::min(until, result.duration_s) - from);
+  }
+  for (size_t i = 0; i < records.size(); ++i) {
+    const size_t second = std::min(
+        seconds - 1,
+        static_cast<size_t>(trace.queries[i].timestamp_ms / 1000.0 / options.time_scale));
+    PolicyResult::Second& b = result.timeline[second];
+    ++b.arrivals;
+    if (!records[i].feasible) continue;
+    ++b.feasible;
+    const QueryOutcome& r = records[i];
+    if (r.done && r.code == StatusCode::kOk && (!r.slo_ms || r.latency_ms <= *r.slo_ms)) ++b.met;
+  }
+  result.view_rebuilds = store.rebuilds();
   result.mean_replicas = result.duration_s > 0 ? result.instance_seconds / result.duration_s : 0;
   result.events = loop.events_run();
   return result;
@@ -416,6 +574,20 @@ std::string ResultsToJson(const std::vector<PolicyResult>& results) {
     }
     j["models"] = std::move(models);
     j["events"] = r.events;
+    if (!r.timeline.empty()) {
+      nlohmann::ordered_json t;
+      for (const PolicyResult::Second& b : r.timeline) {
+        t["arrivals"].push_back(b.arrivals);
+        t["feasible"].push_back(b.feasible);
+        t["met"].push_back(b.met);
+        t["replicas"].push_back(b.replicas);
+        t["workers"].push_back(b.workers);
+      }
+      j["timeline"] = std::move(t);
+      j["workers_killed"] = r.workers_killed;
+      j["workers_replaced"] = r.workers_replaced;
+      j["view_rebuilds"] = r.view_rebuilds;
+    }
     policies[r.policy] = std::move(j);
   }
   nlohmann::ordered_json out;

@@ -44,8 +44,9 @@
 // price, integrated as instance-seconds are), and attainment per SLO value
 // of each model (a trace generator's SLO classes map onto those).
 //
-// Not simulated yet: worker provisioning and failures, view staleness (the
-// store is exact and instant), more than one router, the network and RPC
+// Failures and replacements (fail_at_s, lease_s, provision_delay_s) and the
+// view's lag (view_lag_ms, SimulatedStore) are simulated for somm.
+// Not simulated yet: more than one router, the network and RPC
 // time between router and worker (a query costs only its queueing and its
 // batch), and CPU contention (between replicas, and from whatever else runs
 // on the machine): batches take their profiled time times the noise, so
@@ -75,6 +76,18 @@ const char* PolicyName(Policy policy);
 // "somm", "static-peak", "static-avg", "infaas", "oracle"; "all" gives all five.
 StatusOr<std::vector<Policy>> ParsePolicies(const std::string& name);
 
+// One zone of the cluster description.
+struct ZoneSpec {
+  std::string name;
+  int workers = 0;
+  int cores = 2;
+  int64_t memory_bytes = int64_t{16} << 30;
+};
+
+// Reads a cluster description: JSON {"zones": [{"name": "a", "workers": 500,
+// "cores": 4, "memory_mb": 8192}, ...]}. Errors name the file and the field.
+StatusOr<std::vector<ZoneSpec>> ReadClusterFile(const std::string& path);
+
 struct SimulationOptions {
   std::string repository;  // a model repository with persisted profiles
   int workers = 1;
@@ -82,6 +95,31 @@ struct SimulationOptions {
   // the command's defaults from this machine).
   int worker_cores = 2;
   int64_t worker_memory_bytes = int64_t{16} << 30;
+  // The cluster description (--cluster FILE, ReadClusterFile): zones of
+  // workers. Empty: `workers` workers of worker_cores and
+  // worker_memory_bytes, in no zone.
+  std::vector<ZoneSpec> zones;
+  // Failures (the somm policy): at fail_at_s of the replay (< 0: never)
+  // fail_fraction of the workers (of zone fail_zone only, when named; at
+  // least one) die at once, drawn with the seed. The store keeps a dead
+  // worker's last report until its lease lapses (lease_s after its last
+  // heartbeat; the live default, docs/cluster.md: --lease-ms 3000): until
+  // then routers still send it queries, which fail (UNAVAILABLE) and are
+  // retried elsewhere. When the lease lapses a replacement is asked for; it
+  // joins empty provision_delay_s later (about a Kubernetes pod start), and
+  // its worker-seconds count from the request.
+  double fail_at_s = -1;
+  double fail_fraction = 0.05;
+  std::string fail_zone;
+  double lease_s = 3;
+  double provision_delay_s = 30;
+  // How long a worker's report takes to reach the router's and the
+  // controller's views (SimulatedStore): about a millisecond, the live
+  // median of docs/cluster.md ("Steady-state cost of the cluster state":
+  // 0.6-0.9 ms from a worker's write to a router's view). What the views
+  // know of queues is as old as the last report, which the controller
+  // refreshes every control tick, as heartbeats do every second live.
+  double view_lag_ms = 1.0;
   // See SimulatedWorkerOptions::latency_noise_sigma.
   double latency_noise_sigma = 0.1;
   uint64_t seed = 1;
@@ -148,6 +186,21 @@ struct PolicyResult {
   std::map<std::string, int> static_replicas;
   std::map<std::string, ModelResult> models;
   int64_t events = 0;  // simulation events processed
+  // somm only: per simulated second of the replay (by arrival), the
+  // queries, the feasible ones, those met, and at the second's end the
+  // replicas and the live workers; the failures, with when they were
+  // detected and replaced.
+  struct Second {
+    int64_t arrivals = 0;
+    int64_t feasible = 0;
+    int64_t met = 0;
+    int64_t replicas = 0;
+    int workers = 0;
+  };
+  std::vector<Second> timeline;
+  int workers_killed = 0;
+  int workers_replaced = 0;
+  int64_t view_rebuilds = 0;
 };
 
 // One query's fate, as every policy's replay records it.

@@ -359,6 +359,63 @@ TEST(SimulationTest, StaticReplicasAreSizedForThePeakAndTheMeanAtProfiledCapacit
   EXPECT_EQ(run->control_actions, 0);
 }
 
+TEST(SimulationTest, AKilledWorkerIsDetectedAfterTheLeaseAndReplacedAfterTheDelay) {
+  SimulationOptions o;
+  o.repository = WriteRepository("failure");
+  o.latency_noise_sigma = 0;
+  // Two zones of two workers; zone b dies 5 s in (a correlated failure).
+  o.zones = {{"a", 2, 2, int64_t{1} << 30}, {"b", 2, 2, int64_t{1} << 30}};
+  o.fail_at_s = 5;
+  o.fail_fraction = 1.0;
+  o.fail_zone = "b";
+  o.lease_s = 3;
+  o.provision_delay_s = 10;
+  // Enough load for replicas on several workers (one carries about 330 q/s).
+  const loadgen::Trace trace = SteadyTrace(600, 30);
+  auto r = RunPolicy(o, trace, Policy::kSomm);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->workers_killed, 2);
+  EXPECT_EQ(r->workers_replaced, 2);
+  ASSERT_GE(r->timeline.size(), 30u);
+  EXPECT_EQ(r->timeline[2].workers, 4);
+  EXPECT_EQ(r->timeline[6].workers, 2);  // dead from 5 s
+  // Asked for at 8 s (the lease), joined at 18 s.
+  EXPECT_EQ(r->timeline[16].workers, 2);
+  EXPECT_EQ(r->timeline[19].workers, 4);
+  // Worker-seconds: two for 30 s, two for 5 s, and the replacements from
+  // their request (8 s) to the end (the last arrival, just under 30 s).
+  EXPECT_NEAR(r->worker_seconds, 2 * r->duration_s + 2 * 5 + 2 * (r->duration_s - 8), 0.01);
+  EXPECT_EQ(r->queries, 18000);
+  EXPECT_EQ(r->failed, 0) << ResultsToJson({*r});
+  // The survivors carry the load again after the failure.
+  const auto& late = r->timeline[25];
+  EXPECT_EQ(late.met, late.feasible) << ResultsToJson({*r});
+
+  // Without the failure: every worker for the whole replay.
+  o.fail_at_s = -1;
+  auto calm = RunPolicy(o, trace, Policy::kSomm);
+  ASSERT_TRUE(calm.ok());
+  EXPECT_EQ(calm->workers_killed, 0);
+  EXPECT_NEAR(calm->worker_seconds, 4 * calm->duration_s, 0.01);
+}
+
+TEST(SimulationTest, ReadsAClusterDescription) {
+  const fs::path path = fs::path(::testing::TempDir()) / "somm-sim-cluster.json";
+  std::ofstream(path) << R"({"zones": [{"name": "a", "workers": 3, "cores": 4, "memory_mb": 2048},
+                                      {"name": "b", "workers": 1}]})";
+  auto zones = ReadClusterFile(path.string());
+  ASSERT_TRUE(zones.ok()) << zones.status().ToString();
+  ASSERT_EQ(zones->size(), 2u);
+  EXPECT_EQ((*zones)[0].name, "a");
+  EXPECT_EQ((*zones)[0].workers, 3);
+  EXPECT_EQ((*zones)[0].cores, 4);
+  EXPECT_EQ((*zones)[0].memory_bytes, int64_t{2048} << 20);
+  EXPECT_EQ((*zones)[1].workers, 1);
+  std::ofstream(path) << R"({"zones": [{"name": "a"}]})";
+  EXPECT_EQ(ReadClusterFile(path.string()).status().code(), StatusCode::kInvalidArgument);
+  fs::remove(path);
+}
+
 TEST(SimulationTest, SommUnloadsAnIdleModelAndLoadsItAgainOnDemand) {
   SimulationOptions o;
   o.repository = WriteRepository("cold");

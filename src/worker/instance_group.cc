@@ -55,6 +55,8 @@ Status InstanceGroup::Enqueue(BatchTask task, int64_t instance, int64_t* chosen)
     }
   }
   if (chosen) *chosen = set[pick].id;
+  // Still under the shared lock: a replica cannot stop under an inline run.
+  if (set[pick].batcher->RunInlineIfIdle(task)) return Status::Ok();
   return set[pick].batcher->Enqueue(std::move(task));
 }
 

@@ -55,6 +55,11 @@ struct WorkerOptions {
   std::function<void()> on_change;
   // The machine's memory as the worker sees it; null = Env::Default().
   const Env* env = nullptr;
+  // An idle instance of a one-thread variant runs a query whose batch is
+  // predicted to take at most this long on the thread that brought it
+  // (Batcher::RunInlineIfIdle); `done` of Execute may then run before
+  // Execute returns. 0 = every query goes through the batcher's thread.
+  double inline_max_compute_us = 0;
 };
 
 // An action as the worker receives it: the policy's typed Action, plus the

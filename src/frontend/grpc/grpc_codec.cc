@@ -222,6 +222,12 @@ grpc::Status ToGrpcStatus(const Status& status) {
     case StatusCode::kInternal:
       code = grpc::StatusCode::INTERNAL;
       break;
+    case StatusCode::kUnauthenticated:
+      code = grpc::StatusCode::UNAUTHENTICATED;
+      break;
+    case StatusCode::kPermissionDenied:
+      code = grpc::StatusCode::PERMISSION_DENIED;
+      break;
   }
   return grpc::Status(code, status.message());
 }
@@ -257,9 +263,9 @@ Status FromGrpcStatus(const grpc::Status& status) {
     case grpc::StatusCode::OUT_OF_RANGE:
       return InvalidArgument("gRPC OUT_OF_RANGE: " + m);
     case grpc::StatusCode::PERMISSION_DENIED:
-      return FailedPrecondition("gRPC PERMISSION_DENIED: " + m);
+      return PermissionDenied(m);
     case grpc::StatusCode::UNAUTHENTICATED:
-      return FailedPrecondition("gRPC UNAUTHENTICATED: " + m);
+      return Unauthenticated(m);
     default:
       return Internal("gRPC code " + std::to_string(static_cast<int>(status.error_code())) + ": " +
                       m);

@@ -10,7 +10,9 @@
 #include <utility>
 
 #include "frontend/grpc/grpc_codec.h"
+#include "frontend/grpc/grpc_tls.h"
 #include "frontend/grpc/somm_codec.h"
+#include "frontend/grpc/task_codec.h"
 #include "proto/inference.grpc.pb.h"
 #include "proto/somm.grpc.pb.h"
 
@@ -74,6 +76,24 @@ ServerUnaryReactor* FinishNow(CallbackServerContext* context, const Status& stat
   return reactor;
 }
 
+std::string AuthorizationOf(const CallbackServerContext* context) {
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find("authorization");
+  return it == metadata.end() ? std::string() : std::string(it->second.data(), it->second.size());
+}
+
+// Asks the guard (when there is one) whether this call may go on.
+Admission AdmitCall(CallGuard* guard, const CallbackServerContext* context, Operation op,
+                    const std::string& model, bool private_model = false, size_t bytes = 0) {
+  if (guard == nullptr) return Admission{};
+  return guard->Admit(CallInfo{op, model, AuthorizationOf(context), private_model, bytes});
+}
+
+void FinishCall(CallGuard* guard, const Caller& caller, Operation op, const std::string& model,
+                const Status& outcome, bool private_model = false) {
+  if (guard != nullptr) guard->Done(caller, CallInfo{op, model, {}, private_model, 0}, outcome);
+}
+
 // Load parameters Triton defines that somm does not implement. Failing is
 // better than loading the on-disk model while the client believes its
 // override took effect.
@@ -89,8 +109,8 @@ Status CheckLoadParameters(const inference::RepositoryModelLoadRequest& request)
 
 class OipService final : public inference::GRPCInferenceService::CallbackService {
  public:
-  OipService(InferenceServer& server, ControlThread& control)
-      : server_(server), control_(control) {}
+  OipService(InferenceServer& server, ControlThread& control, CallGuard* guard)
+      : server_(server), control_(control), guard_(guard) {}
 
   ServerUnaryReactor* ServerLive(CallbackServerContext* context,
                                  const inference::ServerLiveRequest*,
@@ -109,6 +129,8 @@ class OipService final : public inference::GRPCInferenceService::CallbackService
   ServerUnaryReactor* ModelReady(CallbackServerContext* context,
                                  const inference::ModelReadyRequest* request,
                                  inference::ModelReadyResponse* response) override {
+    Admission a = AdmitCall(guard_, context, Operation::kModelMetadata, request->name());
+    if (!a.status.ok()) return FinishNow(context, a.status);
     // An empty version means "any ready version", as InferenceServer defines.
     StatusOr<bool> ready = server_.IsModelReady(request->name(), request->version());
     if (ready.ok()) response->set_ready(*ready);
@@ -118,6 +140,8 @@ class OipService final : public inference::GRPCInferenceService::CallbackService
   ServerUnaryReactor* ServerMetadata(CallbackServerContext* context,
                                      const inference::ServerMetadataRequest*,
                                      inference::ServerMetadataResponse* response) override {
+    Admission a = AdmitCall(guard_, context, Operation::kServerMetadata, "");
+    if (!a.status.ok()) return FinishNow(context, a.status);
     grpc_codec::EncodeServerMetadata(server_.GetServerMetadata(), response);
     return FinishNow(context, Status::Ok());
   }
@@ -125,6 +149,8 @@ class OipService final : public inference::GRPCInferenceService::CallbackService
   ServerUnaryReactor* ModelMetadata(CallbackServerContext* context,
                                     const inference::ModelMetadataRequest* request,
                                     inference::ModelMetadataResponse* response) override {
+    Admission a = AdmitCall(guard_, context, Operation::kModelMetadata, request->name());
+    if (!a.status.ok()) return FinishNow(context, a.status);
     StatusOr<somm::ModelMetadata> metadata =
         server_.GetModelMetadata(request->name(), request->version());
     if (metadata.ok()) grpc_codec::EncodeModelMetadata(*metadata, response);
@@ -134,14 +160,23 @@ class OipService final : public inference::GRPCInferenceService::CallbackService
   ServerUnaryReactor* ModelInfer(CallbackServerContext* context,
                                  const inference::ModelInferRequest* request,
                                  inference::ModelInferResponse* response) override {
+    // The task form names no model (its task is a parameter).
+    const Operation op = request->model_name().empty() ? Operation::kTaskInfer : Operation::kInfer;
+    Admission a = AdmitCall(guard_, context, op, request->model_name());
+    if (!a.status.ok()) return FinishNow(context, a.status);
     InferenceRequest query;
     Status decoded = grpc_codec::DecodeInferRequest(*request, &query);
-    if (!decoded.ok()) return FinishNow(context, decoded);
+    if (!decoded.ok()) {
+      FinishCall(guard_, a.caller, op, request->model_name(), decoded);
+      return FinishNow(context, decoded);
+    }
+    query.caller = a.caller;
     ServerUnaryReactor* reactor = context->DefaultReactor();
     // `request` and `response` stay valid until Finish; the callback may run
     // on a batcher thread, or right here before Infer returns.
-    server_.Infer(std::move(query), [reactor, request,
-                                     response](StatusOr<InferenceResponse> result) {
+    server_.Infer(std::move(query), [reactor, request, response, guard = guard_, op,
+                                     caller = std::move(a.caller)](StatusOr<InferenceResponse> result) {
+      FinishCall(guard, caller, op, request->model_name(), result.status());
       if (!result.ok()) {
         reactor->Finish(ToGrpcStatus(result.status()));
         return;
@@ -157,8 +192,11 @@ class OipService final : public inference::GRPCInferenceService::CallbackService
   ServerUnaryReactor* RepositoryIndex(CallbackServerContext* context,
                                       const inference::RepositoryIndexRequest* request,
                                       inference::RepositoryIndexResponse* response) override {
+    Admission a = AdmitCall(guard_, context, Operation::kIndex, "");
+    if (!a.status.ok()) return FinishNow(context, a.status);
     // somm serves one repository, so repository_name selects nothing.
     for (const RepositoryEntry& entry : server_.RepositoryIndex(request->ready())) {
+      if (guard_ != nullptr && !guard_->MaySee(a.caller, entry.name)) continue;
       auto* model = response->add_models();
       model->set_name(entry.name);
       model->set_version(entry.version);
@@ -174,11 +212,18 @@ class OipService final : public inference::GRPCInferenceService::CallbackService
     if (request->model_name().empty()) {
       return FinishNow(context, InvalidArgument("load request names no model (model_name)"));
     }
+    Admission a = AdmitCall(guard_, context, Operation::kLoad, request->model_name());
+    if (!a.status.ok()) return FinishNow(context, a.status);
     Status params = CheckLoadParameters(*request);
-    if (!params.ok()) return FinishNow(context, params);
+    if (!params.ok()) {
+      FinishCall(guard_, a.caller, Operation::kLoad, request->model_name(), params);
+      return FinishNow(context, params);
+    }
     ServerUnaryReactor* reactor = context->DefaultReactor();
-    control_.Post([this, reactor, name = request->model_name()] {
-      reactor->Finish(ToGrpcStatus(server_.LoadModel(name)));
+    control_.Post([this, reactor, name = request->model_name(), caller = std::move(a.caller)] {
+      const Status status = server_.LoadModel(name);
+      FinishCall(guard_, caller, Operation::kLoad, name, status);
+      reactor->Finish(ToGrpcStatus(status));
     });
     return reactor;
   }
@@ -191,9 +236,13 @@ class OipService final : public inference::GRPCInferenceService::CallbackService
     }
     // Triton's one unload parameter, unload_dependents, concerns ensembles,
     // which somm does not have; it is accepted and has nothing to do.
+    Admission a = AdmitCall(guard_, context, Operation::kUnload, request->model_name());
+    if (!a.status.ok()) return FinishNow(context, a.status);
     ServerUnaryReactor* reactor = context->DefaultReactor();
-    control_.Post([this, reactor, name = request->model_name()] {
-      reactor->Finish(ToGrpcStatus(server_.UnloadModel(name)));
+    control_.Post([this, reactor, name = request->model_name(), caller = std::move(a.caller)] {
+      const Status status = server_.UnloadModel(name);
+      FinishCall(guard_, caller, Operation::kUnload, name, status);
+      reactor->Finish(ToGrpcStatus(status));
     });
     return reactor;
   }
@@ -201,13 +250,14 @@ class OipService final : public inference::GRPCInferenceService::CallbackService
  private:
   InferenceServer& server_;
   ControlThread& control_;
+  CallGuard* const guard_;  // null = no checks
 };
 
 // somm's model-less control service (proto/somm.proto), beside the OIP one.
 class SommControlService final : public somm::SommControl::CallbackService {
  public:
-  SommControlService(InferenceServer& server, ControlThread& control)
-      : server_(server), control_(control) {}
+  SommControlService(InferenceServer& server, ControlThread& control, CallGuard* guard)
+      : server_(server), control_(control), guard_(guard) {}
 
   ServerUnaryReactor* RegisterModel(CallbackServerContext* context,
                                     const somm::RegisterModelRequest* request,
@@ -215,12 +265,19 @@ class SommControlService final : public somm::SommControl::CallbackService {
     RegistrationRequest registration;
     Status decoded = grpc_codec::DecodeRegistration(*request, &registration);
     if (!decoded.ok()) return FinishNow(context, decoded);
+    Admission a = AdmitCall(guard_, context, Operation::kRegister, registration.name,
+                            registration.private_model, registration.model_bytes.size());
+    if (!a.status.ok()) return FinishNow(context, a.status);
+    if (registration.private_model) registration.owner_tenant = a.caller.tenant;
     // Registration writes the model to the repository and validates it, which
     // may take a while: it runs on the control thread, like a model load.
     ServerUnaryReactor* reactor = context->DefaultReactor();
-    control_.Post([this, reactor, response, r = std::move(registration)]() mutable {
+    control_.Post([this, reactor, response, r = std::move(registration),
+                   caller = std::move(a.caller)]() mutable {
       const std::string name = r.name;
+      const bool private_model = r.private_model;
       const Status status = server_.RegisterModel(std::move(r));
+      FinishCall(guard_, caller, Operation::kRegister, name, status, private_model);
       if (status.ok()) {
         response->set_name(name);
         response->set_state("GENERATING");
@@ -236,6 +293,8 @@ class SommControlService final : public somm::SommControl::CallbackService {
     if (request->name().empty()) {
       return FinishNow(context, InvalidArgument("variants request names no model (name)"));
     }
+    Admission a = AdmitCall(guard_, context, Operation::kModelMetadata, request->name());
+    if (!a.status.ok()) return FinishNow(context, a.status);
     StatusOr<RegistrationStatus> status = server_.GetRegistrationStatus(request->name());
     if (status.ok()) grpc_codec::EncodeRegistrationStatus(*status, response);
     return FinishNow(context, status.status());
@@ -244,6 +303,8 @@ class SommControlService final : public somm::SommControl::CallbackService {
   ServerUnaryReactor* RecentDecisions(CallbackServerContext* context,
                                       const somm::RecentDecisionsRequest* request,
                                       somm::RecentDecisionsResponse* response) override {
+    Admission a = AdmitCall(guard_, context, Operation::kDecisions, "");
+    if (!a.status.ok()) return FinishNow(context, a.status);
     const uint32_t limit =
         request->limit() == 0 ? grpc_codec::kDefaultDecisionLimit : request->limit();
     if (limit > grpc_codec::kMaxDecisionLimit) {
@@ -251,13 +312,35 @@ class SommControlService final : public somm::SommControl::CallbackService {
                                                 std::to_string(grpc_codec::kMaxDecisionLimit) +
                                                 ", got " + std::to_string(limit)));
     }
-    grpc_codec::EncodeDecisions(server_.RecentDecisions(limit), response);
+    std::vector<DecisionRecord> records = server_.RecentDecisions(limit);
+    // A caller sees only its own tenant's decisions (an admin sees all).
+    std::erase_if(records, [&](const DecisionRecord& r) { return !a.caller.MaySeeDecision(r.tenant); });
+    grpc_codec::EncodeDecisions(records, response);
     return FinishNow(context, Status::Ok());
+  }
+
+  ServerUnaryReactor* ListTasks(CallbackServerContext* context, const somm::ListTasksRequest*,
+                                somm::TasksResponse* response) override {
+    Admission a = AdmitCall(guard_, context, Operation::kIndex, "");
+    if (!a.status.ok()) return FinishNow(context, a.status);
+    grpc_codec::EncodeTasks(server_.ListTasks(a.caller), response);
+    return FinishNow(context, Status::Ok());
+  }
+
+  ServerUnaryReactor* DescribeTask(CallbackServerContext* context,
+                                   const somm::DescribeTaskRequest* request,
+                                   somm::TasksResponse* response) override {
+    Admission a = AdmitCall(guard_, context, Operation::kIndex, "");
+    if (!a.status.ok()) return FinishNow(context, a.status);
+    StatusOr<TaskDescription> task = server_.DescribeTask(request->task(), a.caller);
+    if (task.ok()) grpc_codec::EncodeTasks({*task}, response);
+    return FinishNow(context, task.status());
   }
 
  private:
   InferenceServer& server_;
   ControlThread& control_;
+  CallGuard* const guard_;  // null = no checks
 };
 
 std::string HostPort(const std::string& address, int port) {
@@ -268,8 +351,8 @@ std::string HostPort(const std::string& address, int port) {
 }  // namespace
 
 struct GrpcFrontend::Impl {
-  explicit Impl(InferenceServer& server)
-      : service(server, control), somm_service(server, control) {}
+  Impl(InferenceServer& server, CallGuard* guard)
+      : service(server, control, guard), somm_service(server, control, guard) {}
 
   void Shutdown(std::chrono::system_clock::time_point deadline) {
     std::call_once(shutdown_once, [&] {
@@ -301,10 +384,12 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& ser
   if (options.address.empty()) return InvalidArgument("gRPC listen address is empty");
 
   grpc_codec::TurnOffAbslDeadlockDetection();
-  auto impl = std::make_unique<Impl>(server);
+  auto impl = std::make_unique<Impl>(server, options.guard);
   const std::string where = HostPort(options.address, options.port);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(where, grpc::InsecureServerCredentials(), &impl->port);
+  auto credentials = grpc_tls::ServerCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  builder.AddListeningPort(where, *credentials, &impl->port);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   // gRPC turns SO_REUSEPORT on by default, which would let a second server

@@ -28,6 +28,8 @@
 #include <string>
 
 #include "common/status.h"
+#include "crypto/tls_files.h"
+#include "serving/call_guard.h"
 #include "serving/inference_server.h"
 
 namespace somm {
@@ -43,6 +45,12 @@ struct GrpcFrontendOptions {
   // ones with RESOURCE_EXHAUSTED. (The server name and version reported by
   // ServerMetadata come from the InferenceServer, not from here.)
   int max_message_bytes = 64 * 1024 * 1024;
+  // Who may call what (auth/guard.h), from the "authorization" metadata
+  // ("Bearer <key>"). Every RPC but ServerLive and ServerReady asks it
+  // first; null = no checks. Must outlive the frontend.
+  CallGuard* guard = nullptr;
+  // TLS (and mutual TLS with a client CA); not enabled = plaintext.
+  crypto::TlsServerFiles tls;
 };
 
 class GrpcFrontend {

@@ -74,6 +74,7 @@ void EncodeRegistration(const RegistrationRequest& in, somm::RegisterModelReques
     w->set_invert(p.invert);
   }
   out->set_description(in.description);
+  out->set_private_model(in.private_model);
 }
 
 Status DecodeRegistration(const somm::RegisterModelRequest& in, RegistrationRequest* out) {
@@ -114,6 +115,7 @@ Status DecodeRegistration(const somm::RegisterModelRequest& in, RegistrationRequ
     out->preprocessing = std::move(p);
   }
   out->description = in.description();
+  out->private_model = in.private_model();
   return Status::Ok();
 }
 

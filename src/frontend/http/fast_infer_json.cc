@@ -177,10 +177,17 @@ bool Data(od::value value, T* out, size_t count, size_t* written, int depth) {
   return true;
 }
 
-bool TensorObject(od::value value, Tensor* out) {
+// The binary extension's bytes after the JSON header, taken in tensor order.
+struct BinarySection {
+  std::string_view bytes;
+  size_t taken = 0;
+};
+
+bool TensorObject(od::value value, Tensor* out, BinarySection* binary) {
   std::string datatype;
   bool has_shape = false;
   bool has_data = false;
+  int64_t binary_size = -1;  // parameters.binary_data_size; -1 = none
   const bool ok = Object(value, [&](std::string_view key, od::value v) {
     if (key == "name") return String(v, &out->name);
     if (key == "datatype") return String(v, &datatype);
@@ -223,20 +230,52 @@ bool TensorObject(od::value value, Tensor* out) {
               : Data(v, reinterpret_cast<double*>(out->data.data()), n, &written, 0);
       return fine && written == n;
     }
-    if (key == "parameters") return false;  // binary_data_size and friends
+    if (key == "parameters") {
+      // Only binary requests: the tensor's bytes are in the binary section.
+      if (binary == nullptr) return false;
+      Parameters parameters;
+      if (!ParametersObject(v, &parameters)) return false;
+      const auto it = parameters.find("binary_data_size");
+      if (it == parameters.end()) return true;
+      const int64_t* size = std::get_if<int64_t>(&it->second);
+      if (size == nullptr || *size < 0) return false;
+      binary_size = *size;
+      return true;
+    }
     return SkipValue(v, 1);
   });
-  return ok && !out->name.empty() && has_shape && has_data;
+  if (!ok || out->name.empty() || !has_shape) return false;
+  if (binary_size < 0) return has_data;
+  // Bytes from the binary section: any fixed-size datatype, exactly the
+  // shape's bytes (BYTES tensors and every error: the general decoder).
+  if (has_data) return false;
+  out->datatype = DataTypeFromString(datatype);
+  if (out->datatype == DataType::kInvalid || out->datatype == DataType::kBytes) return false;
+  int64_t count = 1;
+  for (const int64_t dim : out->shape) {
+    if (dim > (int64_t{1} << 40) || count > (int64_t{1} << 40) / std::max<int64_t>(dim, 1)) {
+      return false;
+    }
+    count *= dim;
+  }
+  const auto n = static_cast<size_t>(binary_size);
+  if (n != static_cast<size_t>(count) * DataTypeSize(out->datatype) ||
+      n > binary->bytes.size() - binary->taken) {
+    return false;
+  }
+  out->data.assign(binary->bytes.data() + binary->taken, n);
+  binary->taken += n;
+  return true;
 }
 
-bool Tensors(od::value value, std::vector<Tensor>* out) {
+bool Tensors(od::value value, std::vector<Tensor>* out, BinarySection* binary = nullptr) {
   od::array array;
   if (value.get_array().get(array)) return false;
   for (auto element : array) {
     od::value v;
     if (element.get(v)) return false;
     Tensor tensor;
-    if (!TensorObject(v, &tensor)) return false;
+    if (!TensorObject(v, &tensor, binary)) return false;
     for (const Tensor& other : *out) {
       if (other.name == tensor.name) return false;
     }
@@ -275,16 +314,23 @@ bool WithDocument(std::string_view body, Walk walk) {
 
 }  // namespace
 
-std::optional<InferenceRequest> FastDecodeInferRequest(std::string_view body) {
+std::optional<InferenceRequest> FastDecodeInferRequest(std::string_view body,
+                                                      std::optional<size_t> header_length) {
   InferenceRequest request;
   bool has_inputs = false;
+  std::optional<BinarySection> binary;
+  if (header_length) {
+    if (*header_length > body.size()) return std::nullopt;
+    binary = BinarySection{body.substr(*header_length)};
+    body = body.substr(0, *header_length);
+  }
   const bool ok = WithDocument(body, [&](od::value root) {
     return Object(root, [&](std::string_view key, od::value v) {
       if (key == "id") return String(v, &request.id);
       if (key == "parameters") return ParametersObject(v, &request.parameters);
       if (key == "inputs") {
         has_inputs = true;
-        return Tensors(v, &request.inputs);
+        return Tensors(v, &request.inputs, binary ? &*binary : nullptr);
       }
       if (key == "outputs") {
         od::array outputs;
@@ -310,12 +356,21 @@ std::optional<InferenceRequest> FastDecodeInferRequest(std::string_view body) {
     });
   });
   if (!ok || !has_inputs) return std::nullopt;
+  // Every binary byte must belong to an input.
+  if (binary && binary->taken != binary->bytes.size()) return std::nullopt;
   return request;
 }
 
-std::optional<InferenceResponse> FastDecodeInferResponse(std::string_view body) {
+std::optional<InferenceResponse> FastDecodeInferResponse(std::string_view body,
+                                                        std::optional<size_t> header_length) {
   InferenceResponse response;
   bool has_outputs = false;
+  std::optional<BinarySection> binary;
+  if (header_length) {
+    if (*header_length > body.size()) return std::nullopt;
+    binary = BinarySection{body.substr(*header_length)};
+    body = body.substr(0, *header_length);
+  }
   const bool ok = WithDocument(body, [&](od::value root) {
     return Object(root, [&](std::string_view key, od::value v) {
       if (key == "model_name") return String(v, &response.model_name);
@@ -324,12 +379,13 @@ std::optional<InferenceResponse> FastDecodeInferResponse(std::string_view body) 
       if (key == "parameters") return ParametersObject(v, &response.parameters);
       if (key == "outputs") {
         has_outputs = true;
-        return Tensors(v, &response.outputs);
+        return Tensors(v, &response.outputs, binary ? &*binary : nullptr);
       }
       return SkipValue(v, 1);
     });
   });
   if (!ok || !has_outputs) return std::nullopt;
+  if (binary && binary->taken != binary->bytes.size()) return std::nullopt;
   return response;
 }
 

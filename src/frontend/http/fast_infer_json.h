@@ -4,7 +4,8 @@
 // Both parse with simdjson (On Demand) and cover the common shape only:
 // FP32/FP64 tensors with their elements in 'data' (flat or nested) after
 // their 'datatype' and 'shape' (the order every OIP client writes), scalar
-// parameters, no null, no binary section, no repeated keys. On anything else it
+// parameters, no null, no repeated keys; a binary request's inputs of
+// fixed-size datatypes with their bytes in the binary section. On anything else it
 // returns nullopt and the caller decodes with the general decoder
 // (oip_json.cc), which also writes every error message; so these never fail,
 // and where they succeed the result is the one the general decoder gives
@@ -22,7 +23,12 @@
 
 namespace somm::oip::internal {
 
-std::optional<InferenceRequest> FastDecodeInferRequest(std::string_view body);
-std::optional<InferenceResponse> FastDecodeInferResponse(std::string_view body);
+// header_length: the Inference-Header-Content-Length of a binary request
+// (the JSON header, then each input's bytes in order, as
+// parameters.binary_data_size says); nullopt = all JSON.
+std::optional<InferenceRequest> FastDecodeInferRequest(
+    std::string_view body, std::optional<size_t> header_length = std::nullopt);
+std::optional<InferenceResponse> FastDecodeInferResponse(
+    std::string_view body, std::optional<size_t> header_length = std::nullopt);
 
 }  // namespace somm::oip::internal

@@ -41,13 +41,13 @@ bool SameRequest(const InferenceRequest& a, const InferenceRequest& b) {
   return true;
 }
 
-// The general decoder alone: a header length equal to the body skips the
-// fast path and leaves an empty binary section.
-StatusOr<InferenceRequest> GeneralRequest(const std::string& body) {
-  return DecodeInferRequest(body, body.size());
+// The general decoder alone.
+StatusOr<InferenceRequest> GeneralRequest(const std::string& body,
+                                          std::optional<size_t> header_length = std::nullopt) {
+  return internal::GeneralDecodeInferRequest(body, header_length);
 }
 StatusOr<InferenceResponse> GeneralResponse(const std::string& body) {
-  return DecodeInferResponse(body, body.size());
+  return internal::GeneralDecodeInferResponse(body, std::nullopt);
 }
 
 const std::vector<std::string> kRequests = {
@@ -132,6 +132,53 @@ TEST(FastInferJsonTest, WhereverTheFastPathAnswersTheGeneralDecoderAgrees) {
   EXPECT_GT(checked - fast_answers, 100);
 }
 
+TEST(FastInferJsonTest, BinaryRequestsTakeTheFastPathAndMatchIncludingMutations) {
+  InferenceRequest request;
+  request.id = "b1";
+  request.parameters["latency_slo_ms"] = int64_t{5};
+  Tensor pixels;
+  pixels.name = "pixels";
+  pixels.datatype = DataType::kFp32;
+  pixels.shape = {1, 3};
+  const float values[3] = {0.5f, -1.f, 3e7f};
+  pixels.data.assign(reinterpret_cast<const char*>(values), sizeof(values));
+  Tensor mask;
+  mask.name = "mask";
+  mask.datatype = DataType::kInt64;
+  mask.shape = {2};
+  const int64_t ints[2] = {7, -9};
+  mask.data.assign(reinterpret_cast<const char*>(ints), sizeof(ints));
+  request.inputs = {pixels, mask};
+  const StatusOr<EncodedBody> encoded = EncodeInferRequest(request, {.binary_inputs = true});
+  ASSERT_TRUE(encoded.ok());
+  ASSERT_TRUE(encoded->json_size.has_value());
+  const std::string json = encoded->body.substr(0, *encoded->json_size);
+  const std::string bytes = encoded->body.substr(*encoded->json_size);
+
+  const std::optional<InferenceRequest> fast =
+      FastDecodeInferRequest(encoded->body, encoded->json_size);
+  ASSERT_TRUE(fast.has_value()) << json;
+  EXPECT_TRUE(SameTensors(fast->inputs, request.inputs));
+  // Bytes left over, or missing, are the general decoder's to report.
+  EXPECT_FALSE(FastDecodeInferRequest(encoded->body + "x", encoded->json_size).has_value());
+  EXPECT_FALSE(FastDecodeInferRequest(encoded->body.substr(0, encoded->body.size() - 1),
+                                      encoded->json_size)
+                   .has_value());
+  EXPECT_FALSE(FastDecodeInferRequest(encoded->body, encoded->body.size() + 1).has_value());
+
+  int fast_answers = 0;
+  for (const std::string& m : Mutations(json)) {
+    const std::string body = m + bytes;
+    const std::optional<InferenceRequest> f = FastDecodeInferRequest(body, m.size());
+    if (!f) continue;
+    ++fast_answers;
+    StatusOr<InferenceRequest> general = GeneralRequest(body, m.size());
+    ASSERT_TRUE(general.ok()) << m << "\n" << general.status().ToString();
+    ASSERT_TRUE(SameRequest(*f, *general)) << m;
+  }
+  EXPECT_GT(fast_answers, 50);
+}
+
 TEST(FastInferJsonTest, ResponsesMatchTheGeneralDecoderIncludingMutations) {
   InferenceResponse response;
   response.model_name = "digits-mlp";
@@ -170,6 +217,19 @@ TEST(FastInferJsonTest, ResponsesMatchTheGeneralDecoderIncludingMutations) {
         << m;
   }
   EXPECT_GT(fast_answers, 50);
+
+  // The same response with its output in the binary section.
+  InferenceRequest asks_binary;
+  asks_binary.parameters["binary_data_output"] = true;
+  StatusOr<BinaryOutputs> binary = BinaryOutputs::FromRequest(asks_binary);
+  ASSERT_TRUE(binary.ok());
+  const StatusOr<EncodedBody> with_bytes = EncodeInferResponse(response, *binary);
+  ASSERT_TRUE(with_bytes.ok() && with_bytes->json_size.has_value());
+  const std::optional<InferenceResponse> fast_binary =
+      FastDecodeInferResponse(with_bytes->body, with_bytes->json_size);
+  ASSERT_TRUE(fast_binary.has_value());
+  EXPECT_TRUE(SameTensors(fast_binary->outputs, response.outputs));
+  EXPECT_EQ(fast_binary->parameters, response.parameters);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <strings.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -14,12 +15,15 @@
 #include <utility>
 #include <vector>
 
+#include "dashboard/operator_api.h"
+#include "dashboard/static_files.h"
 #include "frontend/http/http_server.h"
 #include "frontend/http/http_status.h"
 #include "frontend/http/oip_json.h"
 #include "frontend/http/oip_metadata_json.h"
 #include "frontend/http/rest_routes.h"
 #include "frontend/http/somm_json.h"
+#include "frontend/http/task_json.h"
 
 namespace somm {
 namespace {
@@ -57,6 +61,56 @@ Response StatusResponse(const Status& status) {
 Response HealthResponse(bool healthy) {
   Response res;
   res.status = healthy ? 200 : 400;
+  return res;
+}
+
+// What a guarded call is, for the CallGuard; nullopt = not guarded (health
+// probes) or guarded later (registration, whose body says if it is private).
+std::optional<Operation> GuardedOperation(RestEndpoint endpoint) {
+  switch (endpoint) {
+    case RestEndpoint::kServerMetadata:
+      return Operation::kServerMetadata;
+    case RestEndpoint::kModelMetadata:
+    case RestEndpoint::kModelReady:
+    case RestEndpoint::kModelVariants:
+      return Operation::kModelMetadata;
+    case RestEndpoint::kModelInfer:
+      return Operation::kInfer;
+    case RestEndpoint::kTaskInfer:
+      return Operation::kTaskInfer;
+    case RestEndpoint::kRepositoryIndex:
+      return Operation::kIndex;
+    case RestEndpoint::kRepositoryLoad:
+      return Operation::kLoad;
+    case RestEndpoint::kRepositoryUnload:
+      return Operation::kUnload;
+    case RestEndpoint::kDecisions:
+      return Operation::kDecisions;
+    case RestEndpoint::kTaskList:
+    case RestEndpoint::kTaskMetadata:
+      return Operation::kIndex;  // what a caller may list; filtered by tenant
+    case RestEndpoint::kServerLive:
+    case RestEndpoint::kServerReady:
+    case RestEndpoint::kRepositoryRegister:
+    case RestEndpoint::kNone:
+      return std::nullopt;
+    default:
+      return Operation::kOperator;  // the operator's views
+  }
+}
+
+std::string AuthorizationOf(const Request& req) {
+  const std::string* value = req.head.Find("authorization");
+  return value == nullptr ? std::string() : *value;
+}
+
+// A refused call: 401 names the scheme, 429 says when to come back.
+Response RefusalResponse(const Admission& a) {
+  Response res = StatusResponse(a.status);
+  if (a.status.code() == StatusCode::kUnauthenticated) {
+    res.headers.emplace_back("WWW-Authenticate", "Bearer");
+  }
+  if (a.retry_after_s > 0) res.headers.emplace_back("Retry-After", std::to_string(a.retry_after_s));
   return res;
 }
 
@@ -135,16 +189,23 @@ struct HttpFrontend::Impl {
   std::mutex shutdown_mu;
 
   void Handle(Request request, Responder responder);
-  Response Dispatch(const oip::RestRoute& route, const Request& req);
+  Response Dispatch(const oip::RestRoute& route, const Request& req, const Caller& caller);
+  // Tells the guard (if any) how an admitted call ended.
+  void Finish(const Caller& caller, Operation op, const std::string& model, const Status& outcome) {
+    if (options.guard != nullptr) options.guard->Done(caller, CallInfo{op, model, {}, false, 0}, outcome);
+  }
   Response ServerMetadataHandler();
   Response ModelMetadataHandler(const oip::RestRoute& route);
   Response ModelReadyHandler(const oip::RestRoute& route);
-  void InferHandler(const oip::RestRoute& route, Request req, Responder responder);
-  Response IndexHandler(std::string_view body);
-  Response LoadUnloadHandler(const oip::RestRoute& route, std::string_view body);
-  Response RegisterHandler(const oip::RestRoute& route, std::string_view body);
+  void InferHandler(const oip::RestRoute& route, Request req, Responder responder, Caller caller);
+  Response IndexHandler(std::string_view body, const Caller& caller);
+  Response LoadUnloadHandler(const oip::RestRoute& route, std::string_view body,
+                             const Caller& caller);
+  Status LoadUnload(const oip::RestRoute& route, std::string_view body);
+  Response RegisterHandler(const oip::RestRoute& route, const Request& req);
   Response VariantsHandler(const oip::RestRoute& route);
-  Response DecisionsHandler(const Request& req);
+  Response DecisionsHandler(const Request& req, const Caller& caller);
+  Response OperatorHandler(RestEndpoint endpoint, const Request& req);
 };
 
 // Runs on an I/O thread: decides, then answers at once, hands the request
@@ -158,6 +219,9 @@ void HttpFrontend::Impl::Handle(Request request, Responder responder) {
       return responder.Send(ErrorResponse(
           415, "multipart/form-data bodies are not part of the inference protocol"));
     }
+    if (dashboard::IsDashboardPath(req.head.path)) {
+      return responder.Send(dashboard::ServeDashboard(req.head.method, req.head.path));
+    }
     oip::RestRoute route = oip::MatchRestRoute(req.head.path);
     if (route.endpoint == RestEndpoint::kNone) {
       return responder.Send(ErrorResponse(
@@ -170,6 +234,16 @@ void HttpFrontend::Impl::Handle(Request request, Responder responder) {
       res.headers.emplace_back("Allow", route.method);
       return responder.Send(std::move(res));
     }
+    // Health probes need no key (Kubernetes probes carry none); every other
+    // call is admitted by the guard first.
+    Caller caller;
+    if (options.guard != nullptr) {
+      if (std::optional<Operation> op = GuardedOperation(route.endpoint)) {
+        Admission a = options.guard->Admit(CallInfo{*op, route.model, AuthorizationOf(req), false, 0});
+        if (!a.status.ok()) return responder.Send(RefusalResponse(a));
+        caller = std::move(a.caller);
+      }
+    }
     switch (route.endpoint) {
       case RestEndpoint::kServerLive:
         return responder.Send(HealthResponse(server.IsLive()));
@@ -180,7 +254,7 @@ void HttpFrontend::Impl::Handle(Request request, Responder responder) {
         // Infer never blocks (a load runs on the worker's lanes), so only
         // the decoding of a large body is worth moving off the I/O loop.
         if (req.body.size() <= options.inline_body_bytes) {
-          return InferHandler(route, std::move(request), std::move(responder));
+          return InferHandler(route, std::move(request), std::move(responder), std::move(caller));
         }
         break;
       default:
@@ -189,20 +263,21 @@ void HttpFrontend::Impl::Handle(Request request, Responder responder) {
     // The shared_ptr makes the work copyable for std::function.
     auto work = std::make_shared<std::pair<Request, Responder>>(std::move(request),
                                                                 std::move(responder));
-    pool.Submit([this, route = std::move(route), work] {
+    pool.Submit([this, route = std::move(route), work, caller = std::move(caller)] {
       Responder& r = work->second;
       Guarded(r, [&] {
         if (route.endpoint == RestEndpoint::kModelInfer ||
             route.endpoint == RestEndpoint::kTaskInfer) {
-          return InferHandler(route, std::move(work->first), std::move(r));
+          return InferHandler(route, std::move(work->first), std::move(r), caller);
         }
-        r.Send(Dispatch(route, work->first));
+        r.Send(Dispatch(route, work->first, caller));
       });
     });
   });
 }
 
-Response HttpFrontend::Impl::Dispatch(const oip::RestRoute& route, const Request& req) {
+Response HttpFrontend::Impl::Dispatch(const oip::RestRoute& route, const Request& req,
+                                      const Caller& caller) {
   std::string_view body = req.body;
   switch (route.endpoint) {
     case RestEndpoint::kServerMetadata:
@@ -212,16 +287,27 @@ Response HttpFrontend::Impl::Dispatch(const oip::RestRoute& route, const Request
     case RestEndpoint::kModelReady:
       return ModelReadyHandler(route);
     case RestEndpoint::kRepositoryIndex:
-      return IndexHandler(body);
+      return IndexHandler(body, caller);
     case RestEndpoint::kRepositoryLoad:
     case RestEndpoint::kRepositoryUnload:
-      return LoadUnloadHandler(route, body);
+      return LoadUnloadHandler(route, body, caller);
     case RestEndpoint::kRepositoryRegister:
-      return RegisterHandler(route, body);
+      return RegisterHandler(route, req);
     case RestEndpoint::kModelVariants:
       return VariantsHandler(route);
     case RestEndpoint::kDecisions:
-      return DecisionsHandler(req);
+      return DecisionsHandler(req, caller);
+    case RestEndpoint::kTaskList:
+      return JsonResponse(200, oip::EncodeTaskList(server.ListTasks(caller)));
+    case RestEndpoint::kTaskMetadata: {
+      StatusOr<TaskDescription> task = server.DescribeTask(route.task, caller);
+      if (!task.ok()) return StatusResponse(task.status());
+      return JsonResponse(200, oip::EncodeTask(*task));
+    }
+    case RestEndpoint::kOverview:
+    case RestEndpoint::kWorkers:
+    case RestEndpoint::kActions:
+      return OperatorHandler(route.endpoint, req);
     default:
       return ErrorResponse(500, "internal error: endpoint not dispatched");
   }
@@ -250,15 +336,22 @@ Response HttpFrontend::Impl::ModelReadyHandler(const oip::RestRoute& route) {
 }
 
 void HttpFrontend::Impl::InferHandler(const oip::RestRoute& route, Request req,
-                                      Responder responder) {
+                                      Responder responder, Caller caller) {
+  // Every way out of here ends the admitted call once: its quota slot.
+  const Operation op = route.endpoint == RestEndpoint::kTaskInfer ? Operation::kTaskInfer
+                                                                  : Operation::kInfer;
+  auto refuse = [&](const Status& status) {
+    Finish(caller, op, route.model, status);
+    responder.Send(StatusResponse(status));
+  };
   std::optional<size_t> header_length;
   if (const std::string* field = req.head.Find(kInferenceHeaderLengthField)) {
     const StatusOr<size_t> n = oip::ParseHeaderLength(*field);
-    if (!n.ok()) return responder.Send(StatusResponse(n.status()));
+    if (!n.ok()) return refuse(n.status());
     header_length = n.value();
   }
   StatusOr<InferenceRequest> request = oip::DecodeInferRequest(req.body, header_length);
-  if (!request.ok()) return responder.Send(StatusResponse(request.status()));
+  if (!request.ok()) return refuse(request.status());
   // Task form (/v2/tasks/{task}/infer): route.model is empty and the server
   // picks the model; the response names the one it chose.
   request->task = route.task;
@@ -266,7 +359,8 @@ void HttpFrontend::Impl::InferHandler(const oip::RestRoute& route, Request req,
   request->model_version = route.version;
   // Validated by DecodeInferRequest; read before the request is moved away.
   StatusOr<oip::BinaryOutputs> binary = oip::BinaryOutputs::FromRequest(*request);
-  if (!binary.ok()) return responder.Send(StatusResponse(binary.status()));
+  if (!binary.ok()) return refuse(binary.status());
+  request->caller = caller;
 
   // The callback runs once, on whichever thread completes the query (often
   // a batcher's), and writes the answer from there. InferCallback must be
@@ -276,10 +370,17 @@ void HttpFrontend::Impl::InferHandler(const oip::RestRoute& route, Request req,
     oip::BinaryOutputs binary;
     std::string id;
     std::string model;
+    Caller caller;
+    Operation op;
   };
   auto pending = std::make_shared<Pending>(Pending{std::move(responder), std::move(binary).value(),
-                                                   request->id, route.model});
-  server.Infer(std::move(request).value(), [pending](StatusOr<InferenceResponse> result) {
+                                                   request->id, route.model, std::move(caller), op});
+  server.Infer(std::move(request).value(), [pending, guard = options.guard](
+                                               StatusOr<InferenceResponse> result) {
+    if (guard != nullptr) {
+      guard->Done(pending->caller, CallInfo{pending->op, pending->model, {}, false, 0},
+                  result.status());
+    }
     Responder& out = pending->responder;
     Guarded(out, [&] {
       if (!result.ok()) return out.Send(StatusResponse(result.status()));
@@ -302,30 +403,56 @@ void HttpFrontend::Impl::InferHandler(const oip::RestRoute& route, Request req,
   });
 }
 
-Response HttpFrontend::Impl::IndexHandler(std::string_view body) {
+Response HttpFrontend::Impl::IndexHandler(std::string_view body, const Caller& caller) {
   const StatusOr<bool> ready_only = oip::DecodeRepositoryIndexRequest(body);
   if (!ready_only.ok()) return StatusResponse(ready_only.status());
-  return JsonResponse(200, oip::EncodeRepositoryIndex(server.RepositoryIndex(ready_only.value())));
+  std::vector<RepositoryEntry> rows = server.RepositoryIndex(ready_only.value());
+  if (options.guard != nullptr) {
+    std::erase_if(rows, [&](const RepositoryEntry& e) { return !options.guard->MaySee(caller, e.name); });
+  }
+  return JsonResponse(200, oip::EncodeRepositoryIndex(rows));
 }
 
-Response HttpFrontend::Impl::LoadUnloadHandler(const oip::RestRoute& route, std::string_view body) {
-  const StatusOr<Parameters> parameters = oip::DecodeRepositoryModelRequest(body);
-  if (!parameters.ok()) return StatusResponse(parameters.status());
-  const bool load = route.endpoint == RestEndpoint::kRepositoryLoad;
-  if (load && parameters.value().count("config") > 0) {
-    // Triton's override of the model configuration; somm's lives in model.yaml.
-    return StatusResponse(Unimplemented("load parameter 'config' is not supported: edit " +
-                                        route.model + "/model.yaml instead"));
-  }
-  const Status status = load ? server.LoadModel(route.model) : server.UnloadModel(route.model);
+Response HttpFrontend::Impl::LoadUnloadHandler(const oip::RestRoute& route, std::string_view body,
+                                               const Caller& caller) {
+  const Operation op = route.endpoint == RestEndpoint::kRepositoryLoad ? Operation::kLoad
+                                                                       : Operation::kUnload;
+  const Status status = LoadUnload(route, body);
+  Finish(caller, op, route.model, status);
   if (!status.ok()) return StatusResponse(status);
   return Response{};
 }
 
-Response HttpFrontend::Impl::RegisterHandler(const oip::RestRoute& route, std::string_view body) {
-  StatusOr<RegistrationRequest> request = oip::DecodeRegistrationRequest(body, route.model);
+Status HttpFrontend::Impl::LoadUnload(const oip::RestRoute& route, std::string_view body) {
+  const StatusOr<Parameters> parameters = oip::DecodeRepositoryModelRequest(body);
+  if (!parameters.ok()) return parameters.status();
+  const bool load = route.endpoint == RestEndpoint::kRepositoryLoad;
+  if (load && parameters.value().count("config") > 0) {
+    // Triton's override of the model configuration; somm's lives in model.yaml.
+    return Unimplemented("load parameter 'config' is not supported: edit " + route.model +
+                         "/model.yaml instead");
+  }
+  return load ? server.LoadModel(route.model) : server.UnloadModel(route.model);
+}
+
+Response HttpFrontend::Impl::RegisterHandler(const oip::RestRoute& route, const Request& req) {
+  StatusOr<RegistrationRequest> request = oip::DecodeRegistrationRequest(req.body, route.model);
   if (!request.ok()) return StatusResponse(request.status());
+  // Admitted only now: whether the model is to be private is in the body.
+  Caller caller;
+  if (options.guard != nullptr) {
+    Admission a = options.guard->Admit(CallInfo{Operation::kRegister, route.model, AuthorizationOf(req),
+                                                request->private_model, request->model_bytes.size()});
+    if (!a.status.ok()) return RefusalResponse(a);
+    caller = std::move(a.caller);
+  }
+  if (request->private_model) request->owner_tenant = caller.tenant;
+  const bool private_model = request->private_model;
   const Status status = server.RegisterModel(std::move(request).value());
+  if (options.guard != nullptr) {
+    options.guard->Done(caller, CallInfo{Operation::kRegister, route.model, {}, private_model, 0},
+                        status);
+  }
   if (!status.ok()) return StatusResponse(status);
   // 202: the model is registered; its variants are generated in the
   // background and status_url shows the progress.
@@ -340,11 +467,31 @@ Response HttpFrontend::Impl::VariantsHandler(const oip::RestRoute& route) {
   return JsonResponse(200, oip::EncodeRegistrationStatus(status.value()));
 }
 
-Response HttpFrontend::Impl::DecisionsHandler(const Request& req) {
+Response HttpFrontend::Impl::DecisionsHandler(const Request& req, const Caller& caller) {
   std::optional<std::string> limit_text = http::QueryParam(req.head.query, "limit");
   const StatusOr<size_t> limit = oip::ParseDecisionLimit(limit_text);
   if (!limit.ok()) return StatusResponse(limit.status());
-  return JsonResponse(200, oip::EncodeDecisions(server.RecentDecisions(limit.value())));
+  std::vector<DecisionRecord> records = server.RecentDecisions(limit.value());
+  // A caller sees only its own tenant's decisions (an admin sees all).
+  std::erase_if(records, [&](const DecisionRecord& r) { return !caller.MaySeeDecision(r.tenant); });
+  return JsonResponse(200, oip::EncodeDecisions(records));
+}
+
+Response HttpFrontend::Impl::OperatorHandler(RestEndpoint endpoint, const Request& req) {
+  if (endpoint == RestEndpoint::kWorkers) return JsonResponse(200, dashboard::EncodeWorkers(server));
+  if (endpoint == RestEndpoint::kActions) {
+    const std::optional<std::string> limit_text = http::QueryParam(req.head.query, "limit");
+    const StatusOr<size_t> limit = oip::ParseDecisionLimit(limit_text);
+    if (!limit.ok()) return StatusResponse(limit.status());
+    return JsonResponse(200, dashboard::EncodeActions(server.RecentActions(limit.value())));
+  }
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  const std::string text = options.metrics_text ? options.metrics_text() : std::string();
+  StatusOr<std::string> overview = dashboard::EncodeOverview(server, text, now_ms);
+  if (!overview.ok()) return StatusResponse(overview.status());
+  return JsonResponse(200, std::move(overview).value());
 }
 
 HttpFrontend::HttpFrontend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -381,6 +528,7 @@ StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(InferenceServer& ser
   so.read_timeout_s = o.read_timeout_s;
   so.write_timeout_s = o.write_timeout_s;
   so.max_connections = o.max_connections;
+  so.tls = o.tls;
   Impl* raw = impl.get();
   StatusOr<std::unique_ptr<http::Server>> started = http::Server::Start(
       so, [raw](Request request, Responder responder) {

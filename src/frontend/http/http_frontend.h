@@ -30,18 +30,28 @@
 // registration body carries the model file in base64 (4/3 of its size) and
 // counts against max_body_bytes like any other body.
 //
+// The operator's view: GET /v2/somm/overview, /workers and /actions
+// (dashboard/operator_api.h), and the web dashboard's static files under
+// /dashboard (dashboard/static_files.h), answered on the I/O thread.
+//
 // Thread-safety: port() may be called from any thread; Shutdown() from any
 // thread but one of the frontend's own handlers, and it is idempotent.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "common/status.h"
+#include "serving/call_guard.h"
 #include "serving/inference_server.h"
 
 namespace somm {
+
+namespace crypto {
+class TlsServerContext;
+}  // namespace crypto
 
 struct HttpFrontendOptions {
   // Address to bind. "0.0.0.0" = every IPv4 interface.
@@ -70,6 +80,18 @@ struct HttpFrontendOptions {
   // client has not taken after write_timeout_s closes the connection.
   int read_timeout_s = 30;
   int write_timeout_s = 30;
+  // The process's Prometheus exposition (what /metrics serves on the metrics
+  // port): GET /v2/somm/overview sums its counters, so that the dashboard
+  // shows the very counters a scrape sees. Null = the overview has no
+  // counters.
+  std::function<std::string()> metrics_text;
+  // Who may call what (auth/guard.h: API keys, tenants, quotas, audit).
+  // Every endpoint but the health probes asks it first; null = no checks.
+  // Must outlive the frontend.
+  CallGuard* guard = nullptr;
+  // TLS on every connection (crypto/tls_stream.h; made from --tls-cert,
+  // --tls-key and --tls-client-ca); null = plaintext.
+  std::shared_ptr<const crypto::TlsServerContext> tls;
 };
 
 class HttpFrontend {

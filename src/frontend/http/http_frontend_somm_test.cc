@@ -223,5 +223,38 @@ TEST_F(HttpFrontendSommTest, DecisionsHonourTheLimit) {
   }
 }
 
+
+// The operator's views and the dashboard's files, on the REST port.
+TEST(HttpFrontendOperatorTest, ServesTheDashboardAndTheOperatorViews) {
+  FakeInferenceServer server;
+  HttpFrontendOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  options.metrics_text = [] {
+    return std::string("somm_inference_request_success_total{model=\"echo\",version=\"1\"} 7\n");
+  };
+  auto frontend = HttpFrontend::Start(server, options);
+  ASSERT_TRUE(frontend.ok()) << frontend.status().ToString();
+  httplib::Client client("127.0.0.1", (*frontend)->port());
+  auto res = client.Get("/dashboard/");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_NE(res->body.find("dashboard.js"), std::string::npos);
+  res = client.Get("/v2/somm/overview");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(json::parse(res->body)["totals"]["success"], 7);
+  res = client.Get("/v2/somm/workers");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_TRUE(json::parse(res->body)["workers"].empty());  // the fake has no cluster view
+  res = client.Get("/v2/somm/actions?limit=x");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  res = client.Post("/v2/somm/overview", "{}", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 405);
+}
+
 }  // namespace
 }  // namespace somm

@@ -19,6 +19,9 @@
 #include <thread>
 #include <unordered_map>
 
+#include "crypto/tls_stream.h"
+#include "frontend/http/tls_io.h"
+
 namespace somm::http {
 namespace {
 
@@ -108,6 +111,10 @@ struct Connection {
   bool close_after_write = false;
   bool write_shut = false;   // FIN sent; draining the client's last bytes
   bool epollout = false;
+  // TLS (ServerOptions::tls): the stream, and a read that waits for the
+  // socket to be writable (a handshake's reply did not fit).
+  std::unique_ptr<crypto::TlsStream> tls;
+  bool tls_read_wants_write = false;
   Clock::time_point last_write = Clock::now();
   Clock::time_point shut_at;
 
@@ -132,6 +139,31 @@ Responder MakeResponder(std::shared_ptr<Connection> connection) {
 
 namespace {
 
+// With connection.mu held.
+ssize_t ConnectionWrite(Connection& c, const std::string_view* parts, int count) {
+  if (c.tls) return WriteTls(*c.tls, parts, count);
+  return WriteSome(c.fd, parts, count);
+}
+
+// Shuts the write side (after TLS's close_notify); with connection.mu held.
+void ShutWrite(Connection& c) {
+  if (c.tls) c.tls->Shutdown();
+  shutdown(c.fd, SHUT_WR);
+}
+
+// A large body's buffer is not kept for the rest of a keep-alive
+// connection's life.
+void ResetConsumedInput(Connection& c) {
+  if (c.in_offset > 0 && c.in_offset == c.in.size()) {
+    if (c.in.capacity() > (1u << 20)) {
+      std::string().swap(c.in);
+    } else {
+      c.in.clear();
+    }
+    c.in_offset = 0;
+  }
+}
+
 class Loop {
  public:
   Loop(Server::Impl& server, int listen_fd);
@@ -152,7 +184,13 @@ class Loop {
  private:
   void Accept();
   void OnReadable(const std::shared_ptr<Connection>& connection);
-  void OnWritable(const std::shared_ptr<Connection>& connection);
+  // Whether a TLS read waited for this and must run now.
+  bool OnWritable(const std::shared_ptr<Connection>& connection);
+  // Reads what the socket has into connection.in; true at the end of the
+  // connection (closed or broken).
+  bool ReadPlain(Connection& connection);
+  enum class TlsRead { kData, kEnd, kFailed, kNotTls };
+  TlsRead ReadTls(Connection& connection);
   void ProcessInput(const std::shared_ptr<Connection>& connection);
   void Reject(const std::shared_ptr<Connection>& connection, const HttpError& error);
   void Dispatch(const std::shared_ptr<Connection>& connection, Request request, bool keep_alive);
@@ -288,8 +326,9 @@ void Loop::Run() {
       auto it = connections_.find(static_cast<Connection*>(tag));
       if (it == connections_.end()) continue;
       const std::shared_ptr<Connection> connection = it->second;  // Close() erases it
-      if (events[i].events & EPOLLOUT) OnWritable(connection);
-      if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) OnReadable(connection);
+      bool readable = events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR);
+      if (events[i].events & EPOLLOUT) readable |= OnWritable(connection);
+      if (readable) OnReadable(connection);
     }
     const Clock::time_point now = Clock::now();
     if (stop_ || now - last_sweep >= kSweepEvery) {
@@ -326,6 +365,13 @@ void Loop::Accept() {
   int yes = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
   auto connection = std::make_shared<Connection>(this, fd);
+  if (server_.options.tls) {
+    connection->tls = server_.options.tls->NewStream(fd);
+    if (!connection->tls) {
+      close(fd);
+      return;
+    }
+  }
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.ptr = connection.get();
@@ -349,73 +395,96 @@ void Loop::Close(Connection& connection) {
   if (connections_.erase(&connection) > 0) --server_.open_connections;
 }
 
-void Loop::OnWritable(const std::shared_ptr<Connection>& connection) {
+bool Loop::OnWritable(const std::shared_ptr<Connection>& connection) {
   std::lock_guard<std::mutex> lock(connection->mu);
-  if (connection->fd < 0) return;
+  if (connection->fd < 0) return false;
+  const bool read_now = connection->tls_read_wants_write;
+  connection->tls_read_wants_write = false;
   const std::string_view rest = std::string_view(connection->out).substr(connection->out_offset);
-  const ssize_t written = WriteSome(connection->fd, &rest, 1);
+  const ssize_t written = ConnectionWrite(*connection, &rest, 1);
   if (written < 0) {
     // Broken: let the read side notice (EPOLLERR/HUP) and close.
     connection->out.clear();
     connection->out_offset = 0;
     WantWritable(*connection, false);
-    return;
+    return read_now;
   }
   if (written > 0) connection->last_write = Clock::now();
   connection->out_offset += static_cast<size_t>(written);
-  if (connection->out_offset < connection->out.size()) return;
+  if (connection->out_offset < connection->out.size()) return read_now;
   connection->out.clear();
   connection->out_offset = 0;
   WantWritable(*connection, false);
   if (connection->close_after_write && !connection->write_shut) {
-    shutdown(connection->fd, SHUT_WR);
+    ShutWrite(*connection);
     connection->write_shut = true;
     connection->shut_at = Clock::now();
+  }
+  return read_now;
+}
+
+Loop::TlsRead Loop::ReadTls(Connection& c) {
+  // Until the stream wants the socket again: OpenSSL may hold decrypted
+  // bytes that epoll will not announce a second time.
+  while (true) {
+    ResetConsumedInput(c);
+    thread_local char buffer[kReadChunk];
+    ssize_t n;
+    {
+      std::lock_guard<std::mutex> lock(c.mu);
+      if (c.fd < 0 || !c.tls) return TlsRead::kEnd;
+      n = c.tls->Read(buffer, kReadChunk);
+      if (n == crypto::TlsStream::kWantWrite) {
+        c.tls_read_wants_write = true;
+        WantWritable(c, true);
+        return TlsRead::kData;
+      }
+      if (n == crypto::TlsStream::kError) {
+        LogTlsRefusal(c.fd, c.tls->error());
+        // OpenSSL has sent its alert; what the client still sends is drained
+        // in plaintext (and discarded), so that it reads the alert instead
+        // of a reset.
+        c.tls.reset();
+        return TlsRead::kFailed;
+      }
+      if (n == crypto::TlsStream::kNotTls) {
+        LogTlsRefusal(c.fd, "the client spoke plaintext to a TLS port");
+        // Answered in plaintext from here on, so that it reads why.
+        c.tls.reset();
+        return TlsRead::kNotTls;
+      }
+    }
+    if (n > 0) {
+      c.in.append(buffer, static_cast<size_t>(n));
+      c.last_read = Clock::now();
+      continue;
+    }
+    return n == crypto::TlsStream::kWantRead ? TlsRead::kData : TlsRead::kEnd;
   }
 }
 
 void Loop::OnReadable(const std::shared_ptr<Connection>& connection) {
   Connection& c = *connection;
   bool eof = false;
-  while (true) {
-    if (c.in_offset > 0 && c.in_offset == c.in.size()) {
-      // A large body's buffer is not kept for the rest of a keep-alive
-      // connection's life.
-      if (c.in.capacity() > (1u << 20)) {
-        std::string().swap(c.in);
-      } else {
-        c.in.clear();
+  if (!c.tls) {
+    eof = ReadPlain(c);
+  } else {
+    switch (ReadTls(c)) {
+      case TlsRead::kData: break;
+      case TlsRead::kEnd: eof = true; break;
+      case TlsRead::kFailed: {
+        std::lock_guard<std::mutex> lock(c.mu);
+        if (c.fd >= 0 && !c.write_shut) {
+          shutdown(c.fd, SHUT_WR);
+          c.write_shut = true;
+          c.shut_at = Clock::now();
+        }
+        return;
       }
-      c.in_offset = 0;
+      case TlsRead::kNotTls:
+        return Reject(connection, HttpError{400, "this port speaks TLS (HTTPS): use an https:// "
+                                                 "URL and the server's CA"});
     }
-    size_t want = kReadChunk;
-    ssize_t n;
-    if (c.reading == Connection::Reading::kLengthBody &&
-        c.body_length > c.in.size() - c.in_offset + kReadChunk) {
-      // A large body with a known length: read it in place, in as few calls
-      // as the socket allows (capped so a lying Content-Length costs little).
-      want = std::min<size_t>(c.body_length - (c.in.size() - c.in_offset), 4u << 20);
-      const size_t old = c.in.size();
-      c.in.resize(old + want);
-      n = read(c.fd, c.in.data() + old, want);
-      c.in.resize(old + static_cast<size_t>(std::max<ssize_t>(n, 0)));
-    } else {
-      thread_local char buffer[kReadChunk];
-      n = read(c.fd, buffer, want);
-      if (n > 0) c.in.append(buffer, static_cast<size_t>(n));
-    }
-    if (n > 0) {
-      c.last_read = Clock::now();
-      if (static_cast<size_t>(n) == want) continue;  // maybe more waiting
-      break;
-    }
-    if (n == 0) {
-      eof = true;
-      break;
-    }
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) eof = true;
-    break;
   }
   bool awaiting;
   {
@@ -446,6 +515,42 @@ void Loop::OnReadable(const std::shared_ptr<Connection>& connection) {
     return;
   }
   ProcessInput(connection);
+}
+
+bool Loop::ReadPlain(Connection& c) {
+  bool eof = false;
+  while (true) {
+    ResetConsumedInput(c);
+    size_t want = kReadChunk;
+    ssize_t n;
+    if (c.reading == Connection::Reading::kLengthBody &&
+        c.body_length > c.in.size() - c.in_offset + kReadChunk) {
+      // A large body with a known length: read it in place, in as few calls
+      // as the socket allows (capped so a lying Content-Length costs little).
+      want = std::min<size_t>(c.body_length - (c.in.size() - c.in_offset), 4u << 20);
+      const size_t old = c.in.size();
+      c.in.resize(old + want);
+      n = read(c.fd, c.in.data() + old, want);
+      c.in.resize(old + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    } else {
+      thread_local char buffer[kReadChunk];
+      n = read(c.fd, buffer, want);
+      if (n > 0) c.in.append(buffer, static_cast<size_t>(n));
+    }
+    if (n > 0) {
+      c.last_read = Clock::now();
+      if (static_cast<size_t>(n) == want) continue;  // maybe more waiting
+      break;
+    }
+    if (n == 0) {
+      eof = true;
+      break;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) eof = true;
+    break;
+  }
+  return eof;
 }
 
 void Loop::ProcessInput(const std::shared_ptr<Connection>& connection) {
@@ -490,7 +595,7 @@ void Loop::ProcessInput(const std::shared_ptr<Connection>& connection) {
         std::lock_guard<std::mutex> lock(c.mu);
         if (!body_in && c.fd >= 0 && c.out.empty()) {
           const std::string_view line = "HTTP/1.1 100 Continue\r\n\r\n";
-          WriteSome(c.fd, &line, 1);  // 25 bytes into an empty socket buffer
+          ConnectionWrite(c, &line, 1);  // 25 bytes into an empty socket buffer
         }
       }
       if (c.reading == Connection::Reading::kLengthBody) {
@@ -595,7 +700,7 @@ void Loop::SendLocked(Connection& c, Response response) {
     return;
   }
   const std::string_view parts[2] = {head, body};
-  ssize_t written = WriteSome(c.fd, parts, 2);
+  ssize_t written = ConnectionWrite(c, parts, 2);
   if (written < 0) {
     // Broken connection; the loop will see the error and close it.
     shutdown(c.fd, SHUT_RDWR);
@@ -616,7 +721,7 @@ void Loop::SendLocked(Connection& c, Response response) {
     return;
   }
   if (close_after) {
-    shutdown(c.fd, SHUT_WR);
+    ShutWrite(c);
     c.write_shut = true;
     c.shut_at = Clock::now();
   }

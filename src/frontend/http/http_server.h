@@ -24,6 +24,13 @@
 // graceful: the server shuts its write side and drains what the client still
 // sends, so the client reads the error instead of a reset.
 //
+// With ServerOptions::tls, every connection speaks TLS (crypto/tls_stream.h)
+// and mutual TLS when its context requires client certificates. Reads and
+// writes then go through the connection's TlsStream under the connection's
+// lock; the plaintext path is the same code with one branch more. A client
+// that speaks plaintext HTTP to a TLS port gets a plaintext 400 naming
+// https, and each failed handshake is logged (at most one line a second).
+//
 // Thread-safety: Start() and Shutdown() from any thread but a loop's own;
 // Responder::Send from any thread, once.
 #pragma once
@@ -39,6 +46,10 @@
 
 #include "common/status.h"
 #include "frontend/http/http_request_parser.h"
+
+namespace somm::crypto {
+class TlsServerContext;
+}  // namespace somm::crypto
 
 namespace somm::http {
 
@@ -99,6 +110,9 @@ struct ServerOptions {
   size_t max_connections = 4096;
   // How long Shutdown() waits for requests already being handled.
   int shutdown_grace_s = 5;
+  // TLS on every connection; null = plaintext. A handshake still unfinished
+  // after keep_alive_timeout_s is closed like an idle connection.
+  std::shared_ptr<const crypto::TlsServerContext> tls;
 };
 
 class Server {

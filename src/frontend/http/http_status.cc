@@ -24,6 +24,10 @@ int HttpStatusFromCode(StatusCode code) {
       return 501;
     case StatusCode::kInternal:
       return 500;
+    case StatusCode::kUnauthenticated:
+      return 401;
+    case StatusCode::kPermissionDenied:
+      return 403;
   }
   return 500;
 }
@@ -31,6 +35,10 @@ int HttpStatusFromCode(StatusCode code) {
 StatusCode StatusCodeFromHttp(int http_status) {
   if (http_status >= 200 && http_status < 300) return StatusCode::kOk;
   switch (http_status) {
+    case 401:
+      return StatusCode::kUnauthenticated;
+    case 403:
+      return StatusCode::kPermissionDenied;
     case 404:
       return StatusCode::kNotFound;
     case 405:

@@ -255,13 +255,17 @@ StatusOr<size_t> ParseHeaderLength(std::string_view value) {
 
 StatusOr<InferenceRequest> DecodeInferRequest(std::string_view body,
                                               std::optional<size_t> header_length) {
+  if (std::optional<InferenceRequest> fast =
+          internal::FastDecodeInferRequest(body, header_length)) {
+    SOMM_RETURN_IF_ERROR(BinaryOutputs::FromRequest(*fast).status());
+    return std::move(*fast);
+  }
+  return internal::GeneralDecodeInferRequest(body, header_length);
+}
+
+StatusOr<InferenceRequest> internal::GeneralDecodeInferRequest(
+    std::string_view body, std::optional<size_t> header_length) {
   return Guarded("inference request", [&]() -> StatusOr<InferenceRequest> {
-    if (!header_length.has_value()) {
-      if (std::optional<InferenceRequest> fast = internal::FastDecodeInferRequest(body)) {
-        SOMM_RETURN_IF_ERROR(BinaryOutputs::FromRequest(*fast).status());
-        return std::move(*fast);
-      }
-    }
     std::string_view binary_bytes;
     SOMM_ASSIGN_OR_RETURN(const Json json, ParseHeader(body, header_length, &binary_bytes));
     InferenceRequest request;
@@ -381,12 +385,16 @@ StatusOr<EncodedBody> EncodeInferRequest(const InferenceRequest& request,
 
 StatusOr<InferenceResponse> DecodeInferResponse(std::string_view body,
                                                 std::optional<size_t> header_length) {
+  if (std::optional<InferenceResponse> fast =
+          internal::FastDecodeInferResponse(body, header_length)) {
+    return std::move(*fast);
+  }
+  return internal::GeneralDecodeInferResponse(body, header_length);
+}
+
+StatusOr<InferenceResponse> internal::GeneralDecodeInferResponse(
+    std::string_view body, std::optional<size_t> header_length) {
   return Guarded("inference response", [&]() -> StatusOr<InferenceResponse> {
-    if (!header_length.has_value()) {
-      if (std::optional<InferenceResponse> fast = internal::FastDecodeInferResponse(body)) {
-        return std::move(*fast);
-      }
-    }
     std::string_view binary_bytes;
     SOMM_ASSIGN_OR_RETURN(const Json json, ParseHeader(body, header_length, &binary_bytes));
     InferenceResponse response;

@@ -71,6 +71,14 @@ StatusOr<size_t> ParseHeaderLength(std::string_view value);
 // model_name and model_version from the URL.
 StatusOr<InferenceRequest> DecodeInferRequest(std::string_view body,
                                               std::optional<size_t> header_length);
+namespace internal {
+// DecodeInferRequest without its fast path (fast_infer_json.h): the tests
+// and bench/json_decode.cc compare the two.
+StatusOr<InferenceRequest> GeneralDecodeInferRequest(std::string_view body,
+                                                     std::optional<size_t> header_length);
+StatusOr<InferenceResponse> GeneralDecodeInferResponse(std::string_view body,
+                                                       std::optional<size_t> header_length);
+}  // namespace internal
 // Fails (Internal) only when an output's bytes disagree with its shape.
 StatusOr<EncodedBody> EncodeInferResponse(const InferenceResponse& response,
                                           const BinaryOutputs& binary);

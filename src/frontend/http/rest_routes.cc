@@ -48,19 +48,26 @@ RestRoute MatchModel(const std::vector<std::string_view>& parts) {
   return {};
 }
 
-// p = ["v2", "tasks", <one or two task segments>, "infer"]. Tasks are named
-// "task/dataset" (docs/architecture.md), so the task spans two segments; a
-// single segment is accepted for tasks without a dataset.
+// p = ["v2", "tasks", <one or two task segments>, "infer"] (inference), or
+// ["v2", "tasks"] (the list), or ["v2", "tasks", <one or two segments>]
+// (describe one). Tasks are named "task/dataset" (docs/architecture.md), so
+// a task spans two segments; a single segment is accepted for tasks without
+// a dataset. A trailing "infer" always means inference, so a two-segment
+// task whose dataset is named "infer" cannot be described by path.
 RestRoute MatchTask(const std::vector<std::string_view>& p) {
-  if (p.size() != 4 && p.size() != 5) return {};
-  if (p.back() != "infer") return {};
+  if (p.size() == 2) return Make(RestEndpoint::kTaskList, "GET");
+  if (p.size() < 3 || p.size() > 5) return {};
+  const bool infer = p.back() == "infer";
+  if (infer && p.size() == 3) return {};  // inference names a task
+  if (p.size() == 5 && !infer) return {};
   std::string task;
-  for (size_t i = 2; i + 1 < p.size(); ++i) {
+  for (size_t i = 2; i < p.size() - (infer ? 1 : 0); ++i) {
     if (p[i].empty()) return {};
     if (!task.empty()) task += '/';
     task += p[i];
   }
-  RestRoute route = Make(RestEndpoint::kTaskInfer, "POST");
+  RestRoute route = infer ? Make(RestEndpoint::kTaskInfer, "POST")
+                          : Make(RestEndpoint::kTaskMetadata, "GET");
   route.task = std::move(task);
   return route;
 }
@@ -90,8 +97,11 @@ RestRoute MatchRestRoute(std::string_view path) {
     return {};
   }
   if (p[1] == "tasks") return MatchTask(p);
-  if (p[1] == "somm" && p.size() == 3 && p[2] == "decisions") {
-    return Make(RestEndpoint::kDecisions, "GET");
+  if (p[1] == "somm" && p.size() == 3) {
+    if (p[2] == "decisions") return Make(RestEndpoint::kDecisions, "GET");
+    if (p[2] == "overview") return Make(RestEndpoint::kOverview, "GET");
+    if (p[2] == "workers") return Make(RestEndpoint::kWorkers, "GET");
+    if (p[2] == "actions") return Make(RestEndpoint::kActions, "GET");
   }
   return {};
 }

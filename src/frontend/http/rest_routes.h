@@ -13,9 +13,16 @@
 //   POST /v2/tasks/{task}/infer                           task-form inference;
 //                                                         {task} is one or two
 //                                                         segments ("classification/digits")
+//   GET  /v2/tasks                                        every task (task discovery)
+//   GET  /v2/tasks/{task}                                 one task: signature, models, ranges
 //   POST /v2/repository/models/{m}/register               register a model
 //   GET  /v2/repository/models/{m}/variants               variant generation status
 //   GET  /v2/somm/decisions                               the selector's decision log
+// and the operator's view (src/dashboard/operator_api.h):
+//   GET  /v2/somm/overview                                counters, memory, cost per hour
+//   GET  /v2/somm/workers                                 workers, devices, instance groups
+//   GET  /v2/somm/actions                                 control actions, newest first
+// (the dashboard's static files, under /dashboard, are not part of this URL space)
 // A single trailing slash is tolerated. Matching is on the decoded path and
 // is independent of the HTTP method, so the caller can tell "no such path"
 // (404) from "wrong method" (405).
@@ -43,13 +50,18 @@ enum class RestEndpoint {
   kRepositoryRegister,
   kModelVariants,
   kDecisions,
+  kOverview,
+  kWorkers,
+  kActions,
+  kTaskList,
+  kTaskMetadata,
 };
 
 struct RestRoute {
   RestEndpoint endpoint = RestEndpoint::kNone;
   std::string model;    // "" when the endpoint has none
   std::string version;  // "" = not given in the path
-  std::string task;     // kTaskInfer only: "classification/digits"
+  std::string task;     // kTaskInfer, kTaskMetadata: "classification/digits"
   // "GET" or "POST": the one method the endpoint accepts (HEAD goes with GET).
   const char* method = "";
 };

@@ -44,13 +44,29 @@ TEST(RestRoutesTest, RejectsOtherPaths) {
        {"", "/", "/v1", "/v2/health", "/v2/health/dead", "/v2/models", "/v2/models/",
         "/v2/models/m/versions", "/v2/models/m/predict", "/v2/models/m/versions//infer",
         "/v2/models/m/infer/x", "/v2/repository", "/v2/repository/models/m",
-        "/v2/repository/models//load", "v2/health/live", "/v2//health/live", "/v2/tasks",
-        "/v2/tasks/infer", "/v2/tasks/a/b/c/infer", "/v2/tasks//b/infer", "/v2/tasks/a//infer",
-        "/v2/tasks/a/b", "/v2/somm", "/v2/somm/decisions/x", "/v2/repository/models//register",
+        "/v2/repository/models//load", "v2/health/live", "/v2//health/live",
+        "/v2/tasks/infer", "/v2/tasks/a/b/c", "/v2/tasks//b", "/v2/tasks/a/b/c/infer", "/v2/tasks//b/infer", "/v2/tasks/a//infer",
+        "/v2/somm", "/v2/somm/decisions/x", "/v2/repository/models//register",
         "/v2/repository/models/m/variants/x"}) {
     SCOPED_TRACE(path);
     EXPECT_EQ(MatchRestRoute(path).endpoint, RestEndpoint::kNone);
   }
+}
+
+TEST(RestRoutesTest, TellsTaskDiscoveryFromTaskInference) {
+  RestRoute r = MatchRestRoute("/v2/tasks");
+  EXPECT_EQ(r.endpoint, RestEndpoint::kTaskList);
+  EXPECT_STREQ(r.method, "GET");
+  r = MatchRestRoute("/v2/tasks/classification/digits");
+  EXPECT_EQ(r.endpoint, RestEndpoint::kTaskMetadata);
+  EXPECT_EQ(r.task, "classification/digits");
+  EXPECT_STREQ(r.method, "GET");
+  r = MatchRestRoute("/v2/tasks/classification/");
+  EXPECT_EQ(r.endpoint, RestEndpoint::kTaskMetadata);
+  EXPECT_EQ(r.task, "classification");
+  r = MatchRestRoute("/v2/tasks/classification/digits/infer");
+  EXPECT_EQ(r.endpoint, RestEndpoint::kTaskInfer);
+  EXPECT_EQ(r.task, "classification/digits");
 }
 
 TEST(RestRoutesTest, MatchesTheModelLessExtension) {
@@ -74,6 +90,12 @@ TEST(RestRoutesTest, MatchesTheModelLessExtension) {
   r = MatchRestRoute("/v2/somm/decisions");
   EXPECT_EQ(r.endpoint, RestEndpoint::kDecisions);
   EXPECT_STREQ(r.method, "GET");
+  EXPECT_EQ(MatchRestRoute("/v2/somm/overview").endpoint, RestEndpoint::kOverview);
+  EXPECT_EQ(MatchRestRoute("/v2/somm/workers/").endpoint, RestEndpoint::kWorkers);
+  r = MatchRestRoute("/v2/somm/actions");
+  EXPECT_EQ(r.endpoint, RestEndpoint::kActions);
+  EXPECT_STREQ(r.method, "GET");
+  EXPECT_EQ(MatchRestRoute("/v2/somm/actions/x").endpoint, RestEndpoint::kNone);
 }
 
 TEST(RestRoutesTest, EncodePathSegmentKeepsUnreservedOnly) {

@@ -37,7 +37,7 @@ class RegistrationDecoder {
     }
     SOMM_RETURN_IF_ERROR(CheckKeys(root, "",
                                    {"name", "task", "inputs", "outputs", "max_batch_size", "model",
-                                    "validation", "preprocessing", "description"}));
+                                    "validation", "preprocessing", "description", "private"}));
     RegistrationRequest r;
     r.name = name_;
     if (const Json* n = Find(root, "name")) {
@@ -63,6 +63,10 @@ class RegistrationDecoder {
     if (const Json* p = Find(root, "preprocessing")) SOMM_RETURN_IF_ERROR(Preprocessing(*p, &r));
     if (const Json* d = Find(root, "description")) {
       SOMM_ASSIGN_OR_RETURN(r.description, String(*d, "description"));
+    }
+    if (const Json* p = Find(root, "private")) {
+      if (!p->is_boolean()) return Field("private", "must be true or false");
+      r.private_model = p->get<bool>();
     }
     return r;
   }
@@ -385,6 +389,7 @@ std::string EncodeRegistrationRequest(const RegistrationRequest& r) {
     out["preprocessing"] = {{"image", std::move(image)}};
   }
   if (!r.description.empty()) out["description"] = r.description;
+  if (r.private_model) out["private"] = true;
   return internal::DumpJson(out);
 }
 

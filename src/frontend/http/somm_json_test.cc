@@ -64,6 +64,20 @@ TEST(RegistrationJsonTest, DecodesEveryField) {
   EXPECT_EQ(r->description, "a test model");
 }
 
+TEST(RegistrationJsonTest, PrivateFlagDecodesAndMustBeABoolean) {
+  json body = ValidBody();
+  StatusOr<RegistrationRequest> plain = DecodeRegistrationRequest(body.dump(), "mlp");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->private_model);
+  body["private"] = true;
+  StatusOr<RegistrationRequest> r = DecodeRegistrationRequest(body.dump(), "mlp");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->private_model);
+  EXPECT_EQ(r->owner_tenant, "") << "the tenant comes from the key, never the payload";
+  body["private"] = "yes";
+  EXPECT_FALSE(DecodeRegistrationRequest(body.dump(), "mlp").ok());
+}
+
 TEST(RegistrationJsonTest, OptionalFieldsMayBeAbsent) {
   json body = ValidBody();
   for (const char* key : {"max_batch_size", "validation", "preprocessing", "description"}) {

@@ -1,0 +1,250 @@
+#include "auth/guard.h"
+
+#include <arpa/inet.h>
+#include <strings.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+
+#include "auth/roles.h"
+
+namespace somm::auth {
+namespace fs = std::filesystem;
+namespace {
+
+// The text ModelRegistry::UnknownModel gives; the tenant e2e tests check
+// that both answers are the same.
+Status UnknownModel(const std::string& name) { return NotFound("unknown model '" + name + "'"); }
+
+bool IsLoopback(const std::string& address) {
+  if (address == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, address.c_str(), &v4) == 1) {
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  }
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, address.c_str(), &v6) == 1) return IN6_IS_ADDR_LOOPBACK(&v6);
+  return false;
+}
+
+bool IsMutation(Operation op) {
+  return op == Operation::kLoad || op == Operation::kUnload || op == Operation::kRegister;
+}
+
+bool IsQuery(Operation op) { return op == Operation::kInfer || op == Operation::kTaskInfer; }
+
+}  // namespace
+
+StatusOr<AuthMode> ParseAuthMode(const std::string& text) {
+  if (text == "none") return AuthMode::kNone;
+  if (text == "keys") return AuthMode::kKeys;
+  return InvalidArgument("--auth must be 'keys' or 'none', got '" + text + "'");
+}
+
+Status CheckListenAddress(AuthMode mode, const std::string& address, const std::string& flag) {
+  if (mode == AuthMode::kKeys || IsLoopback(address)) return Status::Ok();
+  return InvalidArgument(
+      "refusing to listen on " + flag + " " + address +
+      " without authentication: anyone who can reach it could query, register, load and "
+      "unload models. Pass --auth keys (create keys with 'somm keys create --repo DIR "
+      "--tenant T --role admin') or listen on loopback (" +
+      flag + " 127.0.0.1)");
+}
+
+StatusOr<std::unique_ptr<Guard>> Guard::Create(GuardOptions options) {
+  if (options.keys_path.empty()) options.keys_path = KeyStore::DefaultPath(options.repository);
+  if (options.tenants_path.empty()) options.tenants_path = DefaultQuotaPath(options.repository);
+  if (options.audit_path.empty()) options.audit_path = AuditLog::DefaultPath(options.repository);
+  if (options.clock == nullptr) options.clock = &Clock::Real();
+  SOMM_ASSIGN_OR_RETURN(QuotaConfig quotas, LoadQuotaConfig(options.tenants_path));
+  return std::unique_ptr<Guard>(new Guard(std::move(options), std::move(quotas)));
+}
+
+StatusOr<std::unique_ptr<Guard>> Guard::ForServer(const std::string& auth_flag,
+                                                  const std::string& address,
+                                                  const std::string& repository,
+                                                  const std::string& keys_file) {
+  SOMM_ASSIGN_OR_RETURN(AuthMode mode, ParseAuthMode(auth_flag));
+  SOMM_RETURN_IF_ERROR(CheckListenAddress(mode, address, "--address"));
+  GuardOptions o;
+  o.mode = mode;
+  o.repository = repository;
+  o.keys_path = keys_file;
+  return Create(std::move(o));
+}
+
+Status Guard::AdmitMetrics(const std::string& authorization) {
+  return Admit(CallInfo{Operation::kMetrics, "", authorization, false, 0}).status;
+}
+
+Guard::Guard(GuardOptions options, QuotaConfig quotas)
+    : options_(std::move(options)),
+      keys_(options_.keys_path),
+      quotas_(std::move(quotas), *options_.clock),
+      audit_(options_.audit_path) {}
+
+Admission Guard::Admit(const CallInfo& call) {
+  Admission a = Decide(call);
+  // A refused repository change is audited too: who tried, and why not.
+  if (!a.status.ok() && IsMutation(call.op)) {
+    audit_.Record({a.caller.key_id, a.caller.tenant, OperationName(call.op), call.model,
+                   StatusCodeName(a.status.code()), a.status.message()});
+  }
+  return a;
+}
+
+Admission Guard::Decide(const CallInfo& call) {
+  Admission a;
+  if (options_.mode == AuthMode::kNone) return a;
+  std::string_view auth = call.authorization;
+  if (auth.empty()) {
+    a.status = Unauthenticated(
+        "missing API key: send 'Authorization: Bearer <key>' (keys are made with 'somm keys "
+        "create')");
+    return a;
+  }
+  constexpr std::string_view kBearer = "bearer ";
+  if (auth.size() <= kBearer.size() ||
+      strncasecmp(auth.data(), kBearer.data(), kBearer.size()) != 0) {
+    a.status = Unauthenticated("the Authorization value must be 'Bearer <key>'");
+    return a;
+  }
+  auth.remove_prefix(kBearer.size());
+  while (!auth.empty() && auth.front() == ' ') auth.remove_prefix(1);
+  StatusOr<KeyRecord> key = keys_.Verify(auth);
+  if (!key.ok()) {
+    a.status = key.status();
+    return a;
+  }
+  a.caller.authenticated = true;
+  a.caller.key_id = key->id;
+  a.caller.tenant = key->tenant;
+  a.caller.admin = key->role == Role::kAdmin;
+  if (!RoleAllows(key->role, call.op)) {
+    a.status = PermissionDenied("API key " + key->id + " has role '" + RoleName(key->role) +
+                                "', which may not call " + OperationName(call.op));
+    return a;
+  }
+  a.status = CheckTenantRules(a.caller, call);
+  if (a.status.ok() && IsQuery(call.op)) {
+    a.status = quotas_.Acquire(a.caller.tenant, &a.retry_after_s);
+  }
+  return a;
+}
+
+Status Guard::CheckTenantRules(const Caller& caller, const CallInfo& call) {
+  switch (call.op) {
+    case Operation::kModelMetadata:
+    case Operation::kLoad:
+    case Operation::kUnload:
+    case Operation::kRegister:
+      break;
+    default:
+      return Status::Ok();  // queries: the router; lists: MaySee
+  }
+  const Ownership o = OwnerOf(call.model);
+  if (!Visible(caller, o)) return UnknownModel(call.model);
+  if (caller.admin) {
+    if (call.op == Operation::kRegister && call.private_model) {
+      return quotas_.CheckPrivateMemory(
+          caller.tenant, PrivateBytes(caller.tenant) + static_cast<int64_t>(call.payload_bytes));
+    }
+    return Status::Ok();
+  }
+  switch (call.op) {
+    case Operation::kLoad:
+    case Operation::kUnload:
+      if (o.exists && o.owner.empty()) {
+        return PermissionDenied(std::string("a user key may not ") + OperationName(call.op) +
+                                " public model '" + call.model + "'; that needs an admin key");
+      }
+      if (call.op == Operation::kLoad && o.exists) {
+        return quotas_.CheckPrivateMemory(caller.tenant, PrivateBytes(caller.tenant));
+      }
+      return Status::Ok();
+    case Operation::kRegister:
+      if (!call.private_model) {
+        return PermissionDenied(
+            "a user key registers private models only (somm register --private); public "
+            "models need an admin key");
+      }
+      return quotas_.CheckPrivateMemory(
+          caller.tenant, PrivateBytes(caller.tenant) + static_cast<int64_t>(call.payload_bytes));
+    default:
+      return Status::Ok();
+  }
+}
+
+void Guard::Done(const Caller& caller, const CallInfo& call, const Status& outcome) {
+  if (IsQuery(call.op)) {
+    if (caller.authenticated) quotas_.Release(caller.tenant);
+    return;
+  }
+  if (!IsMutation(call.op)) return;
+  AuditEvent event{caller.key_id,
+                   caller.tenant,
+                   OperationName(call.op),
+                   call.model,
+                   outcome.ok() ? "ok" : StatusCodeName(outcome.code()),
+                   outcome.message()};
+  if (call.op == Operation::kRegister && outcome.ok()) {
+    event.detail = call.private_model ? "private" : "public";
+  }
+  audit_.Record(event);
+}
+
+bool Guard::MaySee(const Caller& caller, const std::string& model) {
+  if (!caller.authenticated || caller.admin) return true;
+  return Visible(caller, OwnerOf(model));
+}
+
+bool Guard::Visible(const Caller& caller, const Ownership& o) const {
+  if (!o.exists) return true;  // the server answers "unknown model" itself
+  // A model.yaml that does not parse has no known owner: only an admin (or
+  // a server without keys) sees it, so a broken private model never leaks.
+  if (!o.readable) return !caller.authenticated || caller.admin;
+  return caller.MayUse(o.owner);
+}
+
+Guard::Ownership Guard::OwnerOf(const std::string& model) const {
+  Ownership o;
+  // An exact variant ("m:1:ts-int8@cpu1") belongs to its model.
+  const std::string name = model.substr(0, model.find(':'));
+  if (name.empty() || name[0] == '.' || name.find('/') != std::string::npos ||
+      name.find('\\') != std::string::npos) {
+    return o;
+  }
+  const fs::path dir = fs::path(options_.repository) / name;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return o;
+  o.exists = true;
+  try {
+    const YAML::Node root = YAML::LoadFile((dir / "model.yaml").string());
+    if (root.IsMap() && root["owner_tenant"]) o.owner = root["owner_tenant"].as<std::string>();
+    o.readable = root.IsMap() || root.IsNull();
+  } catch (const YAML::Exception&) {
+    o.readable = false;
+  }
+  return o;
+}
+
+int64_t Guard::PrivateBytes(const std::string& tenant) const {
+  int64_t total = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(options_.repository, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || name.empty() || name[0] == '.') continue;
+    const Ownership o = OwnerOf(name);
+    if (!o.readable || o.owner != tenant) continue;
+    for (const auto& f : fs::recursive_directory_iterator(entry.path(), ec)) {
+      if (f.is_regular_file() && f.path().filename() == "model.pt") {
+        total += static_cast<int64_t>(f.file_size(ec));
+      }
+    }
+  }
+  return total;
+}
+
+std::string Guard::MetricsText() const { return quotas_.MetricsText(); }
+
+}  // namespace somm::auth

@@ -1,0 +1,95 @@
+// Guard: somm's CallGuard (serving/call_guard.h). Per call it authenticates
+// the API key (auth/key_store.h), applies the role table (auth/roles.h) and
+// the tenant rules, takes the tenant's quota (auth/quota.h), and writes the
+// audit record of a repository change (auth/audit_log.h).
+//
+// Tenant rules (docs/security.md): a model whose model.yaml names
+// `owner_tenant` is private to that tenant. Any other tenant's call that
+// names it - metadata, ready, variants, load, unload, register over it - is
+// answered with the very NOT_FOUND an unknown model gets, so existence is
+// not revealed; the index leaves it out (MaySee). Queries are checked by the
+// router, which has the configs in memory (InferenceRequest::caller). The
+// owner is read from the repository on each control call: those calls are
+// rare, and reading keeps every router of a cluster in step with the shared
+// repository.
+//
+// With AuthMode::kNone every call is admitted as an unauthenticated Caller
+// (today's behaviour, loopback only: CheckListenAddress), quotas do not
+// apply, and repository changes are still audited.
+//
+// Thread-safety: every method may be called concurrently.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "auth/audit_log.h"
+#include "auth/key_store.h"
+#include "auth/quota.h"
+#include "common/clock.h"
+#include "serving/call_guard.h"
+
+namespace somm::auth {
+
+enum class AuthMode { kNone, kKeys };
+
+StatusOr<AuthMode> ParseAuthMode(const std::string& text);
+
+// Refuses `--auth none` on an address beyond loopback, with a message that
+// names --auth and `somm keys`.
+Status CheckListenAddress(AuthMode mode, const std::string& address, const std::string& flag);
+
+struct GuardOptions {
+  AuthMode mode = AuthMode::kNone;
+  // The model repository: model owners, and the default files below.
+  std::string repository;
+  std::string keys_path;         // "" = <repo>/.somm/keys
+  std::string tenants_path;      // "" = <repo>/.somm/tenants.yaml (read at start)
+  std::string audit_path;        // "" = <repo>/.somm/audit.log
+  const Clock* clock = nullptr;  // null = Clock::Real()
+};
+
+class Guard : public CallGuard {
+ public:
+  // Fails on a malformed tenants.yaml.
+  static StatusOr<std::unique_ptr<Guard>> Create(GuardOptions options);
+  // What `somm serve` and `somm router` do with their flags: parses --auth,
+  // refuses `none` beyond loopback, and creates the guard for `repository`.
+  // `keys_file` "" = <repo>/.somm/keys.
+  static StatusOr<std::unique_ptr<Guard>> ForServer(const std::string& auth_flag,
+                                                    const std::string& address,
+                                                    const std::string& repository,
+                                                    const std::string& keys_file);
+
+  // GET /metrics on the metrics port: OK for an admin or metrics key.
+  Status AdmitMetrics(const std::string& authorization);
+
+  Admission Admit(const CallInfo& call) override;
+  void Done(const Caller& caller, const CallInfo& call, const Status& outcome) override;
+  bool MaySee(const Caller& caller, const std::string& model) override;
+
+  // The per-tenant quota metrics, appended to /metrics.
+  std::string MetricsText() const;
+  AuthMode mode() const { return options_.mode; }
+
+ private:
+  struct Ownership {
+    bool exists = false;    // the model's folder is in the repository
+    bool readable = false;  // its model.yaml parsed
+    std::string owner;      // "" = public
+  };
+  Guard(GuardOptions options, QuotaConfig quotas);
+  Admission Decide(const CallInfo& call);
+  Ownership OwnerOf(const std::string& model) const;
+  bool Visible(const Caller& caller, const Ownership& o) const;
+  // Bytes of the model files of `tenant`'s private models in the repository.
+  int64_t PrivateBytes(const std::string& tenant) const;
+  Status CheckTenantRules(const Caller& caller, const CallInfo& call);
+
+  const GuardOptions options_;
+  KeyStore keys_;
+  TenantQuotas quotas_;
+  AuditLog audit_;
+};
+
+}  // namespace somm::auth

@@ -1,0 +1,149 @@
+#include "auth/guard.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace somm::auth {
+namespace {
+namespace fs = std::filesystem;
+
+void Write(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+class GuardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "somm-guard-XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    repo_ = pattern;
+    Write(fs::path(repo_) / "pub" / "model.yaml", "name: pub\n");
+    Write(fs::path(repo_) / "priv" / "model.yaml", "name: priv\nowner_tenant: \"a\"\n");
+    Write(fs::path(repo_) / "priv" / "1" / "model.pt", std::string(1000, 'x'));
+    Write(fs::path(repo_) / ".somm" / "tenants.yaml",
+          "tenants:\n  a: {requests_per_s: 1, burst: 1, max_private_memory_mb: 1}\n");
+    KeyStore keys(KeyStore::DefaultPath(repo_));
+    admin_ = "Bearer " + keys.Create("ops", Role::kAdmin)->key;
+    user_a_ = "Bearer " + keys.Create("a", Role::kUser)->key;
+    user_b_ = "Bearer " + keys.Create("b", Role::kUser)->key;
+    metrics_ = "Bearer " + keys.Create("ops", Role::kMetrics)->key;
+    GuardOptions o;
+    o.mode = AuthMode::kKeys;
+    o.repository = repo_;
+    o.clock = &clock_;
+    auto g = Guard::Create(o);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    guard_ = std::move(g).value();
+  }
+  void TearDown() override { fs::remove_all(repo_); }
+
+  Status Admit(Operation op, const std::string& model, const std::string& auth,
+               bool private_model = false) {
+    CallInfo call{op, model, auth, private_model, 0};
+    Admission a = guard_->Admit(call);
+    if (a.status.ok()) guard_->Done(a.caller, call, Status::Ok());
+    return a.status;
+  }
+  std::string AuditText() const {
+    std::ifstream in(AuditLog::DefaultPath(repo_));
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  ManualClock clock_;
+  std::string repo_, admin_, user_a_, user_b_, metrics_;
+  std::unique_ptr<Guard> guard_;
+};
+
+TEST_F(GuardTest, MissingMalformedAndWrongKeysAreUnauthenticated) {
+  EXPECT_EQ(Admit(Operation::kModelMetadata, "pub", "").code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(Admit(Operation::kModelMetadata, "pub", "Basic abc").code(),
+            StatusCode::kUnauthenticated);
+  EXPECT_EQ(Admit(Operation::kModelMetadata, "pub", "Bearer somm_nope").code(),
+            StatusCode::kUnauthenticated);
+}
+
+TEST_F(GuardTest, RolesFollowTheTable) {
+  EXPECT_TRUE(Admit(Operation::kMetrics, "", metrics_).ok());
+  EXPECT_EQ(Admit(Operation::kModelMetadata, "pub", metrics_).code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(Admit(Operation::kMetrics, "", user_a_).code(), StatusCode::kPermissionDenied);
+  EXPECT_TRUE(Admit(Operation::kMetrics, "", admin_).ok());
+  EXPECT_TRUE(Admit(Operation::kUnload, "pub", admin_).ok());
+  EXPECT_EQ(Admit(Operation::kUnload, "pub", user_a_).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(Admit(Operation::kRegister, "new", user_a_).code(), StatusCode::kPermissionDenied);
+  EXPECT_TRUE(Admit(Operation::kRegister, "new", user_a_, true).ok());
+}
+
+TEST_F(GuardTest, AnotherTenantsPrivateModelLooksUnknown) {
+  for (Operation op :
+       {Operation::kModelMetadata, Operation::kLoad, Operation::kUnload, Operation::kRegister}) {
+    Status s = Admit(op, "priv", user_b_, true);
+    EXPECT_EQ(s.code(), StatusCode::kNotFound) << OperationName(op);
+    EXPECT_EQ(s.message(), "unknown model 'priv'");
+  }
+  EXPECT_TRUE(Admit(Operation::kModelMetadata, "priv", user_a_).ok());
+  EXPECT_TRUE(Admit(Operation::kUnload, "priv", user_a_).ok());
+  EXPECT_TRUE(Admit(Operation::kModelMetadata, "priv:1:ts-fp32", admin_).ok());
+  EXPECT_EQ(Admit(Operation::kModelMetadata, "priv:1:ts-fp32", user_b_).code(),
+            StatusCode::kNotFound);
+  Caller b{true, "id", "b", false};
+  Caller a{true, "id", "a", false};
+  EXPECT_FALSE(guard_->MaySee(b, "priv"));
+  EXPECT_TRUE(guard_->MaySee(a, "priv"));
+  EXPECT_TRUE(guard_->MaySee(b, "pub"));
+}
+
+TEST_F(GuardTest, QueriesTakeTheTenantsRateQuota) {
+  CallInfo call{Operation::kInfer, "pub", user_a_, false, 0};
+  Admission first = guard_->Admit(call);
+  ASSERT_TRUE(first.status.ok());
+  guard_->Done(first.caller, call, Status::Ok());
+  Admission second = guard_->Admit(call);
+  EXPECT_EQ(second.status.code(), StatusCode::kResourceExhausted);
+  EXPECT_GE(second.retry_after_s, 1);
+  // Tenant b has no limits.
+  CallInfo other{Operation::kInfer, "pub", user_b_, false, 0};
+  EXPECT_TRUE(guard_->Admit(other).status.ok());
+  EXPECT_NE(guard_->MetricsText().find(
+                "somm_tenant_queries_total{tenant=\"a\",outcome=\"rate_limited\"} 1"),
+            std::string::npos);
+}
+
+TEST_F(GuardTest, PrivateRegistrationPastTheMemoryLimitIsRefused) {
+  CallInfo call{Operation::kRegister, "big", user_a_, true, 2 * 1024 * 1024};
+  Admission a = guard_->Admit(call);
+  EXPECT_EQ(a.status.code(), StatusCode::kResourceExhausted);
+}
+
+TEST_F(GuardTest, RepositoryChangesAreAuditedWithoutSecrets) {
+  EXPECT_TRUE(Admit(Operation::kUnload, "priv", user_a_).ok());
+  EXPECT_FALSE(Admit(Operation::kUnload, "priv", user_b_).ok());
+  const std::string text = AuditText();
+  EXPECT_NE(text.find("\"action\":\"unload\""), std::string::npos);
+  EXPECT_NE(text.find("\"outcome\":\"ok\""), std::string::npos);
+  EXPECT_NE(text.find("\"outcome\":\"NOT_FOUND\""), std::string::npos);
+  for (const std::string& key : {admin_, user_a_, user_b_}) {
+    EXPECT_EQ(text.find(key.substr(7 + 22)), std::string::npos);  // no secret
+  }
+}
+
+TEST(AuthModeTest, NoneRefusesNonLoopbackAndNamesTheWayOut) {
+  EXPECT_TRUE(CheckListenAddress(AuthMode::kNone, "127.0.0.1", "--address").ok());
+  EXPECT_TRUE(CheckListenAddress(AuthMode::kNone, "::1", "--address").ok());
+  EXPECT_TRUE(CheckListenAddress(AuthMode::kKeys, "0.0.0.0", "--address").ok());
+  Status s = CheckListenAddress(AuthMode::kNone, "0.0.0.0", "--address");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--auth"), std::string::npos);
+  EXPECT_NE(s.message().find("somm keys"), std::string::npos);
+  EXPECT_FALSE(ParseAuthMode("maybe").ok());
+}
+
+}  // namespace
+}  // namespace somm::auth

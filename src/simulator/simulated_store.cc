@@ -1,0 +1,62 @@
+#include "simulator/simulated_store.h"
+
+namespace somm::sim {
+
+SimulatedStore::SimulatedStore(const EventLoop& loop, SimulatedStoreOptions options)
+    : loop_(loop),
+      options_(options),
+      snapshot_(std::make_shared<const cluster::ClusterState>()),
+      built_at_(loop.Now()) {}
+
+void SimulatedStore::PutWorker(cluster::WorkerReport report) {
+  MutexLock lock(&mu_);
+  auto it = workers_.find(report.worker);
+  if (it != workers_.end() && it->second.incarnation == report.incarnation &&
+      it->second.sequence > report.sequence) {
+    return;  // a newer report of the same process already arrived
+  }
+  workers_[report.worker] = std::move(report);
+  dirty_ = true;
+  ++generation_;
+}
+
+void SimulatedStore::RemoveWorker(const std::string& worker) {
+  MutexLock lock(&mu_);
+  if (workers_.erase(worker) > 0) {
+    dirty_ = true;
+    ++generation_;
+  }
+}
+
+void SimulatedStore::PutDemand(const std::string& router,
+                               std::vector<cluster::ModelDemand> demand) {
+  MutexLock lock(&mu_);
+  demand_[router] = std::move(demand);
+  dirty_ = true;
+  ++generation_;
+}
+
+std::shared_ptr<const cluster::ClusterState> SimulatedStore::Read() const {
+  MutexLock lock(&mu_);
+  const auto now = loop_.Now();
+  if (dirty_ && (rebuilds_ == 0 || now - built_at_ >= options_.view_lag)) {
+    snapshot_ =
+        std::make_shared<const cluster::ClusterState>(cluster::MergeClusterState(workers_, demand_));
+    dirty_ = false;
+    built_at_ = now;
+    ++rebuilds_;
+  }
+  return snapshot_;
+}
+
+uint64_t SimulatedStore::generation() const {
+  MutexLock lock(&mu_);
+  return generation_;
+}
+
+int64_t SimulatedStore::rebuilds() const {
+  MutexLock lock(&mu_);
+  return rebuilds_;
+}
+
+}  // namespace somm::sim

@@ -1,0 +1,612 @@
+// End-to-end tests of API keys, roles and tenants (docs/security.md): a real
+// `somm serve --auth keys` (or a cluster's router, SOMM_E2E_TOPOLOGY=cluster)
+// on a repository with a model private to tenant "a". Every tenant rule -
+// list, metadata, infer, task infer, register-over, unload - is tried as the
+// owner, as another tenant, and with no key, a wrong key and a revoked key,
+// over REST and gRPC. Keys are made and revoked with the real `somm keys`.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "e2e_fixture.h"
+#include "proto/inference.grpc.pb.h"
+#include "proto/somm.grpc.pb.h"
+
+namespace somm::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+constexpr char kPrivate[] = "alice-mlp";
+constexpr char kPrivateTask[] = "classification/alice";
+
+// The identities every rule is tried with.
+enum class Who { kOwner, kOther, kNoKey, kWrongKey, kRevoked };
+const Who kEveryone[] = {Who::kOwner, Who::kOther, Who::kNoKey, Who::kWrongKey, Who::kRevoked};
+const char* Name(Who w) {
+  switch (w) {
+    case Who::kOwner:
+      return "owner";
+    case Who::kOther:
+      return "other tenant";
+    case Who::kNoKey:
+      return "no key";
+    case Who::kWrongKey:
+      return "wrong key";
+    case Who::kRevoked:
+      return "revoked key";
+  }
+  return "?";
+}
+bool Unauthenticated(Who w) {
+  return w == Who::kNoKey || w == Who::kWrongKey || w == Who::kRevoked;
+}
+
+// Runs `command` and returns its stdout's last line ("" on failure).
+std::string LastLine(const std::string& command, int* exit_code) {
+  FILE* p = popen(command.c_str(), "r");
+  if (p == nullptr) return "";
+  std::string out;
+  char buf[512];
+  while (fgets(buf, sizeof buf, p) != nullptr) out += buf;
+  *exit_code = pclose(p);
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  const size_t nl = out.rfind('\n');
+  return nl == std::string::npos ? out : out.substr(nl + 1);
+}
+
+class AuthE2ETest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string demo = DemoRepository();
+    digits_ = new HeldOutDigits(LoadHeldOutDigits(demo));
+    repo_ = new std::string(MakeTestRepository(demo, "auth"));
+    // A copy of digits-mlp private to tenant "a", for a task nobody else serves.
+    const fs::path priv = fs::path(*repo_) / kPrivate;
+    fs::create_directories(priv);
+    std::ifstream in(fs::path(demo) / "digits-mlp" / "model.yaml");
+    std::ostringstream yaml;
+    yaml << in.rdbuf();
+    std::string text = yaml.str();
+    const size_t task = text.find("task:");
+    if (task != std::string::npos) text.erase(task, text.find('\n', task) - task + 1);
+    const size_t name = text.find("name:");
+    if (name != std::string::npos) text.erase(name, text.find('\n', name) - name + 1);
+    std::ofstream(priv / "model.yaml")
+        << text << "task: " << kPrivateTask << "\nowner_tenant: \"a\"\n";
+    fs::create_directory_symlink(fs::absolute(fs::path(demo) / "digits-mlp" / "1"), priv / "1");
+    fs::create_directories(fs::path(*repo_) / ".somm");
+    std::ofstream(fs::path(*repo_) / ".somm" / "tenants.yaml")
+        << "tenants:\n  q: {requests_per_s: 0.001, burst: 1}\n";
+
+    admin_ = new std::string(MakeKey("ops", "admin"));
+    owner_ = new std::string(MakeKey("a", "user"));
+    other_ = new std::string(MakeKey("b", "user"));
+    metrics_ = new std::string(MakeKey("ops", "metrics"));
+    quota_ = new std::string(MakeKey("q", "user"));
+    revoked_ = new std::string(MakeKey("a", "user"));
+    // The cluster's readiness check reads the index, which needs a key.
+    setenv("SOMM_API_KEY", admin_->c_str(), 1);
+    server_ = new ServerProcess(SommBinary(), *repo_, {"--auth", "keys"});
+    if (!server_->ok()) return;
+    // The revoked key works until `somm keys revoke`, with no restart between.
+    httplib::Client c("127.0.0.1", server_->http_port());
+    auto before =
+        c.Get(std::string("/v2/models/") + kPrivate, {{"Authorization", "Bearer " + *revoked_}});
+    revoked_status_before_ = before ? before->status : -1;
+    int code = 0;
+    LastLine(SommBinary() + " keys revoke --repo " + *repo_ + " " + revoked_->substr(5, 16) +
+                 " 2>/dev/null",
+             &code);
+    revoke_exit_ = code;
+  }
+  static void TearDownTestSuite() {
+    if (server_) {
+      EXPECT_EQ(server_->Terminate(), 0);
+    }
+    delete server_;
+    if (repo_) fs::remove_all(*repo_);
+    for (std::string* s : {repo_, admin_, owner_, other_, metrics_, quota_, revoked_}) delete s;
+    delete digits_;
+  }
+  void SetUp() override {
+    ASSERT_FALSE(owner_->empty()) << "somm keys create failed";
+    ASSERT_TRUE(server_->ok()) << "server did not start; log: " << server_->log();
+  }
+
+  static std::string MakeKey(const std::string& tenant, const std::string& role) {
+    int code = 0;
+    std::string key = LastLine(SommBinary() + " keys create --repo " + *repo_ + " --tenant " +
+                                   tenant + " --role " + role + " 2>/dev/null",
+                               &code);
+    return code == 0 && key.rfind("somm_", 0) == 0 ? key : "";
+  }
+  static std::string KeyOf(Who w) {
+    switch (w) {
+      case Who::kOwner:
+        return *owner_;
+      case Who::kOther:
+        return *other_;
+      case Who::kRevoked:
+        return *revoked_;
+      case Who::kWrongKey:
+        return "somm_0123456789abcdef_" + std::string(64, '7');
+      case Who::kNoKey:
+        return "";
+    }
+    return "";
+  }
+  static httplib::Headers Headers(Who w) {
+    if (w == Who::kNoKey) return {};
+    return {{"Authorization", "Bearer " + KeyOf(w)}};
+  }
+  static std::unique_ptr<grpc::ClientContext> Context(Who w) {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    if (w != Who::kNoKey) ctx->AddMetadata("authorization", "Bearer " + KeyOf(w));
+    return ctx;
+  }
+  static std::shared_ptr<grpc::Channel> Channel() {
+    return grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->grpc_port()),
+                               grpc::InsecureChannelCredentials());
+  }
+  static std::string Query() {
+    json body = {{"inputs",
+                  {{{"name", "pixels"},
+                    {"datatype", "FP32"},
+                    {"shape", {1, 64}},
+                    {"data", digits_->pixels[0]}}}}};
+    return body.dump();
+  }
+  static inference::ModelInferRequest GrpcQuery(const std::string& model) {
+    inference::ModelInferRequest req;
+    req.set_model_name(model);
+    auto* in = req.add_inputs();
+    in->set_name("pixels");
+    in->set_datatype("FP32");
+    in->add_shape(1);
+    in->add_shape(64);
+    req.add_raw_input_contents(
+        std::string(reinterpret_cast<const char*>(digits_->pixels[0].data()), 64 * sizeof(float)));
+    return req;
+  }
+  static std::string Message(const httplib::Result& r) {
+    if (!r) return "";
+    auto j = json::parse(r->body, nullptr, false);
+    return j.is_object() && j.contains("error") ? j["error"].get<std::string>() : "";
+  }
+  static void ExpectHidden(int status, const std::string& message, const std::string& what) {
+    EXPECT_EQ(status, 404) << what;
+    EXPECT_EQ(message, std::string("unknown model '") + kPrivate + "'") << what;
+  }
+
+  static inline HeldOutDigits* digits_ = nullptr;
+  static inline std::string *repo_ = nullptr, *admin_ = nullptr, *owner_ = nullptr,
+                            *other_ = nullptr, *metrics_ = nullptr, *quota_ = nullptr,
+                            *revoked_ = nullptr;
+  static inline ServerProcess* server_ = nullptr;
+  static inline int revoked_status_before_ = 0, revoke_exit_ = -1;
+};
+
+TEST_F(AuthE2ETest, RevokedKeyWorkedUntilRevokedWithoutRestart) {
+  EXPECT_EQ(revoked_status_before_, 200);
+  EXPECT_EQ(revoke_exit_, 0);
+}
+
+TEST_F(AuthE2ETest, UnknownModelAnswerIsTheTemplateHiddenModelsGet) {
+  httplib::Client c("127.0.0.1", server_->http_port());
+  auto r = c.Get("/v2/models/no-such-model", Headers(Who::kOwner));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(Message(r), "unknown model 'no-such-model'");
+}
+
+TEST_F(AuthE2ETest, ListOverRestAndGrpc) {
+  httplib::Client c("127.0.0.1", server_->http_port());
+  auto stub = inference::GRPCInferenceService::NewStub(Channel());
+  for (Who w : kEveryone) {
+    auto r = c.Post("/v2/repository/index", Headers(w), "{}", "application/json");
+    ASSERT_TRUE(r);
+    inference::RepositoryIndexRequest req;
+    inference::RepositoryIndexResponse resp;
+    const grpc::Status g = stub->RepositoryIndex(Context(w).get(), req, &resp);
+    bool grpc_lists = false;
+    for (const auto& m : resp.models()) grpc_lists = grpc_lists || m.name() == kPrivate;
+    if (Unauthenticated(w)) {
+      EXPECT_EQ(r->status, 401) << Name(w);
+      EXPECT_EQ(g.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Name(w);
+      EXPECT_EQ(r->body.find(KeyOf(w).empty() ? "\x01" : KeyOf(w)), std::string::npos);
+      continue;
+    }
+    ASSERT_EQ(r->status, 200) << Name(w);
+    ASSERT_TRUE(g.ok()) << Name(w) << ": " << g.error_message();
+    const bool rest_lists = r->body.find(kPrivate) != std::string::npos;
+    EXPECT_EQ(rest_lists, w == Who::kOwner) << Name(w);
+    EXPECT_EQ(grpc_lists, w == Who::kOwner) << Name(w);
+    EXPECT_NE(r->body.find("digits-mlp"), std::string::npos) << "public models are listed";
+  }
+}
+
+TEST_F(AuthE2ETest, MetadataOverRestAndGrpc) {
+  httplib::Client c("127.0.0.1", server_->http_port());
+  auto stub = inference::GRPCInferenceService::NewStub(Channel());
+  for (Who w : kEveryone) {
+    auto r = c.Get(std::string("/v2/models/") + kPrivate, Headers(w));
+    ASSERT_TRUE(r);
+    inference::ModelMetadataRequest req;
+    req.set_name(kPrivate);
+    inference::ModelMetadataResponse resp;
+    const grpc::Status g = stub->ModelMetadata(Context(w).get(), req, &resp);
+    if (Unauthenticated(w)) {
+      EXPECT_EQ(r->status, 401) << Name(w);
+      EXPECT_EQ(g.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Name(w);
+    } else if (w == Who::kOther) {
+      ExpectHidden(r->status, Message(r), "REST metadata");
+      EXPECT_EQ(g.error_code(), grpc::StatusCode::NOT_FOUND);
+      EXPECT_EQ(g.error_message(), std::string("unknown model '") + kPrivate + "'");
+    } else {
+      EXPECT_EQ(r->status, 200) << r->body;
+      EXPECT_TRUE(g.ok()) << g.error_message();
+    }
+    // Ready is answered like metadata.
+    auto ready = c.Get(std::string("/v2/models/") + kPrivate + "/ready", Headers(w));
+    ASSERT_TRUE(ready);
+    EXPECT_EQ(ready->status, Unauthenticated(w) ? 401 : w == Who::kOther ? 404 : 200) << Name(w);
+  }
+}
+
+TEST_F(AuthE2ETest, InferOverRestAndGrpc) {
+  httplib::Client c("127.0.0.1", server_->http_port());
+  auto stub = inference::GRPCInferenceService::NewStub(Channel());
+  for (Who w : kEveryone) {
+    auto r = c.Post(std::string("/v2/models/") + kPrivate + "/infer", Headers(w), Query(),
+                    "application/json");
+    ASSERT_TRUE(r);
+    inference::ModelInferResponse resp;
+    const grpc::Status g = stub->ModelInfer(Context(w).get(), GrpcQuery(kPrivate), &resp);
+    if (Unauthenticated(w)) {
+      EXPECT_EQ(r->status, 401) << Name(w);
+      EXPECT_EQ(g.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Name(w);
+    } else if (w == Who::kOther) {
+      ExpectHidden(r->status, Message(r), "REST infer");
+      EXPECT_EQ(g.error_code(), grpc::StatusCode::NOT_FOUND);
+      EXPECT_EQ(g.error_message(), std::string("unknown model '") + kPrivate + "'");
+    } else {
+      EXPECT_EQ(r->status, 200) << r->body;
+      EXPECT_TRUE(g.ok()) << g.error_message();
+    }
+  }
+  // Public models stay usable by every tenant.
+  auto pub =
+      c.Post("/v2/models/digits-mlp/infer", Headers(Who::kOther), Query(), "application/json");
+  ASSERT_TRUE(pub);
+  EXPECT_EQ(pub->status, 200) << pub->body;
+}
+
+TEST_F(AuthE2ETest, TaskInferOnlyConsidersModelsTheCallerMayUse) {
+  httplib::Client c("127.0.0.1", server_->http_port());
+  auto stub = inference::GRPCInferenceService::NewStub(Channel());
+  const std::string none = std::string("no loaded model serves task '") + kPrivateTask + "'";
+  for (Who w : kEveryone) {
+    auto r = c.Post(std::string("/v2/tasks/") + kPrivateTask + "/infer", Headers(w), Query(),
+                    "application/json");
+    ASSERT_TRUE(r);
+    inference::ModelInferRequest req = GrpcQuery("");
+    (*req.mutable_parameters())["task"].set_string_param(kPrivateTask);
+    inference::ModelInferResponse resp;
+    const grpc::Status g = stub->ModelInfer(Context(w).get(), req, &resp);
+    if (Unauthenticated(w)) {
+      EXPECT_EQ(r->status, 401) << Name(w);
+      EXPECT_EQ(g.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Name(w);
+    } else if (w == Who::kOther) {
+      // As if the task had no model at all.
+      EXPECT_EQ(r->status, 404);
+      EXPECT_EQ(Message(r), none);
+      EXPECT_EQ(g.error_code(), grpc::StatusCode::NOT_FOUND);
+      EXPECT_EQ(g.error_message(), none);
+    } else {
+      // The owner's model is a candidate (with no profiled variants yet the
+      // selector may refuse, but never with "no model serves the task").
+      EXPECT_NE(Message(r), none) << r->body;
+      EXPECT_NE(g.error_message(), none);
+    }
+  }
+}
+
+TEST_F(AuthE2ETest, DecisionLogShowsACallerOnlyItsTenantsDecisions) {
+  httplib::Client c("127.0.0.1", server_->http_port());
+  // The owner's task query above logged a decision naming the private task.
+  const std::string target = std::string("task:") + kPrivateTask;
+  auto mine = c.Get("/v2/somm/decisions?limit=1000", Headers(Who::kOwner));
+  auto theirs = c.Get("/v2/somm/decisions?limit=1000", Headers(Who::kOther));
+  auto all = c.Get("/v2/somm/decisions?limit=1000", {{"Authorization", "Bearer " + *admin_}});
+  ASSERT_TRUE(mine && theirs && all);
+  ASSERT_EQ(mine->status, 200);
+  EXPECT_NE(mine->body.find(target), std::string::npos) << mine->body;
+  EXPECT_EQ(theirs->body.find(target), std::string::npos) << theirs->body;
+  EXPECT_NE(all->body.find(target), std::string::npos);
+  auto none = c.Get("/v2/somm/decisions", Headers(Who::kNoKey));
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 401);
+}
+
+TEST_F(AuthE2ETest, RegisterOverOverRestAndGrpc) {
+  httplib::Client c("127.0.0.1", server_->http_port());
+  auto control = somm::SommControl::NewStub(Channel());
+  json body = {{"task", kPrivateTask},
+               {"inputs", {{{"name", "pixels"}, {"datatype", "FP32"}, {"shape", {64}}}}},
+               {"outputs", {{{"name", "logits"}, {"datatype", "FP32"}, {"shape", {10}}}}},
+               {"max_batch_size", 8},
+               {"model", "AAAA"},
+               {"private", true}};
+  for (Who w : kEveryone) {
+    auto r = c.Post(std::string("/v2/repository/models/") + kPrivate + "/register", Headers(w),
+                    body.dump(), "application/json");
+    ASSERT_TRUE(r);
+    somm::RegisterModelRequest req;
+    req.set_name(kPrivate);
+    req.set_task(kPrivateTask);
+    auto* in = req.add_inputs();
+    in->set_name("pixels");
+    in->set_datatype("FP32");
+    in->add_shape(64);
+    auto* out = req.add_outputs();
+    out->set_name("logits");
+    out->set_datatype("FP32");
+    out->add_shape(10);
+    req.set_max_batch_size(8);
+    req.set_model("AAAA");
+    req.set_private_model(true);
+    somm::RegisterModelResponse resp;
+    const grpc::Status g = control->RegisterModel(Context(w).get(), req, &resp);
+    if (Unauthenticated(w)) {
+      EXPECT_EQ(r->status, 401) << Name(w);
+      EXPECT_EQ(g.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Name(w);
+    } else if (w == Who::kOther) {
+      ExpectHidden(r->status, Message(r), "REST register-over");
+      EXPECT_EQ(g.error_code(), grpc::StatusCode::NOT_FOUND);
+      EXPECT_EQ(g.error_message(), std::string("unknown model '") + kPrivate + "'");
+    } else {
+      // The owner may register over its own name, and learns it exists.
+      EXPECT_EQ(r->status, 409) << r->body;
+      EXPECT_EQ(g.error_code(), grpc::StatusCode::ALREADY_EXISTS) << g.error_message();
+    }
+  }
+  // A user key may not register a public model.
+  body["private"] = false;
+  auto pub = c.Post("/v2/repository/models/new-public/register", Headers(Who::kOwner), body.dump(),
+                    "application/json");
+  ASSERT_TRUE(pub);
+  EXPECT_EQ(pub->status, 403) << pub->body;
+}
+
+TEST_F(AuthE2ETest, RolesMetricsAndHealth) {
+  httplib::Client c("127.0.0.1", server_->http_port());
+  auto ready = c.Get("/v2/health/ready");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 200) << "health needs no key";
+  auto stub = inference::GRPCInferenceService::NewStub(Channel());
+  grpc::ClientContext ctx;
+  inference::ServerLiveResponse live;
+  EXPECT_TRUE(stub->ServerLive(&ctx, inference::ServerLiveRequest(), &live).ok());
+  // A metrics key reads /metrics and nothing else.
+  const httplib::Headers metrics_key = {{"Authorization", "Bearer " + *metrics_}};
+  auto denied = c.Get("/v2/models/digits-mlp", metrics_key);
+  ASSERT_TRUE(denied);
+  EXPECT_EQ(denied->status, 403);
+  EXPECT_EQ(denied->body.find(*metrics_), std::string::npos) << "messages never echo a key";
+  httplib::Client m("127.0.0.1", server_->metrics_port());
+  auto scrape = m.Get("/metrics", metrics_key);
+  ASSERT_TRUE(scrape);
+  EXPECT_EQ(scrape->status, 200);
+  auto anonymous = m.Get("/metrics");
+  ASSERT_TRUE(anonymous);
+  EXPECT_EQ(anonymous->status, 401);
+  auto user = m.Get("/metrics", Headers(Who::kOwner));
+  ASSERT_TRUE(user);
+  EXPECT_EQ(user->status, 403);
+  // Unload is admin-only for public models.
+  auto unload = c.Post("/v2/repository/models/digits-mlp/unload", Headers(Who::kOwner), "{}",
+                       "application/json");
+  ASSERT_TRUE(unload);
+  EXPECT_EQ(unload->status, 403);
+}
+
+TEST_F(AuthE2ETest, RateQuotaAnswers429WithRetryAfterAndShowsInMetrics) {
+  httplib::Client c("127.0.0.1", server_->http_port());
+  const httplib::Headers q = {{"Authorization", "Bearer " + *quota_}};
+  // Tenant q: burst 1 at 0.001/s, so the second query finds the bucket empty.
+  auto first = c.Post("/v2/models/digits-mlp/infer", q, Query(), "application/json");
+  auto second = c.Post("/v2/models/digits-mlp/infer", q, Query(), "application/json");
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(first->status, 200) << first->body;
+  EXPECT_EQ(second->status, 429) << second->body;
+  EXPECT_TRUE(second->has_header("Retry-After"));
+  auto stub = inference::GRPCInferenceService::NewStub(Channel());
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer " + *quota_);
+  inference::ModelInferResponse resp;
+  EXPECT_EQ(stub->ModelInfer(&ctx, GrpcQuery("digits-mlp"), &resp).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  httplib::Client m("127.0.0.1", server_->metrics_port());
+  auto scrape = m.Get("/metrics", {{"Authorization", "Bearer " + *metrics_}});
+  ASSERT_TRUE(scrape);
+  EXPECT_GE(
+      MetricValue(scrape->body, "somm_tenant_queries_total{tenant=\"q\",outcome=\"rate_limited\"}"),
+      2);
+  EXPECT_EQ(
+      MetricValue(scrape->body, "somm_tenant_queries_total{tenant=\"q\",outcome=\"admitted\"}"), 1);
+}
+
+// The CLI's client commands send SOMM_API_KEY on both wires, and
+// `somm register --private` makes a model of the key's tenant.
+TEST_F(AuthE2ETest, ClientCommandsSendTheKeyAndRegisterPrivateModels) {
+  const std::string url = " --url 127.0.0.1:";
+  for (const char* protocol : {"http", "grpc"}) {
+    const int port = std::string(protocol) == "http" ? server_->http_port() : server_->grpc_port();
+    int code = 0;
+    LastLine("SOMM_API_KEY=" + *owner_ + " " + SommBinary() + " models -i " + protocol + url +
+                 std::to_string(port) + " > /dev/null 2>&1",
+             &code);
+    EXPECT_EQ(code, 0) << protocol;
+    LastLine("env -u SOMM_API_KEY " + SommBinary() + " models -i " + protocol + url +
+                 std::to_string(port) + " > /dev/null 2>&1",
+             &code);
+    EXPECT_NE(code, 0) << protocol << ": no key must fail";
+  }
+  int code = 0;
+  const std::string model = (fs::path(DemoRepository()) / "digits-mlp" / "1" / "model.pt").string();
+  LastLine("SOMM_API_KEY=" + *owner_ + " " + SommBinary() + " register alice-new --model " + model +
+               " --task classification/alice-new --input pixels:FP32:64 --output logits:FP32:10"
+               " --max-batch-size 8 --private" +
+               url + std::to_string(server_->http_port()) + " > /dev/null 2>&1",
+           &code);
+  ASSERT_EQ(code, 0);
+  std::ifstream in(fs::path(*repo_) / "alice-new" / "model.yaml");
+  std::stringstream yaml;
+  yaml << in.rdbuf();
+  EXPECT_NE(yaml.str().find("owner_tenant: \"a\""), std::string::npos) << yaml.str();
+  httplib::Client c("127.0.0.1", server_->http_port());
+  auto theirs = c.Get("/v2/models/alice-new", Headers(Who::kOther));
+  ASSERT_TRUE(theirs);
+  EXPECT_EQ(theirs->status, 404);
+  EXPECT_EQ(Message(theirs), "unknown model 'alice-new'");
+}
+
+std::string Base64(const std::string& bytes) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const uint32_t v =
+        (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
+    for (int k = 3; k >= 0; --k) out += kAlphabet[(v >> (6 * k)) & 63];
+  }
+  if (i < bytes.size()) {
+    uint32_t v = uint8_t(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) v |= uint8_t(bytes[i + 1]) << 8;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+// Regression: the task went into model.yaml unquoted, so a task holding a
+// newline could add an owner_tenant line and plant a model on another tenant.
+TEST_F(AuthE2ETest, RegistrationTaskCannotInjectAnOwner) {
+  std::ifstream in(fs::path(DemoRepository()) / "digits-mlp" / "1" / "model.pt", std::ios::binary);
+  std::stringstream model;
+  model << in.rdbuf();
+  json body = {{"task", "classification/x\nowner_tenant: b"},
+               {"inputs", {{{"name", "pixels"}, {"datatype", "FP32"}, {"shape", {64}}}}},
+               {"outputs", {{{"name", "logits"}, {"datatype", "FP32"}, {"shape", {10}}}}},
+               {"max_batch_size", 8},
+               {"model", Base64(model.str())},
+               {"private", true}};
+  httplib::Client c("127.0.0.1", server_->http_port());
+  auto r = c.Post("/v2/repository/models/alice-inject/register", Headers(Who::kOwner), body.dump(),
+                  "application/json");
+  ASSERT_TRUE(r);
+  // Refused (the task is not task/dataset) or registered for its own tenant;
+  // never another tenant's.
+  auto theirs = c.Get("/v2/models/alice-inject", Headers(Who::kOther));
+  ASSERT_TRUE(theirs);
+  EXPECT_EQ(theirs->status, 404) << r->status << " " << r->body;
+  std::ifstream yaml(fs::path(*repo_) / "alice-inject" / "model.yaml");
+  std::stringstream text;
+  text << yaml.rdbuf();
+  EXPECT_EQ(text.str().find("\nowner_tenant: b"), std::string::npos) << text.str();
+}
+
+// Last: it takes the private model away.
+TEST_F(AuthE2ETest, UnloadOverRestAndGrpcAndTheAuditLog) {
+  httplib::Client c("127.0.0.1", server_->http_port());
+  auto stub = inference::GRPCInferenceService::NewStub(Channel());
+  for (Who w : {Who::kOther, Who::kNoKey, Who::kWrongKey, Who::kRevoked}) {
+    auto r = c.Post(std::string("/v2/repository/models/") + kPrivate + "/unload", Headers(w), "{}",
+                    "application/json");
+    ASSERT_TRUE(r);
+    inference::RepositoryModelUnloadRequest req;
+    req.set_model_name(kPrivate);
+    inference::RepositoryModelUnloadResponse resp;
+    const grpc::Status g = stub->RepositoryModelUnload(Context(w).get(), req, &resp);
+    if (Unauthenticated(w)) {
+      EXPECT_EQ(r->status, 401) << Name(w);
+      EXPECT_EQ(g.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Name(w);
+    } else {
+      ExpectHidden(r->status, Message(r), "REST unload");
+      EXPECT_EQ(g.error_code(), grpc::StatusCode::NOT_FOUND);
+    }
+  }
+  auto r = c.Post(std::string("/v2/repository/models/") + kPrivate + "/unload",
+                  Headers(Who::kOwner), "{}", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  // The owner loads its model again (gRPC) and unloads it (gRPC).
+  inference::RepositoryModelLoadRequest load;
+  load.set_model_name(kPrivate);
+  inference::RepositoryModelLoadResponse loaded;
+  const grpc::Status l = stub->RepositoryModelLoad(Context(Who::kOwner).get(), load, &loaded);
+  EXPECT_TRUE(l.ok()) << l.error_message();
+  inference::RepositoryModelUnloadRequest req;
+  req.set_model_name(kPrivate);
+  inference::RepositoryModelUnloadResponse resp;
+  const grpc::Status u = stub->RepositoryModelUnload(Context(Who::kOwner).get(), req, &resp);
+  EXPECT_TRUE(u.ok()) << u.error_message();
+
+  std::ifstream in(fs::path(*repo_) / ".somm" / "audit.log");
+  std::stringstream audit;
+  audit << in.rdbuf();
+  const std::string text = audit.str();
+  const std::string owner_id = owner_->substr(5, 16);
+  bool owner_unload_ok = false, other_refused = false, key_revoked = false;
+  std::string line;
+  while (std::getline(audit, line)) {
+    auto j = json::parse(line, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << line;
+    owner_unload_ok |= j["action"] == "unload" && j["key_id"] == owner_id && j["outcome"] == "ok";
+    other_refused |= j["action"] == "unload" && j["tenant"] == "b" && j["outcome"] == "NOT_FOUND";
+    key_revoked |= j["action"] == "key_revoke" && j["target"] == revoked_->substr(5, 16);
+  }
+  EXPECT_TRUE(owner_unload_ok) << text;
+  EXPECT_TRUE(other_refused) << text;
+  EXPECT_TRUE(key_revoked) << text;
+  for (const std::string* key : {admin_, owner_, other_, metrics_, quota_, revoked_}) {
+    EXPECT_EQ(text.find(key->substr(22)), std::string::npos) << "a secret in the audit log";
+  }
+}
+
+TEST(AuthE2EStartTest, NoAuthBeyondLoopbackRefusesToStart) {
+  if (IsClusterTopology()) GTEST_SKIP() << "a `somm serve` flag check";
+  const std::string repo = MakeTestRepository(DemoRepository(), "noauth");
+  // The refusal comes before anything loads or listens.
+  FILE* p = popen((SommBinary() + " serve --model-repository " + repo +
+                   " --address 0.0.0.0 --auth none --http-port 0 --grpc-port 0 --metrics-port 0"
+                   " 2>&1")
+                      .c_str(),
+                  "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[512];
+  while (fgets(buf, sizeof buf, p) != nullptr) out += buf;
+  const int status = pclose(p);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << out;
+  EXPECT_NE(out.find("--auth"), std::string::npos) << out;
+  EXPECT_NE(out.find("somm keys"), std::string::npos) << out;
+  EXPECT_EQ(out.find("somm: listening"), std::string::npos) << out;
+  fs::remove_all(repo);
+}
+
+}  // namespace
+}  // namespace somm::testing

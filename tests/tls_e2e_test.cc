@@ -1,0 +1,227 @@
+// TLS end to end (docs/security.md, "TLS"): the real `somm serve` with
+// --tls-cert, --tls-key and --tls-client-ca from scripts/make-certs, driven by
+// curl --cacert (REST and /metrics), gRPC's own SSL credentials and the somm
+// client's --tls-ca; plaintext clients and clients without a certificate of
+// the CA are refused with a clear error. Then a cluster whose router, workers
+// and controller authenticate each other with mutual TLS.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "cluster_process.h"
+#include "e2e_fixture.h"
+#include "proto/inference.grpc.pb.h"
+
+namespace somm::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+CommandResult Shell(const std::string& command) {
+  CommandResult run;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return run;
+  char buffer[65536];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) run.output.append(buffer, n);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+// curl -w appends the HTTP status on a line of its own.
+CommandResult Curl(const std::string& arguments) {
+  return Shell("curl -sS --max-time 20 -w '\\n%{http_code}' " + arguments);
+}
+
+class TlsE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    certs_ = new std::string((fs::temp_directory_path() /
+                              ("somm-tls-e2e-" + std::to_string(getpid()))).string());
+    fs::remove_all(*certs_);
+    for (const char* ca : {"", "/other"}) {
+      const std::string command =
+          std::string(SOMM_SOURCE_DIR) + "/scripts/make-certs " + *certs_ + ca + " >/dev/null";
+      ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    }
+    repo_ = new std::string(MakeTestRepository(DemoRepository(), "tls"));
+    server_ = new ServerProcess(SommBinary(), *repo_,
+                                {"--tls-cert", File("server.pem"),
+                                 "--tls-key", File("server.key"), "--tls-client-ca",
+                                 File("ca.pem")},
+                                Topology::kEmbedded);
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    fs::remove_all(*repo_);
+    fs::remove_all(*certs_);
+    delete repo_;
+    delete certs_;
+  }
+  void SetUp() override { ASSERT_TRUE(server_->ok()) << "somm serve --tls-* did not start"; }
+
+  static std::string File(const std::string& name) { return *certs_ + "/" + name; }
+  // A client trusting the CA and presenting its client certificate.
+  static std::string MutualArgs() {
+    return "--cacert " + File("ca.pem") + " --cert " + File("client.pem") + " --key " +
+           File("client.key") + " ";
+  }
+  static std::string Url(int port, const std::string& scheme, const std::string& path) {
+    // localhost: a name the server certificate holds (as is 127.0.0.1).
+    return scheme + "://localhost:" + std::to_string(port) + path;
+  }
+  static std::string Digit() { return DemoRepository() + "/.examples/digit_3.json"; }
+
+  static std::shared_ptr<grpc::Channel> GrpcChannel(bool with_ca, bool with_cert) {
+    const std::string target = "localhost:" + std::to_string(server_->grpc_port());
+    if (!with_ca) return grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+    grpc::SslCredentialsOptions options;
+    options.pem_root_certs = ReadAll(File("ca.pem"));
+    if (with_cert) {
+      options.pem_cert_chain = ReadAll(File("client.pem"));
+      options.pem_private_key = ReadAll(File("client.key"));
+    }
+    return grpc::CreateChannel(target, grpc::SslCredentials(options));
+  }
+  static std::string ReadAll(const std::string& path) {
+    std::string text;
+    FILE* f = std::fopen(path.c_str(), "rb");
+    char buffer[4096];
+    size_t n;
+    while (f != nullptr && (n = std::fread(buffer, 1, sizeof(buffer), f)) > 0) text.append(buffer, n);
+    if (f != nullptr) std::fclose(f);
+    return text;
+  }
+  static grpc::Status ServerLive(const std::shared_ptr<grpc::Channel>& channel) {
+    auto stub = inference::GRPCInferenceService::NewStub(channel);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    inference::ServerLiveRequest request;
+    inference::ServerLiveResponse response;
+    return stub->ServerLive(&context, request, &response);
+  }
+
+  static std::string* certs_;
+  static std::string* repo_;
+  static ServerProcess* server_;
+};
+
+std::string* TlsE2eTest::certs_ = nullptr;
+std::string* TlsE2eTest::repo_ = nullptr;
+ServerProcess* TlsE2eTest::server_ = nullptr;
+
+TEST_F(TlsE2eTest, RestAndMetricsOverMutualTls) {
+  CommandResult infer = Curl(MutualArgs() + "-d @" + Digit() + " " +
+                   Url(server_->http_port(), "https", "/v2/models/digits-mlp/infer"));
+  EXPECT_EQ(infer.exit_code, 0) << infer.output;
+  EXPECT_NE(infer.output.find("\"outputs\""), std::string::npos) << infer.output;
+  EXPECT_TRUE(infer.output.ends_with("\n200")) << infer.output;
+
+  CommandResult metrics = Curl(MutualArgs() + Url(server_->metrics_port(), "https", "/metrics"));
+  EXPECT_EQ(metrics.exit_code, 0) << metrics.output;
+  EXPECT_NE(metrics.output.find("somm_inference_request_success_total"), std::string::npos);
+}
+
+TEST_F(TlsE2eTest, ClientsWithoutACertificateOfTheCaAreRefused) {
+  for (int port : {server_->http_port(), server_->metrics_port()}) {
+    CommandResult without = Curl("--cacert " + File("ca.pem") + " " + Url(port, "https", "/v2/health/live"));
+    EXPECT_NE(without.exit_code, 0) << without.output;
+    EXPECT_NE(without.output.find("certificate required"), std::string::npos) << without.output;
+    CommandResult foreign = Curl("--cacert " + File("ca.pem") + " --cert " + File("other/client.pem") +
+                       " --key " + File("other/client.key") + " " +
+                       Url(port, "https", "/v2/health/live"));
+    EXPECT_NE(foreign.exit_code, 0) << foreign.output;
+    // And the client checks the server: a CA that did not sign it fails.
+    CommandResult distrust = Curl("--cacert " + File("other/ca.pem") + " " +
+                        Url(port, "https", "/v2/health/live"));
+    EXPECT_NE(distrust.exit_code, 0) << distrust.output;
+  }
+  const std::string log = ReadAll(server_->log());
+  EXPECT_NE(log.find("TLS: refused the connection"), std::string::npos);
+}
+
+TEST_F(TlsE2eTest, PlaintextClientsAreToldToUseTls) {
+  for (int port : {server_->http_port(), server_->metrics_port()}) {
+    CommandResult plain = Curl(Url(port, "http", "/v2/health/live"));
+    EXPECT_EQ(plain.exit_code, 0) << plain.output;
+    EXPECT_TRUE(plain.output.ends_with("\n400")) << plain.output;
+    EXPECT_NE(plain.output.find("this port speaks TLS (HTTPS)"), std::string::npos) << plain.output;
+  }
+  // gRPC: a plaintext channel never connects; the somm client says what to check.
+  EXPECT_EQ(ServerLive(GrpcChannel(false, false)).error_code(), grpc::StatusCode::UNAVAILABLE);
+  CommandResult client = Shell(SommBinary() + " models -i grpc -u localhost:" +
+                     std::to_string(server_->grpc_port()));
+  EXPECT_NE(client.exit_code, 0);
+  EXPECT_NE(client.output.find("if the server uses TLS, pass --tls-ca"), std::string::npos)
+      << client.output;
+}
+
+TEST_F(TlsE2eTest, GrpcWithSslCredentials) {
+  EXPECT_TRUE(ServerLive(GrpcChannel(true, true)).ok());
+  // Mutual TLS: the CA alone is not enough.
+  EXPECT_EQ(ServerLive(GrpcChannel(true, false)).error_code(), grpc::StatusCode::UNAVAILABLE);
+
+  // The somm client: a query over gRPC with --tls-ca and its certificate.
+  CommandResult infer = Shell(SommBinary() + " infer digits-mlp " + Digit() + " -i grpc -u localhost:" +
+                    std::to_string(server_->grpc_port()) + " --tls-ca " + File("ca.pem") +
+                    " --tls-cert " + File("client.pem") + " --tls-key " + File("client.key"));
+  EXPECT_EQ(infer.exit_code, 0) << infer.output;
+  EXPECT_NE(infer.output.find("digits-mlp"), std::string::npos) << infer.output;
+}
+
+// The cluster: every process presents server.pem and requires a certificate
+// of ca.pem, so a router reaches its workers and the controller only over
+// mutual TLS, and a client with no certificate reaches no worker.
+TEST(TlsClusterE2eTest, ProcessesAuthenticateEachOtherWithMutualTls) {
+  const std::string certs =
+      (fs::temp_directory_path() / ("somm-tls-cluster-" + std::to_string(getpid()))).string();
+  ASSERT_EQ(std::system((std::string(SOMM_SOURCE_DIR) + "/scripts/make-certs " + certs +
+                         " >/dev/null").c_str()), 0);
+  const std::string repo = MakeTestRepository(DemoRepository(), "tls-cluster");
+  ClusterOptions options;
+  options.tls_dir = certs;
+  ClusterProcesses cluster(SommBinary(), repo, options);
+  ASSERT_TRUE(cluster.ok()) << cluster.error() << "\n" << cluster.Logs();
+
+  // A query through the router is answered by a worker it reached over TLS.
+  const std::string mutual = "--cacert " + certs + "/ca.pem --cert " + certs +
+                             "/client.pem --key " + certs + "/client.key ";
+  CommandResult infer = Curl(mutual + "-d @" + DemoRepository() + "/.examples/digit_3.json https://localhost:" +
+                   std::to_string(cluster.http_port()) + "/v2/models/digits-mlp/infer");
+  EXPECT_EQ(infer.exit_code, 0) << infer.output;
+  EXPECT_TRUE(infer.output.ends_with("\n200")) << infer.output << "\n" << cluster.Logs();
+
+  // A worker's service takes no plaintext caller and no caller without a
+  // certificate of the cluster's CA.
+  ASSERT_FALSE(cluster.workers().empty());
+  const std::string worker = "localhost:" + std::to_string(cluster.workers()[0].port);
+  auto plain = grpc::CreateChannel(worker, grpc::InsecureChannelCredentials());
+  EXPECT_FALSE(plain->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(3)));
+  grpc::SslCredentialsOptions ca_only;
+  FILE* f = std::fopen((certs + "/ca.pem").c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  char buffer[8192];
+  ca_only.pem_root_certs.assign(buffer, std::fread(buffer, 1, sizeof(buffer), f));
+  std::fclose(f);
+  auto no_cert = grpc::CreateChannel(worker, grpc::SslCredentials(ca_only));
+  EXPECT_FALSE(
+      no_cert->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(3)));
+  EXPECT_EQ(cluster.Terminate(), 0);
+  fs::remove_all(repo);
+  fs::remove_all(certs);
+}
+
+}  // namespace
+}  // namespace somm::testing
