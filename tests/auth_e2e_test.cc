@@ -323,8 +323,11 @@ TEST_F(AuthE2ETest, TaskInferOnlyConsidersModelsTheCallerMayUse) {
 
 TEST_F(AuthE2ETest, DecisionLogShowsACallerOnlyItsTenantsDecisions) {
   httplib::Client c("127.0.0.1", server_->http_port());
-  // The owner's task query above logged a decision naming the private task.
+  // The owner's task query logs a decision naming the private task.
   const std::string target = std::string("task:") + kPrivateTask;
+  auto query = c.Post(std::string("/v2/tasks/") + kPrivateTask + "/infer", Headers(Who::kOwner),
+                      Query(), "application/json");
+  ASSERT_TRUE(query);
   auto mine = c.Get("/v2/somm/decisions?limit=1000", Headers(Who::kOwner));
   auto theirs = c.Get("/v2/somm/decisions?limit=1000", Headers(Who::kOther));
   auto all = c.Get("/v2/somm/decisions?limit=1000", {{"Authorization", "Bearer " + *admin_}});

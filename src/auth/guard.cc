@@ -1,6 +1,7 @@
 #include "auth/guard.h"
 
 #include <arpa/inet.h>
+#include <spdlog/spdlog.h>
 #include <strings.h>
 #include <yaml-cpp/yaml.h>
 
@@ -70,7 +71,22 @@ StatusOr<std::unique_ptr<Guard>> Guard::ForServer(const std::string& auth_flag,
   o.mode = mode;
   o.repository = repository;
   o.keys_path = keys_file;
-  return Create(std::move(o));
+  SOMM_ASSIGN_OR_RETURN(std::unique_ptr<Guard> guard, Create(std::move(o)));
+  if (mode == AuthMode::kKeys) {
+    // Not fatal (keys may be created while it runs), but worth saying.
+    StatusOr<std::vector<KeyRecord>> keys = guard->keys_.List();
+    if (!keys.ok()) {
+      spdlog::warn("API keys: {}", keys.status().message());
+    } else if (keys->empty()) {
+      spdlog::warn(
+          "--auth keys, but {} holds no key yet: every call but the health probes is "
+          "refused until 'somm keys create' makes one",
+          guard->keys_.path());
+    } else {
+      spdlog::info("API keys: {} key(s) in {}", keys->size(), guard->keys_.path());
+    }
+  }
+  return guard;
 }
 
 Status Guard::AdmitMetrics(const std::string& authorization) {

@@ -243,11 +243,18 @@ try {
   // Workers.
   await page.goto(`${base}/dashboard/#workers`, {waitUntil: "load"});
   await waitRendered("workers");
-  const workers = await getJson("/v2/somm/workers");
-  const shownWorkers = await page.$$eval(".worker[data-worker]", (ws) => ws.map((x) => x.dataset.worker));
+  // The page refreshes every 2 s: an idle unload between its fetch and the
+  // test's shows as a difference until the next refresh.
+  let workers, shownWorkers, groupsShown;
+  for (let i = 0; i < 5; i++) {
+    workers = await getJson("/v2/somm/workers");
+    shownWorkers = await page.$$eval(".worker[data-worker]", (ws) => ws.map((x) => x.dataset.worker));
+    groupsShown = await page.$$eval("tr[data-group]", (r) => r.length);
+    if (groupsShown === workers.workers.reduce((a, x) => a + x.groups.length, 0)) break;
+    await sleep(2500);
+  }
   check(shownWorkers.length === workers.workers.length && shownWorkers.length > 0,
         `every worker is shown (${shownWorkers.join(", ")})`);
-  const groupsShown = await page.$$eval("tr[data-group]", (r) => r.length);
   check(groupsShown === workers.workers.reduce((a, x) => a + x.groups.length, 0), `every instance group is shown (${groupsShown})`);
   await shoot("workers");
 
@@ -272,8 +279,13 @@ try {
   // Control actions, on the load's time axis.
   await page.goto(`${base}/dashboard/#actions`, {waitUntil: "load"});
   await waitRendered("actions");
-  const actions = (await getJson("/v2/somm/actions?limit=500")).actions;
-  const kinds = await page.$$eval("#actions tbody tr[data-kind]", (r) => r.map((x) => x.dataset.kind));
+  let actions, kinds;
+  for (let i = 0; i < 4; i++) {  // refreshed every 5 s, as above
+    actions = (await getJson("/v2/somm/actions?limit=500")).actions;
+    kinds = await page.$$eval("#actions tbody tr[data-kind]", (r) => r.map((x) => x.dataset.kind));
+    if (kinds.length === actions.length) break;
+    await sleep(5500);
+  }
   check(kinds.length === actions.length && actions.length > 0, `every control action is listed (${kinds.length})`);
   check(kinds.join() === actions.map((a) => a.kind).join(), "in the API's order, with its kind");
   check(await page.$$eval("#chart-actions canvas", (c) => c.length) > 0, "the action timeline is drawn");

@@ -113,6 +113,23 @@ std::vector<std::string> Mutations(const std::string& body) {
   return out;
 }
 
+// fuzz/infer_request_fuzz.cc: a shape of 3e11 elements with three of them
+// in "data" made the fast path size the tensor (2.4 TB) before reading the
+// elements, so a 300-byte body threw std::bad_alloc out of the decoder.
+TEST(FastInferJsonTest, RegressionHugeShapeWithFewElementsAllocatesNothing) {
+  const std::string request =
+      R"({"inputs":[{"name":"b","datatype":"FP64","shape":[300000000000],"data":[1,2,3]}]})";
+  EXPECT_FALSE(FastDecodeInferRequest(request).has_value());
+  const StatusOr<InferenceRequest> general = GeneralRequest(request);
+  ASSERT_FALSE(general.ok());
+  EXPECT_EQ(general.status().code(), StatusCode::kInvalidArgument);
+
+  const std::string response =
+      R"({"outputs":[{"name":"p","datatype":"FP32","shape":[1099511627776],"data":[1]}]})";
+  EXPECT_FALSE(FastDecodeInferResponse(response).has_value());
+  EXPECT_FALSE(GeneralResponse(response).ok());
+}
+
 TEST(FastInferJsonTest, WhereverTheFastPathAnswersTheGeneralDecoderAgrees) {
   int fast_answers = 0;
   int checked = 0;
