@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -104,6 +105,21 @@ bool String(od::value value, std::string* out) {
   return true;
 }
 
+// Debian 12's simdjson (3.0.1) misreads some numbers of more than 19
+// significant digits: "0.444...440" with 39 digits came out as 7.2e-21
+// (fuzz/infer_request_fuzz.cc found it; the general decoder's strtod reads
+// 0.444...). A token that long is read again with std::from_chars, which
+// rounds correctly; a shorter one cannot hold more than 19 digits.
+bool ReadLongNumberAgain(std::string_view token, double* d) {
+  while (!token.empty() && (token.back() == ' ' || token.back() == '\t' || token.back() == '\n' ||
+                            token.back() == '\r')) {
+    token.remove_suffix(1);
+  }
+  if (token.size() <= 19) return true;
+  const auto [ptr, ec] = std::from_chars(token.data(), token.data() + token.size(), *d);
+  return ec == std::errc() && ptr == token.data() + token.size();
+}
+
 bool Scalar(od::value value, Parameter* out) {
   od::json_type type;
   if (value.type().get(type)) return false;
@@ -120,15 +136,19 @@ bool Scalar(od::value value, Parameter* out) {
     return true;
   }
   if (type != od::json_type::number) return false;
+  const std::string_view token = value.raw_json_token();
   od::number n;
   if (value.get_number().get(n)) return false;
   switch (n.get_number_type()) {
     case od::number_type::signed_integer:
       *out = n.get_int64();
       return true;
-    case od::number_type::floating_point_number:
-      *out = n.get_double();
+    case od::number_type::floating_point_number: {
+      double d = n.get_double();
+      if (!ReadLongNumberAgain(token, &d)) return false;
+      *out = d;
       return true;
+    }
     default:  // beyond int64: the general decoder decides
       return false;
   }
@@ -163,9 +183,10 @@ bool Data(od::value value, T* out, size_t count, size_t* written, int depth) {
       continue;
     }
     if (*written == count) return false;
+    const std::string_view token = v.raw_json_token();
+    if (!ReadLongNumberAgain(token, &d)) return false;
     if (d == 0 && std::signbit(d)) {
       // "-0" is the integer 0 to the general decoder, so +0.0; "-0.0" stays.
-      const std::string_view token = v.raw_json_token();
       if (token.find_first_of(".eE") == std::string_view::npos) d = 0.0;
     }
     if constexpr (std::is_same_v<T, float>) {

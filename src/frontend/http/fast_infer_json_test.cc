@@ -149,6 +149,24 @@ TEST(FastInferJsonTest, WhereverTheFastPathAnswersTheGeneralDecoderAgrees) {
   EXPECT_GT(checked - fast_answers, 100);
 }
 
+// fuzz/findings/infer_request-fast-general-float-rounding: simdjson 3.0.1
+// read this 39-digit number as 7.2e-21; both decoders must read 0.444...
+TEST(FastInferJsonTest, RegressionFastGeneralFloatRounding) {
+  const std::string number = "0.444444444444444444444444444444444444440";
+  for (const char* type : {"FP32", "FP64"}) {
+    const std::string body = std::string(R"({"parameters":{"p":)") + number +
+                             R"(},"inputs":[{"name":"x","shape":[2],"datatype":")" + type +
+                             R"(","data":[)" + number + "," + number + " ]}]}";
+    SCOPED_TRACE(body);
+    const std::optional<InferenceRequest> fast = FastDecodeInferRequest(body);
+    ASSERT_TRUE(fast.has_value());
+    StatusOr<InferenceRequest> general = GeneralRequest(body);
+    ASSERT_TRUE(general.ok()) << general.status().ToString();
+    EXPECT_TRUE(SameRequest(*fast, *general));
+    EXPECT_NEAR(std::get<double>(fast->parameters.at("p")), 0.4444444444444444, 1e-15);
+  }
+}
+
 TEST(FastInferJsonTest, BinaryRequestsTakeTheFastPathAndMatchIncludingMutations) {
   InferenceRequest request;
   request.id = "b1";
