@@ -340,6 +340,22 @@ bool WithDocument(std::string_view body, Walk walk) {
   return doc.current_location().get(rest) != simdjson::SUCCESS;
 }
 
+// A binary body (header_length given) is its JSON header, then the binary
+// section; false when the header would run past the body.
+bool SplitBody(std::string_view* body, std::optional<size_t> header_length,
+               std::optional<BinarySection>* binary) {
+  if (!header_length) return true;
+  if (*header_length > body->size()) return false;
+  *binary = BinarySection{body->substr(*header_length)};
+  *body = body->substr(0, *header_length);
+  return true;
+}
+
+// Every binary byte must belong to a tensor.
+bool AllTaken(const std::optional<BinarySection>& binary) {
+  return !binary || binary->taken == binary->bytes.size();
+}
+
 }  // namespace
 
 std::optional<InferenceRequest> FastDecodeInferRequest(std::string_view body,
@@ -347,11 +363,7 @@ std::optional<InferenceRequest> FastDecodeInferRequest(std::string_view body,
   InferenceRequest request;
   bool has_inputs = false;
   std::optional<BinarySection> binary;
-  if (header_length) {
-    if (*header_length > body.size()) return std::nullopt;
-    binary = BinarySection{body.substr(*header_length)};
-    body = body.substr(0, *header_length);
-  }
+  if (!SplitBody(&body, header_length, &binary)) return std::nullopt;
   const bool ok = WithDocument(body, [&](od::value root) {
     return Object(root, [&](std::string_view key, od::value v) {
       if (key == "id") return String(v, &request.id);
@@ -383,9 +395,7 @@ std::optional<InferenceRequest> FastDecodeInferRequest(std::string_view body,
       return SkipValue(v, 1);
     });
   });
-  if (!ok || !has_inputs) return std::nullopt;
-  // Every binary byte must belong to an input.
-  if (binary && binary->taken != binary->bytes.size()) return std::nullopt;
+  if (!ok || !has_inputs || !AllTaken(binary)) return std::nullopt;
   return request;
 }
 
@@ -394,11 +404,7 @@ std::optional<InferenceResponse> FastDecodeInferResponse(std::string_view body,
   InferenceResponse response;
   bool has_outputs = false;
   std::optional<BinarySection> binary;
-  if (header_length) {
-    if (*header_length > body.size()) return std::nullopt;
-    binary = BinarySection{body.substr(*header_length)};
-    body = body.substr(0, *header_length);
-  }
+  if (!SplitBody(&body, header_length, &binary)) return std::nullopt;
   const bool ok = WithDocument(body, [&](od::value root) {
     return Object(root, [&](std::string_view key, od::value v) {
       if (key == "model_name") return String(v, &response.model_name);
@@ -412,8 +418,7 @@ std::optional<InferenceResponse> FastDecodeInferResponse(std::string_view body,
       return SkipValue(v, 1);
     });
   });
-  if (!ok || !has_outputs) return std::nullopt;
-  if (binary && binary->taken != binary->bytes.size()) return std::nullopt;
+  if (!ok || !has_outputs || !AllTaken(binary)) return std::nullopt;
   return response;
 }
 
