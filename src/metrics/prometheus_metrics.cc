@@ -260,6 +260,9 @@ ModelMetrics* PrometheusMetrics::ForModel(const std::string& model, const std::s
   if (!slot) {
     slot = std::make_unique<PrometheusModelMetrics>(
         *families_, prometheus::Labels{{"model", model}, {"version", version}});
+    // The model's cold-start counter exists at 0 from its first metrics on,
+    // so rates and alerts over it work before the first cold start.
+    families_->cold_starts.Add({{"model", model}});
   }
   return slot.get();
 }
