@@ -36,9 +36,29 @@ try {
   process.exit(1);
 }
 const sommBin = path.resolve(args.somm || "build/somm");
-const repo = path.resolve(args.repo || "models/demo");
+const demoRepo = path.resolve(args.repo || "models/demo");
 const out = args.out ? path.resolve(args.out) : fs.mkdtempSync(path.join(os.tmpdir(), "somm-dashboard-"));
 fs.mkdirSync(out, {recursive: true});
+
+// The test's own repository: each model's model.yaml copied and its version
+// folders linked, with no .somm/ state. Other tests run somm on the demo
+// repository at the same time, and its variants and profiles must not change
+// under this one; every run also starts from the same fresh state.
+function privateRepository(from, to) {
+  fs.rmSync(to, {recursive: true, force: true});
+  fs.mkdirSync(to, {recursive: true});
+  for (const model of fs.readdirSync(from)) {
+    const src = path.join(from, model);
+    if (model.startsWith(".") || !fs.existsSync(path.join(src, "model.yaml"))) continue;
+    fs.mkdirSync(path.join(to, model));
+    for (const entry of fs.readdirSync(src)) {
+      if (entry === "model.yaml") fs.copyFileSync(path.join(src, entry), path.join(to, model, entry));
+      else fs.symlinkSync(path.join(src, entry), path.join(to, model, entry));
+    }
+  }
+  return to;
+}
+const repo = args.url ? demoRepo : privateRepository(demoRepo, path.join(out, "repo"));
 
 let failures = 0;
 function check(ok, what) {
@@ -96,7 +116,7 @@ const sum = (samples, name, pred = () => true) =>
 // ---- the load: digits queries at about 40/s, with SLOs, a task form and a
 // share the selector must reject (an accuracy no variant reaches).
 
-const digit = JSON.parse(fs.readFileSync(path.join(repo, ".examples", "digit_3.json"), "utf8"));
+const digit = JSON.parse(fs.readFileSync(path.join(demoRepo, ".examples", "digit_3.json"), "utf8"));
 const sent = {ok: 0, failed: 0, slo: 0};  // slo: queries with an SLO that reached a model
 let loading = true;
 async function client(i) {
@@ -232,10 +252,21 @@ try {
   const cards = await page.$$eval(".model[data-model]", (cs) => cs.map((c) => c.dataset.model));
   check(names.every((n) => cards.includes(n)) && cards.length === names.length,
         `every repository model has a card (${cards.length})`);
-  const variants = await getJson("/v2/repository/models/digits-mlp/variants");
-  const expectRows = variants.variants.reduce((a, v) => a + v.hardware.length, 0);
-  const shownRows = await page.$$eval('.model[data-model="digits-mlp"] table.variants tbody tr', (r) => r.length);
-  check(shownRows === expectRows && expectRows > 0, `digits-mlp lists every profiled variant x hardware (${shownRows})`);
+  // On a fresh repository digits-mlp's variants are still being profiled
+  // while the load runs: the page drawn before a profile lands lists fewer
+  // rows than the API gives after it. Reload until both agree (or 90 s pass).
+  let expectRows = 0, shownRows = -1;
+  for (let waited = 0; waited <= 90000; waited += 3000) {
+    const variants = await getJson("/v2/repository/models/digits-mlp/variants");
+    expectRows = variants.variants.reduce((a, v) => a + v.hardware.length, 0);
+    shownRows = await page.$$eval('.model[data-model="digits-mlp"] table.variants tbody tr', (r) => r.length);
+    if (expectRows > 0 && shownRows === expectRows) break;
+    await sleep(3000);
+    await page.goto(`${base}/dashboard/#models`, {waitUntil: "load"});
+    await page.reload({waitUntil: "load"});
+    await waitRendered("models");
+  }
+  check(shownRows === expectRows && expectRows > 0, `digits-mlp lists every profiled variant x hardware (${shownRows} rows, the API ${expectRows})`);
   check(await page.$$eval('.model[data-model="digits-mlp"] .profile-chart canvas', (c) => c.length) > 0,
         "digits-mlp's latency-against-batch profile is drawn");
   const tasks = await page.$$eval(".task[data-task]", (ts) => ts.map((t) => t.dataset.task));
