@@ -391,6 +391,50 @@ TEST_F(AuthE2ETest, RegisterOverOverRestAndGrpc) {
   EXPECT_EQ(pub->status, 403) << pub->body;
 }
 
+// The operator's views (the dashboard's JSON): a user sees the models it may
+// see, with the owner's private model among the owner's and hidden from
+// another tenant; an admin sees everything; no key is 401, a metrics key 403.
+TEST_F(AuthE2ETest, OperatorViewsShowAUserOnlyTheModelsItMaySee) {
+  httplib::Client c("127.0.0.1", server_->http_port());
+  c.set_read_timeout(60, 0);
+  // The owner's query loads the private model (a control action).
+  auto query = c.Post(std::string("/v2/models/") + kPrivate + "/infer", Headers(Who::kOwner),
+                      Query(), "application/json");
+  ASSERT_TRUE(query);
+  ASSERT_EQ(query->status, 200) << query->body;
+  auto pub = c.Post("/v2/models/digits-mlp/infer", Headers(Who::kOther), Query(),
+                    "application/json");
+  ASSERT_TRUE(pub);
+  ASSERT_EQ(pub->status, 200) << pub->body;
+  const httplib::Headers admin = {{"Authorization", "Bearer " + *admin_}};
+  auto view = [&](const std::string& path, const httplib::Headers& h) {
+    auto r = c.Get(path, h);
+    EXPECT_TRUE(r) << path;
+    if (!r) return std::string();
+    EXPECT_EQ(r->status, 200) << path << ": " << r->body;
+    return r->body;
+  };
+  // Workers and actions are immediate; the overview's counters come from
+  // the model's metrics, which the answered query has made.
+  for (const std::string path : {"/v2/somm/workers", "/v2/somm/actions?limit=1000",
+                                 "/v2/somm/overview"}) {
+    const std::string quoted = std::string("\"") + kPrivate + "\"";
+    EXPECT_NE(view(path, admin).find(quoted), std::string::npos) << path << " as admin";
+    EXPECT_NE(view(path, Headers(Who::kOwner)).find(quoted), std::string::npos)
+        << path << " as the owner";
+    const std::string theirs = view(path, Headers(Who::kOther));
+    EXPECT_EQ(theirs.find(kPrivate), std::string::npos) << path << " as another tenant: " << theirs;
+    // Public models stay in everyone's view.
+    EXPECT_NE(theirs.find("\"digits-mlp\""), std::string::npos) << path << ": " << theirs;
+    auto none = c.Get(path, Headers(Who::kNoKey));
+    ASSERT_TRUE(none);
+    EXPECT_EQ(none->status, 401) << path;
+    auto metrics_only = c.Get(path, {{"Authorization", "Bearer " + *metrics_}});
+    ASSERT_TRUE(metrics_only);
+    EXPECT_EQ(metrics_only->status, 403) << path;
+  }
+}
+
 TEST_F(AuthE2ETest, RolesMetricsAndHealth) {
   httplib::Client c("127.0.0.1", server_->http_port());
   auto ready = c.Get("/v2/health/ready");

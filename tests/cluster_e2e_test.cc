@@ -93,6 +93,45 @@ TEST_F(ClusterE2eTest, BadInputGetsTheSameClearErrorThroughTheRouter) {
   EXPECT_EQ(missing->status, 404) << missing->body;
 }
 
+// The operator's actions page through a router: the router makes no control
+// action itself, so it lists the leader controller's (over its RPC), and the
+// loads that the first test's queries caused are among them, each with its
+// reason. Task decisions carry the latency the query then took.
+TEST_F(ClusterE2eTest, ARoutersActionsAreTheLeadersAndItsDecisionsShowActualLatency) {
+  httplib::Client c("127.0.0.1", cluster_->http_port());
+  c.set_read_timeout(60, 0);
+  auto infer = c.Post("/v2/models/digits-mlp/infer", DigitBody(digits_->pixels[0]),
+                      "application/json");
+  ASSERT_TRUE(infer);
+  ASSERT_EQ(infer->status, 200) << infer->body;
+  auto r = c.Get("/v2/somm/actions?limit=100");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json actions = json::parse(r->body)["actions"];
+  bool load_seen = false;
+  for (const json& a : actions) {
+    EXPECT_FALSE(a["reason"].get<std::string>().empty()) << a.dump();
+    if (a["kind"] == "load" && a["target"] == "digits-mlp") load_seen = true;
+  }
+  EXPECT_TRUE(load_seen) << "no load of digits-mlp among the router's actions: " << r->body
+                         << "\n" << cluster_->Logs();
+
+  // A variant named explicitly is logged as a decision; once answered, its
+  // row has the measured latency.
+  auto explicit_query = c.Post("/v2/models/digits-mlp:1:ts-fp32/infer",
+                               DigitBody(digits_->pixels[1]), "application/json");
+  ASSERT_TRUE(explicit_query);
+  ASSERT_EQ(explicit_query->status, 200) << explicit_query->body;
+  auto d = c.Get("/v2/somm/decisions?limit=10");
+  ASSERT_TRUE(d);
+  ASSERT_EQ(d->status, 200) << d->body;
+  const json decisions = json::parse(d->body)["decisions"];
+  ASSERT_FALSE(decisions.empty()) << d->body;
+  EXPECT_EQ(decisions[0]["outcome"], "explicit") << d->body;
+  EXPECT_EQ(decisions[0]["status"], "OK") << d->body;
+  EXPECT_GT(decisions[0].value("actual_latency_ms", -1.0), 0.0) << d->body;
+}
+
 // Last: it kills a worker.
 TEST_F(ClusterE2eTest, ZKillingAWorkerUnderLoadLosesNoQuery) {
   // Open-loop load on two models from four clients; one worker is killed

@@ -9,7 +9,7 @@
 //   register                         yes    private models only  no
 //   load, unload                     yes    own private models   no
 //   GET /metrics                     yes    no                   yes
-//   operator views (overview, ...)   yes    no                   no
+//   operator views (overview, ...)   yes    models it may see    no
 //   health probes                    need no key
 #pragma once
 
@@ -25,7 +25,7 @@ inline bool RoleAllows(Role role, Operation op) {
     case Role::kMetrics:
       return op == Operation::kMetrics;
     case Role::kUser:
-      return op != Operation::kMetrics && op != Operation::kOperator;
+      return op != Operation::kMetrics;
   }
   return false;
 }

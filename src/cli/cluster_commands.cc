@@ -234,6 +234,9 @@ class ForwardingControl : public ControlClient {
   StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) override {
     return inner_.GetRegistrationStatus(name);
   }
+  std::vector<DecisionRecord> RecentActions(size_t limit) override {
+    return inner_.RecentActions(limit);
+  }
 
  protected:
   ControlClient& inner_;

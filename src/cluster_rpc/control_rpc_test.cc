@@ -31,7 +31,13 @@ class FakeControl : public ControlClient {
     if (name != status.name) return NotFound("unknown model '" + name + "'");
     return status;
   }
+  std::vector<DecisionRecord> RecentActions(size_t limit) override {
+    asked_limit = limit;
+    return actions;
+  }
 
+  std::vector<DecisionRecord> actions;
+  size_t asked_limit = 0;
   Status start_answer = Status::Ok();
   std::string started_name;
   int64_t started_version = 0;
@@ -109,12 +115,48 @@ TEST_F(ControlRpcTest, RegistrationStatusRoundTripsWithItsProfiles) {
   EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound) << unknown.status().ToString();
 }
 
+// A router's GET /v2/somm/actions: the leader's control actions, in its
+// order, with every field.
+TEST_F(ControlRpcTest, RecentActionsComeFromTheLeaderInItsOrder) {
+  DecisionRecord load;
+  load.unix_ms = 2000;
+  load.target = "digits-mlp";
+  load.requirements = "controller";
+  load.outcome = "control:load";
+  load.variant = "digits-mlp:1:ts-int8 x1 on worker-a";
+  load.hardware = "cpu1";
+  load.reason = "a query waits";
+  DecisionRecord scale = load;
+  scale.unix_ms = 1000;
+  scale.target = "workers";
+  scale.outcome = "control:scale_out";
+  scale.variant.clear();
+  scale.hardware.clear();
+  scale.reason = "memory: 1 -> 2 worker(s)";
+  fake_.actions = {load, scale};
+  const std::vector<DecisionRecord> got = client_->RecentActions(7);
+  EXPECT_EQ(fake_.asked_limit, 7u);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].unix_ms, 2000);
+  EXPECT_EQ(got[0].outcome, "control:load");
+  EXPECT_EQ(got[0].variant, load.variant);
+  EXPECT_EQ(got[0].hardware, "cpu1");
+  EXPECT_EQ(got[0].reason, "a query waits");
+  EXPECT_EQ(got[1].outcome, "control:scale_out");
+  EXPECT_EQ(got[1].target, "workers");
+  EXPECT_LT(got[1].actual_latency_ms, 0);  // an action has no latency
+}
+
 TEST_F(ControlRpcTest, AStandbyRefusesVariantJobsSoTheRouterAsksTheLeader) {
   leader_ = false;
   EXPECT_EQ(client_->StartVariantJob("digits-mlp", 1).code(), StatusCode::kUnavailable);
   EXPECT_EQ(client_->GetRegistrationStatus("digits-mlp").status().code(),
             StatusCode::kUnavailable);
   EXPECT_TRUE(fake_.started_name.empty());
+  // A router that cannot reach the leader lists no actions (and says so in
+  // its log), rather than failing the operator's page.
+  fake_.actions = {DecisionRecord{}};
+  EXPECT_TRUE(client_->RecentActions(10).empty());
 }
 
 }  // namespace

@@ -88,6 +88,16 @@ class SommControlService final : public pb::SommControl::CallbackService {
     return FinishNow(context, Status::Ok());
   }
 
+  ServerUnaryReactor* RecentActions(CallbackServerContext* context,
+                                    const pb::RecentActionsRequest* request,
+                                    pb::RecentActionsResponse* response) override {
+    if (!is_leader_()) return FinishNow(context, Unavailable("not the leader controller"));
+    ::somm::RecentDecisionsResponse encoded;
+    grpc_codec::EncodeDecisions(controller_.RecentActions(request->limit()), &encoded);
+    encoded.SerializeToString(response->mutable_recent_decisions_response());
+    return FinishNow(context, Status::Ok());
+  }
+
   void Stop() { serial_.Shutdown(); }
 
  private:

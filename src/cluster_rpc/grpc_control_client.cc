@@ -1,5 +1,7 @@
 #include "cluster_rpc/grpc_control_client.h"
 
+#include <algorithm>
+
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
 
@@ -153,6 +155,28 @@ StatusOr<RegistrationStatus> GrpcControlClient::GetRegistrationStatus(const std:
                     name + "'");
   }
   return grpc_codec::DecodeRegistrationStatus(decoded);
+}
+
+std::vector<DecisionRecord> GrpcControlClient::RecentActions(size_t limit) {
+  StatusOr<std::vector<DecisionRecord>> actions = [&]() -> StatusOr<std::vector<DecisionRecord>> {
+    SOMM_ASSIGN_OR_RETURN(std::shared_ptr<Channel> c, Leader());
+    pb::RecentActionsRequest request;
+    request.set_limit(static_cast<uint32_t>(std::min<size_t>(limit, 100000)));
+    pb::RecentActionsResponse response;
+    SOMM_RETURN_IF_ERROR(CallLeader(*c->stub, &pb::SommControl::Stub::RecentActions,
+                                    std::chrono::milliseconds(kQuickCallTimeout), request,
+                                    &response));
+    ::somm::RecentDecisionsResponse decoded;
+    if (!decoded.ParseFromString(response.recent_decisions_response())) {
+      return Internal("controller at " + c->address + ": an unreadable list of actions");
+    }
+    return grpc_codec::DecodeDecisions(decoded);
+  }();
+  if (!actions.ok()) {
+    spdlog::warn("recent control actions: {}", actions.status().message());
+    return {};
+  }
+  return std::move(actions).value();
 }
 
 }  // namespace somm

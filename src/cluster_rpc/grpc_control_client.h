@@ -43,6 +43,7 @@ class GrpcControlClient : public ControlClient {
   HardwareConfig BaseHardware(const VersionRecord& version) const override;
   Status StartVariantJob(const std::string& name, int64_t version) override;
   StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) override;
+  std::vector<DecisionRecord> RecentActions(size_t limit) override;
 
  private:
   struct Channel;

@@ -11,10 +11,12 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "profiles/variant_profile.h"
 #include "registry/model_registry.h"
+#include "serving/inference_server.h"
 
 namespace somm {
 
@@ -44,6 +46,11 @@ class ControlClient {
   virtual Status StartVariantJob(const std::string& name, int64_t version) = 0;
   // That job's progress, or the profiles the model has (NONE: none yet).
   virtual StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) = 0;
+  // The controller's recent control actions (loads, evictions, replica
+  // changes, worker scaling), newest first, for GET /v2/somm/actions: a
+  // cluster's router has none of its own. Blocks for a round trip at most;
+  // empty when the controller cannot be reached (logged).
+  virtual std::vector<DecisionRecord> RecentActions(size_t limit) { return {}; }
 };
 
 }  // namespace somm

@@ -113,6 +113,9 @@ class Controller : public ControlClient {
   // The registry's variant job (ControlClient's contract).
   Status StartVariantJob(const std::string& name, int64_t version) override;
   StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) override;
+  std::vector<DecisionRecord> RecentActions(size_t limit) override {
+    return log_.RecentActions(limit);
+  }
 
  private:
   cluster::ClusterState ReadState(bool fresh);

@@ -34,13 +34,18 @@ std::string Label(const PromSample& s, const char* key) {
 // JSON has no infinity: the +Inf bucket is written as null.
 json Number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-json CountersJson(const std::vector<PromSample>& samples) {
+bool Shown(const ModelFilter& visible, const std::string& model) {
+  return !visible || visible(model);
+}
+
+json CountersJson(const std::vector<PromSample>& samples, const ModelFilter& visible) {
   std::map<std::pair<std::string, std::string>, ModelCounters> models;
   std::map<std::string, double> decisions, actions, cold_starts;
   double inflight = 0, instance_seconds = 0;
   const std::string duration = kRequestDurationFamily;
   for (const PromSample& s : samples) {
     const auto key = std::make_pair(Label(s, "model"), Label(s, "version"));
+    if (visible && (key.first.empty() || !visible(key.first))) continue;
     if (s.name == "somm_inference_request_success_total") {
       models[key].success += s.value;
     } else if (s.name == "somm_inference_request_failure_total") {
@@ -142,14 +147,14 @@ json GroupJson(const cluster::GroupState& g) {
 }  // namespace
 
 StatusOr<std::string> EncodeOverview(const InferenceServer& server, std::string_view metrics_text,
-                                     int64_t unix_ms) {
+                                     int64_t unix_ms, const ModelFilter& visible) {
   json out;
   out["unix_ms"] = unix_ms;
   out["metrics"] = !metrics_text.empty();
   if (!metrics_text.empty()) {
     StatusOr<std::vector<PromSample>> samples = ParsePrometheusText(metrics_text);
     if (!samples.ok()) return samples.status();
-    out.update(CountersJson(*samples));
+    out.update(CountersJson(*samples, visible));
   }
   const auto view = server.ClusterView();
   const PriceList prices = server.Prices();
@@ -158,6 +163,7 @@ StatusOr<std::string> EncodeOverview(const InferenceServer& server, std::string_
   std::map<std::string, bool> workers;
   if (view) {
     for (const cluster::GroupState& g : view->groups) {
+      if (!Shown(visible, g.model)) continue;
       usd_per_s += prices.PerSecond(g.hardware) * g.replicas;
       replicas += g.replicas;
     }
@@ -178,7 +184,7 @@ StatusOr<std::string> EncodeOverview(const InferenceServer& server, std::string_
   return out.dump();
 }
 
-std::string EncodeWorkers(const InferenceServer& server) {
+std::string EncodeWorkers(const InferenceServer& server, const ModelFilter& visible) {
   const auto view = server.ClusterView();
   json workers = json::array();
   json demand = json::array();
@@ -205,6 +211,10 @@ std::string EncodeWorkers(const InferenceServer& server) {
                                           {"cores", d.cores}});
     }
     for (const cluster::GroupState& g : view->groups) {
+      if (!Shown(visible, g.model)) {
+        row(g.worker);  // the worker is still listed, without the group
+        continue;
+      }
       json& w = row(g.worker);
       if (!g.zone.empty()) w["zone"] = g.zone;
       w["groups"].push_back(GroupJson(g));
@@ -214,6 +224,7 @@ std::string EncodeWorkers(const InferenceServer& server) {
     }
     for (auto& [name, w] : by_worker) workers.push_back(std::move(w));
     for (const cluster::ModelDemand& d : view->demand) {
+      if (!Shown(visible, d.model)) continue;
       json r = {{"model", d.model},
                 {"version", d.version},
                 {"rate_qps", d.rate_qps},
@@ -226,9 +237,13 @@ std::string EncodeWorkers(const InferenceServer& server) {
   return json{{"workers", std::move(workers)}, {"demand", std::move(demand)}}.dump();
 }
 
-std::string EncodeActions(const std::vector<DecisionRecord>& actions) {
+std::string EncodeActions(const std::vector<DecisionRecord>& actions,
+                          const ModelFilter& visible) {
   json rows = json::array();
   for (const DecisionRecord& a : actions) {
+    // A worker-scaling step names no model ("workers" or the drained one).
+    const bool about_workers = a.outcome == "control:scale_out" || a.outcome == "control:scale_in";
+    if (!about_workers && !Shown(visible, a.target)) continue;
     std::string kind = a.outcome;
     if (kind.rfind("control:", 0) == 0) kind = kind.substr(8);
     rows.push_back({{"unix_ms", a.unix_ms},

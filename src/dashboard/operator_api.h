@@ -20,11 +20,19 @@
 //       unloads, evictions, replica changes, worker scaling, each with its
 //       reason (the decision log's "control:" rows).
 //
+// Tenants: `visible` (null = everything, for an admin or without keys) says
+// which models the caller may see. A user's views hold only those: their
+// per-model counters, instance groups, demand, control actions and the
+// replicas and cost they make up; counters that cannot be told apart by
+// model (decisions by outcome, actions by kind, queries in flight) are left
+// out. Devices and their memory are shown to all: they name no model.
+//
 // Thread-safety: pure functions of their arguments (the server's calls are
 // thread-safe).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,9 +48,12 @@ inline constexpr char kRequestDurationFamily[] = "somm_inference_request_duratio
 
 // `metrics_text`: the process's /metrics exposition ("" when it has none:
 // then the counters are absent, not zero).
+using ModelFilter = std::function<bool(const std::string& model)>;
+
 StatusOr<std::string> EncodeOverview(const InferenceServer& server, std::string_view metrics_text,
-                                     int64_t unix_ms);
-std::string EncodeWorkers(const InferenceServer& server);
-std::string EncodeActions(const std::vector<DecisionRecord>& actions);
+                                     int64_t unix_ms, const ModelFilter& visible = nullptr);
+std::string EncodeWorkers(const InferenceServer& server, const ModelFilter& visible = nullptr);
+std::string EncodeActions(const std::vector<DecisionRecord>& actions,
+                          const ModelFilter& visible = nullptr);
 
 }  // namespace somm::dashboard

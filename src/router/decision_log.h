@@ -3,12 +3,17 @@
 // resize, unload), each with its reason. A bounded ring; thread-safe.
 // Control actions (outcome "control:<kind>") are also kept in a ring of
 // their own, so that a stream of per-query decisions never pushes the rarer
-// actions out of GET /v2/somm/actions.
+// actions out of GET /v2/somm/actions. Add numbers each record; Complete
+// fills in a query's actual latency and status once it is answered (a
+// record already pushed out of the ring is skipped: the log is bounded, not
+// a ledger), so that the log shows predicted against actual.
 #pragma once
 
+#include <cstdint>
 #include <deque>
-#include "common/mutex.h"
 #include <vector>
+
+#include "common/mutex.h"
 
 #include "serving/inference_server.h"
 
@@ -17,14 +22,27 @@ namespace somm {
 class DecisionLog {
  public:
   explicit DecisionLog(size_t capacity) : capacity_(capacity) {}
-  void Add(DecisionRecord record) {
+  // The record's number, for Complete.
+  uint64_t Add(DecisionRecord record) {
     MutexLock lock(&mu_);
     if (record.outcome.rfind("control:", 0) == 0) {
       actions_.push_back(record);
       while (actions_.size() > capacity_) actions_.pop_front();
     }
     records_.push_back(std::move(record));
-    while (records_.size() > capacity_) records_.pop_front();
+    while (records_.size() > capacity_) {
+      records_.pop_front();
+      ++first_number_;
+    }
+    return first_number_ + records_.size() - 1;
+  }
+  // `actual_ms` < 0: the query failed before a latency was measured.
+  void Complete(uint64_t number, double actual_ms, std::string status) {
+    MutexLock lock(&mu_);
+    if (number < first_number_ || number - first_number_ >= records_.size()) return;
+    DecisionRecord& r = records_[number - first_number_];
+    r.actual_latency_ms = actual_ms;
+    r.status = std::move(status);
   }
   // Newest first.
   std::vector<DecisionRecord> Recent(size_t limit) const {
@@ -49,6 +67,7 @@ class DecisionLog {
   const size_t capacity_;
   mutable Mutex mu_;
   std::deque<DecisionRecord> records_ SOMM_GUARDED_BY(mu_);
+  uint64_t first_number_ SOMM_GUARDED_BY(mu_) = 1;  // records_.front()'s; 0 = never logged
   std::deque<DecisionRecord> actions_ SOMM_GUARDED_BY(mu_);
 };
 

@@ -68,6 +68,7 @@ struct Router::Query {
   std::vector<bool> keep;      // outputs asked for
   int64_t samples = 1;
   DecisionRecord decision;
+  uint64_t log_number = 0;  // its row in the decision log (0 = none)
   double price_per_s = 0;
   // Chosen by the selector (RouteSelected): its cost ceiling, unless best
   // effort waived it, the profile of its option and its device for
@@ -158,11 +159,11 @@ std::vector<DecisionRecord> Router::RecentDecisions(size_t limit) const {
   return log_.Recent(limit);
 }
 
-void Router::LogDecision(DecisionRecord record) {
+uint64_t Router::LogDecision(DecisionRecord record) {
   metrics_.RecordDecision(record.outcome);
   spdlog::debug("decision {} [{}]: {} -> {} on {}: {}", record.target, record.requirements,
                 record.outcome, record.variant, record.hardware, record.reason);
-  log_.Add(std::move(record));
+  return log_.Add(std::move(record));
 }
 
 Router::VersionStats& Router::StatsFor(const VersionRecord& v) {
@@ -195,6 +196,7 @@ void Router::Fail(const std::shared_ptr<Query>& q, Status status) {
   // refused or failed (bad inputs, a full queue, an error while it ran).
   q->stats->metrics->RecordFailure(StatusCodeName(status.code()));
   if (q->latency_slo_ms) q->stats->metrics->RecordSlo(false);
+  if (q->log_number != 0) log_.Complete(q->log_number, -1, StatusCodeName(status.code()));
   q->done(std::move(status));
 }
 
@@ -441,7 +443,7 @@ void Router::RouteExplicit(std::shared_ptr<Query> q, InferenceRequest& request,
   const bool held = PickWorker(*q, snapshot->groups);
   DecisionRecord logged = q->decision;
   if (held && !options_.zone.empty()) logged.reason += "; " + ZoneReason(*q);
-  LogDecision(std::move(logged));
+  q->log_number = LogDecision(std::move(logged));
   if (held) return Dispatch(std::move(q), true);
   LoadThenDispatch(std::move(q), variant, hw, 1, "variant named explicitly");
 }
@@ -510,7 +512,7 @@ void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> ver
   q->decision = record;
   const bool held = decision->instance_id >= 0 && PickWorker(*q, state.groups, decision->instance_id);
   if (held && !options_.zone.empty()) record.reason += "; " + ZoneReason(*q);
-  LogDecision(std::move(record));
+  q->log_number = LogDecision(std::move(record));
   if (held) return Dispatch(std::move(q), true);
   LoadThenDispatch(std::move(q), o.variant, o.hardware, 1, "chosen by the selector for " + target);
 }
@@ -798,8 +800,6 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
   if (q->remote) p["somm_worker"] = q->worker;
   if (!q->zone.empty()) p["somm_zone"] = q->zone;
   if (!options_.zone.empty()) p["somm_zone_reason"] = ZoneReason(*q);
-  if (!q->zone.empty()) p["somm_zone"] = q->zone;
-  if (!options_.zone.empty()) p["somm_zone_reason"] = ZoneReason(*q);
   q->stats->metrics->RecordSuccess(stats.queue_ns / 1e3, stats.compute_ns / 1e3,
                                    static_cast<double>(total_us));
   if (q->latency_slo_ms) {
@@ -809,6 +809,7 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
   // process marks one query per batch, and this router counts the batch by
   // it, so the routers' histograms add up to the workers'.
   if (q->remote && stats.first_in_batch) q->stats->metrics->RecordBatch(stats.batch_size);
+  if (q->log_number != 0) log_.Complete(q->log_number, static_cast<double>(total_us) / 1000.0, "OK");
   q->done(std::move(response));
 }
 

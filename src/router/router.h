@@ -115,7 +115,7 @@ class Router : public InferenceServer {
   }
   PriceList Prices() const override { return options_.prices; }
   std::vector<DecisionRecord> RecentActions(size_t limit) const override {
-    return log_.RecentActions(limit);
+    return controller_.RecentActions(limit);
   }
 
   // Puts this router's demand counters into the store.
@@ -159,7 +159,8 @@ class Router : public InferenceServer {
   void Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> result);
   Status Prepare(Query& q, InferenceRequest& request);
   void RecordDemand(VersionStats& stats, const Requirements& req);
-  void LogDecision(DecisionRecord record);
+  // Its number in the decision log (DecisionLog::Complete).
+  uint64_t LogDecision(DecisionRecord record);
 
   const RouterOptions options_;
   const RouterZone where_;  // options_' zone and round trip, for the selector

@@ -63,6 +63,11 @@ struct DecisionRecord {
   // The tenant of the query that caused it ("" = no tenant, or the
   // controller): a caller sees only its own tenant's decisions.
   std::string tenant;
+  // Filled in once the query is answered (DecisionLog::Complete): the
+  // latency the server measured (negative until then, and for a control
+  // action), and the answer's status code name ("" until then).
+  double actual_latency_ms = -1;
+  std::string status;
 };
 
 // What `somm register` sends: a TorchScript model, its task and signature,

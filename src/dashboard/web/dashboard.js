@@ -526,6 +526,10 @@ function renderDecisionRows() {
     el("td", {}, fmtTime(d.unix_ms)), el("td", {}, d.target), el("td", {}, d.requirements),
     el("td", {}, d.outcome), el("td", {}, d.variant), el("td", {}, d.hardware),
     el("td", {}, d.predicted_latency_ms ? fmtMs(d.predicted_latency_ms) : "–"),
+    // Measured once the query was answered; a failed one shows its status.
+    el("td", {class: "actual", "data-value": d.actual_latency_ms ?? ""},
+       d.actual_latency_ms !== undefined ? fmtMs(d.actual_latency_ms)
+                                         : d.status ? d.status : "–"),
     el("td", {}, d.cost_usd ? d.cost_usd.toExponential(2) : "–"), el("td", {class: "reason"}, d.reason))));
   document.getElementById("decision-count").textContent = `${rows.length} of ${state.decisions.length}`;
   document.getElementById("page-decisions").dataset.rendered = String(rows.length);

@@ -155,9 +155,11 @@ TEST(SommCodecTest, StatusAndDecisionsRoundTrip) {
   EXPECT_EQ(grpc_codec::DecodeRegistrationStatus(wire).status().code(),
             StatusCode::kInvalidArgument);
 
-  const std::vector<DecisionRecord> decisions = {{7, "task:classification/digits",
-                                                  "min_accuracy=0.9", "loaded", "m:1:ts-fp32",
-                                                  "cpu1", 0.5, 1e-7, "cheapest"}};
+  std::vector<DecisionRecord> decisions = {{7, "task:classification/digits",
+                                            "min_accuracy=0.9", "loaded", "m:1:ts-fp32", "cpu1",
+                                            0.5, 1e-7, "cheapest"}};
+  decisions[0].actual_latency_ms = 0.75;
+  decisions[0].status = "OK";
   somm::RecentDecisionsResponse dw;
   grpc_codec::EncodeDecisions(decisions, &dw);
   const std::vector<DecisionRecord> back = grpc_codec::DecodeDecisions(dw);
@@ -167,6 +169,8 @@ TEST(SommCodecTest, StatusAndDecisionsRoundTrip) {
   EXPECT_EQ(back[0].variant, decisions[0].variant);
   EXPECT_DOUBLE_EQ(back[0].cost_usd, 1e-7);
   EXPECT_EQ(back[0].reason, "cheapest");
+  EXPECT_DOUBLE_EQ(back[0].actual_latency_ms, 0.75);
+  EXPECT_EQ(back[0].status, "OK");
 }
 
 class GrpcSommTest : public ::testing::Test {

@@ -160,6 +160,8 @@ void EncodeDecisions(const std::vector<DecisionRecord>& in, somm::RecentDecision
     w->set_predicted_latency_ms(d.predicted_latency_ms);
     w->set_cost_usd(d.cost_usd);
     w->set_reason(d.reason);
+    w->set_actual_latency_ms(d.actual_latency_ms);
+    w->set_status(d.status);
   }
 }
 
@@ -167,8 +169,11 @@ std::vector<DecisionRecord> DecodeDecisions(const somm::RecentDecisionsResponse&
   std::vector<DecisionRecord> out;
   out.reserve(in.decisions_size());
   for (const auto& w : in.decisions()) {
-    out.push_back({w.unix_ms(), w.target(), w.requirements(), w.outcome(), w.variant(),
-                   w.hardware(), w.predicted_latency_ms(), w.cost_usd(), w.reason()});
+    DecisionRecord d{w.unix_ms(), w.target(), w.requirements(), w.outcome(), w.variant(),
+                     w.hardware(), w.predicted_latency_ms(), w.cost_usd(), w.reason()};
+    d.actual_latency_ms = w.actual_latency_ms();
+    d.status = w.status();
+    out.push_back(std::move(d));
   }
   return out;
 }

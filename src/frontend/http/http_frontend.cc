@@ -8,6 +8,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string_view>
@@ -205,7 +206,7 @@ struct HttpFrontend::Impl {
   Response RegisterHandler(const oip::RestRoute& route, const Request& req);
   Response VariantsHandler(const oip::RestRoute& route);
   Response DecisionsHandler(const Request& req, const Caller& caller);
-  Response OperatorHandler(RestEndpoint endpoint, const Request& req);
+  Response OperatorHandler(RestEndpoint endpoint, const Request& req, const Caller& caller);
 };
 
 // Runs on an I/O thread: decides, then answers at once, hands the request
@@ -307,7 +308,7 @@ Response HttpFrontend::Impl::Dispatch(const oip::RestRoute& route, const Request
     case RestEndpoint::kOverview:
     case RestEndpoint::kWorkers:
     case RestEndpoint::kActions:
-      return OperatorHandler(route.endpoint, req);
+      return OperatorHandler(route.endpoint, req, caller);
     default:
       return ErrorResponse(500, "internal error: endpoint not dispatched");
   }
@@ -477,19 +478,34 @@ Response HttpFrontend::Impl::DecisionsHandler(const Request& req, const Caller& 
   return JsonResponse(200, oip::EncodeDecisions(records));
 }
 
-Response HttpFrontend::Impl::OperatorHandler(RestEndpoint endpoint, const Request& req) {
-  if (endpoint == RestEndpoint::kWorkers) return JsonResponse(200, dashboard::EncodeWorkers(server));
+Response HttpFrontend::Impl::OperatorHandler(RestEndpoint endpoint, const Request& req,
+                                             const Caller& caller) {
+  // A user's views hold the models it may see (dashboard/operator_api.h),
+  // each model's owner looked up once per view.
+  dashboard::ModelFilter visible;
+  std::map<std::string, bool> seen;
+  if (options.guard != nullptr && caller.authenticated && !caller.admin) {
+    visible = [&](const std::string& model) {
+      auto it = seen.find(model);
+      if (it == seen.end()) it = seen.emplace(model, options.guard->MaySee(caller, model)).first;
+      return it->second;
+    };
+  }
+  if (endpoint == RestEndpoint::kWorkers) {
+    return JsonResponse(200, dashboard::EncodeWorkers(server, visible));
+  }
   if (endpoint == RestEndpoint::kActions) {
     const std::optional<std::string> limit_text = http::QueryParam(req.head.query, "limit");
     const StatusOr<size_t> limit = oip::ParseDecisionLimit(limit_text);
     if (!limit.ok()) return StatusResponse(limit.status());
-    return JsonResponse(200, dashboard::EncodeActions(server.RecentActions(limit.value())));
+    return JsonResponse(200,
+                        dashboard::EncodeActions(server.RecentActions(limit.value()), visible));
   }
   const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
   const std::string text = options.metrics_text ? options.metrics_text() : std::string();
-  StatusOr<std::string> overview = dashboard::EncodeOverview(server, text, now_ms);
+  StatusOr<std::string> overview = dashboard::EncodeOverview(server, text, now_ms, visible);
   if (!overview.ok()) return StatusResponse(overview.status());
   return JsonResponse(200, std::move(overview).value());
 }

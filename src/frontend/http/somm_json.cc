@@ -484,6 +484,8 @@ std::string EncodeDecisions(const std::vector<DecisionRecord>& decisions) {
     item["predicted_latency_ms"] = d.predicted_latency_ms;
     item["cost_usd"] = d.cost_usd;
     item["reason"] = d.reason;
+    if (d.actual_latency_ms >= 0) item["actual_latency_ms"] = d.actual_latency_ms;
+    if (!d.status.empty()) item["status"] = d.status;
     list.push_back(std::move(item));
   }
   Json out = Json::object();
@@ -508,11 +510,13 @@ StatusOr<std::vector<DecisionRecord>> DecodeDecisions(std::string_view body) {
       for (const auto& [key, field] :
            {std::pair{"target", &d.target}, std::pair{"requirements", &d.requirements},
             std::pair{"outcome", &d.outcome}, std::pair{"variant", &d.variant},
-            std::pair{"hardware", &d.hardware}, std::pair{"reason", &d.reason}}) {
+            std::pair{"hardware", &d.hardware}, std::pair{"reason", &d.reason},
+            std::pair{"status", &d.status}}) {
         SOMM_RETURN_IF_ERROR(internal::ReadString(item, key, what, false, field));
       }
       SOMM_RETURN_IF_ERROR(ReadNumber(item, "predicted_latency_ms", what, &d.predicted_latency_ms));
       SOMM_RETURN_IF_ERROR(ReadNumber(item, "cost_usd", what, &d.cost_usd));
+      SOMM_RETURN_IF_ERROR(ReadNumber(item, "actual_latency_ms", what, &d.actual_latency_ms));
       out.push_back(std::move(d));
     }
     return out;

@@ -331,7 +331,10 @@ TEST(DecisionsJsonTest, RoundTrip) {
            1.5e-7,
            "cheapest loaded variant"};
   in[1] = {1767000000456, "digits-cnn", "none", "rejected", "", "", 0, 0, "nothing meets 0.999"};
+  in[0].actual_latency_ms = 0.3125;  // answered; in[1] never ran
+  in[0].status = "OK";
   const std::string body = EncodeDecisions(in);
+  EXPECT_EQ(body.find("actual_latency_ms", body.find("digits-cnn")), std::string::npos) << body;
   EXPECT_EQ(body.rfind(R"({"decisions":[{"unix_ms":1767000000123,"target":)", 0), 0u) << body;
   StatusOr<std::vector<DecisionRecord>> out = DecodeDecisions(body);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
@@ -346,6 +349,8 @@ TEST(DecisionsJsonTest, RoundTrip) {
     EXPECT_DOUBLE_EQ((*out)[i].predicted_latency_ms, in[i].predicted_latency_ms);
     EXPECT_DOUBLE_EQ((*out)[i].cost_usd, in[i].cost_usd);
     EXPECT_EQ((*out)[i].reason, in[i].reason);
+    EXPECT_DOUBLE_EQ((*out)[i].actual_latency_ms, in[i].actual_latency_ms);
+    EXPECT_EQ((*out)[i].status, in[i].status);
   }
   EXPECT_EQ(EncodeDecisions({}), R"({"decisions":[]})");
 }
