@@ -10,7 +10,7 @@
 #              use 600 or more for a real search)
 #   --jobs     parallel fuzzing processes per target (default 1)
 #   --out      where new inputs, crash files and logs go (default: a temp dir)
-#   target     http_request infer_request model_yaml registration trace_csv
+#   target     http_request infer_request model_yaml registration trace_csv torch_pickle
 #              grpc_request
 #              (default: all)
 # The seed corpora in the repository are only read; to grow one, copy
@@ -35,7 +35,7 @@ while (($#)); do
   esac
 done
 if ((${#targets[@]} == 0)); then
-  targets=(http_request infer_request model_yaml registration trace_csv grpc_request)
+  targets=(http_request infer_request model_yaml registration trace_csv grpc_request torch_pickle)
 fi
 if [[ -z "$out" ]]; then
   out=$(mktemp -d "${TMPDIR:-/tmp}/somm-fuzz.XXXXXX")

@@ -9,6 +9,7 @@
 #include <optional>
 #include <utility>
 
+#include "runtime/torch/torch_archive_check.h"
 #include "runtime/torch/torch_threads.h"
 #include "runtime/torch/torch_variant_builder.h"
 #include "common/host_probe.h"
@@ -275,8 +276,16 @@ class TorchBackend : public Backend {
     }
     std::unique_ptr<TorchModel> model;
     const char* step = "load TorchScript file";
+    if (Status archive = CheckTorchArchive(options.model_path); !archive.ok()) {
+      return InvalidArgument("model '" + label + "': cannot load TorchScript file " +
+                             options.model_path + ": " + archive.message());
+    }
     try {
       torch::jit::Module module = torch::jit::load(options.model_path, device);
+      if (Status tensors = CheckLoadedTensors(module); !tensors.ok()) {
+        return InvalidArgument("model '" + label + "': cannot load TorchScript file " +
+                               options.model_path + ": " + tensors.message());
+      }
       module.eval();
       if (options.optimize_for_inference) {
         step = "optimize_for_inference";

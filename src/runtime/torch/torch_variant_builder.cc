@@ -7,6 +7,8 @@
 #include <optional>
 #include <system_error>
 
+#include "runtime/torch/torch_archive_check.h"
+
 namespace somm {
 namespace {
 
@@ -65,10 +67,12 @@ Status BuildTorchVariant(const VariantRecipe& recipe, const std::string& src_pat
   SOMM_ASSIGN_OR_RETURN(std::optional<torch::ScalarType> type, TargetType(recipe));
   SOMM_ASSIGN_OR_RETURN(torch::Device device, TargetDevice(recipe));
   if (!std::filesystem::is_regular_file(src_path)) return NotFound("no model file at " + src_path);
+  SOMM_RETURN_IF_ERROR(CheckTorchArchive(src_path));
   const std::string tmp = dst_path + ".tmp";
   std::string step = "load";
   try {
     torch::jit::Module module = torch::jit::load(src_path, device);
+    SOMM_RETURN_IF_ERROR(CheckLoadedTensors(module));
     module.eval();
     if (type) {
       step = "convert to " + std::string(DataTypeName(recipe.precision));
