@@ -230,6 +230,13 @@ Guard::Ownership Guard::OwnerOf(const std::string& model) const {
       name.find('\\') != std::string::npos) {
     return o;
   }
+  if (owner_lookup_) {
+    if (std::optional<std::string> owner = owner_lookup_(name)) {
+      o.exists = o.readable = true;
+      o.owner = std::move(*owner);
+      return o;
+    }
+  }
   const fs::path dir = fs::path(options_.repository) / name;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return o;

@@ -20,7 +20,9 @@
 // Thread-safety: every method may be called concurrently.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "auth/audit_log.h"
@@ -61,6 +63,14 @@ class Guard : public CallGuard {
                                                     const std::string& repository,
                                                     const std::string& keys_file);
 
+  // Where a model's owner comes from first: the registry's view of the
+  // model (a cluster's router builds it from the leader's catalog, and in
+  // Kubernetes has no repository mounted); nullopt when the registry does
+  // not know the model, and then the repository's model.yaml is read. Set
+  // once, before the server takes calls.
+  using OwnerLookup = std::function<std::optional<std::string>(const std::string& model)>;
+  void SetOwnerLookup(OwnerLookup lookup) { owner_lookup_ = std::move(lookup); }
+
   // GET /metrics on the metrics port: OK for an admin or metrics key.
   Status AdmitMetrics(const std::string& authorization);
 
@@ -87,6 +97,7 @@ class Guard : public CallGuard {
   Status CheckTenantRules(const Caller& caller, const CallInfo& call);
 
   const GuardOptions options_;
+  OwnerLookup owner_lookup_;
   KeyStore keys_;
   TenantQuotas quotas_;
   AuditLog audit_;

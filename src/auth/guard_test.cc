@@ -100,6 +100,28 @@ TEST_F(GuardTest, AnotherTenantsPrivateModelLooksUnknown) {
   EXPECT_TRUE(guard_->MaySee(b, "pub"));
 }
 
+// A cluster's router in Kubernetes has no repository mounted: the owner of
+// a model only its registry (the leader's catalog) knows comes from there,
+// and the registry's word wins over a model.yaml.
+TEST_F(GuardTest, OwnersComeFromTheRegistryFirst) {
+  guard_->SetOwnerLookup([](const std::string& model) -> std::optional<std::string> {
+    if (model == "catalog-only") return "a";
+    if (model == "pub") return "b";  // the registry's word over model.yaml's
+    return std::nullopt;
+  });
+  Caller a{true, "id", "a", false};
+  Caller b{true, "id", "b", false};
+  EXPECT_TRUE(guard_->MaySee(a, "catalog-only"));
+  EXPECT_FALSE(guard_->MaySee(b, "catalog-only"));
+  EXPECT_EQ(Admit(Operation::kModelMetadata, "catalog-only:1:ts-fp32", user_b_).code(),
+            StatusCode::kNotFound);
+  EXPECT_TRUE(Admit(Operation::kModelMetadata, "catalog-only", user_a_).ok());
+  EXPECT_FALSE(guard_->MaySee(a, "pub"));
+  // Not in the registry: model.yaml decides, as before.
+  EXPECT_FALSE(guard_->MaySee(b, "priv"));
+  EXPECT_TRUE(guard_->MaySee(a, "priv"));
+}
+
 TEST_F(GuardTest, QueriesTakeTheTenantsRateQuota) {
   CallInfo call{Operation::kInfer, "pub", user_a_, false, 0};
   Admission first = guard_->Admit(call);

@@ -493,6 +493,16 @@ class WorkerScaling {
   bool warned_ = false;
 };
 
+// A model's owner as the router's registry has it (the leader's catalog):
+// nullopt when no version of it is published here.
+auth::Guard::OwnerLookup RegistryOwner(const ModelRegistry& registry) {
+  return [&registry](const std::string& model) -> std::optional<std::string> {
+    StatusOr<VersionPtr> v = registry.Resolve(model, "");
+    if (!v.ok()) return std::nullopt;
+    return (*v)->config.owner_tenant;
+  };
+}
+
 // A cluster process's TLS context (null = plaintext). In a cluster TLS is
 // mutual or nothing: the client CA is also what each process checks its
 // peers' certificates against, and the certificate is also its client one.
@@ -624,6 +634,8 @@ int RunRouter(const RouterProcessOptions& o) {
   const Device device = parts->device;
   RedisClusterStateStore* store = parts->store.get();
   ModelRegistry& registry = *parts->registry;
+  // Owners come from the catalog: a router may have no repository mounted.
+  (*guard)->SetOwnerLookup(RegistryOwner(registry));
   CatalogFollower catalog(registry, [store](const std::string& m) { return store->PublishedModel(m); });
   catalog.Sync(store->Catalog());
   store->SetOnChange([&catalog, store] { catalog.Sync(store->Catalog()); });
