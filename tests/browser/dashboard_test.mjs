@@ -91,6 +91,8 @@ function startSomm() {
 // --url host:port --metrics host:port: a somm already running (a cluster's
 // router, say) instead of a `somm serve` of the test's own.
 const somm = args.url ? {child: null, http: null, metrics: null} : await startSomm();
+// Whatever ends this script (a thrown error included), somm goes with it.
+process.on("exit", () => { if (somm.child && somm.child.exitCode === null) somm.child.kill("SIGKILL"); });
 const base = args.url ? `http://${args.url}` : `http://127.0.0.1:${somm.http}`;
 const metricsBase = args.url ? `http://${args.metrics}` : `http://127.0.0.1:${somm.metrics}`;
 const getJson = async (p, init) => {
