@@ -58,6 +58,12 @@ int main(int argc, char** argv) {
                         "Managed runtime: autoscale replicas and variants, evict, load on demand "
                         "(false = static provisioning: the configured instances only)")
       ->capture_default_str();
+  serve_cmd->add_option("--explain", serve.explain,
+                        "How answers explain somm's choice: full (one somm_* parameter per fact) "
+                        "or compact (one 'somm' parameter; cheaper to encode); a query may ask "
+                        "with the parameter somm_explain")
+      ->check(CLI::IsMember({"full", "compact"}))
+      ->capture_default_str();
   serve_cmd->add_option("--control-tick-ms", serve.control_tick_ms,
                         "How often the controller looks at the load")
       ->check(CLI::Range(10, 3600000))
@@ -294,6 +300,9 @@ int main(int argc, char** argv) {
   router_cmd->add_option("--max-body-bytes", router.max_body_bytes, "Largest request body or message")->capture_default_str();
   router_cmd->add_option("--http-threads", router.http_threads, "REST I/O threads (0 = half the cores, 1 to 4)")->capture_default_str();
   router_cmd->add_option("--managed", router.managed, "As the controller's --managed (false = pick only loaded variants)")->capture_default_str();
+  router_cmd->add_option("--explain", router.explain, "As somm serve's --explain: full or compact")
+      ->check(CLI::IsMember({"full", "compact"}))
+      ->capture_default_str();
   router_cmd->add_option("--log-level", router.log_level, "trace, debug, info, warn, error")->capture_default_str();
 
   somm::ControllerProcessOptions ctl;

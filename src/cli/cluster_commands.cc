@@ -650,6 +650,7 @@ int RunRouter(const RouterProcessOptions& o) {
   RouterOptions rto;
   rto.id = DefaultId(o.router_id, o.http_port);
   rto.managed = o.managed;
+  rto.compact_explanation = o.explain == "compact";
   rto.zone = o.zone;
   rto.cross_zone_rtt_ms = o.cross_zone_rtt_ms;
   Router router(rto, registry, *store, workers, control, metrics, log);

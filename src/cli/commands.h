@@ -33,6 +33,9 @@ struct ServeOptions {
   // The managed runtime (docs/managed.md): autoscaling, eviction, on-demand
   // loads. false = static provisioning (the configured instances only).
   bool managed = true;
+  // --explain: "full" (one parameter per fact) or "compact" (one `somm`
+  // parameter); RouterOptions::compact_explanation.
+  std::string explain = "full";
   int control_tick_ms = 1000;
   double memory_budget_mb = 0;    // 0 = a fraction of the memory available at start
   double idle_unload_s = 0;      // 0 = the autoscaler's default
@@ -91,6 +94,7 @@ struct RouterProcessOptions {
   // As the controller's --managed: false = static provisioning, so the
   // selector picks only loaded variants (RouterOptions::managed).
   bool managed = true;
+  std::string explain = "full";  // as somm serve's --explain
   std::string log_level = "info";
   // TLS on its REST, gRPC and metrics ports; with a client CA, mutual TLS,
   // and it dials workers and the controller with the same certificate.

@@ -89,6 +89,7 @@ int RunServe(const ServeOptions& options) {
   mo.tools_dir = tools ? tools : SOMM_DEFAULT_TOOLS_DIR;
   mo.auto_variants = options.auto_variants;
   mo.managed = options.managed;
+  mo.compact_explanation = options.explain == "compact";
   mo.control_tick_ms = std::max(options.control_tick_ms, 10);
   mo.memory_budget_bytes = static_cast<int64_t>(options.memory_budget_mb * 1024 * 1024);
   mo.idle_unload_s = options.idle_unload_s;

@@ -1,6 +1,8 @@
 #include "loadgen/measurement.h"
 
+#include <charconv>
 #include <numeric>
+#include <string_view>
 
 namespace somm::loadgen {
 namespace {
@@ -40,12 +42,37 @@ std::optional<ServerSplit> SplitOf(const std::vector<QueryRecord>& records) {
   return s;
 }
 
+// A whole number after "<key>=" in somm's compact explanation ("decision=...
+// queue_us=41 compute_us=12 server_us=73 ... reason=..."), before its reason.
+std::optional<int64_t> CompactField(std::string_view s, std::string_view key) {
+  const size_t end = s.find("reason=");
+  for (size_t at = s.find(key); at != std::string_view::npos && at < end; at = s.find(key, at + 1)) {
+    if ((at != 0 && s[at - 1] != ' ') || at + key.size() >= s.size() || s[at + key.size()] != '=') {
+      continue;
+    }
+    int64_t v = 0;
+    const char* first = s.data() + at + key.size() + 1;
+    const auto [ptr, ec] = std::from_chars(first, s.data() + s.size(), v);
+    if (ec == std::errc() && ptr != first) return v;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 void RecordServerTiming(const Parameters& response_parameters, QueryRecord* record) {
   record->queue_us = IntParameter(response_parameters, "somm_queue_us");
   record->compute_us = IntParameter(response_parameters, "somm_compute_us");
   record->server_us = IntParameter(response_parameters, "somm_server_us");
+  // A server answering with one compact explanation (somm serve --explain compact).
+  const auto it = response_parameters.find("somm");
+  if (it == response_parameters.end()) return;
+  const auto* s = std::get_if<std::string>(&it->second);
+  if (s == nullptr) return;
+  if (!record->queue_us) record->queue_us = CompactField(*s, "queue_us");
+  if (!record->compute_us) record->compute_us = CompactField(*s, "compute_us");
+  if (!record->server_us) record->server_us = CompactField(*s, "server_us");
 }
 
 PointResult Aggregate(const std::vector<QueryRecord>& records, const AggregateOptions& options) {

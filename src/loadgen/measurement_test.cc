@@ -103,6 +103,24 @@ TEST(MeasurementTest, ServerSplitFromTimingParameters) {
   EXPECT_EQ(p.server_us->client_overhead_p50, 1000 - 550);
 }
 
+// somm serve --explain compact: the timing is read out of the one `somm`
+// parameter, and a number inside the reason is never taken for it.
+TEST(MeasurementTest, TimingFromACompactExplanation) {
+  QueryRecord r = Query(1);
+  RecordServerTiming({{"somm", std::string("decision=loaded variant=m:1:ts-fp32 batch=3 queue_us=41 "
+                                           "compute_us=12 server_us=73 cost_usd=3e-10 "
+                                           "reason=faster than server_us=9")}},
+                     &r);
+  EXPECT_EQ(r.queue_us, 41);
+  EXPECT_EQ(r.compute_us, 12);
+  EXPECT_EQ(r.server_us, 73);
+  QueryRecord only_reason = Query(1);
+  RecordServerTiming({{"somm", std::string("decision=loaded reason=server_us=9 queue_us=1")}},
+                     &only_reason);
+  EXPECT_FALSE(only_reason.server_us.has_value());
+  EXPECT_FALSE(only_reason.queue_us.has_value());
+}
+
 TEST(MeasurementTest, NoTimingMeansNoSplit) {
   QueryRecord r = Query(1);
   RecordServerTiming({{"other", int64_t{1}}}, &r);

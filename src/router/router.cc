@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <charconv>
 #include <climits>
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string_view>
 
 #include "registry/task_catalog.h"
 #include "router/requirements.h"
@@ -69,6 +71,7 @@ struct Router::Query {
   int64_t samples = 1;
   DecisionRecord decision;
   uint64_t log_number = 0;  // its row in the decision log (0 = none)
+  bool compact = false;     // explains itself in one parameter (RouterOptions)
   double price_per_s = 0;
   // Chosen by the selector (RouteSelected): its cost ceiling, unless best
   // effort waived it, the profile of its option and its device for
@@ -272,6 +275,14 @@ void Router::Infer(InferenceRequest request, InferCallback done) {
       if (!s) return q->done(InvalidArgument("parameter 'task' must be a string"));
       task = *s;
     }
+  }
+  q->compact = options_.compact_explanation;
+  if (auto it = request.parameters.find("somm_explain"); it != request.parameters.end()) {
+    const auto* s = std::get_if<std::string>(&it->second);
+    if (!s || (*s != "full" && *s != "compact")) {
+      return q->done(InvalidArgument("parameter 'somm_explain' must be \"full\" or \"compact\""));
+    }
+    q->compact = *s == "compact";
   }
   bool has_slo = false;
   auto req = ParseRequirements(request.parameters, &has_slo);
@@ -766,17 +777,6 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
   const int64_t total_us = MicrosBetween(q->start, clock_.Now());
   auto& p = response.parameters;
   const DecisionRecord& decision = q->decision;
-  p["somm_queue_us"] = stats.queue_ns / 1000;
-  p["somm_compute_us"] = stats.compute_ns / 1000;
-  p["somm_server_us"] = total_us;
-  p["somm_batch_size"] = stats.batch_size;
-  p["somm_instance"] = r.instance_id;
-  p["somm_variant"] = decision.variant;
-  p["somm_hardware"] = decision.hardware;
-  p["somm_device"] = r.device;
-  p["somm_decision"] = decision.outcome;
-  p["somm_predicted_latency_ms"] = decision.predicted_latency_ms;
-  p["somm_latency_ms"] = static_cast<double>(total_us) / 1000.0;
   // The charge rule (QueryChargeUsd) on the measured batch. A query the
   // selector admitted under a cost ceiling is never reported above it: the
   // ceiling is what the client agreed to, and a batch slower than predicted
@@ -784,22 +784,63 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
   // the rest and says so in somm_cost_capped.
   const double batch_ms = static_cast<double>(stats.compute_ns) / 1e6;
   double charge = QueryChargeUsd(q->price_per_s, batch_ms, q->samples, stats.batch_size);
-  if (q->max_cost_usd && charge > *q->max_cost_usd) {
-    charge = *q->max_cost_usd;
-    p["somm_cost_capped"] = true;
+  const bool capped = q->max_cost_usd && charge > *q->max_cost_usd;
+  if (capped) charge = *q->max_cost_usd;
+  const bool selected = !q->calibration_device.empty();
+  if (selected && stats.first_in_batch) {
+    cost_calibration_.Observe(q->calibration_device, decision.variant, batch_ms,
+                              q->profiled.Predict(stats.batch_size), clock_.Now());
   }
-  p["somm_cost_usd"] = charge;
-  if (!q->calibration_device.empty()) {
-    p["somm_predicted_cost_usd"] = q->predicted_charge_usd;
-    if (stats.first_in_batch) {
-      cost_calibration_.Observe(q->calibration_device, decision.variant, batch_ms,
-                                q->profiled.Predict(stats.batch_size), clock_.Now());
-    }
+  if (q->compact) {
+    // The same facts, one parameter: "key=value ... reason=<the rest>".
+    std::string s;
+    s.reserve(192 + decision.reason.size());
+    auto add = [&s](std::string_view key, std::string_view value) {
+      s.append(key).append("=").append(value).append(" ");
+    };
+    auto number = [&add](std::string_view key, auto value) {
+      char buf[32];
+      const auto end = std::to_chars(buf, buf + sizeof buf, value).ptr;
+      add(key, std::string_view(buf, static_cast<size_t>(end - buf)));
+    };
+    add("decision", decision.outcome);
+    add("variant", decision.variant);
+    add("hardware", decision.hardware);
+    add("device", r.device);
+    number("instance", r.instance_id);
+    if (q->remote) add("worker", q->worker);
+    if (!q->zone.empty()) add("zone", q->zone);
+    number("batch", stats.batch_size);
+    number("queue_us", stats.queue_ns / 1000);
+    number("compute_us", stats.compute_ns / 1000);
+    number("server_us", total_us);
+    number("predicted_ms", decision.predicted_latency_ms);
+    number("cost_usd", charge);
+    if (capped) add("cost_capped", "true");
+    if (selected) number("predicted_cost_usd", q->predicted_charge_usd);
+    s.append("reason=").append(decision.reason);
+    if (!options_.zone.empty()) s.append("; ").append(ZoneReason(*q));
+    p["somm"] = std::move(s);
+  } else {
+    p["somm_queue_us"] = stats.queue_ns / 1000;
+    p["somm_compute_us"] = stats.compute_ns / 1000;
+    p["somm_server_us"] = total_us;
+    p["somm_batch_size"] = stats.batch_size;
+    p["somm_instance"] = r.instance_id;
+    p["somm_variant"] = decision.variant;
+    p["somm_hardware"] = decision.hardware;
+    p["somm_device"] = r.device;
+    p["somm_decision"] = decision.outcome;
+    p["somm_predicted_latency_ms"] = decision.predicted_latency_ms;
+    p["somm_latency_ms"] = static_cast<double>(total_us) / 1000.0;
+    if (capped) p["somm_cost_capped"] = true;
+    p["somm_cost_usd"] = charge;
+    if (selected) p["somm_predicted_cost_usd"] = q->predicted_charge_usd;
+    p["somm_reason"] = decision.reason;
+    if (q->remote) p["somm_worker"] = q->worker;
+    if (!q->zone.empty()) p["somm_zone"] = q->zone;
+    if (!options_.zone.empty()) p["somm_zone_reason"] = ZoneReason(*q);
   }
-  p["somm_reason"] = decision.reason;
-  if (q->remote) p["somm_worker"] = q->worker;
-  if (!q->zone.empty()) p["somm_zone"] = q->zone;
-  if (!options_.zone.empty()) p["somm_zone_reason"] = ZoneReason(*q);
   q->stats->metrics->RecordSuccess(stats.queue_ns / 1e3, stats.compute_ns / 1e3,
                                    static_cast<double>(total_us));
   if (q->latency_slo_ms) {

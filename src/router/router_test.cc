@@ -205,6 +205,49 @@ TEST_F(RouterTest, LoadedModelRunsOnItsGroupAndTheResponseSaysWhatRan) {
   EXPECT_EQ(Arrivals("m"), 1);
 }
 
+// somm_explain "compact": the same facts as one parameter, and none of the
+// per-fact ones; anything but "full" or "compact" is refused.
+TEST_F(RouterTest, ACompactExplanationCarriesTheSameFactsInOneParameter) {
+  VersionPtr v = Publish(Model("m"));
+  worker_.AddGroup(v, kAsRegistered, Cpu1());
+  auto ask = [&](Parameter explain) {
+    InferenceRequest r;
+    r.model_name = "m";
+    r.id = "q";
+    r.inputs.push_back(X({2, 2}));
+    r.parameters["somm_explain"] = explain;
+    auto answer = std::make_shared<Answer>();
+    router_.Infer(std::move(r), [answer](StatusOr<InferenceResponse> res) { answer->result = std::move(res); });
+    return answer;
+  };
+  auto compact = ask(std::string("compact"));
+  ASSERT_TRUE(compact->answered());
+  ASSERT_TRUE(compact->get().ok()) << compact->get().status().ToString();
+  const Parameters& p = compact->get()->parameters;
+  ASSERT_EQ(p.count("somm"), 1u);
+  EXPECT_EQ(p.count("somm_variant"), 0u);
+  EXPECT_EQ(p.count("somm_reason"), 0u);
+  const std::string s = std::get<std::string>(p.at("somm"));
+  for (const char* fact : {"decision=default ", "variant=m:1:ts-fp32 ", "hardware=cpu1 ",
+                           "device=cpu ", "instance=0 ", "batch=2 ", "queue_us=1 ",
+                           "compute_us=2 ", "server_us=", "predicted_ms=", "cost_usd=", "reason="}) {
+    EXPECT_NE(s.find(fact), std::string::npos) << fact << " in " << s;
+  }
+  EXPECT_LT(s.find("cost_usd="), s.find("reason=")) << "the reason comes last: " << s;
+
+  auto full = ask(std::string("full"));
+  ASSERT_TRUE(full->get().ok());
+  EXPECT_EQ(full->get()->parameters.count("somm"), 0u);
+  EXPECT_EQ(std::get<std::string>(full->get()->parameters.at("somm_variant")), "m:1:ts-fp32");
+
+  for (Parameter bad : {Parameter(std::string("short")), Parameter(true)}) {
+    auto refused = ask(bad);
+    ASSERT_TRUE(refused->answered());
+    EXPECT_EQ(refused->get().status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(refused->get().status().message().find("somm_explain"), std::string::npos);
+  }
+}
+
 TEST_F(RouterTest, MalformedQueryIsRefusedBeforeRoutingLoadsNothingAndIsNoDemand) {
   Publish(Model("m"));  // nothing loaded: a query that passed the checks would load it
   Tensor misnamed = X();

@@ -47,6 +47,7 @@ EmbeddedServer::EmbeddedServer(EmbeddedServerOptions options, Backend& backend,
   rto.server_name = options_.server_name;
   rto.server_version = options_.server_version;
   rto.managed = options_.managed;
+  rto.compact_explanation = options_.compact_explanation;
   rto.prices = options_.prices;
   router_ = std::make_unique<Router>(rto, *registry_, store_, *directory_, *controller_, metrics,
                                      log_);

@@ -51,6 +51,7 @@ struct EmbeddedServerOptions {
   size_t decision_log_size = 1000;
   // The managed runtime (docs/managed.md); off = static provisioning.
   bool managed = true;
+  bool compact_explanation = false;  // RouterOptions::compact_explanation
   int control_tick_ms = 1000;
   // Memory instances may use on the CPU; 0 = the default fraction.
   int64_t memory_budget_bytes = 0;
