@@ -51,6 +51,9 @@ WIRE = {REST: "REST, JSON tensors", REST_BINARY: "REST, binary tensor extension"
         WIRE_LIMIT: "REST, JSON tensors"}
 PLOT_NAMES = {REST: "somm REST (JSON)", REST_BINARY: "somm REST (binary)", GRPC: "somm gRPC",
               PEER: "FastAPI peer (JSON)", WIRE_LIMIT: "wire limit (nginx, somm's bytes)"}
+# Every wire on digits-mlp against the naive peer (issue: "at least 20x the
+# peer on every wire"; it was 10x before the wire-limit work).
+PEER_FACTOR_TARGET = 20
 # The share of the wire limit that each wire must reach, per the issue (only
 # REST JSON has one: the limit is measured over REST JSON).
 WIRE_LIMIT_SHARE_TARGET = {REST: 0.60}
@@ -479,8 +482,8 @@ def targets_table(facts, tiny, heavy):
         if f:
             v = f["vs_peer"]
             where = f" at c={f['vs_peer_conc']}" if f["vs_peer_conc"] else ""
-            add(f"{tiny}: somm ≥ 10x the peer's throughput at a p99 no worse", proto,
-                f"{fmt(v, 2)}x{where}", None if v is None else v >= 10)
+            add(f"{tiny}: somm ≥ {PEER_FACTOR_TARGET}x the peer's throughput at a p99 no worse",
+                proto, f"{fmt(v, 2)}x{where}", None if v is None else v >= PEER_FACTOR_TARGET)
     for proto, share in WIRE_LIMIT_SHARE_TARGET.items():
         f = facts.get(tiny, {}).get(proto)
         if f and f["wire_best_conc"] is not None:  # a run without the wire limit has no row
