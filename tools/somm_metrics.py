@@ -27,6 +27,11 @@ NOT_IN_SERVE = {
     "somm_worker_scale_steps_total": "the controller of a cluster, with a worker provisioner, once it has taken a step",
     "somm_canary_rollbacks_total": "contract only: the canary rollout is not built yet; it is to count each "
                                    "rollback of a model's canary version, labelled model",
+    "somm_response_cache_hits_total": "only for a model whose model.yaml enables response_cache (none of the demo's does)",
+    "somm_response_cache_misses_total": "only for a model whose model.yaml enables response_cache (none of the demo's does)",
+    "somm_response_cache_evictions_total": "only for a model whose model.yaml enables response_cache (none of the demo's does)",
+    "somm_response_cache_bytes": "only for a model whose model.yaml enables response_cache (none of the demo's does)",
+    "somm_response_cache_entries": "only for a model whose model.yaml enables response_cache (none of the demo's does)",
 }
 NOT_IN_SERVE_TYPES = {
     "somm_workers": ("gauge", "Workers registered plus those being started", ""),
@@ -34,6 +39,14 @@ NOT_IN_SERVE_TYPES = {
     "somm_worker_scale_steps_total": ("counter", "Workers the worker scaler asked for (out) or drained (in), by reason",
                                       "direction, reason"),
     "somm_canary_rollbacks_total": ("counter", "Canary versions rolled back", "model"),
+    "somm_response_cache_hits_total": ("counter", "Queries answered from the router's response cache", "model"),
+    "somm_response_cache_misses_total": ("counter", "Queries to a model with a response cache that ran the model",
+                                         "model"),
+    "somm_response_cache_evictions_total": ("counter", "Answers dropped from the response cache to keep within its "
+                                            "bound (least recently used first)", "model"),
+    "somm_response_cache_bytes": ("gauge", "Bytes the response cache holds for a model (its bound: model.yaml's "
+                                  "response_cache.max_mb)", "model"),
+    "somm_response_cache_entries": ("gauge", "Answers the response cache holds for a model", "model"),
 }
 
 _LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)')

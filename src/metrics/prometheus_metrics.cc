@@ -89,6 +89,28 @@ struct PrometheusMetrics::Families {
                         .Name("somm_cold_starts_total")
                         .Help("Queries that waited for an instance to load")
                         .Register(r)),
+        cache_hits(prometheus::BuildCounter()
+                       .Name("somm_response_cache_hits_total")
+                       .Help("Queries answered from the router's response cache")
+                       .Register(r)),
+        cache_misses(prometheus::BuildCounter()
+                         .Name("somm_response_cache_misses_total")
+                         .Help("Queries to a model with a response cache that ran the model")
+                         .Register(r)),
+        cache_evictions(prometheus::BuildCounter()
+                            .Name("somm_response_cache_evictions_total")
+                            .Help("Answers dropped from the response cache to keep within its "
+                                  "bound (least recently used first)")
+                            .Register(r)),
+        cache_bytes(prometheus::BuildGauge()
+                        .Name("somm_response_cache_bytes")
+                        .Help("Bytes the response cache holds for a model (its bound: "
+                              "model.yaml's response_cache.max_mb)")
+                        .Register(r)),
+        cache_entries(prometheus::BuildGauge()
+                          .Name("somm_response_cache_entries")
+                          .Help("Answers the response cache holds for a model")
+                          .Register(r)),
         control_actions(prometheus::BuildCounter()
                             .Name("somm_control_actions_total")
                             .Help("Actions the controller carried out, by kind")
@@ -149,6 +171,11 @@ struct PrometheusMetrics::Families {
   prometheus::Family<prometheus::Gauge>& instance_memory;
   prometheus::Family<prometheus::Counter>& instance_seconds;
   prometheus::Family<prometheus::Counter>& cold_starts;
+  prometheus::Family<prometheus::Counter>& cache_hits;
+  prometheus::Family<prometheus::Counter>& cache_misses;
+  prometheus::Family<prometheus::Counter>& cache_evictions;
+  prometheus::Family<prometheus::Gauge>& cache_bytes;
+  prometheus::Family<prometheus::Gauge>& cache_entries;
   prometheus::Family<prometheus::Counter>& control_actions;
   prometheus::Counter& paced_waits;
   prometheus::Counter& paced_seconds;
@@ -286,6 +313,18 @@ void PrometheusMetrics::AddInstanceSeconds(double seconds) {
 
 void PrometheusMetrics::RecordColdStart(const std::string& model) {
   families_->cold_starts.Add({{"model", model}}).Increment();
+}
+
+void PrometheusMetrics::RecordResponseCache(const std::string& model, bool hit) {
+  (hit ? families_->cache_hits : families_->cache_misses).Add({{"model", model}}).Increment();
+}
+
+void PrometheusMetrics::SetResponseCache(const std::string& model, int64_t bytes, int64_t entries,
+                                         int64_t evicted) {
+  families_->cache_bytes.Add({{"model", model}}).Set(static_cast<double>(bytes));
+  families_->cache_entries.Add({{"model", model}}).Set(static_cast<double>(entries));
+  auto& evictions = families_->cache_evictions.Add({{"model", model}});
+  if (evicted > 0) evictions.Increment(static_cast<double>(evicted));
 }
 
 void PrometheusMetrics::RecordControlAction(const std::string& kind) {

@@ -41,6 +41,9 @@ class PrometheusMetrics : public ServingMetrics {
   void SetMemory(const std::string& device, int64_t used_bytes, int64_t budget_bytes) override;
   void SetRates(const std::string& model, double arrival_qps, double forecast_qps) override;
   void SetSlowdown(double factor) override;
+  void RecordResponseCache(const std::string& model, bool hit) override;
+  void SetResponseCache(const std::string& model, int64_t bytes, int64_t entries,
+                        int64_t evicted) override;
   // The worker scaler's (controller/worker_scaler.h), in the controller
   // process only: somm_worker_scale_steps_total{direction,reason} and the
   // gauges somm_workers (registered plus being started) and

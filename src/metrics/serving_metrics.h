@@ -78,6 +78,14 @@ class ServingMetrics {
   virtual void SetRates(const std::string& model, double arrival_qps, double forecast_qps) = 0;
   // somm_profile_slowdown: live batch latency over the profiled one.
   virtual void SetSlowdown(double factor) = 0;
+  // The router's response cache (docs/lifecycle.md), per model:
+  // somm_response_cache_{hits,misses,evictions}_total and what it holds now,
+  // somm_response_cache_{bytes,entries}. Defaults: fakes need not care.
+  virtual void RecordResponseCache(const std::string& model, bool hit) { (void)model, (void)hit; }
+  virtual void SetResponseCache(const std::string& model, int64_t bytes, int64_t entries,
+                                int64_t evicted) {
+    (void)model, (void)bytes, (void)entries, (void)evicted;
+  }
 };
 
 // Records nothing: for tests and tools that serve no /metrics.

@@ -3,12 +3,19 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <set>
 
 #include "variants/variant_pipeline.h"
 
 namespace somm {
+
+uint64_t NextVersionGeneration() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 namespace fs = std::filesystem;
 namespace {
 
@@ -120,6 +127,7 @@ std::vector<VersionPtr> ModelRegistry::Read(const std::string& name,
     record->version = v;
     record->version_str = std::to_string(v);
     record->path = (dir / std::to_string(v) / "model.pt").string();
+    record->generation = NextVersionGeneration();
     auto profiles = LoadProfiles(VariantsRoot(), name, v);
     if (profiles.ok()) record->profiles = std::move(profiles).value();
     out.push_back(std::move(record));

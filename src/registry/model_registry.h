@@ -55,8 +55,13 @@ struct VersionRecord {
   std::string version_str;
   std::string path;  // <repo>/<model>/<version>/model.pt
   std::vector<VariantProfile> profiles;
+  // Unique in the process for each read of the version's files (a reload
+  // gets a new one; new profiles keep it): the response cache's keys carry
+  // it, so an answer of the files before a reload is never found again.
+  uint64_t generation = 0;
 };
 using VersionPtr = std::shared_ptr<const VersionRecord>;
+uint64_t NextVersionGeneration();
 
 // The variant name of a model as registered (variants/ generates it first).
 inline constexpr char kAsRegistered[] = "ts-fp32";

@@ -49,6 +49,7 @@ StatusOr<PublishedModel> PublishedModelFromJson(const std::string& text, const s
       record->version = v.at("version").get<int64_t>();
       record->version_str = std::to_string(record->version);
       record->path = v.at("path").get<std::string>();
+      record->generation = NextVersionGeneration();
       for (const json& p : v.at("profiles")) {
         SOMM_ASSIGN_OR_RETURN(VariantProfile profile, ProfileFromJson(p.dump(), source));
         record->profiles.push_back(std::move(profile));

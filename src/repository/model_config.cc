@@ -28,7 +28,7 @@ class ConfigErrors {
 const std::set<std::string> kTopLevelKeys = {
     "name", "platform", "task", "max_batch_size", "inputs", "outputs", "dynamic_batching",
     "instance_count", "intra_op_threads", "version_policy", "preprocessing", "accuracy",
-    "labels", "description", "owner_tenant"};
+    "labels", "description", "owner_tenant", "response_cache"};
 
 template <typename T>
 Status ReadScalar(const YAML::Node& node, const std::string& field, const ConfigErrors& err,
@@ -229,6 +229,27 @@ StatusOr<ModelConfig> ParseModelConfig(const std::string& yaml_text, const std::
     }
     if (root["owner_tenant"]) {
       SOMM_RETURN_IF_ERROR(ReadScalar(root["owner_tenant"], "owner_tenant", err, &c.owner_tenant));
+    }
+    if (const YAML::Node cache = root["response_cache"]) {
+      if (!cache.IsMap()) return err.Field("response_cache", "expected a map {enable, max_mb}");
+      for (const auto& kv : cache) {
+        const std::string key = kv.first.as<std::string>();
+        if (key != "enable" && key != "max_mb") {
+          return err.Field("response_cache." + key, "unknown key (enable, max_mb)");
+        }
+      }
+      if (cache["enable"]) {
+        SOMM_RETURN_IF_ERROR(ReadScalar(cache["enable"], "response_cache.enable", err,
+                                        &c.response_cache.enable));
+      }
+      if (cache["max_mb"]) {
+        double mb = 0;
+        SOMM_RETURN_IF_ERROR(ReadScalar(cache["max_mb"], "response_cache.max_mb", err, &mb));
+        if (!(mb > 0 && mb <= 1024 * 1024)) {
+          return err.Field("response_cache.max_mb", "must be more than 0 and at most 1048576");
+        }
+        c.response_cache.max_bytes = static_cast<int64_t>(mb * 1024 * 1024);
+      }
     }
     if (root["max_batch_size"]) {
       SOMM_RETURN_IF_ERROR(ReadScalar(root["max_batch_size"], "max_batch_size", err, &c.max_batch_size));

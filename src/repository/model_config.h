@@ -75,6 +75,12 @@ struct ModelConfig {
   std::string description;
   // The tenant that owns a private model; "" = public (docs/security.md).
   std::string owner_tenant;
+  // `response_cache: {enable: true, max_mb: N}` (docs/lifecycle.md): answers
+  // kept by the router, per model, within max_bytes (default 64 MiB).
+  struct ResponseCacheConfig {
+    bool enable = false;
+    int64_t max_bytes = int64_t{64} << 20;
+  } response_cache;
 };
 
 // Parses YAML text; `source` names the file in error messages.

@@ -102,7 +102,33 @@ INSTANTIATE_TEST_SUITE_P(
                 "field 'version_policy'"},
         BadCase{"platform: onnx\ninputs: [{name: x, datatype: FP32, shape: [1]}]\n"
                 "outputs: [{name: y, datatype: FP32, shape: [1]}]",
-                "unsupported platform 'onnx'"}));
+                "unsupported platform 'onnx'"},
+        BadCase{"inputs: [{name: x, datatype: FP32, shape: [1]}]\n"
+                "outputs: [{name: y, datatype: FP32, shape: [1]}]\nresponse_cache: true",
+                "field 'response_cache': expected a map"},
+        BadCase{"inputs: [{name: x, datatype: FP32, shape: [1]}]\n"
+                "outputs: [{name: y, datatype: FP32, shape: [1]}]\n"
+                "response_cache: {enable: true, max_mb: 0}",
+                "field 'response_cache.max_mb': must be more than 0"},
+        BadCase{"inputs: [{name: x, datatype: FP32, shape: [1]}]\n"
+                "outputs: [{name: y, datatype: FP32, shape: [1]}]\n"
+                "response_cache: {enable: true, size: 3}",
+                "field 'response_cache.size': unknown key"}));
+
+TEST(ModelConfigTest, ResponseCacheIsOffUnlessEnabled) {
+  const std::string base = "inputs: [{name: x, datatype: FP32, shape: [1]}]\n"
+                           "outputs: [{name: y, datatype: FP32, shape: [1]}]\n";
+  auto off = ParseModelConfig(base, "m.yaml");
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_FALSE(off->response_cache.enable);
+  auto on = ParseModelConfig(base + "response_cache: {enable: true, max_mb: 2.5}", "m.yaml");
+  ASSERT_TRUE(on.ok()) << on.status().ToString();
+  EXPECT_TRUE(on->response_cache.enable);
+  EXPECT_EQ(on->response_cache.max_bytes, int64_t{5} << 19);
+  auto defaults = ParseModelConfig(base + "response_cache: {enable: true}", "m.yaml");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->response_cache.max_bytes, int64_t{64} << 20);
+}
 
 TEST(ModelConfigTest, LoadChecksNameAgainstFolder) {
   namespace fs = std::filesystem;

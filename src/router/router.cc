@@ -72,6 +72,8 @@ struct Router::Query {
   DecisionRecord decision;
   uint64_t log_number = 0;  // its row in the decision log (0 = none)
   bool compact = false;     // explains itself in one parameter (RouterOptions)
+  bool cache_checked = false;
+  std::string cache_key;    // "" = not kept (its model keeps no cache, or a hit)
   double price_per_s = 0;
   // Chosen by the selector (RouteSelected): its cost ceiling, unless best
   // effort waived it, the profile of its option and its device for
@@ -528,8 +530,53 @@ void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> ver
   LoadThenDispatch(std::move(q), o.variant, o.hardware, 1, "chosen by the selector for " + target);
 }
 
+bool Router::AnsweredFromCache(const std::shared_ptr<Query>& q) {
+  if (q->cache_checked) return false;
+  q->cache_checked = true;
+  const VersionRecord& v = *q->version;
+  if (!v.config.response_cache.enable) return false;
+  // The outputs asked for are part of the answer, so of the key.
+  std::vector<RequestedOutput> outputs;
+  for (size_t i = 0; i < v.config.outputs.size() && i < q->keep.size(); ++i) {
+    if (q->keep[i]) outputs.push_back({v.config.outputs[i].name, {}});
+  }
+  std::string key = ResponseCache::KeyFor(v.config.name, v.version, v.generation, q->inputs, outputs);
+  std::optional<InferenceResponse> kept = response_cache_.Lookup(v.config.name, key);
+  metrics_.RecordResponseCache(v.config.name, kept.has_value());
+  if (!kept) {
+    q->cache_key = std::move(key);
+    return false;
+  }
+  InferenceResponse response = std::move(*kept);
+  response.id = q->id;
+  response.parameters.clear();
+  const int64_t total_us = MicrosBetween(q->start, clock_.Now());
+  const std::string reason = "answered from the response cache of " + v.config.name + ":" +
+                             v.version_str + " (the same inputs; the model did not run)";
+  if (q->compact) {
+    response.parameters["somm"] = "decision=cache cache_hit=true server_us=" +
+                                  std::to_string(total_us) + " cost_usd=0 reason=" + reason;
+  } else {
+    auto& p = response.parameters;
+    p["somm_cache_hit"] = true;
+    p["somm_decision"] = std::string("cache");
+    p["somm_server_us"] = total_us;
+    p["somm_latency_ms"] = static_cast<double>(total_us) / 1000.0;
+    p["somm_cost_usd"] = 0.0;
+    p["somm_reason"] = reason;
+  }
+  q->stats->metrics->RecordSuccess(0, 0, static_cast<double>(total_us));
+  if (q->latency_slo_ms) {
+    q->stats->metrics->RecordSlo(static_cast<double>(total_us) <= *q->latency_slo_ms * 1000.0);
+  }
+  if (q->log_number != 0) log_.Complete(q->log_number, static_cast<double>(total_us) / 1000.0, "OK");
+  q->done(std::move(response));
+  return true;
+}
+
 void Router::LoadThenDispatch(std::shared_ptr<Query> q, const std::string& variant,
                               const HardwareConfig& hw, int replicas, const std::string& reason) {
+  if (AnsweredFromCache(q)) return;
   VersionPtr v = q->version;
   controller_.EnsureLoaded(v, variant, hw, replicas, reason, /*urgent=*/true,
                            [this, q = std::move(q)](const Status& s, const std::string& worker) mutable {
@@ -691,6 +738,7 @@ std::string Router::ZoneReason(const Query& q) const {
 }
 
 void Router::Dispatch(std::shared_ptr<Query> q, bool retry_on_missing) {
+  if (AnsweredFromCache(q)) return;
   std::shared_ptr<WorkerStub> stub = workers_.Find(q->worker);
   if (!stub) {
     // No worker chosen yet (after a load in a cluster), or it left: one that
@@ -851,6 +899,13 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
   // it, so the routers' histograms add up to the workers'.
   if (q->remote && stats.first_in_batch) q->stats->metrics->RecordBatch(stats.batch_size);
   if (q->log_number != 0) log_.Complete(q->log_number, static_cast<double>(total_us) / 1000.0, "OK");
+  if (!q->cache_key.empty()) {
+    const std::string& model = q->version->config.name;
+    const int64_t evicted_before = response_cache_.StatsFor(model).evictions;
+    response_cache_.Insert(model, q->cache_key, response, q->version->config.response_cache.max_bytes);
+    const ResponseCacheStats now = response_cache_.StatsFor(model);
+    metrics_.SetResponseCache(model, now.bytes, now.entries, now.evictions - evicted_before);
+  }
   q->done(std::move(response));
 }
 

@@ -56,6 +56,7 @@
 #include "router/groups_by_model.h"
 #include "selector/selector.h"
 #include "serving/inference_server.h"
+#include "serving/response_cache.h"
 #include "worker/worker_directory.h"
 
 namespace somm {
@@ -165,6 +166,10 @@ class Router : public InferenceServer {
   // "same zone", "no holder in zone a; cross-zone +1 ms", ...
   std::string ZoneReason(const Query& q) const;
   void Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> result);
+  // Before q first goes to a worker or waits for a load: answers it from
+  // the response cache when its model keeps one and holds this answer
+  // (true), or notes the key under which Finish keeps the answer.
+  bool AnsweredFromCache(const std::shared_ptr<Query>& q);
   Status Prepare(Query& q, InferenceRequest& request);
   void RecordDemand(VersionStats& stats, const Requirements& req);
   // Its number in the decision log (DecisionLog::Complete).
@@ -181,6 +186,10 @@ class Router : public InferenceServer {
   DecisionLog& log_;
   // Measured / profiled batch time per option, for the cost prediction.
   CostCalibration cost_calibration_;
+  // Answers of models whose model.yaml enables it (response_cache), each
+  // model within its own bound; this router's own (a cluster's routers each
+  // keep one).
+  ResponseCache response_cache_;
   GroupsByModel groups_by_model_;  // the store's latest snapshot, by model
   std::atomic<bool> shutting_down_{false};
   mutable SharedMutex stats_mu_;

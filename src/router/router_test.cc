@@ -205,6 +205,52 @@ TEST_F(RouterTest, LoadedModelRunsOnItsGroupAndTheResponseSaysWhatRan) {
   EXPECT_EQ(Arrivals("m"), 1);
 }
 
+// A model whose model.yaml enables the response cache: the second identical
+// query is answered from it (the worker runs nothing, somm_cache_hit), a
+// different input runs, a reload (a new generation) misses, and a model
+// without the setting never hits.
+TEST_F(RouterTest, TheResponseCacheAnswersARepeatedQueryWithoutRunningTheModel) {
+  auto cached = std::make_shared<VersionRecord>(*Model("c"));
+  cached->config.response_cache.enable = true;
+  cached->generation = NextVersionGeneration();
+  VersionPtr v = Publish(cached);
+  worker_.AddGroup(v, kAsRegistered, Cpu1());
+  VersionPtr plain = Publish(Model("p"));
+  worker_.AddGroup(plain, kAsRegistered, Cpu1());
+
+  auto first = Infer("c", X({1, 2}));
+  ASSERT_TRUE(first->get().ok()) << first->get().status().ToString();
+  EXPECT_EQ(first->get()->parameters.count("somm_cache_hit"), 0u);
+  ASSERT_EQ(worker_.executed().size(), 1u);
+  auto second = Infer("c", X({1, 2}));
+  ASSERT_TRUE(second->get().ok()) << second->get().status().ToString();
+  EXPECT_EQ(worker_.executed().size(), 1u) << "a hit must not run the model";
+  const InferenceResponse& hit = *second->get();
+  EXPECT_TRUE(std::get<bool>(hit.parameters.at("somm_cache_hit")));
+  EXPECT_EQ(std::get<std::string>(hit.parameters.at("somm_decision")), "cache");
+  EXPECT_EQ(hit.model_name, "c");
+  EXPECT_EQ(hit.model_version, "1");
+  ASSERT_EQ(hit.outputs.size(), first->get()->outputs.size());
+  EXPECT_EQ(hit.outputs[0].data, first->get()->outputs[0].data);
+  EXPECT_EQ(hit.outputs[0].shape, first->get()->outputs[0].shape);
+
+  Tensor other = X({1, 2});
+  other.data[0] = '\2';
+  ASSERT_TRUE(Infer("c", other)->get().ok());
+  EXPECT_EQ(worker_.executed().size(), 2u) << "another input runs the model";
+
+  // A reload publishes a new generation of version 1: its old answers are
+  // never found again.
+  auto reloaded = std::make_shared<VersionRecord>(*cached);
+  reloaded->generation = NextVersionGeneration();
+  Publish(reloaded);
+  ASSERT_TRUE(Infer("c", X({1, 2}))->get().ok());
+  EXPECT_EQ(worker_.executed().size(), 3u) << "a reload invalidates";
+
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(Infer("p", X({1, 2}))->get().ok());
+  EXPECT_EQ(worker_.executed().size(), 5u) << "a model without response_cache never hits";
+}
+
 // somm_explain "compact": the same facts as one parameter, and none of the
 // per-fact ones; anything but "full" or "compact" is refused.
 TEST_F(RouterTest, ACompactExplanationCarriesTheSameFactsInOneParameter) {

@@ -14,7 +14,8 @@
 // An answer larger than the bound is not kept. InvalidateModel drops a
 // model's entries (a new version, a reload, an unload).
 //
-// Status: the component and its tests; the router does not consult it yet.
+// The router consults it (Router::AnsweredFromCache) before a query goes
+// to a worker or waits for a load, and keeps each answer it finishes.
 //
 // Thread-safety: every method may be called concurrently; one lock (mu_)
 // guards the table and is never held while calling out.
