@@ -28,7 +28,7 @@ class ConfigErrors {
 const std::set<std::string> kTopLevelKeys = {
     "name", "platform", "task", "max_batch_size", "inputs", "outputs", "dynamic_batching",
     "instance_count", "intra_op_threads", "version_policy", "preprocessing", "accuracy",
-    "labels", "description", "owner_tenant", "response_cache"};
+    "labels", "description", "owner_tenant", "response_cache", "warmup"};
 
 template <typename T>
 Status ReadScalar(const YAML::Node& node, const std::string& field, const ConfigErrors& err,
@@ -255,6 +255,35 @@ StatusOr<ModelConfig> ParseModelConfig(const std::string& yaml_text, const std::
       SOMM_RETURN_IF_ERROR(ReadScalar(root["max_batch_size"], "max_batch_size", err, &c.max_batch_size));
       if (c.max_batch_size < 0 || c.max_batch_size > 65536) {
         return err.Field("max_batch_size", "must be between 0 and 65536");
+      }
+    }
+    if (const YAML::Node warmup = root["warmup"]) {
+      if (!warmup.IsMap()) return err.Field("warmup", "expected a map {runs, batch_sizes}");
+      for (const auto& kv : warmup) {
+        const std::string key = kv.first.as<std::string>();
+        if (key != "runs" && key != "batch_sizes") {
+          return err.Field("warmup." + key, "unknown key (runs, batch_sizes)");
+        }
+      }
+      if (warmup["runs"]) {
+        SOMM_RETURN_IF_ERROR(ReadScalar(warmup["runs"], "warmup.runs", err, &c.warmup.runs));
+        if (c.warmup.runs < 0 || c.warmup.runs > 100) {
+          return err.Field("warmup.runs", "must be between 0 and 100");
+        }
+      }
+      if (const YAML::Node sizes = warmup["batch_sizes"]) {
+        if (!sizes.IsSequence() || sizes.size() == 0 || sizes.size() > 16) {
+          return err.Field("warmup.batch_sizes", "expected a list of 1 to 16 batch sizes");
+        }
+        for (size_t i = 0; i < sizes.size(); ++i) {
+          int64_t b = 0;
+          SOMM_RETURN_IF_ERROR(ReadScalar(sizes[i], "warmup.batch_sizes", err, &b));
+          if (b < 1 || (c.max_batch_size > 0 ? b > c.max_batch_size : b > 1)) {
+            return err.Field("warmup.batch_sizes", "batch size " + std::to_string(b) +
+                                                       " is not between 1 and max_batch_size");
+          }
+          c.warmup.batch_sizes.push_back(b);
+        }
       }
     }
     SOMM_RETURN_IF_ERROR(ParseTensorSpecs(root["inputs"], "inputs", err, &c.inputs));

@@ -81,6 +81,14 @@ struct ModelConfig {
     bool enable = false;
     int64_t max_bytes = int64_t{64} << 20;
   } response_cache;
+  // `warmup: {runs: N, batch_sizes: [1, 8]}` (docs/lifecycle.md): what a
+  // loaded instance runs, on zeros of its signature, before it is ready.
+  // runs -1: the backend's default (2, batch 1 only); at least one run
+  // always happens (it checks the signature).
+  struct WarmupConfig {
+    int runs = -1;
+    std::vector<int64_t> batch_sizes;  // empty = {1}
+  } warmup;
 };
 
 // Parses YAML text; `source` names the file in error messages.

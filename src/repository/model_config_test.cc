@@ -113,7 +113,27 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"inputs: [{name: x, datatype: FP32, shape: [1]}]\n"
                 "outputs: [{name: y, datatype: FP32, shape: [1]}]\n"
                 "response_cache: {enable: true, size: 3}",
-                "field 'response_cache.size': unknown key"}));
+                "field 'response_cache.size': unknown key"},
+        BadCase{"max_batch_size: 4\ninputs: [{name: x, datatype: FP32, shape: [1]}]\n"
+                "outputs: [{name: y, datatype: FP32, shape: [1]}]\n"
+                "warmup: {runs: 3, batch_sizes: [1, 8]}",
+                "field 'warmup.batch_sizes': batch size 8 is not between 1 and max_batch_size"},
+        BadCase{"inputs: [{name: x, datatype: FP32, shape: [1]}]\n"
+                "outputs: [{name: y, datatype: FP32, shape: [1]}]\nwarmup: {runs: -2}",
+                "field 'warmup.runs': must be between 0 and 100"}));
+
+TEST(ModelConfigTest, WarmupRunsAndBatchSizes) {
+  const std::string base = "max_batch_size: 8\ninputs: [{name: x, datatype: FP32, shape: [1]}]\n"
+                           "outputs: [{name: y, datatype: FP32, shape: [1]}]\n";
+  auto none = ParseModelConfig(base, "m.yaml");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->warmup.runs, -1);
+  EXPECT_TRUE(none->warmup.batch_sizes.empty());
+  auto set = ParseModelConfig(base + "warmup: {runs: 3, batch_sizes: [1, 8]}", "m.yaml");
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->warmup.runs, 3);
+  EXPECT_EQ(set->warmup.batch_sizes, (std::vector<int64_t>{1, 8}));
+}
 
 TEST(ModelConfigTest, ResponseCacheIsOffUnlessEnabled) {
   const std::string base = "inputs: [{name: x, datatype: FP32, shape: [1]}]\n"

@@ -58,6 +58,10 @@ struct LoadOptions {
   // saturated machine it waits (runtime/torch/torch_threads.h). An urgent
   // load competes at normal priority instead.
   bool urgent = false;
+  // Warm-up before the instance is ready (model.yaml's warmup): runs at each
+  // batch size (-1 runs: the backend's default; empty sizes: batch 1).
+  int warmup_runs = -1;
+  std::vector<int64_t> warmup_batch_sizes;
 };
 
 // How BuildVariant derives a variant's file from the registered model file.

@@ -60,7 +60,14 @@ struct Worker::Slot {
 
 StatusOr<LoadOptions> VariantLoadOptions(const VersionRecord& v, const std::string& variant,
                                          const HardwareConfig& hw) {
-  if (const VariantProfile* p = FindProfile(v, variant)) return LoadOptionsForVariant(v.config, *p, hw);
+  if (const VariantProfile* p = FindProfile(v, variant)) {
+    StatusOr<LoadOptions> lo = LoadOptionsForVariant(v.config, *p, hw);
+    if (lo.ok()) {
+      lo->warmup_runs = v.config.warmup.runs;
+      lo->warmup_batch_sizes = v.config.warmup.batch_sizes;
+    }
+    return lo;
+  }
   if (variant != kAsRegistered) {
     return NotFound("model '" + v.config.name + "' version " + v.version_str +
                     " has no profiled variant '" + variant + "'");
@@ -74,6 +81,8 @@ StatusOr<LoadOptions> VariantLoadOptions(const VersionRecord& v, const std::stri
   lo.max_batch_size = v.config.max_batch_size;
   lo.inputs = v.config.inputs;
   lo.outputs = v.config.outputs;
+  lo.warmup_runs = v.config.warmup.runs;
+  lo.warmup_batch_sizes = v.config.warmup.batch_sizes;
   return lo;
 }
 
