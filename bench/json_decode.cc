@@ -18,26 +18,9 @@
 
 #include "frontend/http/fast_infer_json.h"
 #include "frontend/http/oip_json.h"
+#include "median_us.h"
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// Median over `rounds` of the mean µs per call in a round of `calls` calls.
-template <typename F>
-double MedianUs(F call, int rounds, int calls) {
-  std::vector<double> means;
-  call();  // warm: first-touch of buffers, the thread's parser
-  for (int r = 0; r < rounds; ++r) {
-    const auto t0 = Clock::now();
-    for (int i = 0; i < calls; ++i) call();
-    means.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / calls);
-  }
-  std::sort(means.begin(), means.end());
-  return means[means.size() / 2];
-}
-
-}  // namespace
+using somm::bench::MedianUs;
 
 int main(int argc, char** argv) {
   int rounds = 7;

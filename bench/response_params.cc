@@ -19,23 +19,11 @@
 #include "frontend/grpc/grpc_codec.h"
 #include "frontend/http/oip_json.h"
 #include "proto/inference.pb.h"
+#include "median_us.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-template <typename F>
-double MedianUs(F call, int rounds, int calls) {
-  std::vector<double> means;
-  call();
-  for (int r = 0; r < rounds; ++r) {
-    const auto t0 = Clock::now();
-    for (int i = 0; i < calls; ++i) call();
-    means.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / calls);
-  }
-  std::sort(means.begin(), means.end());
-  return means[means.size() / 2];
-}
+using somm::bench::MedianUs;
 
 somm::InferenceResponse Answer() {
   somm::InferenceResponse r;
