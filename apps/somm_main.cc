@@ -58,6 +58,15 @@ int main(int argc, char** argv) {
                         "Managed runtime: autoscale replicas and variants, evict, load on demand "
                         "(false = static provisioning: the configured instances only)")
       ->capture_default_str();
+  serve_cmd->add_option("--model-control-mode", serve.model_control_mode,
+                        "none, or poll: watch the repository, load new and changed models, "
+                        "unload removed ones (--repository-poll-secs)")
+      ->check(CLI::IsMember({"none", "poll"}))
+      ->capture_default_str();
+  serve_cmd->add_option("--repository-poll-secs", serve.repository_poll_secs,
+                        "How often --model-control-mode poll scans the repository")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
   serve_cmd->add_option("--explain", serve.explain,
                         "How answers explain somm's choice: full (one somm_* parameter per fact) "
                         "or compact (one 'somm' parameter; cheaper to encode); a query may ask "
@@ -320,6 +329,14 @@ int main(int argc, char** argv) {
   controller_cmd->add_option("--leader-lease-ms", ctl.leader_lease_ms, "Leader lease TTL")->capture_default_str();
   controller_cmd->add_option("--control-tick-ms", ctl.control_tick_ms, "Control loop period")->capture_default_str();
   controller_cmd->add_option("--managed", ctl.managed, "Autoscale, evict and load on demand (false = static)")->capture_default_str();
+  controller_cmd->add_option("--model-control-mode", ctl.model_control_mode,
+                             "As somm serve's: poll = the leader watches the repository")
+      ->check(CLI::IsMember({"none", "poll"}))
+      ->capture_default_str();
+  controller_cmd->add_option("--repository-poll-secs", ctl.repository_poll_secs,
+                             "How often the leader scans the repository in poll mode")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
   controller_cmd->add_option("--idle-unload-s", ctl.idle_unload_s, "Seconds idle before a model's instances go (0 = default)")->capture_default_str();
   controller_cmd->add_option("--device", ctl.device, "Where configured instances run: auto, cpu or cuda:N")->capture_default_str();
   controller_cmd->add_option("--wait-for-workers-s", ctl.wait_for_workers_s, "How long a new leader waits for a first worker")->capture_default_str();

@@ -37,6 +37,9 @@ const std::map<std::string, Takers>& ServeFlags() {
       {"--log-level", {true, true, true}},
       // Keys are checked where calls come in: the router.
       {"--auth", {true, false, false}},
+      // The leader controller watches the shared repository.
+      {"--model-control-mode", {false, true, false}},
+      {"--repository-poll-secs", {false, true, false}},
   };
   return flags;
 }

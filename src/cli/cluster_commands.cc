@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "auth/guard.h"
+#include "repository/repository_poller.h"
 #include "cli/commands.h"
 #include "cli/device_flag.h"
 #include "cluster_rpc/control_service.h"
@@ -868,9 +869,22 @@ int RunController(const ControllerProcessOptions& o) {
   Ticker scaler(std::chrono::milliseconds(co.control_tick_ms), [&] {
     if (scaling && leader && started && !lost) scaling->Tick();
   });
+  // --model-control-mode poll: the leader watches the shared repository; the
+  // routers follow through the catalog it publishes each lease tick.
+  std::unique_ptr<RepositoryPoller> poller;
+  if (o.model_control_mode == "poll") {
+    RepositoryPollerOptions po;
+    po.repository = o.model_repository;
+    po.period = std::chrono::milliseconds(static_cast<int64_t>(o.repository_poll_secs * 1000));
+    po.load = [&controller](const std::string& m) { return controller.LoadModel(m); };
+    po.unload = [&controller](const std::string& m) { return controller.UnloadModel(m); };
+    po.active = [&] { return leader && started && !lost; };
+    poller = std::make_unique<RepositoryPoller>(std::move(po));
+  }
 
   const char* why = WaitForStop(&stop);
   spdlog::info("controller {}: {}: stopping", id, why);
+  if (poller) poller->Stop();
   scaler.Stop();
   leadership.Stop();
   if (startup && startup->joinable()) startup->join();

@@ -36,6 +36,10 @@ struct ServeOptions {
   // --explain: "full" (one parameter per fact) or "compact" (one `somm`
   // parameter); RouterOptions::compact_explanation.
   std::string explain = "full";
+  // --model-control-mode none|poll, --repository-poll-secs (Triton's names):
+  // poll watches the repository (repository/repository_poller.h).
+  std::string model_control_mode = "none";
+  double repository_poll_secs = 5;
   int control_tick_ms = 1000;
   double memory_budget_mb = 0;    // 0 = a fraction of the memory available at start
   double idle_unload_s = 0;      // 0 = the autoscaler's default
@@ -112,6 +116,8 @@ struct ControllerProcessOptions {
   std::string controller_id;          // "" = hostname-port
   int leader_lease_ms = 3000;
   int control_tick_ms = 1000;
+  std::string model_control_mode = "none";  // as somm serve's
+  double repository_poll_secs = 5;
   bool managed = true;
   double idle_unload_s = 0;
   std::string device = "auto";

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "auth/guard.h"
+#include "repository/repository_poller.h"
 #include "cli/commands.h"
 #include "cli/device_flag.h"
 #include "crypto/tls_stream.h"
@@ -161,8 +162,22 @@ int RunServe(const ServeOptions& options) {
   }
   std::fflush(stdout);
 
+  // --model-control-mode poll: the repository is watched (docs/lifecycle.md).
+  std::unique_ptr<RepositoryPoller> poller;
+  if (options.model_control_mode == "poll") {
+    RepositoryPollerOptions po;
+    po.repository = options.model_repository;
+    po.period = std::chrono::milliseconds(static_cast<int64_t>(options.repository_poll_secs * 1000));
+    po.load = [&manager](const std::string& m) { return manager.LoadModel(m); };
+    po.unload = [&manager](const std::string& m) { return manager.UnloadModel(m); };
+    poller = std::make_unique<RepositoryPoller>(std::move(po));
+    spdlog::info("watching {} every {} s (--model-control-mode poll)", options.model_repository,
+                 options.repository_poll_secs);
+  }
+
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
+  if (poller) poller->Stop();
   spdlog::info("received {}; refusing new queries and finishing those in flight",
                signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
   // Frontends first: they stop accepting and wait for their calls in flight,
