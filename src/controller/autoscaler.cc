@@ -171,15 +171,23 @@ Action MakeAction(Action::Kind kind, const GroupState& g, std::string reason,
 // a screen.
 class Tick {
  public:
-  Tick(const ClusterState& state, const AutoscalerMemory& memory, TimePoint now,
+  Tick(const ClusterState& state, AutoscalerMemory memory, TimePoint now,
        const AutoscalerConfig& config)
       : state_(state), now_(now), config_(config) {
-    out_.memory = memory;
+    out_.memory = std::move(memory);
     proj_.devices = state.devices;
     proj_.Init(state.groups);
+    // A version's options come one after another (AppendOptions): its key
+    // is looked up once, not once per option (tens of thousands per tick).
+    std::vector<size_t>* mine = nullptr;
+    const VariantOption* previous = nullptr;
     for (size_t i = 0; i < state.options.size(); ++i) {
       const VariantOption& o = state.options[i];
-      options_by_key_[Key(o.model, o.version)].push_back(i);
+      if (previous == nullptr || o.model != previous->model || o.version != previous->version) {
+        mine = &options_by_key_[Key(o.model, o.version)];
+      }
+      mine->push_back(i);
+      previous = &o;
     }
   }
 
@@ -205,7 +213,8 @@ class Tick {
     double observed = 0;
     double demand = 0;     // rule 3
     double peak = 0;       // max(demand, the window's highest observed rate)
-    std::string summary;   // "demand ... is 85% of capacity ... (ts-fp32@cpu1 x1)"
+    double forecast = 0;   // Forecast() over horizon_s
+    double horizon_s = 0;
     std::string slo_note;  // set when serving best effort
     double Capacity() const { return managed_qps + pinned_qps; }
     double Utilisation(double qps) const {
@@ -216,6 +225,10 @@ class Tick {
 
   void Scale(View& view);
   Assessment Assess(const View& view, const std::vector<Eligible>& eligible) const;
+  // "demand ... is 85% of capacity ... (ts-fp32@cpu1 x1)": worded only when
+  // a note or an action carries it (most models change nothing in a tick,
+  // and wording thousands of them per tick cost more than deciding).
+  std::string Summary(const View& view, const Assessment& a) const;
   void ScaleUp(View& view, const std::vector<Eligible>& eligible, const Assessment& now);
   void ScaleDown(View& view, const std::vector<Eligible>& eligible, const Assessment& now);
   std::vector<Eligible> EligibleOptions(const View& view, bool* best_effort) const;
@@ -280,7 +293,8 @@ std::vector<Tick::View> Tick::Views() const {
 void Tick::UpdateForecasts(std::vector<View>& views, double dt) {
   std::map<std::string, ModelMemory> kept;
   for (const View& v : views) {
-    ModelMemory m = out_.memory.models[v.key];
+    // Moved out: the whole table is replaced by `kept` below.
+    ModelMemory m = std::move(out_.memory.models[v.key]);
     m.holt = Update(m.holt, v.demand.rate_qps, dt, config_.holt);
     // A monotonic queue: a sample that a later, higher one outlives can never
     // be the maximum again.
@@ -290,7 +304,7 @@ void Tick::UpdateForecasts(std::vector<View>& views, double dt) {
            m.window.size() > 1) {
       m.window.erase(m.window.begin());
     }
-    kept[v.key] = m;
+    kept[v.key] = std::move(m);
     if (v.demand.rate_qps > 0) proj_.MarkBusy(v.key);
   }
   // Models with neither demand nor groups are forgotten.
@@ -611,14 +625,19 @@ Tick::Assessment Tick::Assess(const View& view, const std::vector<Eligible>& eli
   a.observed = view.demand.rate_qps;
   a.demand = std::max(a.observed, forecast);
   a.peak = std::max(a.demand, mem.window.empty() ? 0.0 : mem.window.front().qps);
+  a.forecast = forecast;
+  a.horizon_s = horizon_s;
+  return a;
+}
+
+std::string Tick::Summary(const View& view, const Assessment& a) const {
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 "demand %.1f q/s (observed %.1f, forecast %.1f in %.1f s) is %s of capacity %.1f "
                 "q/s (%s%s)",
-                a.demand, a.observed, forecast, horizon_s, Pct(a.Utilisation(a.demand)).c_str(),
+                a.demand, a.observed, a.forecast, a.horizon_s, Pct(a.Utilisation(a.demand)).c_str(),
                 a.Capacity(), Describe(view).c_str(), view.pinned.empty() ? "" : " + pinned");
-  a.summary = buf;
-  return a;
+  return buf;
 }
 
 void Tick::Scale(View& view) {
@@ -664,7 +683,7 @@ void Tick::ScaleUp(View& view, const std::vector<Eligible>& eligible, const Asse
                          SameOption(proj_.groups[view.managed[0]], state_.options[t->option]) &&
                          proj_.groups[view.managed[0]].replicas == t->replicas;
   if (!t || unchanged || (t->short_of_demand && t->replicas * t->capacity.qps <= now.managed_qps)) {
-    out_.notes.push_back(view.key + ": " + now.summary + ", above high watermark " +
+    out_.notes.push_back(view.key + ": " + Summary(view, now) + ", above high watermark " +
                          Pct(config_.high_watermark) + ", but no larger configuration fits" +
                          (t && t->short_of_demand ? ": " + t->limits : ""));
     return;
@@ -674,7 +693,7 @@ void Tick::ScaleUp(View& view, const std::vector<Eligible>& eligible, const Asse
   const std::string tag = (preload ? "preload " : "") +
                           ChangeTag(proj_.groups, view.managed, state_.options[t->option], true);
   Apply(view, *t, tag,
-        now.summary + ", above high watermark " + Pct(config_.high_watermark) + now.slo_note);
+        Summary(view, now) + ", above high watermark " + Pct(config_.high_watermark) + now.slo_note);
 }
 
 // Rule 5, down: only after the hysteresis, and only to something better.
@@ -686,12 +705,16 @@ void Tick::ScaleDown(View& view, const std::vector<Eligible>& eligible, const As
       view.managed.empty()) {
     return;
   }
-  const std::string why =
-      now.summary + ", below low watermark " + Pct(config_.low_watermark) + " for " +
-      std::to_string(mem.low_ticks) + " ticks, " + Fmt("%.0f s", since_s) +
-      " since the last change (cooldown " + Fmt("%.0f s", config_.scale_down_cooldown_s) +
-      "), peak " + Qps(now.peak) + " in the last " + Fmt("%.0f s", config_.scale_down_window_s);
+  // Worded only for an action (see Summary).
+  auto wording = [&] {
+    return Summary(view, now) + ", below low watermark " + Pct(config_.low_watermark) + " for " +
+           std::to_string(mem.low_ticks) + " ticks, " + Fmt("%.0f s", since_s) +
+           " since the last change (cooldown " + Fmt("%.0f s", config_.scale_down_cooldown_s) +
+           "), peak " + Qps(now.peak) + " in the last " +
+           Fmt("%.0f s", config_.scale_down_window_s);
+  };
   if (!view.pinned.empty() && now.peak <= now.pinned_qps * config_.target_utilization) {
+    const std::string why = wording();
     for (size_t i : view.managed) {
       out_.actions.push_back(MakeAction(Action::kUnload, proj_.groups[i],
                                         "scale down: pinned groups carry the demand; " + why,
@@ -710,14 +733,14 @@ void Tick::ScaleDown(View& view, const std::vector<Eligible>& eligible, const As
                       (std::abs(t->cost - now.cost) <= kCostEpsilon && accuracy > now.accuracy);
   if (!better) return;
   Apply(view, *t, ChangeTag(proj_.groups, view.managed, state_.options[t->option], false),
-        why + ", cost " + PerHour(now.cost) + " -> " + PerHour(t->cost) + now.slo_note);
+        wording() + ", cost " + PerHour(now.cost) + " -> " + PerHour(t->cost) + now.slo_note);
 }
 
 }  // namespace
 
-AutoscalerDecision Decide(const ClusterState& state, const AutoscalerMemory& memory, TimePoint now,
+AutoscalerDecision Decide(const ClusterState& state, AutoscalerMemory memory, TimePoint now,
                           const AutoscalerConfig& config) {
-  return Tick(state, memory, now, config).Run();
+  return Tick(state, std::move(memory), now, config).Run();
 }
 
 std::optional<ReplicaCapacity> CapacityOf(const VariantOption& option, double latency_slo_ms,

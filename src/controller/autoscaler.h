@@ -122,7 +122,9 @@ struct AutoscalerDecision {
   std::vector<std::string> notes;  // models left alone, and why
 };
 
-AutoscalerDecision Decide(const ClusterState& state, const AutoscalerMemory& memory, TimePoint now,
+// `memory` by value: a caller done with its own moves it in (it holds every
+// model's window, thousands at scale).
+AutoscalerDecision Decide(const ClusterState& state, AutoscalerMemory memory, TimePoint now,
                           const AutoscalerConfig& config = {});
 
 // One replica's sustainable throughput under a latency SLO (rule 2).

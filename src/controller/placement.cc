@@ -76,6 +76,9 @@ DevicePlan PlanDevice(const ClusterState& state, size_t d, const std::vector<siz
   DevicePlan plan;
   plan.device = d;
   plan.free_now = dev.budget_bytes - dev.used_bytes;
+  // Victims are valued only on a device short of room (most devices of a
+  // large cluster are not); the counts are kept either way.
+  const bool short_of_room = plan.free_now < bytes_needed;
   std::vector<EvictionVictim> pool;
   for (size_t i : groups) {
     const GroupState& g = state.groups[i];
@@ -87,12 +90,12 @@ DevicePlan PlanDevice(const ClusterState& state, size_t d, const std::vector<siz
     } else if (g.queued > 0 || g.executing > 0) {
       ++plan.busy;
     } else if (GroupBytes(g) > 0) {
-      pool.push_back({i, GroupBytes(g), EvictionValue(g, now, options), ""});
+      if (short_of_room) pool.push_back({i, GroupBytes(g), EvictionValue(g, now, options), ""});
       plan.evictable += GroupBytes(g);
+      ++plan.evictable_groups;
     }
   }
-  plan.evictable_groups = pool.size();
-  if (plan.free_now >= bytes_needed) {
+  if (!short_of_room) {
     plan.feasible = true;
     plan.free_after = plan.free_now - bytes_needed;
     return plan;
@@ -173,6 +176,8 @@ struct Plans {
 void PlanOn(const ClusterState& state, const std::vector<size_t>& devices,
             const std::vector<size_t>& groups, int64_t bytes_needed, const std::string& wanted,
             TimePoint now, const PlacementOptions& options, Plans* out) {
+  out->plans.clear();  // a reused Plans keeps its capacity
+  out->best = nullptr;
   for (size_t d : devices) {
     if (DeviceMatches(state.devices[d].name, wanted)) {
       out->plans.push_back(PlanDevice(state, d, groups, bytes_needed, now, options));
@@ -277,18 +282,24 @@ StatusOr<PlacementDecision> PlaceAcrossWorkers(const ClusterState& state, int64_
     bool no_victims = true;
     double lost_reload_ms = 0;
     int64_t free_after = 0;
-    uint64_t hash = 0;
   };
-  auto better = [](const Option& a, const Option& b) {
+  // The rendezvous hash of (key, worker) breaks ties only: computed when
+  // one needs it, once per worker (a string per worker per placement, else).
+  std::vector<std::optional<uint64_t>> hashes(workers.size());
+  auto hash = [&](size_t k) {
+    if (!hashes[k]) hashes[k] = std::hash<std::string>{}(key + "@" + *workers[k].id);
+    return *hashes[k];
+  };
+  auto better = [&hash](const Option& a, const Option& b) {
     if (a.no_victims != b.no_victims) return a.no_victims;
     if (a.lost_reload_ms != b.lost_reload_ms) return a.lost_reload_ms < b.lost_reload_ms;
     if (a.free_after != b.free_after) return a.free_after > b.free_after;
-    return a.hash > b.hash;
+    return hash(a.worker) > hash(b.worker);
   };
   std::optional<Option> best;
+  Plans plans;
   for (size_t k = 0; k < workers.size(); ++k) {
     const Worker& w = workers[k];
-    Plans plans;
     PlanOn(state, w.devices, w.groups, bytes_needed, wanted, now, options, &plans);
     if (plans.best == nullptr) continue;
     Option o;
@@ -298,7 +309,6 @@ StatusOr<PlacementDecision> PlaceAcrossWorkers(const ClusterState& state, int64_
       o.lost_reload_ms += v.value * static_cast<double>(v.bytes) / kMiB;
     }
     o.free_after = plans.best->free_after;
-    o.hash = std::hash<std::string>{}(key + "@" + *w.id);
     if (!best || better(o, *best)) best = o;
   }
   if (!best) {
@@ -336,6 +346,13 @@ std::vector<Action> EvictionActions(const ClusterState& state, const PlacementDe
     actions.push_back(std::move(a));
   }
   return actions;
+}
+
+bool HasLabel(const GroupState& g, const std::string& label) {
+  // A label starts with "<model>:" (GroupLabel): other models fail here.
+  const size_t n = g.model.size();
+  if (label.size() <= n || label[n] != ':' || label.compare(0, n, g.model) != 0) return false;
+  return GroupLabel(g) == label;
 }
 
 ClusterState PoolWorkers(const ClusterState& state) {
@@ -387,16 +404,20 @@ SpreadDecision SpreadReplicas(const ClusterState& state, const std::string& labe
     uint64_t hash = 0;
   };
   std::vector<Worker> workers;
-  auto find = [&workers](const std::string& id) -> Worker& {
-    for (Worker& w : workers) {
-      if (w.share.worker == id) return w;
+  // In order of first sight; found through an index (a scan of `workers`
+  // per device was quadratic in the workers).
+  std::unordered_map<std::string_view, size_t> at;
+  at.reserve(state.devices.size());
+  auto find = [&workers, &at](const std::string& id) -> Worker& {
+    auto [it, fresh] = at.try_emplace(id, workers.size());
+    if (fresh) {
+      workers.push_back({});
+      workers.back().share.worker = id;
     }
-    workers.push_back({});
-    workers.back().share.worker = id;
-    return workers.back();
+    return workers[it->second];
   };
   for (const GroupState& g : state.groups) {
-    if (GroupLabel(g) != label) continue;
+    if (!HasLabel(g, label)) continue;
     Worker& w = find(g.worker);
     w.holder = true;
     w.share.have += g.replicas;

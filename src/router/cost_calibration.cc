@@ -30,7 +30,9 @@ void CostCalibration::Add(Differences& d, double difference, TimePoint now) cons
   if (!Counts(d, now)) return;
   // At most `window` doubles: a selection per finished batch costs less
   // than the response's JSON.
-  std::vector<double> sorted = d.ring;
+  // (Into a buffer kept per thread: this runs for every batch.)
+  thread_local std::vector<double> sorted;
+  sorted.assign(d.ring.begin(), d.ring.end());
   const double q = std::clamp(options_.quantile, 0.0, 1.0);
   const size_t at = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size() - 1)));
   std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(at), sorted.end());

@@ -12,9 +12,11 @@ std::vector<cluster::GroupState> GroupsByModel::Of(
     MutexLock lock(&mu_);
     if (indexed_ != snapshot || !index_) {
       auto built = std::make_shared<Index>();
+      built->reserve(snapshot->groups.size());
       for (size_t i = 0; i < snapshot->groups.size(); ++i) {
-        (*built)[snapshot->groups[i].model].push_back(i);
+        built->emplace_back(snapshot->groups[i].model, i);
       }
+      std::sort(built->begin(), built->end());
       indexed_ = snapshot;
       index_ = std::move(built);
     }
@@ -26,8 +28,10 @@ std::vector<cluster::GroupState> GroupsByModel::Of(
         models.begin() + static_cast<std::ptrdiff_t>(m)) {
       continue;  // named twice (two versions of one model)
     }
-    auto it = index->find(models[m]);
-    if (it != index->end()) picked.insert(picked.end(), it->second.begin(), it->second.end());
+    const std::string_view model = models[m];
+    auto from = std::lower_bound(index->begin(), index->end(), model,
+                                 [](const auto& e, std::string_view m) { return e.first < m; });
+    for (; from != index->end() && from->first == model; ++from) picked.push_back(from->second);
   }
   std::sort(picked.begin(), picked.end());
   std::vector<cluster::GroupState> out;

@@ -11,7 +11,8 @@
 
 #include <memory>
 #include <string>
-#include <unordered_map>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cluster/cluster_state.h"
@@ -27,7 +28,11 @@ class GroupsByModel {
                                       const std::vector<std::string>& models);
 
  private:
-  using Index = std::unordered_map<std::string, std::vector<size_t>>;
+  // (model, position) of every group, sorted: one allocation per snapshot
+  // (a hash map of vectors cost thousands, at a new snapshot every few
+  // milliseconds of a busy cluster). The views point into the snapshot the
+  // index was built from, which every lookup holds.
+  using Index = std::vector<std::pair<std::string_view, size_t>>;
   Mutex mu_;
   std::shared_ptr<const cluster::ClusterState> indexed_ SOMM_GUARDED_BY(mu_);
   std::shared_ptr<const Index> index_ SOMM_GUARDED_BY(mu_);

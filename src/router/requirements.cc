@@ -1,8 +1,8 @@
 #include "router/requirements.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
-#include <sstream>
 
 namespace somm {
 
@@ -54,12 +54,19 @@ StatusOr<Requirements> ParseRequirements(const Parameters& p, bool* any) {
 }
 
 std::string DescribeRequirements(const Requirements& r) {
-  std::ostringstream out;
-  if (r.min_accuracy) out << "min_accuracy=" << *r.min_accuracy << " ";
-  if (r.latency_slo_ms) out << "latency_slo_ms=" << *r.latency_slo_ms << " ";
-  if (r.max_cost_usd) out << "max_cost=" << *r.max_cost_usd << " ";
-  if (r.best_effort) out << "best_effort ";
-  std::string s = out.str();
+  // %g is how a stream writes a double by default (precision 6); snprintf
+  // because this runs for every query with requirements, and a stream's
+  // construction cost more than the rest of the description.
+  std::string s;
+  char buf[64];
+  auto add = [&](const char* key, double value) {
+    std::snprintf(buf, sizeof buf, "%s=%g ", key, value);
+    s += buf;
+  };
+  if (r.min_accuracy) add("min_accuracy", *r.min_accuracy);
+  if (r.latency_slo_ms) add("latency_slo_ms", *r.latency_slo_ms);
+  if (r.max_cost_usd) add("max_cost", *r.max_cost_usd);
+  if (r.best_effort) s += "best_effort ";
   if (!s.empty()) s.pop_back();
   return s.empty() ? "none" : s;
 }

@@ -280,9 +280,16 @@ namespace somm {
 SelectorState CandidatesFrom(const cluster::ClusterState& state, const Requirements& req,
                              bool loaded_only, std::vector<size_t>* origins,
                              const RouterZone& where) {
+  return CandidatesFrom(state.groups, state.options, req, loaded_only, origins, where);
+}
+
+SelectorState CandidatesFrom(const std::vector<cluster::GroupState>& groups,
+                             const std::vector<cluster::VariantOption>& options,
+                             const Requirements& req, bool loaded_only,
+                             std::vector<size_t>* origins, const RouterZone& where) {
   SelectorState out;
-  for (size_t i = 0; i < state.options.size(); ++i) {
-    const cluster::VariantOption& o = state.options[i];
+  for (size_t i = 0; i < options.size(); ++i) {
+    const cluster::VariantOption& o = options[i];
     if (req.model.empty() ? o.task != req.task : o.model != req.model) continue;
     Candidate c;
     c.variant_id = o.model + ":" + std::to_string(o.version) + ":" + o.variant;
@@ -296,7 +303,7 @@ SelectorState CandidatesFrom(const cluster::ClusterState& state, const Requireme
     c.max_batch_size = std::max<int64_t>(o.max_batch, 1);
     bool loaded = false;
     bool near = where.zone.empty();
-    for (const cluster::GroupState& g : state.groups) {
+    for (const cluster::GroupState& g : groups) {
       if (g.model == o.model && g.version == o.version && g.variant == o.variant &&
           g.hardware == o.hardware && !g.loading && !g.instances.empty()) {
         c.instances.insert(c.instances.end(), g.instances.begin(), g.instances.end());

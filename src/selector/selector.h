@@ -97,6 +97,12 @@ struct RouterZone {
 SelectorState CandidatesFrom(const cluster::ClusterState& state, const Requirements& req,
                              bool loaded_only, std::vector<size_t>* origins = nullptr,
                              const RouterZone& where = {});
+// The same over groups and options held apart (the router's options are
+// shared rows it does not copy per query).
+SelectorState CandidatesFrom(const std::vector<cluster::GroupState>& groups,
+                             const std::vector<cluster::VariantOption>& options,
+                             const Requirements& req, bool loaded_only,
+                             std::vector<size_t>* origins = nullptr, const RouterZone& where = {});
 
 enum class DecisionOutcome { kLoadedInstance, kNeedsLoad, kBestEffort };
 const char* DecisionOutcomeName(DecisionOutcome outcome);

@@ -33,6 +33,7 @@ void SimulatedStore::PutDemand(const std::string& router,
   MutexLock lock(&mu_);
   demand_[router] = std::move(demand);
   dirty_ = true;
+  demand_dirty_ = true;
   ++generation_;
 }
 
@@ -40,8 +41,13 @@ std::shared_ptr<const cluster::ClusterState> SimulatedStore::Read() const {
   MutexLock lock(&mu_);
   const auto now = loop_.Now();
   if (dirty_ && (rebuilds_ == 0 || now - built_at_ >= options_.view_lag)) {
-    snapshot_ =
-        std::make_shared<const cluster::ClusterState>(cluster::MergeClusterState(workers_, demand_));
+    if (demand_dirty_) {
+      merged_demand_ = cluster::MergeClusterState({}, demand_).demand;
+      demand_dirty_ = false;
+    }
+    auto built = std::make_shared<cluster::ClusterState>(cluster::MergeClusterState(workers_, {}));
+    built->demand = merged_demand_;
+    snapshot_ = std::move(built);
     dirty_ = false;
     built_at_ = now;
     ++rebuilds_;

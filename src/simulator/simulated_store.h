@@ -58,6 +58,11 @@ class SimulatedStore : public cluster::ClusterStateStore {
   std::map<std::string, std::vector<cluster::ModelDemand>> demand_ SOMM_GUARDED_BY(mu_);
   mutable std::shared_ptr<const cluster::ClusterState> snapshot_ SOMM_GUARDED_BY(mu_);
   mutable bool dirty_ SOMM_GUARDED_BY(mu_) = false;
+  // The routers' demand merged, as MergeClusterState merges it: redone only
+  // after a PutDemand (once per control tick), not on every rebuild after a
+  // worker's report (thousands of models' rows each time).
+  mutable std::vector<cluster::ModelDemand> merged_demand_ SOMM_GUARDED_BY(mu_);
+  mutable bool demand_dirty_ SOMM_GUARDED_BY(mu_) = false;
   mutable EventLoop::TimePoint built_at_ SOMM_GUARDED_BY(mu_){};
   mutable int64_t rebuilds_ SOMM_GUARDED_BY(mu_) = 0;
   uint64_t generation_ SOMM_GUARDED_BY(mu_) = 0;
