@@ -185,6 +185,35 @@ int main(int argc, char** argv) {
   tasks_cmd->add_option("--protocol,-i", tasks.client.protocol, "http or grpc")
       ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
 
+  somm::RolloutOptions rollout;
+  auto* rollout_cmd = app.add_subcommand(
+      "rollout", "Start, step, promote or roll back a model's canary version, or show it: the "
+                 "canary takes a share of the model's unversioned queries (or shadows them) and "
+                 "somm promotes it step by step, or rolls it back when it is worse");
+  rollout_cmd->add_option("model", rollout.model, "The model")->required();
+  rollout_cmd->add_option("--version", rollout.version, "Start a canary of this version");
+  rollout_cmd->add_option("--percent", rollout.percent,
+                          "With --version: its first share (default: the first step; shadow 100)")
+      ->check(CLI::Range(0, 100));
+  rollout_cmd->add_flag("--shadow", rollout.shadow,
+                        "With --version: mirror queries to it and compare, clients get the stable "
+                        "answers; goes live at the first step once it agrees");
+  rollout_cmd->add_option("--steps", rollout.steps, "With --version: shares to advance through, "
+                                                    "ending at 100 (default 10,25,50,100)");
+  rollout_cmd->add_flag("--manual", rollout.manual,
+                        "With --version: hold at --percent until told (still rolled back when "
+                        "worse)");
+  rollout_cmd->add_flag("--promote", rollout.promote, "Promote the canary to 100% now");
+  rollout_cmd->add_flag("--rollback", rollout.rollback, "Roll the canary back now");
+  rollout_cmd->add_option("--set-percent", rollout.set_percent, "Set the canary's share now")
+      ->check(CLI::Range(0, 100));
+  rollout_cmd->add_option("--reason", rollout.reason, "Words kept in the rollout's history");
+  rollout_cmd->add_flag("--json", rollout.json, "Print the rollout as JSON");
+  rollout_cmd->add_option("--url,-u", rollout.client.url, "host:port of the server")
+      ->capture_default_str();
+  rollout_cmd->add_option("--protocol,-i", rollout.client.protocol, "http or grpc")
+      ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
+
   somm::StatusOptions status;
   auto* status_cmd = app.add_subcommand(
       "status", "Show models, instances per worker, load, SLO attainment and recent control "
@@ -376,6 +405,7 @@ int main(int argc, char** argv) {
                           std::pair{variants_cmd, &variants.client.tls},
                           std::pair{decisions_cmd, &decisions.client.tls},
                           std::pair{tasks_cmd, &tasks.client.tls},
+                          std::pair{rollout_cmd, &rollout.client.tls},
                           std::pair{models_cmd, &models.tls}}) {
     cmd->add_option("--tls-ca", tls->ca_file, "gRPC over TLS: the CA (PEM) of the server's certificate")
         ->check(CLI::ExistingFile);
@@ -406,6 +436,7 @@ int main(int argc, char** argv) {
   if (variants_cmd->parsed()) return somm::RunVariants(variants);
   if (decisions_cmd->parsed()) return somm::RunDecisions(decisions);
   if (tasks_cmd->parsed()) return somm::RunTasks(tasks);
+  if (rollout_cmd->parsed()) return somm::RunRollout(rollout);
   if (status_cmd->parsed()) return somm::RunStatus(status);
   if (models_cmd->parsed()) return somm::RunModels(models);
   if (keys_cmd->parsed()) return somm::RunKeys(*keys_cmd, keys);

@@ -50,6 +50,21 @@ std::vector<float> TorchReference(const std::string& model_file,
   return std::vector<float>(y.data_ptr<float>(), y.data_ptr<float>() + y.numel());
 }
 
+void SaveShiftedClassifier(const std::string& model_file, const std::string& out_file) {
+  torch::NoGradGuard no_grad;
+  auto module = torch::jit::load(model_file);
+  int rolled = 0;
+  for (const auto& p : module.named_parameters(/*recurse=*/true)) {
+    if (p.value.dim() >= 1 && p.value.size(0) == 10) {
+      p.value.copy_(torch::roll(p.value.clone(), 1, 0));
+      ++rolled;
+    }
+  }
+  if (rolled == 0) throw std::runtime_error(model_file + ": no [10, ...] parameter to roll");
+  fs::create_directories(fs::path(out_file).parent_path());
+  module.save(out_file);
+}
+
 namespace {
 
 void WriteFile(const fs::path& p, const std::string& text) {

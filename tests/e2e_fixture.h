@@ -34,6 +34,11 @@ HeldOutDigits LoadHeldOutDigits(const std::string& demo_repo);
 std::vector<float> TorchReference(const std::string& model_file,
                                   const std::vector<std::vector<float>>& batch);
 
+// Writes a copy of a classifier (TorchScript, its last layer [10, h] and
+// [10]) whose output rows are rolled by one: same signature, same speed,
+// every answer one class off. A version that answers wrong.
+void SaveShiftedClassifier(const std::string& model_file, const std::string& out_file);
+
 // Builds the test repository (a fresh folder per process and tag) and returns its path.
 std::string MakeTestRepository(const std::string& demo_repo, const std::string& tag = "main");
 

@@ -25,8 +25,6 @@ NOT_IN_SERVE = {
     "somm_workers": "the controller of a cluster, with a worker provisioner (`somm controller --provisioner`)",
     "somm_workers_desired": "the controller of a cluster, with a worker provisioner (`somm controller --provisioner`)",
     "somm_worker_scale_steps_total": "the controller of a cluster, with a worker provisioner, once it has taken a step",
-    "somm_canary_rollbacks_total": "contract only: the canary rollout is not built yet; it is to count each "
-                                   "rollback of a model's canary version, labelled model",
     "somm_response_cache_hits_total": "only for a model whose model.yaml enables response_cache (none of the demo's does)",
     "somm_response_cache_misses_total": "only for a model whose model.yaml enables response_cache (none of the demo's does)",
     "somm_response_cache_evictions_total": "only for a model whose model.yaml enables response_cache (none of the demo's does)",
@@ -38,7 +36,6 @@ NOT_IN_SERVE_TYPES = {
     "somm_workers_desired": ("gauge", "Workers the worker scaler wants", ""),
     "somm_worker_scale_steps_total": ("counter", "Workers the worker scaler asked for (out) or drained (in), by reason",
                                       "direction, reason"),
-    "somm_canary_rollbacks_total": ("counter", "Canary versions rolled back", "model"),
     "somm_response_cache_hits_total": ("counter", "Queries answered from the router's response cache", "model"),
     "somm_response_cache_misses_total": ("counter", "Queries to a model with a response cache that ran the model",
                                          "model"),

@@ -59,6 +59,10 @@ StatusOr<std::vector<DecisionRecord>> AnyClient::RecentDecisions(size_t limit) {
   return grpc_ ? grpc_->RecentDecisions(limit) : http_->RecentDecisions(limit);
 }
 
+StatusOr<std::string> AnyClient::Rollout(const std::string& model, const std::string& change_json) {
+  return grpc_ ? grpc_->Rollout(model, change_json) : http_->Rollout(model, change_json);
+}
+
 StatusOr<std::vector<TaskDescription>> AnyClient::Tasks(const std::string& task) {
   return grpc_ ? grpc_->Tasks(task) : http_->Tasks(task);
 }

@@ -30,6 +30,7 @@ class AnyClient {
   StatusOr<RegistrationStatus> GetVariants(const std::string& name);
   StatusOr<std::vector<DecisionRecord>> RecentDecisions(size_t limit);
   StatusOr<std::vector<TaskDescription>> Tasks(const std::string& task);
+  StatusOr<std::string> Rollout(const std::string& model, const std::string& change_json);
 
  private:
   std::unique_ptr<GrpcClient> grpc_;

@@ -195,6 +195,7 @@ class CatalogFollower {
       StatusOr<PublishedModel> published = PublishedModelFromJson(*entry, name);
       if (published.ok()) {
         registry_.Publish(name, std::move(published->versions), std::move(published->problems));
+        registry_.SetRollout(name, std::move(published->rollout));
         return "the leader's published entry";
       }
       spdlog::warn("catalog: {}; reading the repository instead", published.status().message());
@@ -202,6 +203,9 @@ class CatalogFollower {
     std::vector<RepositoryEntry> problems;
     std::vector<VersionPtr> versions = registry_.Read(name, &problems);
     registry_.Publish(name, std::move(versions), std::move(problems));
+    if (auto rollout = LoadRollout(registry_.options().repository_path, name); rollout.ok()) {
+      registry_.SetRollout(name, std::move(rollout).value());
+    }
     return "the shared repository";
   }
 
@@ -238,6 +242,12 @@ class ForwardingControl : public ControlClient {
   std::vector<DecisionRecord> RecentActions(size_t limit) override {
     return inner_.RecentActions(limit);
   }
+  StatusOr<RolloutView> ChangeRollout(const RolloutChange& change) override {
+    return inner_.ChangeRollout(change);
+  }
+  StatusOr<RolloutView> GetRollout(const std::string& model) override {
+    return inner_.GetRollout(model);
+  }
 
  protected:
   ControlClient& inner_;
@@ -261,6 +271,11 @@ class CatalogFollowingControl : public ForwardingControl {
     Status s = inner_.UnloadModel(name);
     if (s.ok()) catalog_.Forget(name);
     return s;
+  }
+  StatusOr<RolloutView> ChangeRollout(const RolloutChange& change) override {
+    StatusOr<RolloutView> view = inner_.ChangeRollout(change);
+    if (view.ok()) catalog_.Refresh(change.model);
+    return view;
   }
   StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) override {
     StatusOr<RegistrationStatus> status = inner_.GetRegistrationStatus(name);
@@ -292,6 +307,11 @@ class CatalogPublishingControl : public ForwardingControl {
     Status s = inner_.UnloadModel(name);
     publish_();
     return s;
+  }
+  StatusOr<RolloutView> ChangeRollout(const RolloutChange& change) override {
+    StatusOr<RolloutView> view = inner_.ChangeRollout(change);
+    publish_();  // a new canary version or split reaches every router now
+    return view;
   }
   StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) override {
     auto status = inner_.GetRegistrationStatus(name);
@@ -330,6 +350,7 @@ std::string PublishedEntry(const ModelRegistry& registry, const std::string& nam
   std::stringstream text;
   text << yaml.rdbuf();
   model.config_yaml = text.str();
+  if (auto rollout = registry.RolloutOf(name)) model.rollout = *rollout;
   for (RepositoryEntry& row : registry.Index(/*ready_only=*/false)) {
     if (row.name == name && row.state != "READY") model.problems.push_back(std::move(row));
   }
@@ -749,6 +770,8 @@ int RunController(const ControllerProcessOptions& o) {
   std::mutex catalog_mu;
   std::map<std::string, std::string> catalog;
   std::map<std::string, std::vector<VersionPtr>> catalog_records;
+  // The rollout each entry was published with: a step changes no record.
+  std::map<std::string, std::shared_ptr<const Rollout>> catalog_rollouts;
   auto publish_catalog = [&] {
     std::lock_guard lock(catalog_mu);
     std::map<std::string, std::vector<VersionPtr>> served;
@@ -760,8 +783,13 @@ int RunController(const ControllerProcessOptions& o) {
     for (const auto& [name, records] : served) {
       auto& generation = catalog[name];
       auto& known = catalog_records[name];
-      if (generation.empty() || known != records) generation = redis::NewIncarnation();
+      auto& rollout = catalog_rollouts[name];
+      const auto rollout_now = registry.RolloutOf(name);
+      if (generation.empty() || known != records || rollout != rollout_now) {
+        generation = redis::NewIncarnation();
+      }
       known = records;
+      rollout = rollout_now;
       auto it = held.find(name);
       if (it == held.end() || it->second != generation) {
         (void)store->PublishModel(name, generation, PublishedEntry(registry, name, records));
@@ -771,6 +799,7 @@ int RunController(const ControllerProcessOptions& o) {
       if (served.count(it->first) == 0) {
         (void)store->RemoveModel(it->first);
         catalog_records.erase(it->first);
+        catalog_rollouts.erase(it->first);
         it = catalog.erase(it);
       } else {
         ++it;

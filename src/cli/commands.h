@@ -212,6 +212,25 @@ struct TasksOptions {
 };
 int RunTasks(const TasksOptions& options);
 
+// `somm rollout MODEL [--version V --percent P [--shadow] ...] [--promote |
+// --rollback | --set-percent P]`: a model's canary (docs/lifecycle.md).
+// Without a change it shows the rollout.
+struct RolloutOptions {
+  ClientOptions client;
+  std::string model;
+  std::string version;  // starts a canary of this version
+  int percent = -1;     // -1 = the first step (shadow: 100)
+  bool shadow = false;
+  std::string steps;    // "10,25,50,100"
+  bool manual = false;  // held at --percent until told
+  bool promote = false;
+  bool rollback = false;
+  int set_percent = -1;
+  std::string reason;
+  bool json = false;    // print the answer's JSON as it came
+};
+int RunRollout(const RolloutOptions& options);
+
 // `somm status`: the dashboard's overview as a terminal table
 // (cli/status_format.h), from the operator's views on the REST port.
 struct StatusOptions {

@@ -220,4 +220,23 @@ StatusOr<std::vector<TaskDescription>> GrpcClient::Tasks(const std::string& task
   return grpc_codec::DecodeTasks(response);
 }
 
+StatusOr<std::string> GrpcClient::Rollout(const std::string& model,
+                                          const std::string& change_json) const {
+  somm::RolloutResponse response;
+  if (change_json.empty()) {
+    somm::GetRolloutRequest request;
+    request.set_model_name(model);
+    SOMM_RETURN_IF_ERROR(
+        FromGrpcStatus(impl_->control->GetRollout(impl_->Context().get(), request, &response)));
+  } else {
+    somm::RolloutRequest request;
+    request.set_model_name(model);
+    request.set_change_json(change_json);
+    // A started canary loads first: no deadline beyond the context's.
+    SOMM_RETURN_IF_ERROR(
+        FromGrpcStatus(impl_->control->Rollout(impl_->Context().get(), request, &response)));
+  }
+  return response.rollout_json();
+}
+
 }  // namespace somm

@@ -84,6 +84,8 @@ class GrpcClient {
   StatusOr<std::vector<DecisionRecord>> RecentDecisions(size_t limit = 100) const;
   // ListTasks (task "") or DescribeTask.
   StatusOr<std::vector<TaskDescription>> Tasks(const std::string& task) const;
+  // SommControl/Rollout (a change as JSON) or GetRollout (""): its JSON.
+  StatusOr<std::string> Rollout(const std::string& model, const std::string& change_json) const;
 
  private:
   struct Impl;

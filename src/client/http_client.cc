@@ -204,6 +204,15 @@ StatusOr<std::vector<DecisionRecord>> HttpClient::RecentDecisions(size_t limit) 
   return decisions;
 }
 
+StatusOr<std::string> HttpClient::Rollout(const std::string& model,
+                                          const std::string& change_json) {
+  const std::string path = "/v2/repository/models/" + oip::EncodePathSegment(model) + "/rollout";
+  SOMM_ASSIGN_OR_RETURN(const Reply reply,
+                        change_json.empty() ? Get(path) : Post(path, change_json, std::nullopt));
+  if (reply.status != 200) return oip::ErrorFromReply(reply.status, reply.body);
+  return reply.body;
+}
+
 StatusOr<std::vector<TaskDescription>> HttpClient::Tasks(const std::string& task) {
   std::string path = "/v2/tasks";
   // Each segment encoded, the '/' of "task/dataset" kept: the route reads

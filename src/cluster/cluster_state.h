@@ -110,6 +110,17 @@ struct ModelDemand {
   // A monotonic counter kept by whoever sees the queries (the router); any
   // number of readers turn it into a rate by differencing.
   int64_t arrivals_total = 0;
+  // What became of them, the same way (monotonic, per router, summed):
+  // the rollout policy compares a canary with its stable version by these
+  // (rollout/rollout_policy.h). Failures are the server's (a caller's bad
+  // input is not the version's fault); latency is the router's end to end.
+  int64_t answered_total = 0;
+  int64_t failed_total = 0;
+  double latency_ms_total = 0;
+  // Shadow queries compared with the stable answer, and how many differed
+  // (on the shadow version's row).
+  int64_t compared_total = 0;
+  int64_t disagreed_total = 0;
 };
 
 struct ClusterState {

@@ -135,6 +135,16 @@ std::string DemandToJson(const std::vector<ModelDemand>& demand) {
                 {"latency_slo_ms", d.latency_slo_ms},
                 {"arrivals_total", d.arrivals_total}};
     if (d.min_accuracy) row["min_accuracy"] = *d.min_accuracy;
+    // Written only when set: most rows have no outcomes to compare yet.
+    if (d.answered_total || d.failed_total) {
+      row["answered_total"] = d.answered_total;
+      row["failed_total"] = d.failed_total;
+      row["latency_ms_total"] = d.latency_ms_total;
+    }
+    if (d.compared_total) {
+      row["compared_total"] = d.compared_total;
+      row["disagreed_total"] = d.disagreed_total;
+    }
     rows.push_back(std::move(row));
   }
   return rows.dump();
@@ -151,6 +161,11 @@ StatusOr<std::vector<ModelDemand>> DemandFromJson(const std::string& text) {
       d.latency_slo_ms = row.at("latency_slo_ms").get<double>();
       d.arrivals_total = row.at("arrivals_total").get<int64_t>();
       if (row.contains("min_accuracy")) d.min_accuracy = row.at("min_accuracy").get<double>();
+      d.answered_total = row.value("answered_total", int64_t{0});
+      d.failed_total = row.value("failed_total", int64_t{0});
+      d.latency_ms_total = row.value("latency_ms_total", 0.0);
+      d.compared_total = row.value("compared_total", int64_t{0});
+      d.disagreed_total = row.value("disagreed_total", int64_t{0});
       out.push_back(std::move(d));
     }
     return out;

@@ -84,6 +84,11 @@ TEST(ClusterStateJsonTest, DemandRoundTrips) {
   rows[0].min_accuracy = 0.9;
   rows[1].model = "b";
   rows[1].version = 3;
+  rows[1].answered_total = 7;
+  rows[1].failed_total = 2;
+  rows[1].latency_ms_total = 12.5;
+  rows[1].compared_total = 4;
+  rows[1].disagreed_total = 1;
   auto back = DemandFromJson(DemandToJson(rows));
   ASSERT_TRUE(back.ok());
   ASSERT_EQ(back->size(), 2u);
@@ -91,6 +96,12 @@ TEST(ClusterStateJsonTest, DemandRoundTrips) {
   EXPECT_EQ((*back)[0].min_accuracy, 0.9);
   EXPECT_FALSE((*back)[1].min_accuracy.has_value());
   EXPECT_EQ((*back)[1].version, 3);
+  EXPECT_EQ((*back)[0].answered_total, 0);
+  EXPECT_EQ((*back)[1].answered_total, 7);
+  EXPECT_EQ((*back)[1].failed_total, 2);
+  EXPECT_DOUBLE_EQ((*back)[1].latency_ms_total, 12.5);
+  EXPECT_EQ((*back)[1].compared_total, 4);
+  EXPECT_EQ((*back)[1].disagreed_total, 1);
 }
 
 }  // namespace

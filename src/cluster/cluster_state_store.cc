@@ -20,6 +20,11 @@ ClusterState MergeClusterState(const std::map<std::string, WorkerReport>& worker
       if (fresh) continue;
       ModelDemand& s = it->second;
       s.arrivals_total += d.arrivals_total;
+      s.answered_total += d.answered_total;
+      s.failed_total += d.failed_total;
+      s.latency_ms_total += d.latency_ms_total;
+      s.compared_total += d.compared_total;
+      s.disagreed_total += d.disagreed_total;
       s.rate_qps += d.rate_qps;
       if (d.latency_slo_ms > 0 && (s.latency_slo_ms <= 0 || d.latency_slo_ms < s.latency_slo_ms)) {
         s.latency_slo_ms = d.latency_slo_ms;

@@ -98,6 +98,32 @@ class SommControlService final : public pb::SommControl::CallbackService {
     return FinishNow(context, Status::Ok());
   }
 
+  ServerUnaryReactor* ChangeRollout(CallbackServerContext* context,
+                                    const pb::RolloutChangeRequest* request,
+                                    pb::RolloutViewResponse* response) override {
+    if (!is_leader_()) return FinishNow(context, Unavailable("not the leader controller"));
+    StatusOr<RolloutChange> change = RolloutChangeFromJson(request->name(), request->change_json());
+    if (!change.ok()) return FinishNow(context, change.status());
+    // A started canary loads: in order with the repository calls, off the
+    // callback thread.
+    ServerUnaryReactor* reactor = context->DefaultReactor();
+    const bool posted = serial_.Post([this, reactor, response, change = std::move(change).value()] {
+      StatusOr<RolloutView> view = controller_.ChangeRollout(change);
+      if (view.ok()) response->set_view_json(RolloutViewToJson(*view));
+      reactor->Finish(ToGrpcStatus(view.status()));
+    });
+    if (!posted) reactor->Finish(ToGrpcStatus(Unavailable("controller is shutting down")));
+    return reactor;
+  }
+
+  ServerUnaryReactor* GetRollout(CallbackServerContext* context, const pb::ModelRequest* request,
+                                 pb::RolloutViewResponse* response) override {
+    if (!is_leader_()) return FinishNow(context, Unavailable("not the leader controller"));
+    StatusOr<RolloutView> view = controller_.GetRollout(request->name());
+    if (view.ok()) response->set_view_json(RolloutViewToJson(*view));
+    return FinishNow(context, view.status());
+  }
+
   void Stop() { serial_.Shutdown(); }
 
  private:

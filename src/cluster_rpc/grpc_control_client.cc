@@ -179,4 +179,38 @@ std::vector<DecisionRecord> GrpcControlClient::RecentActions(size_t limit) {
   return std::move(actions).value();
 }
 
+namespace {
+
+StatusOr<RolloutView> ViewFrom(const std::string& address, const pb::RolloutViewResponse& r) {
+  auto view = RolloutViewFromJson(r.view_json());
+  if (!view.ok()) {
+    return Internal("controller at " + address + ": an unreadable rollout: " +
+                    view.status().message());
+  }
+  return view;
+}
+
+}  // namespace
+
+StatusOr<RolloutView> GrpcControlClient::ChangeRollout(const RolloutChange& change) {
+  SOMM_ASSIGN_OR_RETURN(std::shared_ptr<Channel> c, Leader());
+  pb::RolloutChangeRequest request;
+  request.set_name(change.model);
+  request.set_change_json(RolloutChangeToJson(change));
+  pb::RolloutViewResponse response;
+  // A started canary loads first: the load's timeout.
+  SOMM_RETURN_IF_ERROR(CallLeader(*c->stub, &pb::SommControl::Stub::ChangeRollout, load_timeout_,
+                                  request, &response));
+  return ViewFrom(c->address, response);
+}
+
+StatusOr<RolloutView> GrpcControlClient::GetRollout(const std::string& model) {
+  SOMM_ASSIGN_OR_RETURN(std::shared_ptr<Channel> c, Leader());
+  pb::RolloutViewResponse response;
+  SOMM_RETURN_IF_ERROR(CallLeader(*c->stub, &pb::SommControl::Stub::GetRollout,
+                                  std::chrono::milliseconds(kQuickCallTimeout), Named(model),
+                                  &response));
+  return ViewFrom(c->address, response);
+}
+
 }  // namespace somm

@@ -51,6 +51,17 @@ class ControlClient {
   // cluster's router has none of its own. Blocks for a round trip at most;
   // empty when the controller cannot be reached (logged).
   virtual std::vector<DecisionRecord> RecentActions(size_t limit) { return {}; }
+  // A model's rollout (rollout/rollout.h): changes it as asked, or reads it
+  // with the current step's windows. Blocks while a started canary version
+  // loads. NOT_FOUND when the model (or, for a read or a change, its
+  // rollout) is not there; FAILED_PRECONDITION when the change does not fit
+  // the rollout's state, with both named.
+  virtual StatusOr<RolloutView> ChangeRollout(const RolloutChange& change) {
+    return Unimplemented("rollouts are not available here");
+  }
+  virtual StatusOr<RolloutView> GetRollout(const std::string& model) {
+    return Unimplemented("rollouts are not available here");
+  }
 };
 
 }  // namespace somm

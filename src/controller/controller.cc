@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <future>
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "controller/placement.h"
 
@@ -116,7 +118,7 @@ cluster::ClusterState Controller::ReadState(bool fresh) {
     }
   }
   cluster::ClusterState state = *store_.Read();
-  for (const VersionPtr& v : registry_.All()) AppendOptions(*v, &state.options);
+  for (const VersionPtr& v : registry_.All()) version_options_.Append(v, &state.options);
   return state;
 }
 
@@ -133,7 +135,7 @@ int64_t Controller::EstimateBytes(const VersionRecord& v, const std::string& var
   const std::string label = cluster::GroupLabel(v.config.name, v.version, variant, hw);
   const auto state = store_.Read();
   for (const auto& g : state->groups) {
-    if (cluster::GroupLabel(g) == label && !g.loading && g.memory_bytes > 0) return g.memory_bytes;
+    if (control::HasLabel(g, label) && !g.loading && g.memory_bytes > 0) return g.memory_bytes;
   }
   {
     MutexLock lock(&placement_mu_);
@@ -152,7 +154,7 @@ StatusOr<std::vector<cluster::Action>> Controller::Reserve(const std::string& la
   MutexLock lock(&placement_mu_);
   cluster::ClusterState state = PlacementView();
   for (auto& g : state.groups) {
-    if (cluster::GroupLabel(g) == label) g.loading = true;  // never its own victim
+    if (control::HasLabel(g, label)) g.loading = true;  // never its own victim
   }
   if (!options_.managed || extra_bytes <= 0) {
     // Static provisioning places without evicting; a worker is still chosen.
@@ -204,8 +206,64 @@ Controller::Shortfalls Controller::PlacementShortfalls() const {
   return shortfalls_;
 }
 
+namespace {
+
+// A group as placement reads it: every field but `instances`, which no
+// placement function reads (placement.h); copying a vector per group of the
+// cluster per view was a large part of a load's cost at 1,000 workers.
+cluster::GroupState ForPlacement(const cluster::GroupState& g) {
+#if defined(__x86_64__) && defined(__GLIBCXX__)
+  // A field added to GroupState must be copied below too: this fails until
+  // it is (and the size is updated).
+  static_assert(sizeof(cluster::GroupState) == 296, "copy the new GroupState field here");
+#endif
+  cluster::GroupState c;
+  c.worker = g.worker;
+  c.zone = g.zone;
+  c.model = g.model;
+  c.version = g.version;
+  c.variant = g.variant;
+  c.hardware = g.hardware;
+  c.device = g.device;
+  c.replicas = g.replicas;
+  c.memory_bytes = g.memory_bytes;
+  c.queued = g.queued;
+  c.executing = g.executing;
+  c.loading = g.loading;
+  c.last_used = g.last_used;
+  c.recent_rate_qps = g.recent_rate_qps;
+  c.load_ms = g.load_ms;
+  c.pinned = g.pinned;
+  c.uses_total = g.uses_total;
+  c.observed_slowdown = g.observed_slowdown;
+  return c;
+}
+
+// g.worker + "/" + GroupLabel(g) in one allocation: the tick builds one per
+// group of the cluster.
+std::string UsesKey(const cluster::GroupState& g) {
+  const std::string version = std::to_string(g.version);
+  const std::string hardware = g.hardware.Name();
+  std::string key;
+  key.reserve(g.worker.size() + g.model.size() + version.size() + g.variant.size() +
+              hardware.size() + 4);
+  key.append(g.worker).append("/").append(g.model).append(":").append(version);
+  key.append(":").append(g.variant).append("@").append(hardware);
+  return key;
+}
+
+}  // namespace
+
 cluster::ClusterState Controller::PlacementView() {
-  cluster::ClusterState state = *store_.Read();
+  // What placement reads (devices and groups, ForPlacement); not the
+  // demand, which it never reads.
+  cluster::ClusterState state;
+  {
+    const auto snapshot = store_.Read();
+    state.devices = snapshot->devices;
+    state.groups.reserve(snapshot->groups.size());
+    for (const cluster::GroupState& g : snapshot->groups) state.groups.push_back(ForPlacement(g));
+  }
   DropUnreachable(&state);
   // Loads under way count as loading groups: never victims, and their memory
   // is taken. So do loads done whose group the store does not show yet (the
@@ -214,10 +272,17 @@ cluster::ClusterState Controller::PlacementView() {
   const cluster::TimePoint now = options_.clock();
   // (worker, label) -> its groups, and worker -> its devices, built once: a
   // scan of every group (device) per entry made this quadratic at scale.
+  // Only the groups of workers that an entry names are indexed (labelling
+  // every group of the cluster per view was most of its cost).
   std::map<std::pair<std::string, std::string>, std::vector<size_t>> groups_at;
   if (!unreported_.empty() || !busy_.empty()) {
+    std::unordered_set<std::string_view> named;
+    for (const auto& [at, _] : unreported_) named.insert(at.first);
+    for (const auto& [at, _] : busy_) named.insert(at.first);
     for (size_t i = 0; i < state.groups.size(); ++i) {
-      groups_at[{state.groups[i].worker, cluster::GroupLabel(state.groups[i])}].push_back(i);
+      const cluster::GroupState& g = state.groups[i];
+      if (named.count(g.worker) == 0) continue;
+      groups_at[{g.worker, cluster::GroupLabel(g)}].push_back(i);
     }
   }
   auto groups_of = [&groups_at](const std::pair<std::string, std::string>& at)
@@ -275,30 +340,38 @@ void Controller::MarkUnreachable(const std::string& worker) {
   unreachable_[worker] = options_.clock() + kUnreachableFor;
 }
 
-void Controller::DropUnreachable(cluster::ClusterState* state) {
+void Controller::PruneDropped() {
   const cluster::TimePoint now = options_.clock();
+  std::erase_if(evicted_, [now](const auto& e) { return e.second <= now; });
+  std::erase_if(unreachable_, [now](const auto& e) { return e.second <= now; });
+}
+
+bool Controller::Dropped(const cluster::GroupState& g) const {
+  if (unreachable_.count(g.worker) > 0) return true;
+  if (g.loading) return false;
+  for (auto it = evicted_.lower_bound({g.worker, std::string()});
+       it != evicted_.end() && it->first.first == g.worker; ++it) {
+    if (control::HasLabel(g, it->first.second)) return true;
+  }
+  return false;
+}
+
+void Controller::DropUnreachable(cluster::ClusterState* state) {
+  PruneDropped();
   // Groups evicted that the store still shows (the worker's report trails
   // its answer) are gone: a query for one must load it again, with its
   // memory reserved, not find it "present".
-  for (auto it = evicted_.begin(); it != evicted_.end();) {
-    if (it->second <= now) {
-      it = evicted_.erase(it);
-      continue;
-    }
-    const auto& [worker, label] = it->first;
+  for (const auto& [at, _] : evicted_) {
+    const auto& [worker, label] = at;
     for (const cluster::GroupState& g : state->groups) {
-      if (g.worker != worker || g.loading || cluster::GroupLabel(g) != label) continue;
+      if (g.worker != worker || g.loading || !control::HasLabel(g, label)) continue;
       for (auto& d : state->devices) {
         if (d.worker == worker && d.name == g.device) d.used_bytes -= g.memory_bytes * g.replicas;
       }
     }
     std::erase_if(state->groups, [&](const cluster::GroupState& g) {
-      return g.worker == worker && !g.loading && cluster::GroupLabel(g) == label;
+      return g.worker == worker && !g.loading && control::HasLabel(g, label);
     });
-    ++it;
-  }
-  for (auto it = unreachable_.begin(); it != unreachable_.end();) {
-    it = it->second <= now ? unreachable_.erase(it) : std::next(it);
   }
   if (unreachable_.empty()) return;
   auto gone = [this](const std::string& w) { return unreachable_.count(w) > 0; };
@@ -316,7 +389,7 @@ void Controller::Release(const std::string& worker, const std::string& label, bo
   reserved_.erase({worker, label});
   if (loaded_new) evicted_.erase({worker, label});
   for (const auto& g : state->groups) {
-    if (!g.loading && g.memory_bytes > 0 && cluster::GroupLabel(g) == label) {
+    if (!g.loading && g.memory_bytes > 0 && control::HasLabel(g, label)) {
       measured_[label] = std::max(measured_[label], g.memory_bytes);
     }
   }
@@ -328,7 +401,7 @@ void Controller::FitBudget(const std::string& worker, const std::string& protect
     MutexLock lock(&placement_mu_);
     cluster::ClusterState state = control::WorkerShare(*store_.Read(), worker);
     for (auto& g : state.groups) {
-      if (cluster::GroupLabel(g) == protect) g.loading = true;
+      if (control::HasLabel(g, protect)) g.loading = true;
     }
     auto placed = control::Place(state, 0, "cpu", options_.clock());
     if (!placed.ok()) {
@@ -467,25 +540,27 @@ void Controller::LoadOn(std::string worker, VersionPtr version, const std::strin
   int have_total = 0;
   int have_here = 0;
   bool present = false;
-  cluster::ClusterState snapshot = *store_.Read();
   {
+    // The store's view less what DropUnreachable() drops, read in place: a
+    // copy of the whole state per load cost more than the load's placement.
+    const auto snapshot = store_.Read();
     MutexLock lock(&placement_mu_);
-    DropUnreachable(&snapshot);
-  }
-  for (const auto& g : snapshot.groups) {
-    if (cluster::GroupLabel(g) != label) continue;
-    if (given) {
-      if (g.worker == worker) {
-        have_here += g.replicas;
+    PruneDropped();
+    for (const auto& g : snapshot->groups) {
+      if (!control::HasLabel(g, label) || Dropped(g)) continue;
+      if (given) {
+        if (g.worker == worker) {
+          have_here += g.replicas;
+          present = true;
+        }
+        continue;
+      }
+      have_total += g.replicas;
+      if (!present || g.replicas > have_here) {
+        have_here = g.replicas;
+        worker = g.worker;
         present = true;
       }
-      continue;
-    }
-    have_total += g.replicas;
-    if (!present || g.replicas > have_here) {
-      have_here = g.replicas;
-      worker = g.worker;
-      present = true;
     }
   }
   if (given) have_total = have_here;
@@ -581,7 +656,7 @@ Status Controller::LoadModel(const std::string& name, bool startup) {
       const std::string label = cluster::GroupLabel(v->config.name, v->version, kAsRegistered, hw);
       std::vector<std::pair<std::string, int>> shares;
       for (const auto& g : store_.Read()->groups) {
-        if (cluster::GroupLabel(g) == label) shares.emplace_back(g.worker, g.replicas);
+        if (control::HasLabel(g, label)) shares.emplace_back(g.worker, g.replicas);
       }
       if (shares.empty()) shares.emplace_back("", v->config.instance_count);  // the only worker
       Status reloaded;
@@ -628,6 +703,11 @@ Status Controller::LoadModel(const std::string& name, bool startup) {
                            "', previous versions keep serving: " + why);
   }
   registry_.Publish(name, loaded, problems);
+  // The model's rollout, as saved (rollout.h): its split holds across a
+  // restart or a reload.
+  if (auto rollout = LoadRollout(repo, name); rollout.ok()) {
+    registry_.SetRollout(name, std::move(rollout).value());
+  }
   // Versions no longer selected go once the new ones are up.
   UnloadGroups(
       name,
@@ -673,8 +753,7 @@ void Controller::Tick() {
   int64_t replicas = 0;
   for (auto& g : state.groups) {
     // One label may have a share on several workers: each its own counter.
-    const std::string key = g.worker + "/" + cluster::GroupLabel(g);
-    auto [it, fresh] = last_uses_.try_emplace(key, g.uses_total);
+    auto [it, fresh] = last_uses_.try_emplace(UsesKey(g), g.uses_total);
     g.recent_rate_qps = !fresh && tick_s > 0
                             ? static_cast<double>(g.uses_total - it->second) / tick_s
                             : 0;
@@ -690,9 +769,16 @@ void Controller::Tick() {
     o.latency.slope_ms *= slowdown;
   }
   metrics_.AddInstanceSeconds(static_cast<double>(replicas) * tick_s);
+  TickRollouts(state.demand, now);
   // The autoscaler sizes each group as a whole, over the workers' pooled
   // devices; Scale() spreads what it asks for over the workers.
-  const cluster::ClusterState pooled = control::PoolWorkers(state);
+  // PoolWorkers copies the options as they are: moved in instead (every
+  // version's, thousands at scale; state's are not read again).
+  std::vector<cluster::VariantOption> options = std::move(state.options);
+  state.options.clear();
+  cluster::ClusterState pooled_state = control::PoolWorkers(state);
+  pooled_state.options = std::move(options);
+  const cluster::ClusterState& pooled = pooled_state;
   for (const auto& d : pooled.devices) metrics_.SetMemory(d.name, d.used_bytes, d.budget_bytes);
   metrics_.SetSlowdown(slowdown);
 
@@ -700,7 +786,7 @@ void Controller::Tick() {
   config.tick_s = options_.control_tick_ms / 1000.0;
   config.prices = options_.prices;
   if (options_.idle_unload_s > 0) config.idle_unload_s = options_.idle_unload_s;
-  control::AutoscalerDecision decision = control::Decide(pooled, memory_, now, config);
+  control::AutoscalerDecision decision = control::Decide(pooled, std::move(memory_), now, config);
   memory_ = std::move(decision.memory);
   for (const auto& d : state.demand) {
     auto m = memory_.models.find(VersionKey(d.model, d.version));
@@ -737,7 +823,7 @@ void Controller::Tick() {
         std::vector<std::string> holders;
         if (!a.worker.empty()) holders.push_back(a.worker);
         for (const auto& g : state.groups) {
-          if (a.worker.empty() && cluster::GroupLabel(g) == label &&
+          if (a.worker.empty() && control::HasLabel(g, label) &&
               std::find(holders.begin(), holders.end(), g.worker) == holders.end()) {
             holders.push_back(g.worker);
           }

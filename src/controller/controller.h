@@ -21,15 +21,27 @@
 // Every action is logged with its reason: spdlog, the decision log and the
 // metrics (somm_control_actions_total).
 //
+// Rollouts (rollout/rollout.h): ChangeRollout() starts a model's canary
+// (loading the canary version beside the stable one), sets its share,
+// promotes or rolls it back; each tick runs the rollout policy
+// (rollout_policy.h) on what each version did in the current step (the
+// routers' outcome counters in the demand rows) and carries out its
+// decision. The record is saved in <repo>/.somm/rollouts and set on the
+// registry, so routers split by it (a cluster's through the leader's
+// catalog entry); every step is a control action with its reason, and is
+// counted on /metrics (somm_canary_*). controller_rollouts.cc.
+//
 // Thread-safety: every method may be called concurrently. Locks, in the order
-// they may be taken: lifecycle_mu_ (LoadModel/UnloadModel), then
-// placement_mu_; neither is held while a worker carries out an action.
+// they may be taken: lifecycle_mu_ (LoadModel/UnloadModel, ChangeRollout),
+// then rollout_mu_, then placement_mu_; neither lifecycle_mu_ nor
+// placement_mu_ is held while a worker carries out an action.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -39,6 +51,7 @@
 #include "controller/control_client.h"
 #include "metrics/serving_metrics.h"
 #include "registry/model_registry.h"
+#include "registry/version_options.h"
 #include "router/decision_log.h"
 #include "worker/worker_directory.h"
 
@@ -116,11 +129,15 @@ class Controller : public ControlClient {
   std::vector<DecisionRecord> RecentActions(size_t limit) override {
     return log_.RecentActions(limit);
   }
+  // Rollouts (above; ControlClient's contract).
+  StatusOr<RolloutView> ChangeRollout(const RolloutChange& change) override;
+  StatusOr<RolloutView> GetRollout(const std::string& model) override;
 
  private:
   cluster::ClusterState ReadState(bool fresh);
   // The store's view for placement: unreachable workers left out, loads
-  // under way counted as loading groups that hold their memory.
+  // under way counted as loading groups that hold their memory. Only what
+  // placement reads: devices and groups (without their instances).
   cluster::ClusterState PlacementView() SOMM_REQUIRES(placement_mu_);
   // EnsureLoaded on `worker` ("" = the largest holder's, else where
   // placement says); `replicas` is what that worker's share becomes.
@@ -152,6 +169,11 @@ class Controller : public ControlClient {
   // Removes the devices and groups of unreachable workers from `state`, and
   // the groups evicted that it still shows.
   void DropUnreachable(cluster::ClusterState* state) SOMM_REQUIRES(placement_mu_);
+  // The same rule group by group, for a reader that only scans the groups
+  // (no copy of the whole state): PruneDropped() forgets the lapsed
+  // entries, then Dropped(g) says whether DropUnreachable() would remove g.
+  void PruneDropped() SOMM_REQUIRES(placement_mu_);
+  bool Dropped(const cluster::GroupState& g) const SOMM_REQUIRES(placement_mu_);
   // After a load whose size was a guess: evicts (by the placement policy)
   // until `worker`'s device is within its budget again, never `protect`.
   void FitBudget(const std::string& worker, const std::string& protect);
@@ -213,6 +235,34 @@ class Controller : public ControlClient {
   std::map<std::string, int64_t> last_arrivals_ SOMM_GUARDED_BY(tick_mu_);
   std::map<std::string, int64_t> last_uses_ SOMM_GUARDED_BY(tick_mu_);
   std::optional<cluster::TimePoint> last_tick_ SOMM_GUARDED_BY(tick_mu_);
+  // Every version's options for ReadState(), built once per version record.
+  VersionOptions version_options_;
+
+  // Rollouts: the policy's step, its windows and where each version's
+  // counters stood when the step began.
+  struct RolloutMemory {
+    int64_t stable_version = 0;
+    int64_t canary_version = 0;
+    std::string step;  // the record's step_started_unix_ms and percent: a new one resets
+    bool based = false;
+    cluster::ModelDemand stable_base;
+    cluster::ModelDemand canary_base;
+    cluster::TimePoint step_start{};
+    VersionWindow stable;
+    VersionWindow canary;
+    // Versions whose variant job this step started (the registry runs one
+    // job per model at a time, and skips a second: tried again once free).
+    std::set<int64_t> jobs_started;
+  };
+  void TickRollouts(const std::vector<cluster::ModelDemand>& demand, cluster::TimePoint now);
+  // Saves `rollout`, sets it on the registry, logs and counts `event`.
+  Status CommitRollout(Rollout rollout, const std::string& event) SOMM_REQUIRES(rollout_mu_);
+  // Loads the versions `name`'s rollout serves that are not loaded yet and
+  // publishes them beside those that are.
+  Status ServeRolloutVersions(const std::string& name) SOMM_REQUIRES(lifecycle_mu_);
+  RolloutView ViewOf(const Rollout& rollout) SOMM_REQUIRES(rollout_mu_);
+  Mutex rollout_mu_ SOMM_ACQUIRED_BEFORE(placement_mu_);
+  std::map<std::string, RolloutMemory> rollout_memory_ SOMM_GUARDED_BY(rollout_mu_);
 
   Mutex loop_mu_;
   std::condition_variable_any loop_cv_;

@@ -111,6 +111,21 @@ struct PrometheusMetrics::Families {
                           .Name("somm_response_cache_entries")
                           .Help("Answers the response cache holds for a model")
                           .Register(r)),
+        canary_rollbacks(prometheus::BuildCounter()
+                             .Name("somm_canary_rollbacks_total")
+                             .Help("Canary versions rolled back (by the rollout policy or an "
+                                   "operator), per model")
+                             .Register(r)),
+        canary_promotions(prometheus::BuildCounter()
+                              .Name("somm_canary_promotions_total")
+                              .Help("Canary versions promoted to all of a model's unversioned "
+                                    "queries, per model")
+                              .Register(r)),
+        canary_percent(prometheus::BuildGauge()
+                           .Name("somm_canary_percent")
+                           .Help("The share of a model's unversioned queries its canary takes "
+                                 "(shadow: is mirrored to it), 0-100")
+                           .Register(r)),
         control_actions(prometheus::BuildCounter()
                             .Name("somm_control_actions_total")
                             .Help("Actions the controller carried out, by kind")
@@ -176,6 +191,9 @@ struct PrometheusMetrics::Families {
   prometheus::Family<prometheus::Counter>& cache_evictions;
   prometheus::Family<prometheus::Gauge>& cache_bytes;
   prometheus::Family<prometheus::Gauge>& cache_entries;
+  prometheus::Family<prometheus::Counter>& canary_rollbacks;
+  prometheus::Family<prometheus::Counter>& canary_promotions;
+  prometheus::Family<prometheus::Gauge>& canary_percent;
   prometheus::Family<prometheus::Counter>& control_actions;
   prometheus::Counter& paced_waits;
   prometheus::Counter& paced_seconds;
@@ -290,6 +308,11 @@ ModelMetrics* PrometheusMetrics::ForModel(const std::string& model, const std::s
     // The model's cold-start counter exists at 0 from its first metrics on,
     // so rates and alerts over it work before the first cold start.
     families_->cold_starts.Add({{"model", model}});
+    // So are its rollout's (the alert SommCanaryRolledBack): a model with
+    // no canary has none to promote or roll back, and its canary's share is 0.
+    families_->canary_rollbacks.Add({{"model", model}});
+    families_->canary_promotions.Add({{"model", model}});
+    families_->canary_percent.Add({{"model", model}});
   }
   return slot.get();
 }
@@ -325,6 +348,16 @@ void PrometheusMetrics::SetResponseCache(const std::string& model, int64_t bytes
   families_->cache_entries.Add({{"model", model}}).Set(static_cast<double>(entries));
   auto& evictions = families_->cache_evictions.Add({{"model", model}});
   if (evicted > 0) evictions.Increment(static_cast<double>(evicted));
+}
+
+void PrometheusMetrics::RecordRollout(const std::string& model, const std::string& event,
+                                      int percent) {
+  const prometheus::Labels labels = {{"model", model}};
+  auto& rollbacks = families_->canary_rollbacks.Add(labels);
+  if (event == "rolled_back") rollbacks.Increment();
+  auto& promotions = families_->canary_promotions.Add(labels);
+  if (event == "promoted") promotions.Increment();
+  families_->canary_percent.Add(labels).Set(percent);
 }
 
 void PrometheusMetrics::RecordControlAction(const std::string& kind) {

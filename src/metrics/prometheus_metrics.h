@@ -42,6 +42,7 @@ class PrometheusMetrics : public ServingMetrics {
   void SetRates(const std::string& model, double arrival_qps, double forecast_qps) override;
   void SetSlowdown(double factor) override;
   void RecordResponseCache(const std::string& model, bool hit) override;
+  void RecordRollout(const std::string& model, const std::string& event, int percent) override;
   void SetResponseCache(const std::string& model, int64_t bytes, int64_t entries,
                         int64_t evicted) override;
   // The worker scaler's (controller/worker_scaler.h), in the controller

@@ -86,6 +86,12 @@ class ServingMetrics {
                                 int64_t evicted) {
     (void)model, (void)bytes, (void)entries, (void)evicted;
   }
+  // A rollout step of `model` (rollout/rollout.h): `event` is started, set,
+  // advanced, promoted or rolled_back; the canary's share after it.
+  // somm_canary_{rollbacks,promotions}_total and somm_canary_percent.
+  virtual void RecordRollout(const std::string& model, const std::string& event, int percent) {
+    (void)model, (void)event, (void)percent;
+  }
 };
 
 // Records nothing: for tests and tools that serve no /metrics.

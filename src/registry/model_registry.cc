@@ -121,7 +121,24 @@ std::vector<VersionPtr> ModelRegistry::Read(const std::string& name,
                              "/<N>/model.pt)"});
     return out;
   }
-  for (int64_t v : SelectVersions(config->version_policy, present)) {
+  std::vector<int64_t> selected = SelectVersions(config->version_policy, present);
+  // A rollout serves its versions whatever the policy says (rollout.h).
+  auto rollout = LoadRollout(options_.repository_path, name);
+  if (!rollout.ok()) {
+    problems->push_back({name, "", "UNAVAILABLE", rollout.status().message()});
+  } else if (rollout->has_value()) {
+    for (int64_t pinned : (*rollout)->PinnedVersions()) {
+      if (std::find(present.begin(), present.end(), pinned) == present.end()) {
+        problems->push_back({name, std::to_string(pinned), "UNAVAILABLE",
+                             "the rollout serves version " + std::to_string(pinned) + " but " +
+                                 (dir / std::to_string(pinned)).string() + " is missing"});
+      } else if (std::find(selected.begin(), selected.end(), pinned) == selected.end()) {
+        selected.push_back(pinned);
+      }
+    }
+    std::sort(selected.begin(), selected.end());
+  }
+  for (int64_t v : selected) {
     auto record = std::make_shared<VersionRecord>();
     record->config = *config;
     record->version = v;
@@ -144,6 +161,7 @@ void ModelRegistry::Publish(const std::string& name, std::vector<VersionPtr> ver
   }
   entry.problems = std::move(problems);
   WriterLock lock(&mu_);
+  if (auto it = models_.find(name); it != models_.end()) entry.rollout = it->second.rollout;
   models_[name] = std::move(entry);
 }
 
@@ -167,7 +185,13 @@ StatusOr<VersionPtr> ModelRegistry::Resolve(const std::string& name,
     const std::string why = entry.problems.empty() ? "" : ": " + entry.problems[0].reason;
     return Unavailable("model '" + name + "' is not ready" + why);
   }
-  if (version.empty()) return entry.versions.rbegin()->second;
+  if (version.empty()) {
+    if (entry.rollout) {
+      auto d = entry.versions.find(entry.rollout->DefaultVersion());
+      if (d != entry.versions.end()) return d->second;
+    }
+    return entry.versions.rbegin()->second;
+  }
   if (!IsPositiveInteger(version)) {
     return InvalidArgument("model '" + name + "': version '" + version +
                            "' is not a positive integer");
@@ -184,6 +208,20 @@ StatusOr<VersionPtr> ModelRegistry::Resolve(const std::string& name,
   return v->second;
 }
 
+void ModelRegistry::SetRollout(const std::string& name, std::optional<Rollout> rollout) {
+  WriterLock lock(&mu_);
+  auto it = models_.find(name);
+  if (it == models_.end()) return;
+  it->second.rollout =
+      rollout ? std::make_shared<const Rollout>(std::move(*rollout)) : nullptr;
+}
+
+std::shared_ptr<const Rollout> ModelRegistry::RolloutOf(const std::string& name) const {
+  ReaderLock lock(&mu_);
+  auto it = models_.find(name);
+  return it == models_.end() ? nullptr : it->second.rollout;
+}
+
 std::vector<std::string> ModelRegistry::VersionsOf(const std::string& name) const {
   std::vector<std::string> out;
   ReaderLock lock(&mu_);
@@ -198,7 +236,11 @@ std::vector<VersionPtr> ModelRegistry::ForTask(const std::string& task) const {
   ReaderLock lock(&mu_);
   for (const auto& [_, entry] : models_) {
     if (entry.config && entry.config->task == task && !entry.versions.empty()) {
-      out.push_back(entry.versions.rbegin()->second);
+      // The default version, as Resolve(name, "") has it: a task query
+      // never lands on a canary (its share is of the model's own queries).
+      auto it = entry.rollout ? entry.versions.find(entry.rollout->DefaultVersion())
+                              : entry.versions.end();
+      out.push_back(it != entry.versions.end() ? it->second : entry.versions.rbegin()->second);
     }
   }
   return out;

@@ -31,6 +31,7 @@
 #include "common/mutex.h"
 #include "profiles/variant_profile.h"
 #include "repository/model_config.h"
+#include "rollout/rollout.h"
 #include "runtime/backend.h"
 #include "serving/inference_server.h"
 
@@ -74,8 +75,9 @@ class ModelRegistry {
   const RegistryOptions& options() const { return options_; }
   // Model folders in the repository, sorted (valid names only).
   std::vector<std::string> ListModelFolders() const;
-  // Reads `name`'s model.yaml and the versions its policy selects, with the
-  // profiles persisted earlier. Problems (config errors, missing folders) go
+  // Reads `name`'s model.yaml and the versions its policy selects, and
+  // those its rollout pins (<repo>/.somm/rollouts), with the profiles
+  // persisted earlier. Problems (config errors, missing folders) go
   // to *problems as UNAVAILABLE rows.
   std::vector<VersionPtr> Read(const std::string& name,
                                std::vector<RepositoryEntry>* problems) const;
@@ -87,11 +89,18 @@ class ModelRegistry {
   bool Remove(const std::string& name);
   bool IsPublished(const std::string& name) const;
 
-  // The published version ("" = latest). NotFound, Unavailable (known but
+  // The published version ("" = the default: the rollout's
+  // (rollout/rollout.h) when the model has one and serves that version,
+  // else the latest). NotFound, Unavailable (known but
   // nothing loaded) or InvalidArgument (a malformed version), with messages.
   StatusOr<VersionPtr> Resolve(const std::string& name, const std::string& version) const;
   std::vector<std::string> VersionsOf(const std::string& name) const;
-  // The latest published version of every model registered for `task`.
+  // The model's rollout (canary), or null. Set by whoever keeps it (the
+  // controller; a cluster's router from the leader's catalog entry); kept
+  // when the model is published again, dropped when it is removed.
+  void SetRollout(const std::string& name, std::optional<Rollout> rollout);
+  std::shared_ptr<const Rollout> RolloutOf(const std::string& name) const;
+  // The default version (Resolve's) of every model registered for `task`.
   std::vector<VersionPtr> ForTask(const std::string& task) const;
   std::vector<VersionPtr> All() const;
   std::vector<RepositoryEntry> Index(bool ready_only) const;
@@ -115,6 +124,7 @@ class ModelRegistry {
     std::optional<ModelConfig> config;
     std::map<int64_t, VersionPtr> versions;  // published, ascending
     std::vector<RepositoryEntry> problems;
+    std::shared_ptr<const Rollout> rollout;
   };
   void RunVariantJob(ModelConfig config, int64_t version);
   std::string VariantsRoot() const { return options_.repository_path + "/.somm/variants"; }

@@ -18,11 +18,12 @@ std::string PublishedModelToJson(const PublishedModel& model) {
     problems.push_back(
         {{"name", e.name}, {"version", e.version}, {"state", e.state}, {"reason", e.reason}});
   }
-  return json{{"name", model.name},
+  json out = {{"name", model.name},
               {"config_yaml", model.config_yaml},
               {"versions", versions},
-              {"problems", problems}}
-      .dump();
+              {"problems", problems}};
+  if (model.rollout) out["rollout"] = json::parse(RolloutToJson(*model.rollout));
+  return out.dump();
 }
 
 StatusOr<PublishedModel> PublishedModelFromJson(const std::string& text, const std::string& name) {
@@ -36,6 +37,10 @@ StatusOr<PublishedModel> PublishedModelFromJson(const std::string& text, const s
     for (const json& e : j.at("problems")) {
       out.problems.push_back({e.at("name").get<std::string>(), e.at("version").get<std::string>(),
                               e.at("state").get<std::string>(), e.at("reason").get<std::string>()});
+    }
+    if (j.contains("rollout")) {
+      SOMM_ASSIGN_OR_RETURN(Rollout rollout, RolloutFromJson(j.at("rollout").dump()));
+      out.rollout = std::move(rollout);
     }
     if (j.at("versions").empty()) return out;  // only problems: no config to parse
     SOMM_ASSIGN_OR_RETURN(ModelConfig config, ParseModelConfig(out.config_yaml, source));

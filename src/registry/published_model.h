@@ -11,6 +11,7 @@
 // Plain values and their JSON form; no I/O, no threads.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ struct PublishedModel {
   std::string config_yaml;  // model.yaml as the leader read it
   std::vector<VersionPtr> versions;
   std::vector<RepositoryEntry> problems;
+  // Its rollout (rollout/rollout.h), so every router splits alike.
+  std::optional<Rollout> rollout;
 };
 
 std::string PublishedModelToJson(const PublishedModel& model);

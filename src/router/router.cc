@@ -8,10 +8,12 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <mutex>
 #include <random>
 #include <string_view>
 
 #include "registry/task_catalog.h"
+#include "router/answer_compare.h"
 #include "router/requirements.h"
 #include "worker/input_check.h"
 
@@ -43,6 +45,12 @@ struct Router::VersionStats {
   int64_t version = 0;
   ModelMetrics* metrics = nullptr;
   std::atomic<int64_t> arrivals{0};
+  // Outcomes, for the rollout policy (cluster::ModelDemand).
+  std::atomic<int64_t> answered{0};
+  std::atomic<int64_t> failed{0};
+  std::atomic<int64_t> latency_us_total{0};
+  std::atomic<int64_t> compared{0};
+  std::atomic<int64_t> disagreed{0};
   std::atomic<int64_t> tightest_slo_us{INT64_MAX};
   std::atomic<int64_t> strictest_accuracy_ppm{0};
 };
@@ -88,6 +96,30 @@ struct Router::Query {
   // A task query's inputs and outputs until its model is chosen.
   std::vector<Tensor> raw_inputs;
   std::vector<RequestedOutput> requested_outputs;
+  // Which side of the model's rollout took it, for somm_rollout ("" = the
+  // model has no canary running, or the query named a version).
+  std::string rollout_note;
+};
+
+// A stable answer and its shadow's, compared once both are in (shadow
+// rollouts): counted on the shadow version's row.
+struct Router::ShadowPair {
+  std::mutex mu;
+  int pending = 2;
+  bool both_ok = true;
+  std::vector<Tensor> stable;
+  std::vector<Tensor> shadow;
+  void Offer(const StatusOr<InferenceResponse>& r, bool is_shadow, VersionStats& shadow_stats) {
+    std::lock_guard lock(mu);
+    if (!r.ok()) {
+      both_ok = false;
+    } else {
+      (is_shadow ? shadow : stable) = r->outputs;
+    }
+    if (--pending > 0 || !both_ok) return;
+    shadow_stats.compared.fetch_add(1, std::memory_order_relaxed);
+    if (AnswersDiffer(stable, shadow)) shadow_stats.disagreed.fetch_add(1, std::memory_order_relaxed);
+  }
 };
 
 Router::Router(RouterOptions options, ModelRegistry& registry, cluster::ClusterStateStore& store,
@@ -200,6 +232,13 @@ void Router::Fail(const std::shared_ptr<Query>& q, Status status) {
   // Counted per model once the query reached one, as a query the model
   // refused or failed (bad inputs, a full queue, an error while it ran).
   q->stats->metrics->RecordFailure(StatusCodeName(status.code()));
+  // The version's failures as the rollout policy counts them: the server's,
+  // not a caller's bad input (which any version refuses alike).
+  const StatusCode code = status.code();
+  if (code != StatusCode::kInvalidArgument && code != StatusCode::kNotFound &&
+      code != StatusCode::kUnauthenticated && code != StatusCode::kPermissionDenied) {
+    q->stats->failed.fetch_add(1, std::memory_order_relaxed);
+  }
   if (q->latency_slo_ms) q->stats->metrics->RecordSlo(false);
   if (q->log_number != 0) log_.Complete(q->log_number, -1, StatusCodeName(status.code()));
   q->done(std::move(status));
@@ -231,6 +270,12 @@ void Router::PublishDemand() {
         m.model = d->model;
         m.version = d->version;
         m.arrivals_total = d->arrivals.load(std::memory_order_relaxed);
+        m.answered_total = d->answered.load(std::memory_order_relaxed);
+        m.failed_total = d->failed.load(std::memory_order_relaxed);
+        m.latency_ms_total =
+            static_cast<double>(d->latency_us_total.load(std::memory_order_relaxed)) / 1000.0;
+        m.compared_total = d->compared.load(std::memory_order_relaxed);
+        m.disagreed_total = d->disagreed.load(std::memory_order_relaxed);
         // The tightest requirements since the last publication: this router
         // starts a new window each time it publishes; readers only read.
         const int64_t slo_us = d->tightest_slo_us.exchange(INT64_MAX);
@@ -320,6 +365,11 @@ void Router::Infer(InferenceRequest request, InferCallback done) {
   if (!request.caller.MayUse((*v)->config.owner_tenant)) {
     return q->done(ModelRegistry::UnknownModel(request.model_name));
   }
+  if (request.model_version.empty()) {
+    if (auto rollout = registry_.RolloutOf(request.model_name); rollout && rollout->Active()) {
+      ApplyRollout(*q, *rollout, request, v);
+    }
+  }
   SetVersion(*q, *v);
   Status prepared = Prepare(*q, request);
   if (!prepared.ok()) return Fail(q, std::move(prepared));
@@ -333,6 +383,59 @@ void Router::Infer(InferenceRequest request, InferCallback done) {
   }
   q->decision.target = request.model_name;
   RouteDefault(std::move(q));
+}
+
+StatusOr<RolloutView> Router::ChangeRollout(const RolloutChange& change, const Caller& caller) {
+  SOMM_ASSIGN_OR_RETURN(VersionPtr v, registry_.Resolve(change.model, ""));
+  if (!caller.MayUse(v->config.owner_tenant)) return ModelRegistry::UnknownModel(change.model);
+  return controller_.ChangeRollout(change);
+}
+
+StatusOr<RolloutView> Router::GetRollout(const std::string& model, const Caller& caller) const {
+  SOMM_ASSIGN_OR_RETURN(VersionPtr v, registry_.Resolve(model, ""));
+  if (!caller.MayUse(v->config.owner_tenant)) return ModelRegistry::UnknownModel(model);
+  return controller_.GetRollout(model);
+}
+
+void Router::ApplyRollout(Query& q, const Rollout& rollout, const InferenceRequest& request,
+                          StatusOr<VersionPtr>& version) {
+  // A uniform draw per query: the canary's share holds for any client mix.
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const double draw = std::uniform_real_distribution<double>(0.0, 100.0)(rng);
+  const std::string canary = std::to_string(rollout.canary_version);
+  const std::string stable = std::to_string(rollout.stable_version);
+  const std::string share = std::to_string(rollout.percent) + "%";
+  if (!rollout.DrawsCanary(draw)) {
+    q.rollout_note = "stable v" + stable + " (" + ModeName(rollout.mode) + " canary v" + canary +
+                     " draws " + share + ")";
+    return;
+  }
+  auto canary_version = registry_.Resolve(request.model_name, canary);
+  if (!canary_version.ok()) {
+    q.rollout_note = "stable v" + stable + " (canary v" + canary + " is not served)";
+    return;
+  }
+  if (rollout.mode == Rollout::Mode::kSplit) {
+    version = std::move(canary_version);
+    q.rollout_note = "canary v" + canary + " (drew the canary's " + share + ")";
+    return;
+  }
+  // Shadow: the same query to the canary, whose answer only is compared;
+  // the client's comes from the stable version. The copy is made before
+  // Prepare() takes the inputs.
+  q.rollout_note = "stable v" + stable + "; mirrored to shadow v" + canary + " (" + share + ")";
+  InferenceRequest copy = request;
+  copy.model_version = canary;
+  copy.parameters.erase("somm_explain");
+  auto pair = std::make_shared<ShadowPair>();
+  VersionStats* shadow_stats = &StatsFor(**canary_version);
+  q.done = [pair, shadow_stats, done = std::move(q.done)](StatusOr<InferenceResponse> r) {
+    pair->Offer(r, /*is_shadow=*/false, *shadow_stats);
+    done(std::move(r));
+  };
+  Infer(std::move(copy), [pair, shadow_stats](StatusOr<InferenceResponse> r) {
+    pair->Offer(r, /*is_shadow=*/true, *shadow_stats);
+  });
 }
 
 void Router::RouteDefault(std::shared_ptr<Query> q) {
@@ -464,12 +567,20 @@ void Router::RouteExplicit(std::shared_ptr<Query> q, InferenceRequest& request,
 void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> versions,
                            const std::string& target, const Requirements& req) {
   // The one cluster model: this worker's groups as they are now, and the
-  // profiled options of the versions in question.
-  cluster::ClusterState state;
-  state.groups = Groups(versions);
-  for (const VersionPtr& v : versions) AppendOptions(*v, &state.options);
+  // profiled options of the versions in question (one version's are its
+  // shared rows, not a copy).
+  const std::vector<cluster::GroupState> groups = Groups(versions);
+  std::shared_ptr<const std::vector<cluster::VariantOption>> options;
+  if (versions.size() == 1) {
+    options = version_options_.Of(versions[0]);
+  } else {
+    auto all = std::make_shared<std::vector<cluster::VariantOption>>();
+    for (const VersionPtr& v : versions) version_options_.Append(v, all.get());
+    options = std::move(all);
+  }
   std::vector<size_t> origins;
-  SelectorState candidates = CandidatesFrom(state, req, !options_.managed, &origins, where_);
+  SelectorState candidates =
+      CandidatesFrom(groups, *options, req, !options_.managed, &origins, where_);
   const auto now = clock_.Now();
   for (Candidate& c : candidates.candidates) {
     c.batch_overhead_ms = cost_calibration_.OverheadMs(
@@ -493,7 +604,7 @@ void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> ver
     LogDecision(record);
     return q->done(decision.status());
   }
-  const cluster::VariantOption& o = state.options[origins[decision->candidate]];
+  const cluster::VariantOption& o = (*options)[origins[decision->candidate]];
   for (const VersionPtr& v : versions) {
     if (v->config.name == o.model && v->version == o.version && v != q->version) SetVersion(*q, v);
   }
@@ -523,7 +634,7 @@ void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> ver
   record.cost_usd = decision->cost_usd;
   record.reason = decision->reason;
   q->decision = record;
-  const bool held = decision->instance_id >= 0 && PickWorker(*q, state.groups, decision->instance_id);
+  const bool held = decision->instance_id >= 0 && PickWorker(*q, groups, decision->instance_id);
   if (held && !options_.zone.empty()) record.reason += "; " + ZoneReason(*q);
   q->log_number = LogDecision(std::move(record));
   if (held) return Dispatch(std::move(q), true);
@@ -866,6 +977,7 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
     number("cost_usd", charge);
     if (capped) add("cost_capped", "true");
     if (selected) number("predicted_cost_usd", q->predicted_charge_usd);
+    if (!q->rollout_note.empty()) add("rollout", q->rollout_note);
     s.append("reason=").append(decision.reason);
     if (!options_.zone.empty()) s.append("; ").append(ZoneReason(*q));
     p["somm"] = std::move(s);
@@ -888,9 +1000,12 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
     if (q->remote) p["somm_worker"] = q->worker;
     if (!q->zone.empty()) p["somm_zone"] = q->zone;
     if (!options_.zone.empty()) p["somm_zone_reason"] = ZoneReason(*q);
+    if (!q->rollout_note.empty()) p["somm_rollout"] = q->rollout_note;
   }
   q->stats->metrics->RecordSuccess(stats.queue_ns / 1e3, stats.compute_ns / 1e3,
                                    static_cast<double>(total_us));
+  q->stats->answered.fetch_add(1, std::memory_order_relaxed);
+  q->stats->latency_us_total.fetch_add(total_us, std::memory_order_relaxed);
   if (q->latency_slo_ms) {
     q->stats->metrics->RecordSlo(static_cast<double>(total_us) <= *q->latency_slo_ms * 1000.0);
   }

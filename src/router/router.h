@@ -32,6 +32,14 @@
 // held only in other zones. The response says which zone served the query
 // and why (somm_zone, somm_zone_reason), and so does the decision log.
 //
+// Rollouts: a query that names its model but no version, while the model's
+// canary runs (rollout/rollout.h), draws the canary's share: split, it goes
+// to the canary version; shadow, it goes to the stable one and a copy to
+// the canary, whose answer is only compared. The response says which
+// (somm_rollout), and names the version that served it. Per version the
+// router counts answers, failures, latency and shadow comparisons with the
+// demand, and the controller's rollout policy compares them.
+//
 // In flight: from Infer() until its callback, every query counts in the
 // metrics' somm_inflight_queries (the gauge routers are autoscaled on).
 //
@@ -51,6 +59,7 @@
 #include "controller/control_client.h"
 #include "metrics/serving_metrics.h"
 #include "registry/model_registry.h"
+#include "registry/version_options.h"
 #include "router/cost_calibration.h"
 #include "router/decision_log.h"
 #include "router/groups_by_model.h"
@@ -123,6 +132,8 @@ class Router : public InferenceServer {
     return store_.Read();
   }
   PriceList Prices() const override { return options_.prices; }
+  StatusOr<RolloutView> ChangeRollout(const RolloutChange& change, const Caller& caller) override;
+  StatusOr<RolloutView> GetRollout(const std::string& model, const Caller& caller) const override;
   std::vector<DecisionRecord> RecentActions(size_t limit) const override {
     return controller_.RecentActions(limit);
   }
@@ -138,7 +149,13 @@ class Router : public InferenceServer {
 
  private:
   struct VersionStats;
+  struct ShadowPair;
   VersionStats& StatsFor(const VersionRecord& v);
+  // An unversioned query of a model whose canary runs: draws its side of
+  // the split (and may switch `version` to the canary), or mirrors it to
+  // the shadow version (rollout/rollout.h).
+  void ApplyRollout(Query& q, const Rollout& rollout, const InferenceRequest& request,
+                    StatusOr<VersionPtr>& version);
   void SetVersion(Query& q, VersionPtr version);
   // Answers `status`, counted as a failure of the query's model version.
   void Fail(const std::shared_ptr<Query>& q, Status status);
@@ -191,6 +208,7 @@ class Router : public InferenceServer {
   // keep one).
   ResponseCache response_cache_;
   GroupsByModel groups_by_model_;  // the store's latest snapshot, by model
+  VersionOptions version_options_;  // the selector's options, per version
   std::atomic<bool> shutting_down_{false};
   mutable SharedMutex stats_mu_;
   // model -> version -> row; rows are never removed, so a Query may keep a

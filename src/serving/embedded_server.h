@@ -115,6 +115,12 @@ class EmbeddedServer : public InferenceServer {
     return router_->ClusterView();
   }
   PriceList Prices() const override { return router_->Prices(); }
+  StatusOr<RolloutView> ChangeRollout(const RolloutChange& change, const Caller& caller) override {
+    return router_->ChangeRollout(change, caller);
+  }
+  StatusOr<RolloutView> GetRollout(const std::string& model, const Caller& caller) const override {
+    return router_->GetRollout(model, caller);
+  }
   std::vector<DecisionRecord> RecentActions(size_t limit) const override {
     return router_->RecentActions(limit);
   }

@@ -12,6 +12,7 @@
 
 #include "cluster/cluster_state.h"
 #include "common/status.h"
+#include "rollout/rollout.h"
 #include "repository/model_config.h"
 #include "serving/inference.h"
 #include "serving/task_description.h"
@@ -151,6 +152,16 @@ class InferenceServer {
   // newest first, each with its reason: the decision log's "control:" rows,
   // kept apart so that per-query decisions never push them out.
   virtual std::vector<DecisionRecord> RecentActions(size_t limit) const { return {}; }
+
+  // A model's rollout (rollout/rollout.h; REST .../models/{m}/rollout, gRPC
+  // somm.SommControl/Rollout): changes it, or reads it with the current
+  // step's figures. A model the caller may not see is NOT_FOUND as unknown.
+  virtual StatusOr<RolloutView> ChangeRollout(const RolloutChange& change, const Caller& caller) {
+    return Unimplemented("rollouts are not supported by this server");
+  }
+  virtual StatusOr<RolloutView> GetRollout(const std::string& model, const Caller& caller) const {
+    return Unimplemented("rollouts are not supported by this server");
+  }
 };
 
 }  // namespace somm

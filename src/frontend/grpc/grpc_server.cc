@@ -337,6 +337,37 @@ class SommControlService final : public somm::SommControl::CallbackService {
     return FinishNow(context, task.status());
   }
 
+  ServerUnaryReactor* Rollout(CallbackServerContext* context, const somm::RolloutRequest* request,
+                              somm::RolloutResponse* response) override {
+    if (request->model_name().empty()) {
+      return FinishNow(context, InvalidArgument("rollout request names no model (model_name)"));
+    }
+    Admission a = AdmitCall(guard_, context, Operation::kLoad, request->model_name());
+    if (!a.status.ok()) return FinishNow(context, a.status);
+    StatusOr<RolloutChange> change =
+        RolloutChangeFromJson(request->model_name(), request->change_json());
+    if (!change.ok()) return FinishNow(context, change.status());
+    // A started canary loads: off the callback thread, as a load is.
+    ServerUnaryReactor* reactor = context->DefaultReactor();
+    control_.Post([this, reactor, response, change = std::move(change).value(),
+                   caller = std::move(a.caller)] {
+      StatusOr<RolloutView> view = server_.ChangeRollout(change, caller);
+      if (view.ok()) response->set_rollout_json(RolloutViewToJson(*view));
+      reactor->Finish(ToGrpcStatus(view.status()));
+    });
+    return reactor;
+  }
+
+  ServerUnaryReactor* GetRollout(CallbackServerContext* context,
+                                 const somm::GetRolloutRequest* request,
+                                 somm::RolloutResponse* response) override {
+    Admission a = AdmitCall(guard_, context, Operation::kModelMetadata, request->model_name());
+    if (!a.status.ok()) return FinishNow(context, a.status);
+    StatusOr<RolloutView> view = server_.GetRollout(request->model_name(), a.caller);
+    if (view.ok()) response->set_rollout_json(RolloutViewToJson(*view));
+    return FinishNow(context, view.status());
+  }
+
  private:
   InferenceServer& server_;
   ControlThread& control_;

@@ -85,6 +85,10 @@ std::optional<Operation> GuardedOperation(RestEndpoint endpoint) {
       return Operation::kLoad;
     case RestEndpoint::kRepositoryUnload:
       return Operation::kUnload;
+    case RestEndpoint::kModelRollout:
+      return Operation::kModelMetadata;
+    case RestEndpoint::kModelRolloutChange:
+      return Operation::kLoad;  // who may load a model may roll it out
     case RestEndpoint::kDecisions:
       return Operation::kDecisions;
     case RestEndpoint::kTaskList:
@@ -229,10 +233,16 @@ void HttpFrontend::Impl::Handle(Request request, Responder responder) {
           404, "no inference protocol endpoint at " + req.head.method + " " + req.head.path));
     }
     const std::string method = req.head.method == "HEAD" ? "GET" : req.head.method;
+    // The one path with two methods: GET reads a rollout, POST changes it.
+    if (route.endpoint == RestEndpoint::kModelRollout && method == "POST") {
+      route.endpoint = RestEndpoint::kModelRolloutChange;
+      route.method = "POST";
+    }
     if (method != route.method) {
       Response res = ErrorResponse(405, req.head.path + " accepts " + route.method + ", not " +
                                             req.head.method);
-      res.headers.emplace_back("Allow", route.method);
+      res.headers.emplace_back(
+          "Allow", route.endpoint == RestEndpoint::kModelRollout ? "GET, POST" : route.method);
       return responder.Send(std::move(res));
     }
     // Health probes need no key (Kubernetes probes carry none); every other
@@ -309,6 +319,18 @@ Response HttpFrontend::Impl::Dispatch(const oip::RestRoute& route, const Request
     case RestEndpoint::kWorkers:
     case RestEndpoint::kActions:
       return OperatorHandler(route.endpoint, req, caller);
+    case RestEndpoint::kModelRollout: {
+      StatusOr<RolloutView> view = server.GetRollout(route.model, caller);
+      if (!view.ok()) return StatusResponse(view.status());
+      return JsonResponse(200, RolloutViewToJson(*view));
+    }
+    case RestEndpoint::kModelRolloutChange: {
+      StatusOr<RolloutChange> change = RolloutChangeFromJson(route.model, std::string(body));
+      if (!change.ok()) return StatusResponse(change.status());
+      StatusOr<RolloutView> view = server.ChangeRollout(*change, caller);
+      if (!view.ok()) return StatusResponse(view.status());
+      return JsonResponse(200, RolloutViewToJson(*view));
+    }
     default:
       return ErrorResponse(500, "internal error: endpoint not dispatched");
   }

@@ -93,6 +93,7 @@ RestRoute MatchRestRoute(std::string_view path) {
       if (p[4] == "unload") return Make(RestEndpoint::kRepositoryUnload, "POST", p[3]);
       if (p[4] == "register") return Make(RestEndpoint::kRepositoryRegister, "POST", p[3]);
       if (p[4] == "variants") return Make(RestEndpoint::kModelVariants, "GET", p[3]);
+      if (p[4] == "rollout") return Make(RestEndpoint::kModelRollout, "GET", p[3]);
     }
     return {};
   }

@@ -55,6 +55,10 @@ enum class RestEndpoint {
   kActions,
   kTaskList,
   kTaskMetadata,
+  // /v2/repository/models/{m}/rollout: GET reads the model's rollout, POST
+  // (kModelRolloutChange, chosen by the method) changes it.
+  kModelRollout,
+  kModelRolloutChange,
 };
 
 struct RestRoute {
