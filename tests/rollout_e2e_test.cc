@@ -117,6 +117,15 @@ class RolloutE2ETest : public ::testing::Test {
     }
     return by_version;
   }
+  // Every unversioned query goes to `version` now. A cluster's router hears
+  // of the leader's step through the catalog's notice: a moment later.
+  static void ExpectOnly(const std::string& version) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (Ask(0) != version && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    for (int i = 0; i < 20; ++i) EXPECT_EQ(Ask(i), version);
+  }
   static std::string Actions() {
     auto r = Client().Get("/v2/somm/actions?limit=200");
     return r ? r->body : "";
@@ -162,8 +171,8 @@ TEST_F(RolloutE2ETest, AGoodCanaryTakesItsShareAndIsPromotedStepByStep) {
   EXPECT_GT(by_version.count("1") ? by_version.at("1") : 0, 0);
   EXPECT_GT(by_version.count("2") ? by_version.at("2") : 0, 0) << "the canary took its share";
   EXPECT_NE(done["reason"].get<std::string>().find("promoted"), std::string::npos) << done.dump();
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(Ask(i), "2");
-  EXPECT_NE(Actions().find("control:canary_promoted"), std::string::npos);
+  ExpectOnly("2");
+  EXPECT_NE(Actions().find("\"canary_promoted\""), std::string::npos);
   if (!IsClusterTopology()) {
     EXPECT_EQ(Metric(R"(somm_canary_promotions_total{model="digits-mlp"})"), 1);
     EXPECT_EQ(Metric(R"(somm_canary_percent{model="digits-mlp"})"), 100);
@@ -184,8 +193,8 @@ TEST_F(RolloutE2ETest, ACanaryThatAnswersWrongIsRolledBackByItsHeldOutAccuracy) 
   EXPECT_NE(done["reason"].get<std::string>().find("held-out top-1"), std::string::npos)
       << done.dump();
   EXPECT_LT(done["window"]["canary"]["accuracy"].get<double>(), 0.5) << done.dump();
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(Ask(i), stable) << "back on the stable version";
-  EXPECT_NE(Actions().find("control:canary_rolled_back"), std::string::npos);
+  ExpectOnly(stable);
+  EXPECT_NE(Actions().find("\"canary_rolled_back\""), std::string::npos);
   if (!IsClusterTopology()) {
     EXPECT_EQ(Metric(R"(somm_canary_rollbacks_total{model="digits-mlp"})"), 1);
     EXPECT_EQ(Metric(R"(somm_canary_percent{model="digits-mlp"})"), 0);
@@ -222,7 +231,7 @@ TEST_F(RolloutE2ETest, AnOperatorStartsReadsAndRollsBackOverRestGrpcAndTheCli) {
   std::tie(rc, out) = Run(SommBinary() + " rollout digits-mlp --rollback " + url);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("rolled_back"), std::string::npos) << out;
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(Ask(i), stable);
+  ExpectOnly(stable);
   std::tie(status, view) = Post(R"({"action": "promote"})");
   EXPECT_EQ(status, 400) << view.dump();
   EXPECT_NE(view.value("error", "").find("no canary running"), std::string::npos) << view.dump();

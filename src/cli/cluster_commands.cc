@@ -760,6 +760,12 @@ int RunController(const ControllerProcessOptions& o) {
   co.device = device;
   co.fresh_reports = false;  // the workers' heartbeats keep the store fresh
   co.in_use_window_s = o.worker_in_use_window_s;
+  // Set once publish_catalog exists (below): a rollout step reaches the
+  // routers at once.
+  std::function<void()> publish_now;
+  co.on_rollout_change = [&publish_now](const std::string&) {
+    if (publish_now) publish_now();
+  };
   Controller controller(co, registry, *store, workers, metrics, log);
 
   // The catalog entry of every model this controller knows (served, or
@@ -806,6 +812,7 @@ int RunController(const ControllerProcessOptions& o) {
       }
     }
   };
+  publish_now = publish_catalog;
   CatalogPublishingControl control(controller, publish_catalog);
 
   std::atomic<bool> leader{false};

@@ -85,6 +85,10 @@ struct ControllerOptions {
   // idle_unload_s from idle_unload_s when that is set. The simulator passes
   // the same config to the controllers it drives.
   control::AutoscalerConfig autoscaler;
+  // Called after every change of a model's rollout (the tick's steps and
+  // ChangeRollout): a cluster's leader publishes its catalog at once, so
+  // routers split by the new record now, not at the next lease tick.
+  std::function<void(const std::string& model)> on_rollout_change;
   // The clock the loop and the policies read; tests step their own.
   std::function<cluster::TimePoint()> clock = [] { return cluster::Clock::now(); };
 };

@@ -234,6 +234,7 @@ Status Controller::CommitRollout(Rollout rollout, const std::string& event) {
   registry_.SetRollout(model, std::move(rollout));
   metrics_.RecordRollout(model, event, percent);
   RecordControl("canary_" + event, model, label, "", reason);
+  if (options_.on_rollout_change) options_.on_rollout_change(model);
   return Status::Ok();
 }
 
