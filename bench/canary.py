@@ -173,10 +173,12 @@ def scenario(somm, name, source, digits, args, work):
                 status, view = call(port, "POST", "/v2/repository/models/digits-mlp/rollout", change)
                 if status != 200:
                     raise SystemExit(f"{name}: rollout refused: {view}")
+                judged = view  # the last view of the canary's step before it ended
                 while time.time() - started < args.timeout_s:
                     status, view = call(port, "GET", "/v2/repository/models/digits-mlp/rollout")
                     if view.get("state") != "canary":
                         break
+                    judged = view
                     time.sleep(0.25)
                 ended = time.time()
                 time.sleep(3)  # and after it
@@ -193,7 +195,7 @@ def scenario(somm, name, source, digits, args, work):
         "by_version": {v: sum(1 for a in answers if a[1] == v) for v in ("1", "2")},
         "canary_answers_during": sum(1 for a in during if a[1] == "2"),
         "queries_during": len(during),
-        "canary_window": view.get("window", {}).get("canary", {}),
+        "canary_window": judged.get("window", {}).get("canary", {}),
         "rollbacks_metric": sum(float(l.split()[-1]) for l in scrape.splitlines()
                                 if l.startswith("somm_canary_rollbacks_total{")),
         "timeline": [{"t_s": round((e["unix_ms"] / 1000.0) - started, 2), "event": e["event"],
@@ -224,7 +226,7 @@ def main():
                   f"{r['canary_answers_during']} answered by the canary; "
                   f"somm_canary_rollbacks_total {r['rollbacks_metric']:.0f}")
             w = r["canary_window"]
-            print(f"   canary's last window: {w.get('answered', 0)} answered, {w.get('failed', 0)} failed, "
+            print(f"   canary's step as last read before the end: {w.get('answered', 0)} answered, {w.get('failed', 0)} failed, "
                   f"mean {w.get('mean_latency_ms', 0):.2f} ms, compared {w.get('compared', 0)}, "
                   f"differed {w.get('disagreed', 0)}, held-out top-1 {w.get('accuracy', '-')}")
             for e in r["timeline"]:
