@@ -281,6 +281,8 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--batch-size,-b", bench.batch_size, "Samples per query")
       ->capture_default_str();
   bench_cmd->add_flag("--binary", bench.binary, "REST: use the binary tensor data extension");
+  bench_cmd->add_option("--api-key", bench.api_key,
+                        "API key of every query (default: $SOMM_API_KEY, if set)");
   bench_cmd->add_option("--senders", bench.senders, "Open loop / trace: sender threads")
       ->capture_default_str();
   bench_cmd->add_option("--seed", bench.seed, "Seed of the Poisson schedule and random inputs")
@@ -406,6 +408,7 @@ int main(int argc, char** argv) {
                           std::pair{decisions_cmd, &decisions.client.tls},
                           std::pair{tasks_cmd, &tasks.client.tls},
                           std::pair{rollout_cmd, &rollout.client.tls},
+                          std::pair{bench_cmd, &bench.tls},
                           std::pair{models_cmd, &models.tls}}) {
     cmd->add_option("--tls-ca", tls->ca_file, "gRPC over TLS: the CA (PEM) of the server's certificate")
         ->check(CLI::ExistingFile);

@@ -407,7 +407,7 @@ int RunBench(const BenchOptions& o) {
   };
   if (Status s = ValidateBenchOptions(o); !s.ok()) return fail(s);
   StatusOr<std::unique_ptr<ClientFactory>> factory =
-      MakeOipClientFactory(OipTarget{o.url, o.protocol, o.binary});
+      MakeOipClientFactory(OipTarget{o.url, o.protocol, o.binary, o.api_key, o.tls});
   if (!factory.ok()) return fail(factory.status());
   StatusOr<BenchReport> report = MeasureBench(o, **factory, std::cerr);
   if (!report.ok()) return fail(report.status());

@@ -56,6 +56,10 @@ struct BenchOptions {
   std::string input;       // OIP REST request body (.json); "" = synthetic from metadata
   int64_t batch_size = 1;  // samples per query
   bool binary = false;     // REST: binary tensor extension (the default is JSON)
+  // Every query's API key ("" = SOMM_API_KEY, if set) and, for gRPC, TLS
+  // toward the server (docs/security.md).
+  std::string api_key;
+  crypto::TlsClientFiles tls;
   int senders = 64;        // open-loop sender threads (one connection each)
   uint64_t seed = 1;       // Poisson schedule and synthetic inputs
   double time_scale = 1;   // trace: replay X times faster (offsets divided by X)

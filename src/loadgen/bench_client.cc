@@ -1,6 +1,7 @@
 #include "loadgen/bench_client.h"
 
 #include <charconv>
+#include <cstdlib>
 #include <unordered_map>
 
 #include "loadgen/http_wire.h"
@@ -12,16 +13,23 @@
 namespace somm::loadgen {
 namespace {
 
+HttpClientOptions HttpClientOptionsWithKey(const std::string& key) {
+  HttpClientOptions o;
+  o.api_key = key;
+  return o;
+}
+
 // Health and metadata go through HttpClient; inferences, the calls made in a
 // loop, go out as bytes encoded once per request (load loops send the same
 // few requests over and over) on an HttpWireConnection.
 class HttpBenchClient : public BenchClient {
  public:
-  HttpBenchClient(const std::string& host, int port, bool binary)
-      : client_(host, port),
+  HttpBenchClient(const std::string& host, int port, bool binary, std::string api_key)
+      : client_(host, port, HttpClientOptionsWithKey(api_key)),
         wire_(host, port),
         endpoint_(host + ":" + std::to_string(port)),
-        binary_(binary) {}
+        binary_(binary),
+        api_key_(std::move(api_key)) {}
   StatusOr<InferenceResponse> Infer(const InferenceRequest& request) override {
     // Keyed by address: the load loops borrow their requests, unchanged, for
     // longer than the client lives.
@@ -30,7 +38,7 @@ class HttpBenchClient : public BenchClient {
       SOMM_ASSIGN_OR_RETURN(const oip::EncodedBody body,
                             oip::EncodeInferRequest(request, {binary_, binary_}));
       const std::string path = oip::ModelPath(request.model_name, request.model_version) + "/infer";
-      it = encoded_.emplace(&request, HttpPostBytes(endpoint_, path, body.body, body.json_size))
+      it = encoded_.emplace(&request, HttpPostBytes(endpoint_, path, body.body, body.json_size, api_key_))
                .first;
     }
     SOMM_ASSIGN_OR_RETURN(const HttpWireReply reply, wire_.Exchange(it->second));
@@ -46,6 +54,7 @@ class HttpBenchClient : public BenchClient {
   HttpWireConnection wire_;
   std::string endpoint_;
   bool binary_;
+  std::string api_key_;
   std::unordered_map<const InferenceRequest*, std::string> encoded_;
 };
 
@@ -71,18 +80,29 @@ class OipClientFactory : public ClientFactory {
 
   StatusOr<std::unique_ptr<BenchClient>> NewClient() override {
     if (target_.protocol == "http") {
-      auto client = std::make_unique<HttpBenchClient>(host_, port_, target_.binary);
+      if (target_.tls.enabled()) {
+        return InvalidArgument("the REST load generator speaks plain HTTP: TLS is for -i grpc");
+      }
+      auto client = std::make_unique<HttpBenchClient>(host_, port_, target_.binary, Key());
       // Both connections open on first use; a health check opens HttpClient's
       // now, and fails early for a server that is not there.
       SOMM_RETURN_IF_ERROR(client->ServerReady().status());
       return std::unique_ptr<BenchClient>(std::move(client));
     }
+    GrpcClientOptions options;
+    options.api_key = Key();
+    options.tls = target_.tls;
     SOMM_ASSIGN_OR_RETURN(std::unique_ptr<GrpcClient> client,
-                          GrpcClient::Connect(host_ + ":" + std::to_string(port_)));
+                          GrpcClient::Connect(host_ + ":" + std::to_string(port_), options));
     return std::unique_ptr<BenchClient>(std::make_unique<GrpcBenchClient>(std::move(client)));
   }
 
  private:
+  std::string Key() const {
+    if (!target_.api_key.empty()) return target_.api_key;
+    const char* env = std::getenv("SOMM_API_KEY");
+    return env ? env : "";
+  }
   OipTarget target_;
   std::string host_;
   int port_;

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "crypto/tls_files.h"
 #include "serving/inference.h"
 #include "serving/inference_server.h"
 
@@ -40,6 +41,13 @@ struct OipTarget {
   std::string url = "127.0.0.1:8000";  // host:port; an http:// prefix is accepted
   std::string protocol = "http";       // http | grpc
   bool binary = false;                 // REST: binary tensor extension both ways
+  // The API key sent with every call (docs/security.md); "" = the
+  // SOMM_API_KEY environment variable, if set.
+  std::string api_key;
+  // gRPC over TLS: the server's CA, and a client certificate for mutual
+  // TLS; not enabled = plaintext. (The REST load generator speaks plain
+  // HTTP only.)
+  crypto::TlsClientFiles tls;
 };
 
 // InvalidArgument for a malformed URL or an unknown protocol. Connects

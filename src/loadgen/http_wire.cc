@@ -96,7 +96,8 @@ StatusOr<std::optional<HttpResponseHead>> ParseResponseHead(std::string_view byt
 }
 
 std::string HttpPostBytes(std::string_view host_port, std::string_view path,
-                          std::string_view body, std::optional<size_t> json_size) {
+                          std::string_view body, std::optional<size_t> json_size,
+                          std::string_view api_key) {
   std::string out;
   out.reserve(256 + body.size());
   out.append("POST ").append(path).append(" HTTP/1.1\r\nHost: ").append(host_port);
@@ -105,6 +106,7 @@ std::string HttpPostBytes(std::string_view host_port, std::string_view path,
   if (json_size) {
     out.append("\r\nInference-Header-Content-Length: ").append(std::to_string(*json_size));
   }
+  if (!api_key.empty()) out.append("\r\nAuthorization: Bearer ").append(api_key);
   out.append("\r\nContent-Length: ").append(std::to_string(body.size())).append("\r\n\r\n");
   out.append(body);
   return out;

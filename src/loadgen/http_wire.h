@@ -45,9 +45,11 @@ struct HttpResponseHead {
 // that is not HTTP/1.x or whose lengths do not parse.
 StatusOr<std::optional<HttpResponseHead>> ParseResponseHead(std::string_view bytes);
 
-// The bytes of a keep-alive POST; json_size set = binary tensor extension.
+// The bytes of a keep-alive POST; json_size set = binary tensor extension;
+// a key ("" = none) goes as "Authorization: Bearer <key>".
 std::string HttpPostBytes(std::string_view host_port, std::string_view path,
-                          std::string_view body, std::optional<size_t> json_size);
+                          std::string_view body, std::optional<size_t> json_size,
+                          std::string_view api_key = {});
 
 class HttpWireConnection {
  public:

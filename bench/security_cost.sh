@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The cost of security (docs/security.md): digits-mlp served by `somm serve`
+# plain (--auth none), with API keys (--auth keys, every query carrying a
+# user's key), and with keys and TLS on every port (scripts/make-certs), the
+# same closed-loop load from `somm bench` against each: REST JSON (the load
+# generator speaks plain HTTP, so not with TLS) and gRPC. Throughput, p50,
+# p99 and each as a share of the plain server's in the same round.
+#
+# Usage: bench/security_cost.sh [--rounds N] [--concurrency C] [--skip-build]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=3
+CONC=16
+BUILD=1
+while (($#)); do
+  case "$1" in
+    --rounds) ROUNDS="$2"; shift 2 ;;
+    --concurrency) CONC="$2"; shift 2 ;;
+    --skip-build) BUILD=0; shift ;;
+    *) echo "usage: $0 [--rounds N] [--concurrency C] [--skip-build]" >&2; exit 2 ;;
+  esac
+done
+((BUILD)) && ninja -C build somm >/dev/null
+OUT="$(mktemp -d "${TMPDIR:-/tmp}/somm-security-cost.XXXXXX")"
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$OUT"' EXIT
+mkdir -p "$OUT/repo/digits-mlp"
+cp models/demo/digits-mlp/model.yaml "$OUT/repo/digits-mlp/"
+ln -s "$PWD/models/demo/digits-mlp/1" "$OUT/repo/digits-mlp/1"
+scripts/make-certs "$OUT/certs" >/dev/null
+KEY=$(build/somm keys create --repo "$OUT/repo" --tenant bench --role user | tail -1)
+echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "round setup wire samples/s p50_us p99_us share_of_plain"
+declare -A PLAIN
+for round in $(seq "$ROUNDS"); do
+  for setup in plain keys keys+tls; do
+    args=(--auth none)
+    [[ $setup != plain ]] && args=(--auth keys)
+    [[ $setup == keys+tls ]] && args+=(--tls-cert "$OUT/certs/server.pem" --tls-key "$OUT/certs/server.key")
+    build/somm serve --repo "$OUT/repo" --http-port 0 --grpc-port 0 --metrics-port 0 --log-level warn \
+      --auto-variants false "${args[@]}" >"$OUT/serve.out" 2>"$OUT/serve.err" &
+    pid=$!
+    ports=""
+    for _ in $(seq 240); do
+      ports=$(grep -m1 -o 'http=[0-9]* grpc=[0-9]*' "$OUT/serve.out" || true)
+      [[ -n $ports ]] && break
+      sleep 0.25
+    done
+    http=$(sed 's/http=\([0-9]*\).*/\1/' <<<"$ports")
+    grpc=$(sed 's/.*grpc=\([0-9]*\)/\1/' <<<"$ports")
+    scheme=http
+    [[ $setup == keys+tls ]] && scheme=https
+    until curl -sfk "$scheme://127.0.0.1:$http/v2/health/ready" >/dev/null; do sleep 0.2; done
+    for wire in rest grpc; do
+      [[ $setup == keys+tls && $wire == rest ]] && continue
+      bargs=(-u "127.0.0.1:$http")
+      [[ $wire == grpc ]] && bargs=(-u "127.0.0.1:$grpc" -i grpc)
+      [[ $setup == keys+tls ]] && bargs+=(--tls-ca "$OUT/certs/ca.pem")
+      key=()
+      [[ $setup != plain ]] && key=(--api-key "$KEY")
+      build/somm bench digits-mlp "${bargs[@]}" "${key[@]}" --input models/demo/.examples/digit_3.json \
+        --concurrency "$CONC" --warmup-s 2 --window-s 3 --max-windows 4 --json "$OUT/r.json" \
+        >/dev/null 2>"$OUT/bench.err" || { cat "$OUT/bench.err" >&2; exit 1; }
+      read -r sps p50 p99 < <(/usr/bin/python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))["points"][0]
+print(round(p["throughput_sps"], 1), p["latency_us"]["p50"], p["latency_us"]["p99"])' "$OUT/r.json")
+      [[ $setup == plain ]] && PLAIN[$wire]=$sps
+      share=$(awk -v a="$sps" -v b="${PLAIN[$wire]}" 'BEGIN {printf "%.3f", a / b}')
+      echo "$round $setup $wire $sps $p50 $p99 $share"
+    done
+    kill "$pid"; wait "$pid" 2>/dev/null || true
+  done
+done
