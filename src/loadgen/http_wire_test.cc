@@ -67,6 +67,13 @@ TEST(HttpPostBytesTest, JsonAndBinaryRequests) {
   EXPECT_NE(binary.find("Content-Length: 5\r\n\r\n{}xyz"), std::string::npos);
 }
 
+TEST(HttpPostBytesTest, AKeyTravelsAsABearerToken) {
+  EXPECT_EQ(HttpPostBytes("h:1", "/p", "{}", std::nullopt, "k3y"),
+            "POST /p HTTP/1.1\r\nHost: h:1\r\nConnection: keep-alive\r\n"
+            "Content-Type: application/json\r\nAuthorization: Bearer k3y\r\n"
+            "Content-Length: 2\r\n\r\n{}");
+}
+
 // A real HTTP server on a free loopback port, on its own thread.
 class LoopbackServer {
  public:
