@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Overload (docs/security.md): digits-mlp's capacity on this machine (closed
+# loop, REST JSON, every query with a latency SLO), then an open-loop
+# Poisson load at 3x that capacity for --seconds, then 0.5x right after.
+# somm must shed what it cannot serve within the SLO (429 /
+# RESOURCE_EXHAUSTED, or the SLO's own refusal) rather than queue without
+# bound, keep its RSS bounded, and recover as soon as the load falls: the
+# 0.5x phase's answers all succeed within the SLO. Reports each phase's
+# offered and served rate, errors by code, p50/p99 of the answers, and the
+# server's RSS idle and at its peak.
+#
+# Usage: bench/overload.sh [--seconds S] [--slo-ms MS] [--skip-build]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_PER_PHASE=20
+SLO=20
+BUILD=1
+while (($#)); do
+  case "$1" in
+    --seconds) SECONDS_PER_PHASE="$2"; shift 2 ;;
+    --slo-ms) SLO="$2"; shift 2 ;;
+    --skip-build) BUILD=0; shift ;;
+    *) echo "usage: $0 [--seconds S] [--slo-ms MS] [--skip-build]" >&2; exit 2 ;;
+  esac
+done
+((BUILD)) && ninja -C build somm >/dev/null
+OUT="$(mktemp -d "${TMPDIR:-/tmp}/somm-overload.XXXXXX")"
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$OUT"' EXIT
+mkdir -p "$OUT/repo/digits-mlp"
+cp models/demo/digits-mlp/model.yaml "$OUT/repo/digits-mlp/"
+ln -s "$PWD/models/demo/digits-mlp/1" "$OUT/repo/digits-mlp/1"
+echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+build/somm serve --repo "$OUT/repo" --http-port 0 --grpc-port 0 --metrics-port 0 --log-level warn \
+  --auto-variants false >"$OUT/serve.out" 2>"$OUT/serve.err" &
+pid=$!
+ports=""
+for _ in $(seq 240); do
+  ports=$(grep -m1 -o 'http=[0-9]*' "$OUT/serve.out" || true)
+  [[ -n $ports ]] && break
+  sleep 0.25
+done
+http=${ports#http=}
+until curl -sf "127.0.0.1:$http/v2/models/digits-mlp/ready" >/dev/null; do sleep 0.2; done
+rss() { awk '/VmRSS/ {print $2}' "/proc/$pid/status"; }
+( while kill -0 "$pid" 2>/dev/null; do rss 2>/dev/null || true; sleep 0.2; done ) >"$OUT/rss.txt" &
+summary() {
+  /usr/bin/python3 - "$1" "$2" <<'PY'
+import json, sys
+phase, path = sys.argv[1:]
+p = json.load(open(path))["points"][0]
+offered = p["request_rate"] or p["throughput_qps"]
+ok = p["count"]
+errors = p["errors"]
+lat = p["latency_us"]
+print(f"{phase}: offered {offered:.0f} q/s, answered OK {ok} in {p['duration_s']:.1f} s "
+      f"({p['throughput_qps']:.0f} q/s), errors {json.dumps(errors)}, p50 {lat['p50']} us, "
+      f"p99 {lat['p99']} us, SLO attainment {p['slo_attainment']}")
+PY
+}
+build/somm bench digits-mlp -u "127.0.0.1:$http" --input models/demo/.examples/digit_3.json \
+  --concurrency 32 --slo-ms "$SLO" --warmup-s 2 --window-s 3 --max-windows 4 --json "$OUT/capacity.json" >/dev/null 2>&1
+idle=$(rss)
+capacity=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["points"][0]["throughput_qps"])' "$OUT/capacity.json")
+summary "capacity (closed loop, 32 connections)" "$OUT/capacity.json"
+for phase in 3.0 0.5; do
+  rate=$(awk -v c="$capacity" -v f="$phase" 'BEGIN {printf "%.0f", c * f}')
+  build/somm bench digits-mlp -u "127.0.0.1:$http" --input models/demo/.examples/digit_3.json \
+    --request-rate "$rate" --duration-s "$SECONDS_PER_PHASE" --senders 256 --slo-ms "$SLO" \
+    --warmup-s 0 --json "$OUT/phase-$phase.json" >/dev/null 2>&1 || true
+  summary "${phase}x capacity" "$OUT/phase-$phase.json"
+done
+peak=$(sort -n "$OUT/rss.txt" | tail -1)
+echo "RSS: idle $((idle / 1024)) MiB, peak $((peak / 1024)) MiB, after $(( $(rss) / 1024 )) MiB"
+kill -0 "$pid" && echo "server alive"
