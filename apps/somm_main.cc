@@ -214,6 +214,34 @@ int main(int argc, char** argv) {
   rollout_cmd->add_option("--protocol,-i", rollout.client.protocol, "http or grpc")
       ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
 
+  somm::BatchOptions batch;
+  auto* batch_cmd = app.add_subcommand(
+      "batch", "Offline batch jobs: run every item of a folder or a JSONL file through a model "
+               "or a task at low priority, one output file per item (submit, status, cancel)");
+  batch_cmd->require_subcommand(1);
+  auto* batch_submit = batch_cmd->add_subcommand("submit", "Submit a job; prints its id last");
+  batch_submit->add_option("--model,-m", batch.model, "The model (or --task)");
+  batch_submit->add_option("--version", batch.version, "The model's version (default: its default)");
+  batch_submit->add_option("--task,-t", batch.task, "The task: somm picks the model per item");
+  batch_submit->add_option("--min-accuracy", batch.min_accuracy, "Accuracy floor")
+      ->check(CLI::Range(0.0, 1.0));
+  batch_submit->add_option("--max-cost", batch.max_cost, "Cost ceiling per item, USD");
+  batch_submit->add_option("--input", batch.input, "A folder of OIP request bodies (*.json) or a "
+                                                   "JSONL file of them")->required();
+  batch_submit->add_option("--output", batch.output, "The folder for the answers")->required();
+  batch_submit->add_option("--concurrency", batch.concurrency, "Items in flight at most")
+      ->capture_default_str()->check(CLI::Range(1, 1024));
+  batch_submit->add_flag("--wait", batch.wait, "Then show its progress until it ends");
+  auto* batch_status = batch_cmd->add_subcommand("status", "Show one job, or every job");
+  batch_status->add_option("id", batch.id, "The job (default: every job)");
+  batch_status->add_flag("--watch,-w", batch.watch, "Refresh with a progress bar until it ends");
+  auto* batch_cancel = batch_cmd->add_subcommand("cancel", "Cancel a job (what it wrote stays)");
+  batch_cancel->add_option("id", batch.id, "The job")->required();
+  for (auto* cmd : {batch_submit, batch_status, batch_cancel}) {
+    cmd->add_option("--url,-u", batch.url, "host:port of the REST port")->capture_default_str();
+    cmd->add_flag("--json", batch.json, "Print the server's JSON");
+  }
+
   somm::StatusOptions status;
   auto* status_cmd = app.add_subcommand(
       "status", "Show models, instances per worker, load, SLO attainment and recent control "
@@ -440,6 +468,10 @@ int main(int argc, char** argv) {
   if (decisions_cmd->parsed()) return somm::RunDecisions(decisions);
   if (tasks_cmd->parsed()) return somm::RunTasks(tasks);
   if (rollout_cmd->parsed()) return somm::RunRollout(rollout);
+  if (batch_cmd->parsed()) {
+    batch.action = batch_submit->parsed() ? "submit" : batch_cancel->parsed() ? "cancel" : "status";
+    return somm::RunBatch(batch);
+  }
   if (status_cmd->parsed()) return somm::RunStatus(status);
   if (models_cmd->parsed()) return somm::RunModels(models);
   if (keys_cmd->parsed()) return somm::RunKeys(*keys_cmd, keys);

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "batch/batch_jobs.h"
 #include "auth/guard.h"
 #include "repository/repository_poller.h"
 #include "cli/commands.h"
@@ -677,8 +678,19 @@ int RunRouter(const RouterProcessOptions& o) {
   rto.cross_zone_rtt_ms = o.cross_zone_rtt_ms;
   Router router(rto, registry, *store, workers, control, metrics, log);
   Ticker demand(std::chrono::milliseconds(1000), [&router] { router.PublishDemand(); });
+  // Offline batch jobs run on the router that took them, beside its queries;
+  // their state is kept under the router's repository mount, so a restarted
+  // router resumes them. A router with no repository mounted takes none.
+  std::unique_ptr<BatchJobs> batch;
+  if (!o.model_repository.empty()) {
+    BatchJobs::Options bo;
+    bo.state_dir = (std::filesystem::path(o.model_repository) / ".somm" / "batch" / rto.id).string();
+    bo.inflight = [&router] { return router.InflightQueries(); };
+    batch = std::make_unique<BatchJobs>(std::move(bo), router);
+  }
 
   HttpFrontendOptions ho;
+  ho.batch = batch.get();
   ho.address = o.address;
   ho.port = o.http_port;
   ho.max_body_bytes = static_cast<size_t>(o.max_body_bytes);
@@ -714,11 +726,13 @@ int RunRouter(const RouterProcessOptions& o) {
   // The same first line as `somm serve`: scripts and tests read it.
   std::printf("somm: listening http=%d grpc=%d metrics=%d\n", (*http)->port(), (*grpc)->port(),
               (*endpoint)->port());
+  if (batch) batch->ResumeAll();
   std::printf("somm router %s: the cluster at redis %s\n", rto.id.c_str(), o.redis.c_str());
   std::fflush(stdout);
 
   const char* why = WaitForStop(&stop);
   spdlog::info("router {}: {}: finishing the queries in flight", rto.id, why);
+  if (batch) batch->Shutdown();  // before the router refuses their items
   router.Shutdown();
   (*http)->Shutdown();
   (*grpc)->Shutdown(std::chrono::seconds(30));

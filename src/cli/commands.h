@@ -241,4 +241,21 @@ struct StatusOptions {
 };
 int RunStatus(const StatusOptions& options);
 
+// `somm batch submit|status|cancel`: offline batch jobs (docs/lifecycle.md)
+// on the REST port.
+struct BatchOptions {
+  std::string url = "127.0.0.1:8000";
+  std::string action;   // submit | status | cancel
+  std::string id;       // status (one job; "" = all), cancel
+  std::string model, version, task;
+  double min_accuracy = -1;  // -1 = none
+  double max_cost = -1;      // -1 = none
+  std::string input, output;
+  int concurrency = 2;
+  bool watch = false;   // status: refresh, with a progress bar, until it ends
+  bool wait = false;    // submit: then watch it to the end
+  bool json = false;
+};
+int RunBatch(const BatchOptions& options);
+
 }  // namespace somm

@@ -1,3 +1,4 @@
+#include <filesystem>
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -7,6 +8,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "batch/batch_jobs.h"
 #include "auth/guard.h"
 #include "repository/repository_poller.h"
 #include "cli/commands.h"
@@ -101,7 +103,14 @@ int RunServe(const ServeOptions& options) {
     return 2;
   }
 
+  // Offline batch jobs (docs/lifecycle.md): low priority beside the queries.
+  BatchJobs::Options bo;
+  bo.state_dir = (std::filesystem::path(options.model_repository) / ".somm" / "batch").string();
+  bo.inflight = [&manager] { return manager.router().InflightQueries(); };
+  BatchJobs batch(std::move(bo), manager.router());
+
   HttpFrontendOptions ho;
+  ho.batch = &batch;
   ho.address = options.address;
   ho.port = options.http_port;
   ho.max_body_bytes = static_cast<size_t>(options.max_body_bytes);
@@ -162,6 +171,8 @@ int RunServe(const ServeOptions& options) {
   }
   std::fflush(stdout);
 
+  batch.ResumeAll();  // jobs a stop (or a kill) left running
+
   // --model-control-mode poll: the repository is watched (docs/lifecycle.md).
   std::unique_ptr<RepositoryPoller> poller;
   if (options.model_control_mode == "poll") {
@@ -180,6 +191,9 @@ int RunServe(const ServeOptions& options) {
   if (poller) poller->Stop();
   spdlog::info("received {}; refusing new queries and finishing those in flight",
                signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+  // Batch jobs first, while the server still answers their items in flight;
+  // they stay running on disk and resume at the next start.
+  batch.Shutdown();
   // Frontends first: they stop accepting and wait for their calls in flight,
   // which the still-running instances answer. Then the instances drain.
   (*http)->Shutdown();

@@ -192,6 +192,12 @@ StatusOr<std::string> HttpClient::GetBody(const std::string& path) {
   return std::move(reply.body);
 }
 
+StatusOr<std::string> HttpClient::PostBody(const std::string& path, const std::string& body) {
+  SOMM_ASSIGN_OR_RETURN(Reply reply, Post(path, body, std::nullopt));
+  if (reply.status != 200) return oip::ErrorFromReply(reply.status, reply.body);
+  return std::move(reply.body);
+}
+
 StatusOr<std::vector<DecisionRecord>> HttpClient::RecentDecisions(size_t limit) {
   SOMM_ASSIGN_OR_RETURN(const Reply reply,
                         Get("/v2/somm/decisions?limit=" + std::to_string(limit)));

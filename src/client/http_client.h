@@ -90,6 +90,9 @@ class HttpClient {
   // GET `path` (the operator's views: "/v2/somm/overview", ...): the body of
   // a 200 answer, else the server's error.
   StatusOr<std::string> GetBody(const std::string& path);
+  // POST a JSON `body` to `path` (batch jobs: "/v2/somm/batch", ...): the
+  // body of a 200 answer, else the server's error.
+  StatusOr<std::string> PostBody(const std::string& path, const std::string& body);
   // A model's rollout (docs/lifecycle.md): POST (a change as JSON; "" =
   // read it) or GET /v2/repository/models/{m}/rollout; the answer's JSON.
   StatusOr<std::string> Rollout(const std::string& model, const std::string& change_json);

@@ -307,8 +307,11 @@ void Router::Infer(InferenceRequest request, InferCallback done) {
   // The metrics, not the router: they outlive it (its contract), and an
   // answer may come from a worker after the router has begun to go.
   metrics_.AddInflightQueries(1);
-  q->done = [metrics = &metrics_, done = std::move(done)](StatusOr<InferenceResponse> result) {
+  inflight_->fetch_add(1, std::memory_order_relaxed);
+  q->done = [metrics = &metrics_, inflight = inflight_,
+             done = std::move(done)](StatusOr<InferenceResponse> result) {
     metrics->AddInflightQueries(-1);
+    inflight->fetch_sub(1, std::memory_order_relaxed);
     done(std::move(result));
   };
   q->id = std::move(request.id);

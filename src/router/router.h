@@ -140,6 +140,9 @@ class Router : public InferenceServer {
 
   // Puts this router's demand counters into the store.
   void PublishDemand();
+  // Queries in flight now (somm_inflight_queries): what offline batch jobs
+  // (batch/batch_jobs.h) wait on.
+  int64_t InflightQueries() const { return inflight_->load(std::memory_order_relaxed); }
   // Refuses new queries (UNAVAILABLE).
   void Shutdown() { shutting_down_ = true; }
 
@@ -210,6 +213,8 @@ class Router : public InferenceServer {
   GroupsByModel groups_by_model_;  // the store's latest snapshot, by model
   VersionOptions version_options_;  // the selector's options, per version
   std::atomic<bool> shutting_down_{false};
+  // Shared with each query's answer, which may come after the router went.
+  std::shared_ptr<std::atomic<int64_t>> inflight_ = std::make_shared<std::atomic<int64_t>>(0);
   mutable SharedMutex stats_mu_;
   // model -> version -> row; rows are never removed, so a Query may keep a
   // pointer to one.

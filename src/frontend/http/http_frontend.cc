@@ -1,5 +1,7 @@
 #include "frontend/http/http_frontend.h"
 
+#include "batch/batch_jobs.h"
+
 #include <strings.h>
 
 #include <algorithm>
@@ -87,6 +89,13 @@ std::optional<Operation> GuardedOperation(RestEndpoint endpoint) {
       return Operation::kUnload;
     case RestEndpoint::kModelRollout:
       return Operation::kModelMetadata;
+    case RestEndpoint::kBatchList:
+    case RestEndpoint::kBatchSubmit:
+    case RestEndpoint::kBatchJob:
+    case RestEndpoint::kBatchCancel:
+      // A user's key sees its tenant's jobs; a submission is admitted again
+      // as a query of the model or task it names.
+      return Operation::kOperator;
     case RestEndpoint::kModelRolloutChange:
       return Operation::kLoad;  // who may load a model may roll it out
     case RestEndpoint::kDecisions:
@@ -211,6 +220,7 @@ struct HttpFrontend::Impl {
   Response VariantsHandler(const oip::RestRoute& route);
   Response DecisionsHandler(const Request& req, const Caller& caller);
   Response OperatorHandler(RestEndpoint endpoint, const Request& req, const Caller& caller);
+  Response BatchHandler(const oip::RestRoute& route, const Request& req, const Caller& caller);
 };
 
 // Runs on an I/O thread: decides, then answers at once, hands the request
@@ -238,11 +248,18 @@ void HttpFrontend::Impl::Handle(Request request, Responder responder) {
       route.endpoint = RestEndpoint::kModelRolloutChange;
       route.method = "POST";
     }
+    if (route.endpoint == RestEndpoint::kBatchList && method == "POST") {
+      route.endpoint = RestEndpoint::kBatchSubmit;
+      route.method = "POST";
+    }
     if (method != route.method) {
       Response res = ErrorResponse(405, req.head.path + " accepts " + route.method + ", not " +
                                             req.head.method);
       res.headers.emplace_back(
-          "Allow", route.endpoint == RestEndpoint::kModelRollout ? "GET, POST" : route.method);
+          "Allow", route.endpoint == RestEndpoint::kModelRollout ||
+                           route.endpoint == RestEndpoint::kBatchList
+                       ? "GET, POST"
+                       : route.method);
       return responder.Send(std::move(res));
     }
     // Health probes need no key (Kubernetes probes carry none); every other
@@ -319,6 +336,11 @@ Response HttpFrontend::Impl::Dispatch(const oip::RestRoute& route, const Request
     case RestEndpoint::kWorkers:
     case RestEndpoint::kActions:
       return OperatorHandler(route.endpoint, req, caller);
+    case RestEndpoint::kBatchList:
+    case RestEndpoint::kBatchSubmit:
+    case RestEndpoint::kBatchJob:
+    case RestEndpoint::kBatchCancel:
+      return BatchHandler(route, req, caller);
     case RestEndpoint::kModelRollout: {
       StatusOr<RolloutView> view = server.GetRollout(route.model, caller);
       if (!view.ok()) return StatusResponse(view.status());
@@ -334,6 +356,49 @@ Response HttpFrontend::Impl::Dispatch(const oip::RestRoute& route, const Request
     default:
       return ErrorResponse(500, "internal error: endpoint not dispatched");
   }
+}
+
+Response HttpFrontend::Impl::BatchHandler(const oip::RestRoute& route, const Request& req,
+                                          const Caller& caller) {
+  if (options.batch == nullptr) {
+    return ErrorResponse(501, "offline batch jobs are not enabled on this server");
+  }
+  StatusOr<BatchJobStatus> status = Internal("unreachable");
+  switch (route.endpoint) {
+    case RestEndpoint::kBatchList: {
+      std::string out = "{\"jobs\":[";
+      bool first = true;
+      for (const BatchJobStatus& s : options.batch->List(caller)) {
+        out += (first ? "" : ",") + BatchJobStatusToJson(s);
+        first = false;
+      }
+      return JsonResponse(200, out + "]}");
+    }
+    case RestEndpoint::kBatchJob:
+      status = options.batch->Get(route.job, caller);
+      break;
+    case RestEndpoint::kBatchCancel:
+      status = options.batch->Cancel(route.job, caller);
+      break;
+    default: {
+      StatusOr<BatchJobSpec> spec = BatchJobSpecFromJson(std::string(req.body));
+      if (!spec.ok()) return StatusResponse(spec.status());
+      Caller runs_as = caller;
+      if (options.guard != nullptr) {
+        // Admitted as a query of its target: a tenant's job runs only what
+        // the tenant may query (another's private model is unknown).
+        Admission a = options.guard->Admit(
+            CallInfo{spec->model.empty() ? Operation::kTaskInfer : Operation::kInfer, spec->model,
+                     AuthorizationOf(req), false, 0});
+        if (!a.status.ok()) return RefusalResponse(a);
+        runs_as = std::move(a.caller);
+      }
+      status = options.batch->Submit(std::move(spec).value(), runs_as);
+      break;
+    }
+  }
+  if (!status.ok()) return StatusResponse(status.status());
+  return JsonResponse(200, BatchJobStatusToJson(*status));
 }
 
 Response HttpFrontend::Impl::ServerMetadataHandler() {

@@ -49,6 +49,8 @@
 
 namespace somm {
 
+class BatchJobs;
+
 namespace crypto {
 class TlsServerContext;
 }  // namespace crypto
@@ -92,6 +94,9 @@ struct HttpFrontendOptions {
   // TLS on every connection (crypto/tls_stream.h; made from --tls-cert,
   // --tls-key and --tls-client-ca); null = plaintext.
   std::shared_ptr<const crypto::TlsServerContext> tls;
+  // Offline batch jobs (batch/batch_jobs.h) behind /v2/somm/batch; null =
+  // those endpoints answer 501. Must outlive the frontend.
+  BatchJobs* batch = nullptr;
 };
 
 class HttpFrontend {

@@ -98,6 +98,20 @@ RestRoute MatchRestRoute(std::string_view path) {
     return {};
   }
   if (p[1] == "tasks") return MatchTask(p);
+  if (p[1] == "somm" && p.size() >= 3 && p[2] == "batch") {
+    if (p.size() == 3) return Make(RestEndpoint::kBatchList, "GET");
+    if (p[3].empty()) return {};
+    RestRoute r;
+    if (p.size() == 4) {
+      r = Make(RestEndpoint::kBatchJob, "GET");
+    } else if (p.size() == 5 && p[4] == "cancel") {
+      r = Make(RestEndpoint::kBatchCancel, "POST");
+    } else {
+      return {};
+    }
+    r.job = std::string(p[3]);
+    return r;
+  }
   if (p[1] == "somm" && p.size() == 3) {
     if (p[2] == "decisions") return Make(RestEndpoint::kDecisions, "GET");
     if (p[2] == "overview") return Make(RestEndpoint::kOverview, "GET");

@@ -59,6 +59,13 @@ enum class RestEndpoint {
   // (kModelRolloutChange, chosen by the method) changes it.
   kModelRollout,
   kModelRolloutChange,
+  // Offline batch jobs: GET /v2/somm/batch lists them, POST submits one
+  // (kBatchSubmit, chosen by the method); GET /v2/somm/batch/{id};
+  // POST /v2/somm/batch/{id}/cancel.
+  kBatchList,
+  kBatchSubmit,
+  kBatchJob,
+  kBatchCancel,
 };
 
 struct RestRoute {
@@ -66,6 +73,7 @@ struct RestRoute {
   std::string model;    // "" when the endpoint has none
   std::string version;  // "" = not given in the path
   std::string task;     // kTaskInfer, kTaskMetadata: "classification/digits"
+  std::string job;      // kBatchJob, kBatchCancel: the job's id
   // "GET" or "POST": the one method the endpoint accepts (HEAD goes with GET).
   const char* method = "";
 };

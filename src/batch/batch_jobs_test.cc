@@ -1,0 +1,252 @@
+// BatchJobs against an in-process fake InferenceServer (it echoes each
+// request's first input, or refuses one with no inputs), on a temporary
+// folder: items from JSONL and folders, per-item outputs and errors, resume
+// without rewriting an output, cancel, restart from the state folder, and
+// one tenant's jobs hidden from another.
+#include "batch/batch_jobs.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace somm {
+namespace {
+
+namespace fs = std::filesystem;
+
+class EchoServer : public InferenceServer {
+ public:
+  std::chrono::milliseconds delay{0};
+  std::atomic<int> calls{0};
+  std::mutex mu;
+  InferenceRequest last;  // guarded by mu
+  bool IsLive() const override { return true; }
+  bool IsReady() const override { return true; }
+  ServerMetadata GetServerMetadata() const override { return {}; }
+  StatusOr<ModelMetadata> GetModelMetadata(const std::string& name,
+                                           const std::string&) const override {
+    if (name != "echo") return NotFound("unknown model '" + name + "'");
+    return ModelMetadata{};
+  }
+  StatusOr<bool> IsModelReady(const std::string&, const std::string&) const override { return true; }
+  void Infer(InferenceRequest request, InferCallback done) override {
+    ++calls;
+    {
+      std::lock_guard lock(mu);
+      last = request;
+    }
+    auto answer = [request = std::move(request), done = std::move(done)]() mutable {
+      if (request.inputs.empty()) return done(InvalidArgument("no inputs"));
+      InferenceResponse r;
+      r.model_name = request.model_name;
+      r.id = request.id;
+      r.outputs.push_back(request.inputs[0]);
+      done(std::move(r));
+    };
+    if (delay.count() == 0) return answer();
+    std::thread([d = delay, a = std::move(answer)]() mutable {
+      std::this_thread::sleep_for(d);
+      a();
+    }).detach();
+  }
+  std::vector<RepositoryEntry> RepositoryIndex(bool) const override { return {}; }
+  Status LoadModel(const std::string&) override { return Status::Ok(); }
+  Status UnloadModel(const std::string&) override { return Status::Ok(); }
+};
+
+constexpr char kItem[] =
+    R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,2],"data":[1.5,2.5]}]})";
+
+class BatchJobsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  BatchJobs::Options Options() const {
+    BatchJobs::Options o;
+    o.state_dir = (dir_ / "state").string();
+    return o;
+  }
+  // A JSONL input of `n` items; line `broken` (1-based, 0 = none) is not JSON.
+  std::string Jsonl(int n, int broken = 0) const {
+    const fs::path p = dir_ / "in.jsonl";
+    std::ofstream out(p);
+    for (int i = 1; i <= n; ++i) out << (i == broken ? std::string("{not json") : std::string(kItem)) << "\n";
+    return p.string();
+  }
+  BatchJobSpec Spec(const std::string& input) const {
+    BatchJobSpec s;
+    s.model = "echo";
+    s.input = input;
+    s.output = (dir_ / "out").string();
+    return s;
+  }
+  static BatchJobStatus WaitDone(BatchJobs& jobs, const std::string& id, const Caller& c = {}) {
+    for (int i = 0; i < 2000; ++i) {
+      auto s = jobs.Get(id, c);
+      if (s.ok() && s->state != "RUNNING" && s->state != "QUEUED") return *s;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ADD_FAILURE() << "job " << id << " did not finish";
+    return {};
+  }
+  size_t Files(const std::string& suffix) const {
+    size_t n = 0;
+    for (const auto& e : fs::directory_iterator(dir_ / "out")) {
+      const std::string name = e.path().filename().string();
+      if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) ++n;
+    }
+    return n;
+  }
+
+  const fs::path dir_ = fs::temp_directory_path() / ("batch_jobs_test_" + std::to_string(getpid()));
+  EchoServer server_;
+};
+
+TEST_F(BatchJobsTest, EveryItemGetsItsAnswerOrItsErrorInAFileOfItsOwn) {
+  BatchJobs jobs(Options(), server_);
+  auto s = jobs.Submit(Spec(Jsonl(20, /*broken=*/7)), {});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const BatchJobStatus done = WaitDone(jobs, s->id);
+  EXPECT_EQ(done.state, "DONE");
+  EXPECT_EQ(done.total, 20);
+  EXPECT_EQ(done.succeeded, 19);
+  EXPECT_EQ(done.failed, 1);
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "line-00000007.error.json"));
+  std::ifstream answer(dir_ / "out" / "line-00000001.json");
+  std::stringstream text;
+  text << answer.rdbuf();
+  EXPECT_NE(text.str().find("[1.5,2.5]"), std::string::npos) << text.str();
+  EXPECT_EQ(Files(".error.json"), 1u);
+  EXPECT_EQ(Files(".json"), 20u);
+}
+
+TEST_F(BatchJobsTest, AFolderOfRequestsNamesItsItemsByFile) {
+  fs::create_directories(dir_ / "in");
+  for (const char* name : {"b", "a", "c"}) std::ofstream(dir_ / "in" / (std::string(name) + ".json")) << kItem;
+  std::ofstream(dir_ / "in" / "notes.txt") << "not an item";
+  BatchJobs jobs(Options(), server_);
+  auto s = jobs.Submit(Spec((dir_ / "in").string()), {});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(WaitDone(jobs, s->id).succeeded, 3);
+  for (const char* name : {"a", "b", "c"}) EXPECT_TRUE(fs::exists(dir_ / "out" / (std::string(name) + ".json")));
+}
+
+TEST_F(BatchJobsTest, AResumedJobSkipsWhatWasWrittenAndNeverWritesItAgain) {
+  const std::string input = Jsonl(10);
+  fs::create_directories(dir_ / "out");
+  std::ofstream(dir_ / "out" / "line-00000003.json") << "written before";
+  BatchJobs jobs(Options(), server_);
+  auto s = jobs.Submit(Spec(input), {});
+  ASSERT_TRUE(s.ok());
+  const BatchJobStatus done = WaitDone(jobs, s->id);
+  EXPECT_EQ(done.resumed_from, 1);
+  EXPECT_EQ(done.succeeded, 10);
+  EXPECT_EQ(server_.calls, 9);
+  std::ifstream kept(dir_ / "out" / "line-00000003.json");
+  std::string text((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "written before");
+}
+
+TEST_F(BatchJobsTest, AJobLeftRunningOnDiskResumesAtTheNextStart) {
+  server_.delay = std::chrono::milliseconds(5);
+  std::string id;
+  {
+    BatchJobs jobs(Options(), server_);
+    BatchJobSpec spec = Spec(Jsonl(400));
+    spec.concurrency = 1;
+    auto s = jobs.Submit(spec, {});
+    ASSERT_TRUE(s.ok());
+    id = s->id;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }  // Shutdown: it stays RUNNING on disk
+  const size_t before = Files(".json");
+  EXPECT_GT(before, 0u);
+  EXPECT_LT(before, 400u);
+  BatchJobs again(Options(), server_);
+  again.ResumeAll();
+  const BatchJobStatus done = WaitDone(again, id);
+  EXPECT_EQ(done.state, "DONE");
+  EXPECT_EQ(done.resumed_from, static_cast<int64_t>(before));
+  EXPECT_EQ(done.succeeded, 400);
+  EXPECT_EQ(Files(".json"), 400u);
+  EXPECT_EQ(server_.calls, 400) << "no item ran twice";
+}
+
+TEST_F(BatchJobsTest, CancelStopsAJobAndAnotherTenantCannotSeeIt) {
+  server_.delay = std::chrono::milliseconds(5);
+  BatchJobs jobs(Options(), server_);
+  Caller owner{true, "k1", "team-a", false};
+  Caller other{true, "k2", "team-b", false};
+  BatchJobSpec spec = Spec(Jsonl(400));
+  spec.concurrency = 1;
+  auto s = jobs.Submit(spec, owner);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(jobs.Get(s->id, other).status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(jobs.List(other).empty());
+  EXPECT_EQ(jobs.Cancel(s->id, other).status().code(), StatusCode::kNotFound);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto cancelled = jobs.Cancel(s->id, owner);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status().message();
+  EXPECT_EQ(cancelled->state, "CANCELLED");
+  EXPECT_LT(cancelled->Done(), 400);
+  EXPECT_EQ(jobs.Cancel(s->id, owner).status().code(), StatusCode::kFailedPrecondition);
+  ASSERT_EQ(jobs.List(owner).size(), 1u);
+}
+
+TEST_F(BatchJobsTest, ATaskJobSendsTaskQueriesWithItsRequirementsAsItsCaller) {
+  BatchJobs jobs(Options(), server_);
+  auto spec = BatchJobSpecFromJson(R"({"task": "classification/digits", "parameters": {"min_accuracy": 0.9, "max_cost": 0.001}, "input": ")" +
+                                   Jsonl(2) + R"(", "output": ")" + (dir_ / "out").string() + R"("})");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  Caller owner{true, "k1", "team-a", false};
+  auto s = jobs.Submit(*spec, owner);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(WaitDone(jobs, s->id, owner).succeeded, 2);
+  std::lock_guard lock(server_.mu);
+  EXPECT_EQ(server_.last.task, "classification/digits");
+  EXPECT_TRUE(server_.last.model_name.empty());
+  EXPECT_EQ(std::get<double>(server_.last.parameters.at("min_accuracy")), 0.9);
+  EXPECT_EQ(std::get<double>(server_.last.parameters.at("max_cost")), 0.001);
+  EXPECT_EQ(server_.last.caller.tenant, "team-a");
+  EXPECT_EQ(server_.last.id, "line-00000002");
+}
+
+TEST_F(BatchJobsTest, BadSubmissionsNameTheProblem) {
+  BatchJobs jobs(Options(), server_);
+  const std::pair<const char*, const char*> bad[] = {
+      {R"({"input": "/a", "output": "/b"})", "one of 'model' and 'task'"},
+      {R"({"model": "m", "task": "t", "input": "/a", "output": "/b"})", "one of 'model' and 'task'"},
+      {R"({"model": "m", "input": "a", "output": "/b"})", "'input' must be an absolute path"},
+      {R"({"model": "m", "input": "/a", "output": "b"})", "'output' must be an absolute path"},
+      {R"({"model": "m", "input": "/a", "output": "/b", "parameters": {"latency_slo_ms": 5}})", "no latency SLO"},
+      {R"({"model": "m", "input": "/a", "output": "/b", "concurrency": 0})", "'concurrency'"},
+      {R"({"model": "m", "input": "/a", "output": "/b", "colour": 1})", "'colour'"},
+  };
+  for (const auto& [body, named] : bad) {
+    auto s = BatchJobSpecFromJson(body);
+    ASSERT_FALSE(s.ok()) << body;
+    EXPECT_NE(s.status().message().find(named), std::string::npos) << s.status().message();
+  }
+  auto missing = jobs.Submit(Spec((dir_ / "nothing.jsonl").string()), {});
+  EXPECT_EQ(missing.status().code(), StatusCode::kInvalidArgument);
+  BatchJobSpec unknown = Spec(Jsonl(3));
+  unknown.model = "nope";
+  EXPECT_EQ(jobs.Submit(unknown, {}).status().code(), StatusCode::kNotFound);
+  std::ofstream(dir_ / "dup.jsonl") << R"({"id": "x", "inputs": []})" << "\n" << R"({"id": "x", "inputs": []})" << "\n";
+  auto dup = jobs.Submit(Spec((dir_ / "dup.jsonl").string()), {});
+  ASSERT_FALSE(dup.ok());
+  EXPECT_NE(dup.status().message().find("appears twice"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace somm
