@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# An offline batch job beside online queries (docs/lifecycle.md): somm serve
+# with digits-mlp, a Poisson online load with a latency SLO (`somm bench
+# --request-rate`), first alone, then while a job of --items digits (a JSONL
+# file, the held-out digits over and over) runs at low priority. Then the
+# job is killed with SIGKILL halfway through a second run, somm starts again,
+# the job resumes, and the bench counts its answers: one file per item, none
+# missing, none written twice (each is linked once; a second write fails).
+#
+# Usage: bench/batch_job.sh [--items N] [--rate Q] [--slo-ms MS] [--seconds S] [--skip-build]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ITEMS=100000
+RATE=500
+SLO=10
+SECS=30
+BUILD=1
+while (($#)); do
+  case "$1" in
+    --items) ITEMS="$2"; shift 2 ;;
+    --rate) RATE="$2"; shift 2 ;;
+    --slo-ms) SLO="$2"; shift 2 ;;
+    --seconds) SECS="$2"; shift 2 ;;
+    --skip-build) BUILD=0; shift ;;
+    *) echo "usage: $0 [--items N] [--rate Q] [--slo-ms MS] [--seconds S] [--skip-build]" >&2; exit 2 ;;
+  esac
+done
+((BUILD)) && ninja -C build somm >/dev/null
+OUT="$(mktemp -d "${TMPDIR:-/tmp}/somm-batch-bench.XXXXXX")"
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$OUT"' EXIT
+mkdir -p "$OUT/repo/digits-mlp"
+cp models/demo/digits-mlp/model.yaml "$OUT/repo/digits-mlp/"
+ln -s "$PWD/models/demo/digits-mlp/1" "$OUT/repo/digits-mlp/1"
+/usr/bin/python3 - "$ITEMS" "$OUT/items.jsonl" <<'PY'
+import json, struct, sys
+n, path = int(sys.argv[1]), sys.argv[2]
+raw = open("models/demo/digits-mlp/1/validation/inputs.bin", "rb").read()
+digits = [list(struct.unpack_from("<64f", raw, i * 256)) for i in range(len(raw) // 256)]
+with open(path, "w") as f:
+    for i in range(n):
+        f.write(json.dumps({"id": f"item-{i:07d}", "inputs": [{"name": "pixels", "datatype": "FP32",
+                            "shape": [1, 64], "data": digits[i % len(digits)]}]}) + "\n")
+PY
+echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+start_serve() {
+  build/somm serve --repo "$OUT/repo" --http-port 0 --grpc-port 0 --metrics-port 0 --log-level warn \
+    --auto-variants false >"$OUT/serve.out" 2>>"$OUT/serve.err" &
+  pid=$!
+  ports=""
+  for _ in $(seq 240); do
+    ports=$(grep -m1 -o 'http=[0-9]*' "$OUT/serve.out" || true)
+    [[ -n $ports ]] && break
+    sleep 0.25
+  done
+  http=${ports#http=}
+  until curl -sf "127.0.0.1:$http/v2/models/digits-mlp/ready" >/dev/null; do sleep 0.2; done
+}
+online() {
+  build/somm bench digits-mlp -u "127.0.0.1:$http" --input models/demo/.examples/digit_3.json \
+    --request-rate "$RATE" --duration-s "$SECS" --slo-ms "$SLO" --warmup-s 2 --json "$OUT/$1.json" >/dev/null 2>&1
+  /usr/bin/python3 - "$1" "$OUT/$1.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[2]))["points"][0]
+print(f"online load {sys.argv[1]}: {p['request_rate']:.0f} q/s offered, {p['throughput_qps']:.0f} answered, "
+      f"SLO attainment {p['slo_attainment']}, p50 {p['latency_us']['p50']} us, p99 {p['latency_us']['p99']} us, "
+      f"errors {json.dumps(p['errors'])}")
+PY
+}
+job() { curl -s "127.0.0.1:$http/v2/somm/batch/$1"; }
+field() { /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
+
+start_serve
+online alone
+id=$(build/somm batch submit --model digits-mlp --input "$OUT/items.jsonl" --output "$OUT/answers" \
+       --url "127.0.0.1:$http" | tail -1)
+t0=$(date +%s.%N)
+online "with the job"
+s=$(job "$id")
+echo "the job during the online load: $(field "$s" done) of $ITEMS items done, $(field "$s" items_per_s) items/s"
+# Halfway through: SIGKILL, start again, let it resume.
+until (( $(field "$(job "$id")" done) >= ITEMS / 2 )); do sleep 0.5; done
+before=$(field "$(job "$id")" done)
+kill -9 "$pid"; wait "$pid" 2>/dev/null || true
+echo "killed somm serve (SIGKILL) with about $before items done"
+start_serve
+until [[ $(field "$(job "$id")" state) == DONE ]]; do sleep 0.5; done
+t1=$(date +%s.%N)
+s=$(job "$id")
+answers=$(find "$OUT/answers" -name 'item-*.json' ! -name '*.error.json' | wc -l)
+errors=$(find "$OUT/answers" -name '*.error.json' | wc -l)
+unique=$(find "$OUT/answers" -name 'item-*.json' -printf '%f\n' | sort -u | wc -l)
+echo "resumed from $(field "$s" resumed_from) items; done: $(field "$s" succeeded) succeeded, $(field "$s" failed) failed of $(field "$s" total)"
+echo "answer files $answers (distinct names $unique), error files $errors, for $ITEMS items"
+echo "the resumed run: $(field "$s" items_per_s) items/s alone; the whole job $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f", b - a}') s including the kill and restart"
+[[ $answers -eq $ITEMS && $errors -eq 0 ]]
