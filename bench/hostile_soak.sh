@@ -23,24 +23,15 @@ while (($#)); do
   esac
 done
 ((BUILD)) && ninja -C build somm bench_hostile_soak >/dev/null
+die() { echo "$0: $*" >&2; exit 1; }
+source bench/lib.sh
 OUT="$(mktemp -d "${TMPDIR:-/tmp}/somm-soak.XXXXXX")"
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$OUT"' EXIT
-mkdir -p "$OUT/repo/digits-mlp"
-cp models/demo/digits-mlp/model.yaml "$OUT/repo/digits-mlp/"
-ln -s "$PWD/models/demo/digits-mlp/1" "$OUT/repo/digits-mlp/1"
+trap 'kill_children; rm -rf "$OUT"' EXIT
+digits_repo "$OUT/repo"
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-build/somm serve --repo "$OUT/repo" --http-port 0 --grpc-port 0 --metrics-port 0 --log-level warn \
-  --auto-variants false >"$OUT/serve.out" 2>"$OUT/serve.err" &
-pid=$!
-ports=""
-for _ in $(seq 240); do
-  ports=$(grep -m1 -o 'http=[0-9]* grpc=[0-9]*' "$OUT/serve.out" || true)
-  [[ -n $ports ]] && break
-  sleep 0.25
-done
-http=$(sed 's/http=\([0-9]*\).*/\1/' <<<"$ports")
-grpc=$(sed 's/.*grpc=\([0-9]*\)/\1/' <<<"$ports")
-until curl -sf "127.0.0.1:$http/v2/models/digits-mlp/ready" >/dev/null; do sleep 0.2; done
+start_somm_serve soak build/somm "$OUT/serve" --repo "$OUT/repo" --log-level warn --auto-variants false
+pid=$SERVED_PID http=$SERVED_HTTP_PORT grpc=$SERVED_GRPC_PORT
+wait_model_ready "http://127.0.0.1:$http" digits-mlp
 rss() { awk '/VmRSS/ {print $2}' "/proc/$pid/status"; }
 for _ in $(seq 200); do
   curl -s -o /dev/null "127.0.0.1:$http/v2/models/digits-mlp/infer" -d @models/demo/.examples/digit_3.json
@@ -62,5 +53,5 @@ after=$(rss 2>/dev/null || echo 0)
 answer=$(curl -s -o /dev/null -w '%{http_code}' "127.0.0.1:$http/v2/models/digits-mlp/infer" -d @models/demo/.examples/digit_3.json || true)
 echo "server alive after the attack: $alive (a normal query after it: HTTP $answer)"
 echo "RSS: idle $((idle / 1024)) MiB, peak during the attack $((peak / 1024)) MiB, after $((after / 1024)) MiB"
-grep -c "" "$OUT/serve.err" | xargs echo "server log lines:"
+grep -c "" "$OUT/serve.stderr" | xargs echo "server log lines:"
 [[ $alive == yes && $answer == 200 && $status == 0 ]]

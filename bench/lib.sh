@@ -1,6 +1,7 @@
 # Shared by the bench scripts that start `somm serve` or a cluster
 # (compare.sh, managed.sh, isolation.sh, rss_cycles.sh, router_hop.sh,
-# cluster_state_cost.sh). Source it after defining die();
+# cluster_state_cost.sh, hostile_soak.sh, overload.sh, security_cost.sh,
+# batch_job.sh). Source it after defining die();
 # it installs the EXIT trap that kills every child the script started.
 
 # Every child process goes into PIDS; kill_children stops them all on exit.
@@ -61,6 +62,19 @@ start_somm_serve() {
   SERVED_GRPC_PORT="${BASH_REMATCH[2]}"
   SERVED_METRICS_PORT="${BASH_REMATCH[3]}"
   SERVED_READY_S="$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}')"
+}
+
+# digits_repo DIR: a repository of digits-mlp alone (its model.yaml copied,
+# its version linked from models/demo), for the benches of one small model.
+digits_repo() {
+  mkdir -p "$1/digits-mlp"
+  cp models/demo/digits-mlp/model.yaml "$1/digits-mlp/"
+  ln -s "$PWD/models/demo/digits-mlp/1" "$1/digits-mlp/1"
+}
+
+# wait_model_ready SCHEME://HOST:PORT MODEL: until the model answers ready.
+wait_model_ready() {
+  until curl -sfk "$1/v2/models/$2/ready" >/dev/null; do sleep 0.2; done
 }
 
 # CPU seconds (user + system, all threads) process PID has used so far.

@@ -24,25 +24,18 @@ while (($#)); do
   esac
 done
 ((BUILD)) && ninja -C build somm >/dev/null
+die() { echo "$0: $*" >&2; exit 1; }
+source bench/lib.sh
 OUT="$(mktemp -d "${TMPDIR:-/tmp}/somm-overload.XXXXXX")"
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$OUT"' EXIT
-mkdir -p "$OUT/repo/digits-mlp"
-cp models/demo/digits-mlp/model.yaml "$OUT/repo/digits-mlp/"
-ln -s "$PWD/models/demo/digits-mlp/1" "$OUT/repo/digits-mlp/1"
+trap 'kill_children; rm -rf "$OUT"' EXIT
+digits_repo "$OUT/repo"
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-build/somm serve --repo "$OUT/repo" --http-port 0 --grpc-port 0 --metrics-port 0 --log-level warn \
-  --auto-variants false >"$OUT/serve.out" 2>"$OUT/serve.err" &
-pid=$!
-ports=""
-for _ in $(seq 240); do
-  ports=$(grep -m1 -o 'http=[0-9]*' "$OUT/serve.out" || true)
-  [[ -n $ports ]] && break
-  sleep 0.25
-done
-http=${ports#http=}
-until curl -sf "127.0.0.1:$http/v2/models/digits-mlp/ready" >/dev/null; do sleep 0.2; done
+start_somm_serve overload build/somm "$OUT/serve" --repo "$OUT/repo" --log-level warn --auto-variants false
+pid=$SERVED_PID http=$SERVED_HTTP_PORT
+wait_model_ready "http://127.0.0.1:$http" digits-mlp
 rss() { awk '/VmRSS/ {print $2}' "/proc/$pid/status"; }
 ( while kill -0 "$pid" 2>/dev/null; do rss 2>/dev/null || true; sleep 0.2; done ) >"$OUT/rss.txt" &
+PIDS+=($!)
 summary() {
   /usr/bin/python3 - "$1" "$2" <<'PY'
 import json, sys

@@ -21,11 +21,11 @@ while (($#)); do
   esac
 done
 ((BUILD)) && ninja -C build somm >/dev/null
+die() { echo "$0: $*" >&2; exit 1; }
+source bench/lib.sh
 OUT="$(mktemp -d "${TMPDIR:-/tmp}/somm-security-cost.XXXXXX")"
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$OUT"' EXIT
-mkdir -p "$OUT/repo/digits-mlp"
-cp models/demo/digits-mlp/model.yaml "$OUT/repo/digits-mlp/"
-ln -s "$PWD/models/demo/digits-mlp/1" "$OUT/repo/digits-mlp/1"
+trap 'kill_children; rm -rf "$OUT"' EXIT
+digits_repo "$OUT/repo"
 scripts/make-certs "$OUT/certs" >/dev/null
 KEY=$(build/somm keys create --repo "$OUT/repo" --tenant bench --role user | tail -1)
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD), load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -36,17 +36,9 @@ for round in $(seq "$ROUNDS"); do
     args=(--auth none)
     [[ $setup != plain ]] && args=(--auth keys)
     [[ $setup == keys+tls ]] && args+=(--tls-cert "$OUT/certs/server.pem" --tls-key "$OUT/certs/server.key")
-    build/somm serve --repo "$OUT/repo" --http-port 0 --grpc-port 0 --metrics-port 0 --log-level warn \
-      --auto-variants false "${args[@]}" >"$OUT/serve.out" 2>"$OUT/serve.err" &
-    pid=$!
-    ports=""
-    for _ in $(seq 240); do
-      ports=$(grep -m1 -o 'http=[0-9]* grpc=[0-9]*' "$OUT/serve.out" || true)
-      [[ -n $ports ]] && break
-      sleep 0.25
-    done
-    http=$(sed 's/http=\([0-9]*\).*/\1/' <<<"$ports")
-    grpc=$(sed 's/.*grpc=\([0-9]*\)/\1/' <<<"$ports")
+    start_somm_serve "$setup" build/somm "$OUT/serve" --repo "$OUT/repo" --log-level warn \
+      --auto-variants false "${args[@]}"
+    pid=$SERVED_PID http=$SERVED_HTTP_PORT grpc=$SERVED_GRPC_PORT
     scheme=http
     [[ $setup == keys+tls ]] && scheme=https
     until curl -sfk "$scheme://127.0.0.1:$http/v2/health/ready" >/dev/null; do sleep 0.2; done
@@ -68,6 +60,6 @@ print(round(p["throughput_sps"], 1), p["latency_us"]["p50"], p["latency_us"]["p9
       share=$(awk -v a="$sps" -v b="${PLAIN[$wire]}" 'BEGIN {printf "%.3f", a / b}')
       echo "$round $setup $wire $sps $p50 $p99 $share"
     done
-    kill "$pid"; wait "$pid" 2>/dev/null || true
+    stop_pid "$pid"
   done
 done

@@ -35,14 +35,7 @@ class BatchE2ETest : public ::testing::Test {
   static void SetUpTestSuite() {
     demo_ = new std::string(DemoRepository());
     digits_ = new HeldOutDigits(LoadHeldOutDigits(*demo_));
-    // digits-mlp alone: its variant job is the only one the server runs.
-    repo_ = new std::string(
-        (fs::temp_directory_path() / ("somm_batch_e2e_" + std::to_string(getpid()))).string());
-    fs::remove_all(*repo_);
-    const fs::path model = fs::path(*repo_) / "digits-mlp";
-    fs::create_directories(model);
-    fs::copy_file(fs::path(*demo_) / "digits-mlp" / "model.yaml", model / "model.yaml");
-    fs::create_directory_symlink(fs::absolute(fs::path(*demo_) / "digits-mlp" / "1"), model / "1");
+    repo_ = new std::string(MakeOneModelRepository(*demo_, "digits-mlp", "batch"));
     server_ = new std::unique_ptr<ServerProcess>(new ServerProcess(SommBinary(), *repo_));
   }
   static void TearDownTestSuite() {
@@ -80,15 +73,7 @@ class BatchE2ETest : public ::testing::Test {
     for (size_t i = 0; i < n; ++i) out << Body(i) << "\n";
     return p.string();
   }
-  static std::pair<int, std::string> Run(const std::string& command) {
-    std::string out;
-    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-    if (pipe == nullptr) return {-1, ""};
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-    return {pclose(pipe), out};
-  }
+  static std::pair<int, std::string> Run(const std::string& command) { return RunCommand(command); }
   static std::string LastLine(std::string out) {
     while (!out.empty() && out.back() == '\n') out.pop_back();
     return out.substr(out.rfind('\n') + 1);

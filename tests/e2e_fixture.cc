@@ -3,6 +3,7 @@
 #include <torch/script.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -113,6 +114,27 @@ inputs: [{name: x, datatype: FLOAT, shape: [4]}]
 outputs: [{name: y, datatype: FP32, shape: [4]}]
 )");
   return repo.string();
+}
+
+std::string MakeOneModelRepository(const std::string& demo_repo, const std::string& model,
+                                   const std::string& tag) {
+  const fs::path repo =
+      fs::temp_directory_path() / ("somm_e2e_repo_" + tag + "_" + std::to_string(getpid()));
+  fs::remove_all(repo);
+  fs::create_directories(repo / model);
+  fs::copy_file(fs::path(demo_repo) / model / "model.yaml", repo / model / "model.yaml");
+  fs::create_directory_symlink(fs::absolute(fs::path(demo_repo) / model / "1"), repo / model / "1");
+  return repo.string();
+}
+
+std::pair<int, std::string> RunCommand(const std::string& command) {
+  std::string out;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return {-1, ""};
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  return {pclose(pipe), out};
 }
 
 double MetricValue(const std::string& exposition, const std::string& name_and_labels) {

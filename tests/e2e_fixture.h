@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "server_process.h"
@@ -38,6 +39,15 @@ std::vector<float> TorchReference(const std::string& model_file,
 // [10]) whose output rows are rolled by one: same signature, same speed,
 // every answer one class off. A version that answers wrong.
 void SaveShiftedClassifier(const std::string& model_file, const std::string& out_file);
+
+// A repository of `model` alone (its model.yaml copied, version 1 linked
+// from the demo repository), fresh per process and tag: a server on it runs
+// no other model's variant jobs.
+std::string MakeOneModelRepository(const std::string& demo_repo, const std::string& model,
+                                   const std::string& tag);
+
+// Runs a shell command: its exit status, and its stdout and stderr together.
+std::pair<int, std::string> RunCommand(const std::string& command);
 
 // Builds the test repository (a fresh folder per process and tag) and returns its path.
 std::string MakeTestRepository(const std::string& demo_repo, const std::string& tag = "main");

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "cluster/in_memory_store.h"
+#include "runtime/testing/no_backend.h"
 #include "controller/controller.h"
 #include "worker/testing/fake_worker_stub.h"
 
@@ -18,14 +19,7 @@ namespace {
 using ::somm::testing::FakeWorkerStub;
 using namespace std::chrono_literals;
 
-class NoBackend : public Backend {
- public:
-  std::string Name() const override { return "none"; }
-  std::vector<Device> Devices() const override { return {Device{}}; }
-  StatusOr<std::unique_ptr<ExecutableModel>> Load(const LoadOptions&) override {
-    return Unimplemented("no backend in controller tests");
-  }
-};
+using ::somm::testing::NoBackend;
 
 VersionPtr Version(int64_t n, double accuracy) {
   auto v = std::make_shared<VersionRecord>();

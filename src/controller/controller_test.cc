@@ -4,6 +4,7 @@
 // each action it sends, so a test that holds a load runs the tick on a
 // thread of its own and looks at what was sent while the load is in flight.
 #include "controller/controller.h"
+#include "runtime/testing/no_backend.h"
 
 #include <gtest/gtest.h>
 
@@ -24,14 +25,7 @@ using ::somm::testing::FakeWorkerStub;
 using namespace std::chrono_literals;
 
 // The registry's backend only serves registrations, which these tests do not make.
-class NoBackend : public Backend {
- public:
-  std::string Name() const override { return "none"; }
-  std::vector<Device> Devices() const override { return {Device{}}; }
-  StatusOr<std::unique_ptr<ExecutableModel>> Load(const LoadOptions&) override {
-    return Unimplemented("no backend in controller tests");
-  }
-};
+using ::somm::testing::NoBackend;
 
 HardwareConfig Cpu(int threads) { return {DeviceKind::kCpu, 0, threads}; }
 

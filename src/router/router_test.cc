@@ -4,6 +4,7 @@
 // here. Everything runs on the test's thread: the fake answers inside the
 // calls, so a query that waits for a load is answered inside Complete().
 #include "router/router.h"
+#include "runtime/testing/no_backend.h"
 
 #include "common/clock.h"
 #include "controller/controller.h"
@@ -28,14 +29,7 @@ using namespace std::chrono_literals;
 constexpr int64_t kMiB = int64_t{1} << 20;
 
 // The registry's backend only serves registrations, which these tests do not make.
-class NoBackend : public Backend {
- public:
-  std::string Name() const override { return "none"; }
-  std::vector<Device> Devices() const override { return {Device{}}; }
-  StatusOr<std::unique_ptr<ExecutableModel>> Load(const LoadOptions&) override {
-    return Unimplemented("no backend in router tests");
-  }
-};
+using ::somm::testing::NoBackend;
 
 // Where the controller puts configured instances: cpu, one thread.
 HardwareConfig Cpu1() { return {DeviceKind::kCpu, 0, 1}; }

@@ -2,6 +2,7 @@
 // memory budget and what it measures for an unprofiled load come from its
 // Env, not from the machine the test runs on.
 #include "worker/worker.h"
+#include "runtime/testing/no_backend.h"
 
 #include <gtest/gtest.h>
 
@@ -26,14 +27,7 @@ class FixedEnv : public Env {
   int64_t resident = kGiB;
 };
 
-class NoBackend : public Backend {
- public:
-  std::string Name() const override { return "none"; }
-  std::vector<Device> Devices() const override { return {Device{}}; }
-  StatusOr<std::unique_ptr<ExecutableModel>> Load(const LoadOptions&) override {
-    return Unimplemented("nothing loads here");
-  }
-};
+using ::somm::testing::NoBackend;
 
 TEST(WorkerEnvTest, DefaultBudgetIsHalfOfWhatItsEnvSaysIsAvailable) {
   FixedEnv env;
