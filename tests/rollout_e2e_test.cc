@@ -29,9 +29,14 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-// Short steps, so a test sees a whole rollout in seconds of queries.
+// Short steps, so a test sees a whole rollout in seconds of queries. The
+// latency rule is out of these tests' way: a mean over a few queries of a
+// fast model on a busy machine (a CI run) differs by more than 1.5x now and
+// then, and rolled back the version these tests judge by its accuracy; the
+// rule is tested in rollout_policy_test and measured by bench/canary.sh.
 constexpr char kQuickBounds[] =
-    R"({"min_queries_per_step": 20, "min_queries_to_judge": 10, "min_step_s": 1})";
+    R"({"min_queries_per_step": 20, "min_queries_to_judge": 10, "min_step_s": 1,)"
+    R"( "max_latency_ratio": 1000})";
 
 class RolloutE2ETest : public ::testing::Test {
  protected:
@@ -178,6 +183,7 @@ TEST_F(RolloutE2ETest, ACanaryThatAnswersWrongIsRolledBackByItsHeldOutAccuracy) 
   EXPECT_EQ(by_version.count(""), 0u) << "no client query fails";
   EXPECT_NE(done["reason"].get<std::string>().find("held-out top-1"), std::string::npos)
       << done.dump();
+  ASSERT_TRUE(done["window"]["canary"]["accuracy"].is_number()) << done.dump();
   EXPECT_LT(done["window"]["canary"]["accuracy"].get<double>(), 0.5) << done.dump();
   ExpectOnly(stable);
   EXPECT_NE(Actions().find("\"canary_rolled_back\""), std::string::npos);
