@@ -33,19 +33,29 @@ namespace worker_service_internal {
 struct Core {
   Core(Worker& w, WorkerService::Resolver r) : worker(w), resolve(std::move(r)) {}
 
-  // Asks gRPC for the next call of one method (a `Call` below), unless the
-  // service is shutting down: asking on a completion queue that has been shut
-  // down aborts the process.
-  template <typename Call>
-  void Ask() {
-    MutexLock lock(&mu);
-    if (closing) return;
-    auto* call = new Call(this);
-    call->Ask();
+  // Runs `op`, which starts an operation on the completion queue (asks for a
+  // call or writes an answer), unless the queue has been shut down: starting
+  // one on a queue that is shut down aborts the process. A reader lock, so
+  // answers from many batcher threads do not queue behind each other; Close
+  // takes it as a writer. False: not run, and the caller frees its call.
+  template <typename Op>
+  bool OnOpenQueue(Op&& op) {
+    ReaderLock lock(&cq_mu);
+    if (!cq_open) return false;
+    op();
+    return true;
   }
 
-  // Brackets a handler's wait for the worker's `done`: Close must not shut
-  // the completion queue down while an answer may still be written to it.
+  // Asks gRPC for the next call of one method (a `Call` below).
+  template <typename Call>
+  void Ask() {
+    auto* call = new Call(this);
+    if (!OnOpenQueue([call] { call->Ask(); })) delete call;
+  }
+
+  // Brackets the time a handler may still run a worker callback, from the
+  // moment its call is taken off the queue: Close must not free the service
+  // while a callback may still touch it.
   void Begin() {
     MutexLock lock(&mu);
     ++waiting;
@@ -67,8 +77,9 @@ struct Core {
   std::unique_ptr<grpc::ServerCompletionQueue> cq;
   std::unique_ptr<grpc::Server> server;
   std::vector<std::thread> threads;
+  SharedMutex cq_mu;
+  bool cq_open SOMM_GUARDED_BY(cq_mu) = true;
   Mutex mu;
-  bool closing SOMM_GUARDED_BY(mu) = false;
   int waiting SOMM_GUARDED_BY(mu) = 0;
   std::condition_variable_any idle;
   std::once_flag shutdown_once;
@@ -114,12 +125,18 @@ class UnaryCall : public CallBase {
  protected:
   explicit UnaryCall(Core* impl) : impl_(impl) {}
 
+  // Answers the call; the answer's completion frees it. Once the service
+  // has shut its queue down nobody can be answered (gRPC has cancelled the
+  // call), so the call is freed here instead.
   void Finish(const Status& status) {
-    if (status.ok()) {
-      responder_.Finish(response_, grpc::Status::OK, this);
-    } else {
-      responder_.FinishWithError(ToGrpcStatus(status), this);
-    }
+    const bool written = impl_->OnOpenQueue([&] {
+      if (status.ok()) {
+        responder_.Finish(response_, grpc::Status::OK, this);
+      } else {
+        responder_.FinishWithError(ToGrpcStatus(status), this);
+      }
+    });
+    if (!written) delete this;
   }
 
   Core* const impl_;
@@ -234,20 +251,21 @@ void Core::Poll() {
 }
 
 void Core::Close(std::chrono::system_clock::time_point deadline) {
-  // gRPC's Shutdown cancels what is still running at the deadline, but does
-  // not wait for the answers of calls whose client has gone (a deadline
-  // passed): those are waited for here, since they still write to the
-  // completion queue. Then the offers still open come back failed, and
-  // nothing is asked any more.
+  // gRPC's Shutdown lets the calls still running answer until the deadline,
+  // then cancels them. A call taken off the queue just before may still be
+  // answered after it, and a worker callback may run later still: answers
+  // from then on are dropped (OnOpenQueue), and the service waits for the
+  // callbacks before it is freed.
   if (server) server->Shutdown(deadline);
   {
-    MutexLock lock(&mu);
-    closing = true;
-    while (waiting > 0) idle.wait(mu.native());
+    WriterLock lock(&cq_mu);
+    cq_open = false;
   }
   if (cq) cq->Shutdown();
   for (std::thread& t : threads) t.join();
   threads.clear();
+  MutexLock lock(&mu);
+  while (waiting > 0) idle.wait(mu.native());
 }
 
 StatusOr<std::unique_ptr<WorkerService>> WorkerService::Start(Worker& worker, Resolver resolve,
