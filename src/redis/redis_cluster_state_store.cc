@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <random>
+#include <set>
 
 #include "cluster/cluster_state_json.h"
 
@@ -29,7 +30,7 @@ redis.call('HSET', KEYS[1], 'incarnation', ARGV[1], 'sequence', ARGV[2], 'report
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('SADD', KEYS[2], ARGV[5])
 local g = redis.call('INCR', KEYS[3])
-redis.call('PUBLISH', ARGV[6], g)
+redis.call('PUBLISH', ARGV[6], g .. ' worker ' .. ARGV[5])
 return g
 )lua";
 
@@ -40,7 +41,7 @@ if ARGV[3] == 'lapsed' and redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('SREM', KEYS[2], ARGV[1])
 local g = redis.call('INCR', KEYS[3])
-redis.call('PUBLISH', ARGV[2], g)
+redis.call('PUBLISH', ARGV[2], g .. ' worker ' .. ARGV[1])
 return g
 )lua";
 
@@ -50,7 +51,7 @@ constexpr char kPutDemandScript[] = R"lua(
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 redis.call('SADD', KEYS[2], ARGV[3])
 local g = redis.call('INCR', KEYS[3])
-redis.call('PUBLISH', ARGV[4], g)
+redis.call('PUBLISH', ARGV[4], g .. ' demand ' .. ARGV[3])
 return g
 )lua";
 
@@ -67,7 +68,7 @@ else
   redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 end
 local g = redis.call('INCR', KEYS[2])
-redis.call('PUBLISH', ARGV[3], g)
+redis.call('PUBLISH', ARGV[3], g .. ' catalog')
 return g
 )lua";
 
@@ -81,7 +82,7 @@ end
 if cur then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 local g = redis.call('INCR', KEYS[2])
-redis.call('PUBLISH', ARGV[3], g)
+redis.call('PUBLISH', ARGV[3], g .. ' leader')
 return 1
 )lua";
 
@@ -90,7 +91,7 @@ constexpr char kReleaseScript[] = R"lua(
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 local g = redis.call('INCR', KEYS[2])
-redis.call('PUBLISH', ARGV[2], g)
+redis.call('PUBLISH', ARGV[2], g .. ' leader')
 return 1
 )lua";
 
@@ -261,6 +262,55 @@ void RedisClusterStateStore::ReleaseLease(const std::string& holder) {
                Key("changes")});
 }
 
+namespace {
+
+// A change notice's text: "<generation> <kind> [<id>]", e.g. "17 worker w1".
+struct Notice {
+  int64_t generation = 0;
+  std::string kind;
+  std::string id;
+};
+
+Notice ParseNotice(const std::string& text) {
+  Notice n;
+  const size_t a = text.find(' ');
+  n.generation = std::strtoll(text.substr(0, a).c_str(), nullptr, 10);
+  if (a == std::string::npos) return n;
+  const size_t b = text.find(' ', a + 1);
+  n.kind = text.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1);
+  if (b != std::string::npos) n.id = text.substr(b + 1);
+  return n;
+}
+
+}  // namespace
+
+void RedisClusterStateStore::Changes::Add(const std::string& notice) {
+  const Notice n = ParseNotice(notice);
+  // Every write bumps the counter by one and publishes in that order: a
+  // burst that skips a number lost a notice.
+  if (first_generation == 0) {
+    first_generation = n.generation;
+  } else if (n.generation != generation + 1) {
+    gap = true;
+  }
+  generation = n.generation;
+  if (n.kind == "worker" && !n.id.empty()) {
+    workers.insert(n.id);
+  } else if (n.kind == "demand" && !n.id.empty()) {
+    routers.insert(n.id);
+  } else if (n.kind == "catalog") {
+    catalog = true;
+  } else if (n.kind == "leader") {
+    leader = true;
+  } else {
+    everything = true;  // a notice this version does not know: read it all
+  }
+}
+
+bool RedisClusterStateStore::Changes::empty() const {
+  return workers.empty() && routers.empty() && !catalog && !leader && !everything;
+}
+
 Status RedisClusterStateStore::Refresh() {
   MutexLock refresh(&refresh_mu_);
   SOMM_ASSIGN_OR_RETURN(std::vector<RedisReply> heads,
@@ -289,8 +339,10 @@ Status RedisClusterStateStore::Refresh() {
   }
 
   const cluster::TimePoint now = cluster::Clock::now();
+  const auto read_at = std::chrono::steady_clock::now();
   std::map<std::string, WorkerReport> workers;
   std::vector<std::string> lapsed;
+  read_at_.clear();
   for (size_t i = 0; i < worker_ids.size(); ++i) {
     const RedisReply& v = values[i];
     if (v.type != RedisReply::Type::kString) {
@@ -303,6 +355,7 @@ Status RedisClusterStateStore::Refresh() {
       continue;
     }
     workers.emplace(worker_ids[i], std::move(report).value());
+    read_at_[worker_ids[i]] = read_at;
   }
   std::map<std::string, std::vector<ModelDemand>> demand;
   std::vector<std::string> gone_routers;
@@ -337,25 +390,135 @@ Status RedisClusterStateStore::Refresh() {
   }
   last_redis_generation_ = redis_generation;
   if (std::chrono::steady_clock::now() < restart_grace_until_) {
-    MutexLock lock(&view_mu_);
-    for (const auto& [id, report] : workers_) workers.emplace(id, report);  // new ones win
-    if (leader.empty()) leader = leader_;
+    for (const auto& [id, report] : reports_) {
+      if (workers.emplace(id, report).second) read_at_[id] = read_at;  // new ones win
+    }
+    if (leader.empty()) leader = leader_seen_;
   }
-  auto snapshot = std::make_shared<const ClusterState>(cluster::MergeClusterState(workers, demand));
+  reports_ = std::move(workers);
+  demand_ = std::move(demand);
+  leader_seen_ = leader;
+  next_full_ = read_at + options_.full_repoll;
+  ++full_reads_;
+  Publish(changed, std::move(catalog), std::move(leader));
+  return Status::Ok();
+}
+
+void RedisClusterStateStore::Publish(bool changed,
+                                     std::optional<std::map<std::string, std::string>> catalog,
+                                     std::optional<std::string> leader) {
+  auto snapshot = std::make_shared<const ClusterState>(cluster::MergeClusterState(reports_, demand_));
   std::function<void()> notify;
   {
     MutexLock lock(&view_mu_);
-    workers_ = std::move(workers);
+    workers_ = reports_;
     snapshot_ = std::move(snapshot);
-    catalog_ = std::move(catalog);
-    leader_ = std::move(leader);
+    if (catalog) catalog_ = std::move(*catalog);
+    if (leader) leader_ = std::move(*leader);
     if (changed) {
       ++generation_;
       notify = on_change_;
     }
   }
   if (notify) notify();
+}
+
+Status RedisClusterStateStore::Apply(const Changes& changes) {
+  {
+    MutexLock refresh(&refresh_mu_);
+    // Notices that do not follow the last one seen (one was lost, or Redis
+    // restarted and its counter went back), or one that says nothing this
+    // version knows: read everything.
+    if (!changes.everything && !changes.gap &&
+        changes.first_generation == last_redis_generation_ + 1) {
+      return ApplyLocked(changes);
+    }
+  }
+  return Refresh();
+}
+
+Status RedisClusterStateStore::ApplyLocked(const Changes& changes) {
+  std::vector<std::vector<std::string>> reads;
+  for (const std::string& id : changes.workers) reads.push_back({"HGET", Key("worker:" + id), "report"});
+  for (const std::string& id : changes.routers) reads.push_back({"GET", Key("demand:" + id)});
+  if (changes.catalog) reads.push_back({"HGETALL", Key("catalog")});
+  if (changes.leader) reads.push_back({"GET", Key("leader")});
+  SOMM_ASSIGN_OR_RETURN(std::vector<RedisReply> values, read_conn_.Pipeline(reads));
+  ++partial_reads_;
+  const cluster::TimePoint now = cluster::Clock::now();
+  const auto read_at = std::chrono::steady_clock::now();
+  size_t i = 0;
+  for (const std::string& id : changes.workers) {
+    const RedisReply& v = values[i++];
+    if (v.type != RedisReply::Type::kString) {
+      // Removed (or its lease lapsed since the notice): no report, no worker.
+      reports_.erase(id);
+      read_at_.erase(id);
+      continue;
+    }
+    StatusOr<WorkerReport> report = cluster::WorkerReportFromJson(v.str, now);
+    if (!report.ok()) {
+      spdlog::warn("cluster state: worker {}: {}", id, report.status().ToString());
+      continue;
+    }
+    reports_[id] = std::move(report).value();
+    read_at_[id] = read_at;
+  }
+  for (const std::string& id : changes.routers) {
+    const RedisReply& v = values[i++];
+    if (v.type != RedisReply::Type::kString) {
+      demand_.erase(id);
+      continue;
+    }
+    StatusOr<std::vector<ModelDemand>> rows = cluster::DemandFromJson(v.str);
+    if (rows.ok()) demand_[id] = std::move(rows).value();
+  }
+  std::optional<std::map<std::string, std::string>> catalog;
+  if (changes.catalog) {
+    const RedisReply& v = values[i++];
+    catalog.emplace();
+    for (size_t k = 0; k + 1 < v.elements.size(); k += 2) {
+      (*catalog)[v.elements[k].str] = v.elements[k + 1].str;
+    }
+  }
+  std::optional<std::string> leader;
+  if (changes.leader) {
+    const RedisReply& v = values[i++];
+    leader = v.type == RedisReply::Type::kString ? v.str : "";
+    leader_seen_ = *leader;
+  }
+  last_redis_generation_ = changes.generation;
+  Publish(/*changed=*/true, std::move(catalog), std::move(leader));
   return Status::Ok();
+}
+
+StatusOr<bool> RedisClusterStateStore::NeedsFullRead() {
+  MutexLock refresh(&refresh_mu_);
+  const auto now = std::chrono::steady_clock::now();
+  if (now >= next_full_) return true;
+  // A lapsed lease sends no notice: a worker not heard from for a lease.
+  for (const auto& [id, at] : read_at_) {
+    if (now - at > options_.lease) return true;
+  }
+  SOMM_ASSIGN_OR_RETURN(std::vector<RedisReply> heads,
+                        read_conn_.Pipeline({{"GET", Key("generation")}, {"GET", Key("leader")}}));
+  const int64_t redis_generation =
+      heads[0].type == RedisReply::Type::kString ? std::strtoll(heads[0].str.c_str(), nullptr, 10) : 0;
+  // A notice lost (or still on its way), or Redis restarted: read it all.
+  if (redis_generation != last_redis_generation_) return true;
+  // The leader's lease lapses without a notice too.
+  const std::string leader = heads[1].type == RedisReply::Type::kString ? heads[1].str : "";
+  if (leader != leader_seen_) {
+    leader_seen_ = leader;
+    MutexLock lock(&view_mu_);
+    leader_ = leader;
+  }
+  return false;
+}
+
+RedisClusterStateStore::ReadCounts RedisClusterStateStore::read_counts() const {
+  MutexLock refresh(&refresh_mu_);
+  return {full_reads_, partial_reads_};
 }
 
 void RedisClusterStateStore::Watch() {
@@ -364,22 +527,38 @@ void RedisClusterStateStore::Watch() {
   auto next_poll = std::chrono::steady_clock::now() + options_.repoll;
   const auto slice = std::min(options_.repoll, std::chrono::milliseconds(100));
   bool ok = true;
+  bool missed = false;  // the notices' connection broke: some may be lost
   while (!stopping_.load()) {
     StatusOr<std::optional<std::string>> notice = notices.WaitMessage(slice);
     if (!notice.ok()) {
       if (ok) spdlog::warn("cluster state: {}; retrying", notice.status().ToString());
       ok = false;
+      missed = true;
       std::this_thread::sleep_for(slice);  // Redis is down: retry at the slice's pace
     }
-    const bool due = std::chrono::steady_clock::now() >= next_poll;
-    if ((notice.ok() && notice->has_value()) || due) {
-      // Coalesce a burst of notices into one refresh.
-      while (notice.ok() && notice->has_value()) notice = notices.WaitMessage(std::chrono::milliseconds(0));
-      const Status s = Refresh();
-      if (s.ok() && !ok) spdlog::info("cluster state: redis at {} is back", options_.endpoint.ToString());
-      ok = s.ok();
-      next_poll = std::chrono::steady_clock::now() + options_.repoll;
+    // Coalesce a burst of notices into one read of what they name.
+    Changes changes;
+    while (notice.ok() && notice->has_value()) {
+      changes.Add(**notice);
+      notice = notices.WaitMessage(std::chrono::milliseconds(0));
     }
+    const bool due = std::chrono::steady_clock::now() >= next_poll;
+    if (changes.empty() && !due && !missed) continue;
+    Status s = Status::Ok();
+    if (missed) {
+      if (!due) continue;  // at the re-poll's pace while Redis is away
+      s = Refresh();
+    } else {
+      if (!changes.empty()) s = Apply(changes);
+      if (s.ok() && due) {
+        StatusOr<bool> full = NeedsFullRead();
+        s = !full.ok() ? full.status() : *full ? Refresh() : Status::Ok();
+      }
+    }
+    if (s.ok() && !ok) spdlog::info("cluster state: redis at {} is back", options_.endpoint.ToString());
+    ok = s.ok();
+    missed = !s.ok();
+    if (due || !s.ok()) next_poll = std::chrono::steady_clock::now() + options_.repoll;
   }
 }
 

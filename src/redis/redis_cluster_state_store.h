@@ -22,9 +22,14 @@
 // restart of Redis is not the death of every worker.
 //
 // Reads never touch Redis: Read() returns a snapshot that a watch thread
-// keeps fresh, refreshed on each change notice (pub/sub) and re-polled every
-// `repoll` even without one, so a lost notice or a lapsed lease (which sends
-// no notice) shows within `repoll`.
+// keeps fresh. Each change notice (pub/sub) names what changed ("17 worker
+// w1"), and the watcher reads only that: one key per notice, so a cluster's
+// watchers cost Redis in proportion to its size, not to its square. Every
+// `repoll` the watcher checks two keys (the generation counter and the
+// leader) and reads everything again when a notice was lost (the counter is
+// ahead of the notices seen), Redis restarted (it went back), a worker was
+// not heard from for a lease (a lapsed lease sends no notice), or
+// `full_repoll` has passed since the last full read.
 //
 // Two more pieces of soft state live here, read into the same view:
 //   * the catalog: the models the cluster serves, each with a generation
@@ -50,6 +55,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -66,8 +73,10 @@ struct RedisStoreOptions {
   std::chrono::milliseconds lease{3000};
   // A router's demand counters' TTL.
   std::chrono::milliseconds demand_ttl{10000};
-  // The view is re-read at least this often.
+  // The generation counter is checked at least this often, and the whole
+  // view re-read at least every `full_repoll`.
   std::chrono::milliseconds repoll{500};
+  std::chrono::milliseconds full_repoll{10000};
   // Keep a view (the watch thread). A process that only writes turns it off.
   bool watch = true;
 };
@@ -91,8 +100,16 @@ class RedisClusterStateStore : public cluster::ClusterStateStore {
   // refused the report as stale; UNAVAILABLE when Redis is unreachable.
   Status WriteWorker(const cluster::WorkerReport& report);
   Status last_write_status() const;
-  // Re-reads Redis now (the watch thread calls it; tests may).
+  // Re-reads the whole view from Redis now (the watch thread calls it;
+  // tests may).
   Status Refresh();
+  // How many times the view was read whole and in part (for one notice or a
+  // burst of them): what the watcher costs Redis.
+  struct ReadCounts {
+    int64_t full = 0;
+    int64_t partial = 0;
+  };
+  ReadCounts read_counts() const;
   // The latest report of each worker in the view (address, zone, ...).
   std::map<std::string, cluster::WorkerReport> Workers() const;
   // Called after every refresh that changed the view, on the watch thread.
@@ -124,7 +141,25 @@ class RedisClusterStateStore : public cluster::ClusterStateStore {
  private:
   explicit RedisClusterStateStore(RedisStoreOptions options);
   StatusOr<RedisReply> Write(const std::vector<std::string>& command);
+  // What a burst of change notices names.
+  struct Changes {
+    void Add(const std::string& notice);
+    bool empty() const;
+    int64_t first_generation = 0, generation = 0;  // the first and the last
+    bool gap = false;  // the burst skipped a generation
+    std::set<std::string> workers, routers;
+    bool catalog = false, leader = false, everything = false;
+  };
   void Watch();
+  // Reads what `changes` names into the view (or everything, when they
+  // cannot be trusted to name it all).
+  Status Apply(const Changes& changes);
+  Status ApplyLocked(const Changes& changes) SOMM_REQUIRES(refresh_mu_);
+  // The re-poll's check: true when the whole view must be read again.
+  StatusOr<bool> NeedsFullRead();
+  // Makes the view from reports_ and demand_, plus what else was read.
+  void Publish(bool changed, std::optional<std::map<std::string, std::string>> catalog,
+               std::optional<std::string> leader) SOMM_REQUIRES(refresh_mu_);
   std::string Key(const std::string& suffix) const { return options_.prefix + suffix; }
 
   const RedisStoreOptions options_;
@@ -132,11 +167,20 @@ class RedisClusterStateStore : public cluster::ClusterStateStore {
   RedisConnection write_conn_ SOMM_GUARDED_BY(write_mu_);
   Status last_write_ SOMM_GUARDED_BY(write_mu_);
 
-  Mutex refresh_mu_ SOMM_ACQUIRED_BEFORE(view_mu_);
+  mutable Mutex refresh_mu_ SOMM_ACQUIRED_BEFORE(view_mu_);
   RedisConnection read_conn_ SOMM_GUARDED_BY(refresh_mu_);
   int64_t last_redis_generation_ SOMM_GUARDED_BY(refresh_mu_) = -1;
   // After Redis restarted empty: keep the last view's workers until then.
   std::chrono::steady_clock::time_point restart_grace_until_ SOMM_GUARDED_BY(refresh_mu_){};
+  // The watcher's own copy of the view, changed in place by each notice.
+  std::map<std::string, cluster::WorkerReport> reports_ SOMM_GUARDED_BY(refresh_mu_);
+  std::map<std::string, std::vector<cluster::ModelDemand>> demand_ SOMM_GUARDED_BY(refresh_mu_);
+  std::string leader_seen_ SOMM_GUARDED_BY(refresh_mu_);
+  // When each worker's report was last read (a lease without one: lapsed).
+  std::map<std::string, std::chrono::steady_clock::time_point> read_at_ SOMM_GUARDED_BY(refresh_mu_);
+  std::chrono::steady_clock::time_point next_full_ SOMM_GUARDED_BY(refresh_mu_){};
+  int64_t full_reads_ SOMM_GUARDED_BY(refresh_mu_) = 0;
+  int64_t partial_reads_ SOMM_GUARDED_BY(refresh_mu_) = 0;
 
   mutable Mutex view_mu_;
   std::map<std::string, cluster::WorkerReport> workers_ SOMM_GUARDED_BY(view_mu_);

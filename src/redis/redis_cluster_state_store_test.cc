@@ -2,6 +2,8 @@
 // started by the test (scripts/setup installs redis-server).
 #include "redis/redis_cluster_state_store.h"
 
+#include "cluster/cluster_state_json.h"
+
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -109,11 +111,15 @@ class RedisStoreTest : public ::testing::Test {
     server_ = std::make_unique<RedisServer>(FreePort());
     ASSERT_TRUE(server_->WaitReady()) << "redis-server did not start (is it installed? scripts/setup)";
   }
-  std::unique_ptr<RedisClusterStateStore> Open(std::chrono::milliseconds lease = 3000ms) {
+  std::unique_ptr<RedisClusterStateStore> Open(std::chrono::milliseconds lease = 3000ms,
+                                               bool watch = true,
+                                               std::chrono::milliseconds full_repoll = 10000ms) {
     RedisStoreOptions o;
     o.endpoint = server_->endpoint();
     o.lease = lease;
     o.repoll = 100ms;
+    o.full_repoll = full_repoll;
+    o.watch = watch;
     auto s = RedisClusterStateStore::Open(o);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return s.ok() ? std::move(s).value() : nullptr;
@@ -251,6 +257,75 @@ TEST_F(RedisStoreTest, ViewRecoversAfterARedisRestartOnceWorkersAnnounceAgain) {
   ASSERT_TRUE(Eventually([&] { return !Has(*reader, "w1"); }));
   ASSERT_TRUE(Eventually([&] { return writer->WriteWorker(Report("w1", incarnation, 3)).ok(); }));
   EXPECT_TRUE(Eventually([&] { return Has(*reader, "w1"); }));
+}
+
+// Calls of one Redis command since the last CONFIG RESETSTAT.
+int64_t CommandCalls(RedisConnection& c, const std::string& command) {
+  auto info = c.Command({"INFO", "commandstats"});
+  if (!info.ok()) return -1;
+  const std::string key = "cmdstat_" + command + ":calls=";
+  const size_t at = info->str.find(key);
+  return at == std::string::npos ? 0 : std::stoll(info->str.substr(at + key.size()));
+}
+
+TEST_F(RedisStoreTest, ANoticeReadsOnlyTheWorkerItNames) {
+  auto writer = Open(3000ms, /*watch=*/false);
+  // Only the full re-read every minute would read them all.
+  auto reader = Open(3000ms, /*watch=*/true, /*full_repoll=*/60000ms);
+  constexpr int kWorkers = 40;
+  std::vector<std::string> incarnations;
+  for (int i = 0; i < kWorkers; ++i) {
+    incarnations.push_back(NewIncarnation());
+    ASSERT_TRUE(writer->WriteWorker(Report("w" + std::to_string(i), incarnations.back(), 1)).ok());
+  }
+  ASSERT_TRUE(Eventually([&] { return reader->Workers().size() == kWorkers; }))
+      << reader->Workers().size() << " workers in the view, " << reader->read_counts().full
+      << " full reads, " << reader->read_counts().partial << " partial";
+  std::this_thread::sleep_for(300ms);  // any re-poll the writes started is over
+  RedisConnection stats(server_->endpoint());
+  ASSERT_TRUE(stats.Command({"CONFIG", "RESETSTAT"}).ok());
+  const auto before = reader->read_counts();
+  // Ten heartbeats of one worker, each waited for: each reads that worker's
+  // report alone.
+  for (int64_t seq = 2; seq <= 11; ++seq) {
+    ASSERT_TRUE(writer->WriteWorker(Report("w7", incarnations[7], seq)).ok());
+    ASSERT_TRUE(Eventually([&] { return reader->Workers().at("w7").sequence == seq; }));
+  }
+  const auto after = reader->read_counts();
+  EXPECT_EQ(after.full, before.full) << "a heartbeat made the reader read the whole state";
+  EXPECT_GE(after.partial - before.partial, 1);
+  // The heartbeat script itself reads two fields (incarnation, sequence) of
+  // the hash it writes: 20 of the calls are the writer's.
+  const int64_t hgets = CommandCalls(stats, "hget") - 2 * 10;
+  EXPECT_GE(hgets, 1);
+  EXPECT_LE(hgets, 10) << "reads of worker reports for 10 heartbeats of one worker among "
+                       << kWorkers;
+  EXPECT_EQ(CommandCalls(stats, "smembers"), 0);
+  EXPECT_EQ(reader->Workers().size(), static_cast<size_t>(kWorkers));
+}
+
+TEST_F(RedisStoreTest, ALostNoticeShowsAtTheNextRepoll) {
+  auto reader = Open(3000ms, /*watch=*/true, /*full_repoll=*/60000ms);
+  // A write that publishes no notice: as if the notice had been lost.
+  RedisConnection c(server_->endpoint());
+  const WorkerReport report = Report("quiet", NewIncarnation(), 1);
+  ASSERT_TRUE(c.Command({"HSET", "somm:worker:quiet", "incarnation", report.incarnation,
+                         "sequence", "1", "report",
+                         cluster::WorkerReportToJson(report, cluster::Clock::now())})
+                  .ok());
+  ASSERT_TRUE(c.Command({"PEXPIRE", "somm:worker:quiet", "3000"}).ok());
+  ASSERT_TRUE(c.Command({"SADD", "somm:workers", "quiet"}).ok());
+  ASSERT_TRUE(c.Command({"INCR", "somm:generation"}).ok());
+  EXPECT_TRUE(Eventually([&] { return Has(*reader, "quiet"); }));
+}
+
+TEST_F(RedisStoreTest, ALapsedLeaderLeaseLeavesTheViewWithoutANotice) {
+  auto holder = Open(3000ms, /*watch=*/false);
+  auto reader = Open();
+  auto held = holder->HoldLease("c1|127.0.0.1:1", 300ms);
+  ASSERT_TRUE(held.ok() && *held);
+  ASSERT_TRUE(Eventually([&] { return reader->Leader() == "c1|127.0.0.1:1"; }));
+  EXPECT_TRUE(Eventually([&] { return reader->Leader().empty(); }));
 }
 
 TEST_F(RedisStoreTest, UnreachableRedisIsUnavailableNamingTheAddress) {
