@@ -37,7 +37,10 @@ return g
 // KEYS: worker hash, workers set, generation. ARGV: worker id, channel,
 // "lapsed" (only if the hash is gone) or "remove".
 constexpr char kRemoveWorkerScript[] = R"lua(
-if ARGV[3] == 'lapsed' and redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if ARGV[3] == 'lapsed' and (redis.call('EXISTS', KEYS[1]) == 1 or
+                            redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0) then
+  return 0
+end
 redis.call('DEL', KEYS[1])
 redis.call('SREM', KEYS[2], ARGV[1])
 local g = redis.call('INCR', KEYS[3])
@@ -331,7 +334,10 @@ Status RedisClusterStateStore::Refresh() {
       heads[2].type == RedisReply::Type::kString ? std::strtoll(heads[2].str.c_str(), nullptr, 10) : 0;
 
   std::vector<std::vector<std::string>> reads;
-  for (const std::string& id : worker_ids) reads.push_back({"HGET", Key("worker:" + id), "report"});
+  for (const std::string& id : worker_ids) {
+    reads.push_back({"HGET", Key("worker:" + id), "report"});
+    reads.push_back({"PTTL", Key("worker:" + id)});
+  }
   for (const std::string& id : router_ids) reads.push_back({"GET", Key("demand:" + id)});
   std::vector<RedisReply> values;
   if (!reads.empty()) {
@@ -342,9 +348,9 @@ Status RedisClusterStateStore::Refresh() {
   const auto read_at = std::chrono::steady_clock::now();
   std::map<std::string, WorkerReport> workers;
   std::vector<std::string> lapsed;
-  read_at_.clear();
+  expires_.clear();
   for (size_t i = 0; i < worker_ids.size(); ++i) {
-    const RedisReply& v = values[i];
+    const RedisReply& v = values[2 * i];
     if (v.type != RedisReply::Type::kString) {
       lapsed.push_back(worker_ids[i]);
       continue;
@@ -355,12 +361,12 @@ Status RedisClusterStateStore::Refresh() {
       continue;
     }
     workers.emplace(worker_ids[i], std::move(report).value());
-    read_at_[worker_ids[i]] = read_at;
+    NoteExpiry(worker_ids[i], values[2 * i + 1], read_at);
   }
   std::map<std::string, std::vector<ModelDemand>> demand;
   std::vector<std::string> gone_routers;
   for (size_t i = 0; i < router_ids.size(); ++i) {
-    const RedisReply& v = values[worker_ids.size() + i];
+    const RedisReply& v = values[2 * worker_ids.size() + i];
     if (v.type != RedisReply::Type::kString) {
       gone_routers.push_back(router_ids[i]);
       continue;
@@ -391,7 +397,7 @@ Status RedisClusterStateStore::Refresh() {
   last_redis_generation_ = redis_generation;
   if (std::chrono::steady_clock::now() < restart_grace_until_) {
     for (const auto& [id, report] : reports_) {
-      if (workers.emplace(id, report).second) read_at_[id] = read_at;  // new ones win
+      if (workers.emplace(id, report).second) expires_[id] = restart_grace_until_;  // new ones win
     }
     if (leader.empty()) leader = leader_seen_;
   }
@@ -439,7 +445,10 @@ Status RedisClusterStateStore::Apply(const Changes& changes) {
 
 Status RedisClusterStateStore::ApplyLocked(const Changes& changes) {
   std::vector<std::vector<std::string>> reads;
-  for (const std::string& id : changes.workers) reads.push_back({"HGET", Key("worker:" + id), "report"});
+  for (const std::string& id : changes.workers) {
+    reads.push_back({"HGET", Key("worker:" + id), "report"});
+    reads.push_back({"PTTL", Key("worker:" + id)});
+  }
   for (const std::string& id : changes.routers) reads.push_back({"GET", Key("demand:" + id)});
   if (changes.catalog) reads.push_back({"HGETALL", Key("catalog")});
   if (changes.leader) reads.push_back({"GET", Key("leader")});
@@ -449,11 +458,19 @@ Status RedisClusterStateStore::ApplyLocked(const Changes& changes) {
   const auto read_at = std::chrono::steady_clock::now();
   size_t i = 0;
   for (const std::string& id : changes.workers) {
-    const RedisReply& v = values[i++];
+    const RedisReply& v = values[i];
+    const RedisReply& ttl = values[i + 1];
+    i += 2;
     if (v.type != RedisReply::Type::kString) {
-      // Removed (or its lease lapsed since the notice): no report, no worker.
-      reports_.erase(id);
-      read_at_.erase(id);
+      // Removed, or its lease lapsed: no report, no worker. A lapse sends no
+      // notice, so whoever sees it first prunes it (which sends one).
+      if (reports_.erase(id) > 0 && changes.generation == 0) {
+        spdlog::warn("cluster state: worker {} lease lapsed (no heartbeat within its lease): dropped",
+                     id);
+        (void)read_conn_.Command({"EVAL", kRemoveWorkerScript, "3", Key("worker:" + id),
+                                  Key("workers"), Key("generation"), id, Key("changes"), "lapsed"});
+      }
+      expires_.erase(id);
       continue;
     }
     StatusOr<WorkerReport> report = cluster::WorkerReportFromJson(v.str, now);
@@ -462,7 +479,7 @@ Status RedisClusterStateStore::ApplyLocked(const Changes& changes) {
       continue;
     }
     reports_[id] = std::move(report).value();
-    read_at_[id] = read_at;
+    NoteExpiry(id, ttl, read_at);
   }
   for (const std::string& id : changes.routers) {
     const RedisReply& v = values[i++];
@@ -487,33 +504,52 @@ Status RedisClusterStateStore::ApplyLocked(const Changes& changes) {
     leader = v.type == RedisReply::Type::kString ? v.str : "";
     leader_seen_ = *leader;
   }
-  last_redis_generation_ = changes.generation;
+  if (changes.generation > 0) last_redis_generation_ = changes.generation;
   Publish(/*changed=*/true, std::move(catalog), std::move(leader));
   return Status::Ok();
 }
 
-StatusOr<bool> RedisClusterStateStore::NeedsFullRead() {
-  MutexLock refresh(&refresh_mu_);
-  const auto now = std::chrono::steady_clock::now();
-  if (now >= next_full_) return true;
-  // A lapsed lease sends no notice: a worker not heard from for a lease.
-  for (const auto& [id, at] : read_at_) {
-    if (now - at > options_.lease) return true;
+void RedisClusterStateStore::NoteExpiry(const std::string& worker, const RedisReply& pttl,
+                                        std::chrono::steady_clock::time_point read_at) {
+  // PTTL: milliseconds left, -1 for a key without a TTL (never lapses).
+  if (pttl.type == RedisReply::Type::kInteger && pttl.integer >= 0) {
+    expires_[worker] = read_at + std::chrono::milliseconds(pttl.integer);
+  } else {
+    expires_.erase(worker);
   }
-  SOMM_ASSIGN_OR_RETURN(std::vector<RedisReply> heads,
-                        read_conn_.Pipeline({{"GET", Key("generation")}, {"GET", Key("leader")}}));
-  const int64_t redis_generation =
-      heads[0].type == RedisReply::Type::kString ? std::strtoll(heads[0].str.c_str(), nullptr, 10) : 0;
-  // A notice lost (or still on its way), or Redis restarted: read it all.
-  if (redis_generation != last_redis_generation_) return true;
-  // The leader's lease lapses without a notice too.
-  const std::string leader = heads[1].type == RedisReply::Type::kString ? heads[1].str : "";
-  if (leader != leader_seen_) {
-    leader_seen_ = leader;
-    MutexLock lock(&view_mu_);
-    leader_ = leader;
+}
+
+Status RedisClusterStateStore::Poll() {
+  bool full = false;
+  Changes lapsing;
+  {
+    MutexLock refresh(&refresh_mu_);
+    const auto now = std::chrono::steady_clock::now();
+    SOMM_ASSIGN_OR_RETURN(std::vector<RedisReply> heads,
+                          read_conn_.Pipeline({{"GET", Key("generation")}, {"GET", Key("leader")}}));
+    const int64_t redis_generation =
+        heads[0].type == RedisReply::Type::kString ? std::strtoll(heads[0].str.c_str(), nullptr, 10) : 0;
+    // A notice lost (or still on its way), or Redis restarted, or time for
+    // the periodic full read: read it all.
+    full = now >= next_full_ || redis_generation != last_redis_generation_;
+    if (!full) {
+      // The leader's lease lapses without a notice.
+      const std::string leader = heads[1].type == RedisReply::Type::kString ? heads[1].str : "";
+      if (leader != leader_seen_) {
+        leader_seen_ = leader;
+        MutexLock lock(&view_mu_);
+        leader_ = leader;
+      }
+      // So does a worker's: read again those whose key should be gone by
+      // now (a heartbeat would have renewed it, and sent a notice).
+      for (const auto& [id, at] : expires_) {
+        if (now >= at) lapsing.workers.insert(id);
+      }
+      if (!lapsing.workers.empty()) return ApplyLocked(lapsing);
+      return Status::Ok();
+    }
   }
-  return false;
+  return Refresh();
 }
 
 RedisClusterStateStore::ReadCounts RedisClusterStateStore::read_counts() const {
@@ -550,10 +586,7 @@ void RedisClusterStateStore::Watch() {
       s = Refresh();
     } else {
       if (!changes.empty()) s = Apply(changes);
-      if (s.ok() && due) {
-        StatusOr<bool> full = NeedsFullRead();
-        s = !full.ok() ? full.status() : *full ? Refresh() : Status::Ok();
-      }
+      if (s.ok() && due) s = Poll();
     }
     if (s.ok() && !ok) spdlog::info("cluster state: redis at {} is back", options_.endpoint.ToString());
     ok = s.ok();

@@ -26,10 +26,12 @@
 // w1"), and the watcher reads only that: one key per notice, so a cluster's
 // watchers cost Redis in proportion to its size, not to its square. Every
 // `repoll` the watcher checks two keys (the generation counter and the
-// leader) and reads everything again when a notice was lost (the counter is
-// ahead of the notices seen), Redis restarted (it went back), a worker was
-// not heard from for a lease (a lapsed lease sends no notice), or
-// `full_repoll` has passed since the last full read.
+// leader), reads again the workers whose key should have expired by now (it
+// reads each key's TTL with the report: a lapsed lease sends no notice, and
+// whoever sees one prunes it), and reads everything again when a notice was
+// lost (the generations skip one, or the counter is ahead of the notices
+// seen), Redis restarted (it went back), or `full_repoll` has passed since
+// the last full read.
 //
 // Two more pieces of soft state live here, read into the same view:
 //   * the catalog: the models the cluster serves, each with a generation
@@ -155,8 +157,11 @@ class RedisClusterStateStore : public cluster::ClusterStateStore {
   // cannot be trusted to name it all).
   Status Apply(const Changes& changes);
   Status ApplyLocked(const Changes& changes) SOMM_REQUIRES(refresh_mu_);
-  // The re-poll's check: true when the whole view must be read again.
-  StatusOr<bool> NeedsFullRead();
+  // The re-poll: reads everything when needed, and the workers whose lease
+  // should have lapsed.
+  Status Poll();
+  void NoteExpiry(const std::string& worker, const RedisReply& pttl,
+                  std::chrono::steady_clock::time_point read_at) SOMM_REQUIRES(refresh_mu_);
   // Makes the view from reports_ and demand_, plus what else was read.
   void Publish(bool changed, std::optional<std::map<std::string, std::string>> catalog,
                std::optional<std::string> leader) SOMM_REQUIRES(refresh_mu_);
@@ -176,8 +181,9 @@ class RedisClusterStateStore : public cluster::ClusterStateStore {
   std::map<std::string, cluster::WorkerReport> reports_ SOMM_GUARDED_BY(refresh_mu_);
   std::map<std::string, std::vector<cluster::ModelDemand>> demand_ SOMM_GUARDED_BY(refresh_mu_);
   std::string leader_seen_ SOMM_GUARDED_BY(refresh_mu_);
-  // When each worker's report was last read (a lease without one: lapsed).
-  std::map<std::string, std::chrono::steady_clock::time_point> read_at_ SOMM_GUARDED_BY(refresh_mu_);
+  // When each worker's key expires, as its TTL said when last read: a
+  // heartbeat renews it and sends a notice, so past this time it has lapsed.
+  std::map<std::string, std::chrono::steady_clock::time_point> expires_ SOMM_GUARDED_BY(refresh_mu_);
   std::chrono::steady_clock::time_point next_full_ SOMM_GUARDED_BY(refresh_mu_){};
   int64_t full_reads_ SOMM_GUARDED_BY(refresh_mu_) = 0;
   int64_t partial_reads_ SOMM_GUARDED_BY(refresh_mu_) = 0;
