@@ -36,10 +36,28 @@ source bench/lib.sh
 OUT="$(mktemp -d "${TMPDIR:-/tmp}/somm-overload.XXXXXX")"
 trap 'kill_children; rm -rf "$OUT"' EXIT
 digits_repo "$OUT/repo"
+# Every query carries its SLO to the server (`somm bench --slo-ms` only
+# judges answers by it): the server can refuse what it cannot answer in time.
+BODY="$OUT/digit_3_slo.json"
+/usr/bin/python3 - models/demo/.examples/digit_3.json "$SLO" "$BODY" <<'PY'
+import json, sys
+src, slo, out = sys.argv[1:]
+body = json.load(open(src))
+body.setdefault("parameters", {})["latency_slo_ms"] = float(slo)
+json.dump(body, open(out, "w"))
+PY
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-start_somm_serve overload build/somm "$OUT/serve" --repo "$OUT/repo" --log-level warn --auto-variants false
+start_somm_serve overload build/somm "$OUT/serve" --repo "$OUT/repo" --log-level warn
 pid=$SERVED_PID http=$SERVED_HTTP_PORT
 wait_model_ready "http://127.0.0.1:$http" digits-mlp
+# A query with an SLO needs profiled variants: somm profiles the repository's
+# model at start; wait until one such query is answered.
+for _ in $(seq 240); do
+  curl -sf "http://127.0.0.1:$http/v2/models/digits-mlp/infer" -d @"$BODY" >/dev/null && break
+  sleep 0.5
+done
+curl -sf "http://127.0.0.1:$http/v2/models/digits-mlp/infer" -d @"$BODY" >/dev/null ||
+  die "digits-mlp never answered a query with an SLO (no profiles?)"
 rss() { awk '/VmRSS/ {print $2}' "/proc/$pid/status"; }
 ( while kill -0 "$pid" 2>/dev/null; do rss 2>/dev/null || true; sleep 0.2; done ) >"$OUT/rss.txt" &
 PIDS+=($!)
@@ -57,14 +75,14 @@ print(f"{phase}: offered {offered:.0f} q/s, answered OK {ok} in {p['duration_s']
       f"p99 {lat['p99']} us, SLO attainment {p['slo_attainment']}")
 PY
 }
-build/somm bench digits-mlp -u "127.0.0.1:$http" --input models/demo/.examples/digit_3.json \
+build/somm bench digits-mlp -u "127.0.0.1:$http" --input "$BODY" \
   --concurrency 32 --slo-ms "$SLO" --warmup-s 2 --window-s 3 --max-windows 4 --json "$OUT/capacity.json" >/dev/null 2>&1
 idle=$(rss)
 capacity=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["points"][0]["throughput_qps"])' "$OUT/capacity.json")
 summary "capacity (closed loop, 32 connections)" "$OUT/capacity.json"
 for phase in 3.0 0.5; do
   rate=$(awk -v c="$capacity" -v f="$phase" 'BEGIN {printf "%.0f", c * f}')
-  build/somm bench digits-mlp -u "127.0.0.1:$http" --input models/demo/.examples/digit_3.json \
+  build/somm bench digits-mlp -u "127.0.0.1:$http" --input "$BODY" \
     --request-rate "$rate" --duration-s "$SECONDS_PER_PHASE" --senders "$SENDERS" --slo-ms "$SLO" \
     --warmup-s 0 --json "$OUT/phase-$phase.json" >/dev/null 2>&1 || true
   summary "${phase}x capacity" "$OUT/phase-$phase.json"
