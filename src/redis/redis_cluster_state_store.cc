@@ -285,6 +285,23 @@ Notice ParseNotice(const std::string& text) {
   return n;
 }
 
+// A GET's value, or "" for a key that does not exist.
+std::string StringOf(const RedisReply& r) {
+  return r.type == RedisReply::Type::kString ? r.str : "";
+}
+
+// The generation counter's value (0 when Redis has none: empty, restarted).
+int64_t GenerationOf(const RedisReply& r) {
+  return r.type == RedisReply::Type::kString ? std::strtoll(r.str.c_str(), nullptr, 10) : 0;
+}
+
+// HGETALL of the catalog: model -> generation.
+std::map<std::string, std::string> CatalogOf(const RedisReply& r) {
+  std::map<std::string, std::string> catalog;
+  for (size_t i = 0; i + 1 < r.elements.size(); i += 2) catalog[r.elements[i].str] = r.elements[i + 1].str;
+  return catalog;
+}
+
 }  // namespace
 
 void RedisClusterStateStore::Changes::Add(const std::string& notice) {
@@ -322,16 +339,12 @@ Status RedisClusterStateStore::Refresh() {
                                              {"GET", Key("generation")},
                                              {"HGETALL", Key("catalog")},
                                              {"GET", Key("leader")}}));
-  std::map<std::string, std::string> catalog;
-  for (size_t i = 0; i + 1 < heads[3].elements.size(); i += 2) {
-    catalog[heads[3].elements[i].str] = heads[3].elements[i + 1].str;
-  }
-  std::string leader = heads[4].type == RedisReply::Type::kString ? heads[4].str : "";
+  std::map<std::string, std::string> catalog = CatalogOf(heads[3]);
+  std::string leader = StringOf(heads[4]);
   std::vector<std::string> worker_ids, router_ids;
   for (const RedisReply& r : heads[0].elements) worker_ids.push_back(r.str);
   for (const RedisReply& r : heads[1].elements) router_ids.push_back(r.str);
-  const int64_t redis_generation =
-      heads[2].type == RedisReply::Type::kString ? std::strtoll(heads[2].str.c_str(), nullptr, 10) : 0;
+  const int64_t redis_generation = GenerationOf(heads[2]);
 
   std::vector<std::vector<std::string>> reads;
   for (const std::string& id : worker_ids) {
@@ -491,17 +504,10 @@ Status RedisClusterStateStore::ApplyLocked(const Changes& changes) {
     if (rows.ok()) demand_[id] = std::move(rows).value();
   }
   std::optional<std::map<std::string, std::string>> catalog;
-  if (changes.catalog) {
-    const RedisReply& v = values[i++];
-    catalog.emplace();
-    for (size_t k = 0; k + 1 < v.elements.size(); k += 2) {
-      (*catalog)[v.elements[k].str] = v.elements[k + 1].str;
-    }
-  }
+  if (changes.catalog) catalog = CatalogOf(values[i++]);
   std::optional<std::string> leader;
   if (changes.leader) {
-    const RedisReply& v = values[i++];
-    leader = v.type == RedisReply::Type::kString ? v.str : "";
+    leader = StringOf(values[i++]);
     leader_seen_ = *leader;
   }
   if (changes.generation > 0) last_redis_generation_ = changes.generation;
@@ -527,14 +533,13 @@ Status RedisClusterStateStore::Poll() {
     const auto now = std::chrono::steady_clock::now();
     SOMM_ASSIGN_OR_RETURN(std::vector<RedisReply> heads,
                           read_conn_.Pipeline({{"GET", Key("generation")}, {"GET", Key("leader")}}));
-    const int64_t redis_generation =
-        heads[0].type == RedisReply::Type::kString ? std::strtoll(heads[0].str.c_str(), nullptr, 10) : 0;
+    const int64_t redis_generation = GenerationOf(heads[0]);
     // A notice lost (or still on its way), or Redis restarted, or time for
     // the periodic full read: read it all.
     full = now >= next_full_ || redis_generation != last_redis_generation_;
     if (!full) {
       // The leader's lease lapses without a notice.
-      const std::string leader = heads[1].type == RedisReply::Type::kString ? heads[1].str : "";
+      const std::string leader = StringOf(heads[1]);
       if (leader != leader_seen_) {
         leader_seen_ = leader;
         MutexLock lock(&view_mu_);
