@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """A synthetic model zoo for `somm simulate`: a model repository of --models
-models, each with the four variants the variant pipeline generates on CPU
-(ts-fp32 as registered, ts-opt, ts-int8, ts-bf16), profiled on 1 and 2
-threads, so --models 2500 gives 10,000 variants.
+models, each with the variants the variant pipeline generated for its source
+model on this CPU (ts-fp32 as registered, ts-opt, ts-int8, and ts-bf16 where
+the CPU computes bf16 natively), profiled on 1 and 2 threads. --variants N
+makes as many models as N variants need (3,334 models for 10,000 where there
+is no bf16; 2,500 where there is) and overrides --models.
 
-Usage: /usr/bin/python3 bench/make_zoo.py --out DIR [--models N] [--seed S]
+Usage: /usr/bin/python3 bench/make_zoo.py --out DIR [--models N | --variants N] [--seed S]
            [--from REPO] [--slo-refs FILE]
 
 Every synthetic model copies one model of a real repository (--from, default
@@ -73,6 +75,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="repository folder to write")
     ap.add_argument("--models", type=int, default=2500)
+    ap.add_argument("--variants", type=int, help="make models until they hold this many variants")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--from", dest="source", default="models/demo")
     ap.add_argument("--slo-refs", help="write MODEL=MS reference SLOs here")
@@ -92,6 +95,11 @@ def main():
     if not sources:
         raise SystemExit(f"make_zoo.py: no model with persisted profiles in {args.source}")
 
+    if args.variants is not None:
+        args.models, held = 0, 0
+        while held < args.variants:
+            held += len(sources[args.models % len(sources)][2])
+            args.models += 1
     rng = random.Random(args.seed)
     refs = []
     for i in range(args.models):

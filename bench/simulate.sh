@@ -14,8 +14,8 @@
 # and 8 GiB, seed 1: about a minute on two cores.
 #
 # --scale adds the runs at scale (bench/simulate_scale_report.py writes them
-# into docs/simulation.md between its own markers): a synthetic zoo of 2,500
-# models and 10,000 variants (bench/make_zoo.py), one hour of the mixed trace
+# into docs/simulation.md between its own markers): a synthetic zoo of
+# 10,000 variants (bench/make_zoo.py --variants), one hour of the mixed trace
 # at 2,000 q/s replayed by the somm policy on 1,000 workers under
 # /usr/bin/time -v (wall time and peak RSS), and the failure experiment: 5%
 # of 100 workers killed at the busiest second of a 600-s diurnal trace over
@@ -99,7 +99,7 @@ fi
 
 if ((SCALE)); then
   ZOO="$OUT/zoo"
-  "$PY" bench/make_zoo.py --out "$ZOO" --models 2500 --seed "$SEED" --slo-refs "$OUT/slo-refs.txt" \
+  "$PY" bench/make_zoo.py --out "$ZOO" --variants 10000 --seed "$SEED" --slo-refs "$OUT/slo-refs.txt" \
     | tee "$OUT/make_zoo.log"
   mapfile -t REFS <"$OUT/slo-refs.txt"
   MODELS=() REF_ARGS=()
@@ -137,7 +137,7 @@ if ((SCALE)); then
 JSON
   cat >"$OUT/meta.json" <<JSON
 {"date": "$(date -u '+%Y-%m-%d %H:%M UTC')", "git": "$GIT", "command": "$COMMAND",
- "zoo_models": 2500, "zoo_variants": $(find "$ZOO/.somm/variants" -name profile.json | wc -l),
+ "zoo_models": $(find "$ZOO" -mindepth 2 -maxdepth 2 -name model.yaml | wc -l), "zoo_variants": $(find "$ZOO/.somm/variants" -name profile.json | wc -l),
  "scale_workers": 1000, "worker_cores": $WORKER_CORES, "worker_memory_mb": $WORKER_MEMORY_MB}
 JSON
   DOCS=()

@@ -152,9 +152,23 @@ StatusOr<std::vector<cluster::Action>> Controller::Reserve(const std::string& la
                                                            int64_t extra_bytes,
                                                            std::string* worker) {
   MutexLock lock(&placement_mu_);
-  cluster::ClusterState state = PlacementView();
-  for (auto& g : state.groups) {
-    if (control::HasLabel(g, label)) g.loading = true;  // never its own victim
+  PlacementView();
+  cluster::ClusterState& state = view_.state;
+  // Never its own victim: its groups count as loading for this placement
+  // only (the view is shared with the next one).
+  struct OwnGroups {
+    cluster::ClusterState& state;
+    std::vector<size_t> marked;
+    ~OwnGroups() {
+      for (size_t i : marked) state.groups[i].loading = false;
+    }
+  } own{state, {}};
+  for (size_t i = 0; i < state.groups.size(); ++i) {
+    cluster::GroupState& g = state.groups[i];
+    if (!g.loading && control::HasLabel(g, label)) {
+      g.loading = true;
+      own.marked.push_back(i);
+    }
   }
   if (!options_.managed || extra_bytes <= 0) {
     // Static provisioning places without evicting; a worker is still chosen.
@@ -165,6 +179,7 @@ StatusOr<std::vector<cluster::Action>> Controller::Reserve(const std::string& la
       else if (!state.devices.empty()) *worker = state.devices.front().worker;
     }
     reserved_[{*worker, label}] += std::max<int64_t>(extra_bytes, 0);
+    if (extra_bytes > 0) SetTakenInView(*worker, label, TakenInView(*worker, label) + extra_bytes);
     return std::vector<cluster::Action>{};
   }
   auto placed = worker->empty()
@@ -192,6 +207,7 @@ StatusOr<std::vector<cluster::Action>> Controller::Reserve(const std::string& la
     evictions = control::EvictionActions(control::WorkerShare(state, *worker), *placed);
   }
   reserved_[{*worker, label}] += extra_bytes;
+  SetTakenInView(*worker, label, TakenInView(*worker, label) + extra_bytes);
   return evictions;
 }
 
@@ -254,22 +270,27 @@ std::string UsesKey(const cluster::GroupState& g) {
 
 }  // namespace
 
-cluster::ClusterState Controller::PlacementView() {
+const cluster::ClusterState& Controller::PlacementView() {
+  const cluster::TimePoint now = options_.clock();
+  auto snapshot = store_.Read();
+  if (view_.valid && view_.source == snapshot && view_.epoch == placement_epoch_ &&
+      now < view_.valid_until) {
+    return view_.state;
+  }
   // What placement reads (devices and groups, ForPlacement); not the
   // demand, which it never reads.
-  cluster::ClusterState state;
-  {
-    const auto snapshot = store_.Read();
-    state.devices = snapshot->devices;
-    state.groups.reserve(snapshot->groups.size());
-    for (const cluster::GroupState& g : snapshot->groups) state.groups.push_back(ForPlacement(g));
-  }
+  cluster::ClusterState& state = view_.state;
+  state = cluster::ClusterState{};
+  view_.taken_at.clear();
+  view_.cpu_devices.clear();
+  state.devices = snapshot->devices;
+  state.groups.reserve(snapshot->groups.size());
+  for (const cluster::GroupState& g : snapshot->groups) state.groups.push_back(ForPlacement(g));
   DropUnreachable(&state);
   // Loads under way count as loading groups: never victims, and their memory
   // is taken. So do loads done whose group the store does not show yet (the
   // worker's report trails its answer), until it does.
   std::map<std::pair<std::string, std::string>, int64_t> taken = reserved_;
-  const cluster::TimePoint now = options_.clock();
   // (worker, label) -> its groups, and worker -> its devices, built once: a
   // scan of every group (device) per entry made this quadratic at scale.
   // Only the groups of workers that an entry names are indexed (labelling
@@ -291,6 +312,8 @@ cluster::ClusterState Controller::PlacementView() {
     auto found = groups_at.find(at);
     return found == groups_at.end() ? kNone : found->second;
   };
+  // The view holds until the first entry that it shows lapses.
+  cluster::TimePoint valid_until = cluster::TimePoint::max();
   for (auto it = unreported_.begin(); it != unreported_.end();) {
     const std::vector<size_t>& at = groups_of(it->first);
     const bool shown =
@@ -299,6 +322,7 @@ cluster::ClusterState Controller::PlacementView() {
       it = unreported_.erase(it);
     } else {
       taken[it->first] += it->second.first;
+      valid_until = std::min(valid_until, it->second.second);
       ++it;
     }
   }
@@ -307,11 +331,14 @@ cluster::ClusterState Controller::PlacementView() {
       it = busy_.erase(it);
       continue;
     }
+    valid_until = std::min(valid_until, it->second);
     for (size_t i : groups_of(it->first)) {
       state.groups[i].executing = std::max<int64_t>(state.groups[i].executing, 1);
     }
     ++it;
   }
+  for (const auto& [_, until] : evicted_) valid_until = std::min(valid_until, until);
+  for (const auto& [_, until] : unreachable_) valid_until = std::min(valid_until, until);
   std::unordered_map<std::string, std::vector<size_t>> devices_of;
   if (!taken.empty()) {
     for (size_t d = 0; d < state.devices.size(); ++d) {
@@ -330,14 +357,56 @@ cluster::ClusterState Controller::PlacementView() {
     for (size_t d : devices_of[where.first]) {
       if (state.devices[d].name == "cpu") state.devices[d].used_bytes += bytes;
     }
+    view_.taken_at[where] = state.groups.size();
     state.groups.push_back(std::move(g));
   }
+  view_.source = std::move(snapshot);
+  view_.epoch = placement_epoch_;
+  view_.valid_until = valid_until;
+  view_.valid = true;
   return state;
+}
+
+int64_t Controller::TakenInView(const std::string& worker, const std::string& label) const {
+  auto at = view_.taken_at.find({worker, label});
+  return at == view_.taken_at.end() ? 0 : view_.state.groups[at->second].memory_bytes;
+}
+
+void Controller::SetTakenInView(const std::string& worker, const std::string& label,
+                                int64_t bytes) {
+  if (!view_.valid || view_.epoch != placement_epoch_) return;  // rebuilt when next read
+  const int64_t before = TakenInView(worker, label);
+  if (bytes == before) return;
+  if (bytes <= 0) {
+    ChangedPlacement();  // a rebuild shows no group for it
+    return;
+  }
+  cluster::ClusterState& state = view_.state;
+  auto [at, added] = view_.taken_at.try_emplace({worker, label}, state.groups.size());
+  if (added) {
+    cluster::GroupState g;  // as PlacementView() adds one
+    g.worker = worker;
+    g.model = label;
+    g.device = "cpu";
+    g.loading = true;
+    g.replicas = 1;
+    state.groups.push_back(std::move(g));
+  }
+  state.groups[at->second].memory_bytes = bytes;
+  if (view_.cpu_devices.empty()) {
+    for (size_t d = 0; d < state.devices.size(); ++d) {
+      if (state.devices[d].name == "cpu") view_.cpu_devices[state.devices[d].worker].push_back(d);
+    }
+  }
+  if (auto devices = view_.cpu_devices.find(worker); devices != view_.cpu_devices.end()) {
+    for (size_t d : devices->second) state.devices[d].used_bytes += bytes - before;
+  }
 }
 
 void Controller::MarkUnreachable(const std::string& worker) {
   MutexLock lock(&placement_mu_);
   unreachable_[worker] = options_.clock() + kUnreachableFor;
+  ChangedPlacement();
 }
 
 void Controller::PruneDropped() {
@@ -379,15 +448,36 @@ void Controller::DropUnreachable(cluster::ClusterState* state) {
   std::erase_if(state->groups, [&](const cluster::GroupState& g) { return gone(g.worker); });
 }
 
-void Controller::Release(const std::string& worker, const std::string& label, bool loaded_new) {
-  const auto state = store_.Read();
+void Controller::Release(const std::string& worker, const std::string& label, bool loaded_new,
+                         bool measure) {
+  // Read before the lock (the store's lock is taken outside placement_mu_),
+  // and only when needed: at 1,000 workers each read after a change merges
+  // the whole cluster's reports again.
+  std::shared_ptr<const cluster::ClusterState> state;
+  if (measure) state = store_.Read();
   MutexLock lock(&placement_mu_);
-  auto reservation = reserved_.find({worker, label});
-  if (reservation != reserved_.end() && loaded_new && reservation->second > 0) {
-    unreported_[{worker, label}] = {reservation->second, options_.clock() + kReportWithin};
+  const std::pair<std::string, std::string> key{worker, label};
+  auto reservation = reserved_.find(key);
+  const int64_t reserved = reservation == reserved_.end() ? 0 : reservation->second;
+  // What PlacementView() counts for the pair after this: the new group's
+  // bytes until the store shows it, else what was unreported before.
+  int64_t taken = 0;
+  if (loaded_new && reserved > 0) {
+    const cluster::TimePoint until = options_.clock() + kReportWithin;
+    unreported_[key] = {reserved, until};
+    view_.valid_until = std::min(view_.valid_until, until);
+    taken = reserved;
+    // Shown already (not loading) in the view's snapshot: a rebuild drops it.
+    for (const cluster::GroupState& g : view_.state.groups) {
+      if (g.worker == worker && !g.loading && control::HasLabel(g, label)) taken = 0;
+    }
+  } else if (auto u = unreported_.find(key); u != unreported_.end()) {
+    taken = TakenInView(worker, label) - reserved;
   }
-  reserved_.erase({worker, label});
-  if (loaded_new) evicted_.erase({worker, label});
+  if (reservation != reserved_.end()) reserved_.erase(reservation);
+  if (loaded_new && evicted_.erase(key) > 0) ChangedPlacement();
+  SetTakenInView(worker, label, taken);
+  if (!state) return;
   for (const auto& g : state->groups) {
     if (!g.loading && g.memory_bytes > 0 && control::HasLabel(g, label)) {
       measured_[label] = std::max(measured_[label], g.memory_bytes);
@@ -457,12 +547,14 @@ void Controller::SendEvictions(std::vector<cluster::Action> evictions, const std
       // meanwhile must not find it "present" in a view that still shows it.
       MutexLock lock(&placement_mu_);
       evicted_[{worker, victim}] = options_.clock() + kReportWithin;
+      ChangedPlacement();
     }
     Send(std::move(evict), [this, victim, reason, model, hardware, worker, answered](Status s) {
       if (s.ok()) {
         {
           MutexLock lock(&placement_mu_);
           evicted_[{worker, victim}] = options_.clock() + kReportWithin;
+          ChangedPlacement();
         }
         RecordControl("evict", model, victim, hardware, reason);
       } else {
@@ -472,6 +564,7 @@ void Controller::SendEvictions(std::vector<cluster::Action> evictions, const std
         MutexLock lock(&placement_mu_);
         evicted_.erase({worker, victim});
         busy_[{worker, victim}] = options_.clock() + kReportWithin;
+        ChangedPlacement();
       }
       answered(s.ok() ? s : Status(s.code(), "eviction of " + victim + " refused: " + s.message()));
     });
@@ -580,7 +673,7 @@ void Controller::LoadOn(std::string worker, VersionPtr version, const std::strin
   auto send_load = [this, label, worker, given, version, variant, hw, replicas, reason, urgent,
                     query_waits, present, guessed, done](Status evicted) mutable {
     if (!evicted.ok()) {
-      Release(worker, label);
+      Release(worker, label, /*loaded_new=*/false, /*measure=*/guessed);
       {
         MutexLock lock(&placement_mu_);
         NoteShortfall(evicted.message() + " (to make room for " + label + ")");
@@ -601,7 +694,7 @@ void Controller::LoadOn(std::string worker, VersionPtr version, const std::strin
     const auto t0 = std::chrono::steady_clock::now();
     Send(std::move(load), [this, label, worker, version, variant, hw, replicas, reason, urgent,
                            query_waits, present, guessed, t0, done = std::move(done)](Status s) mutable {
-      Release(worker, label, /*loaded_new=*/s.ok() && !present);
+      Release(worker, label, /*loaded_new=*/s.ok() && !present, /*measure=*/guessed);
       if (s.code() == StatusCode::kUnavailable && !worker.empty() && !stopping_) {
         // The worker is gone or draining: place again without it (each round
         // leaves one more worker out, so this ends).
@@ -913,7 +1006,8 @@ Status Controller::ResizeOn(const control::ReplicaShare& share, const cluster::A
   const std::string label = cluster::GroupLabel(a);
   std::string worker = share.worker;
   // Added replicas are placed (and room made for them) first.
-  auto evictions = Reserve(label, EstimateBytes(*version, a.variant, a.hardware) *
+  bool guessed = false;
+  auto evictions = Reserve(label, EstimateBytes(*version, a.variant, a.hardware, &guessed) *
                                       std::max(share.want - share.have, 0), &worker);
   if (!evictions.ok()) return evictions.status();
   // Both go to the worker's background lane, in this order.
@@ -925,7 +1019,7 @@ Status Controller::ResizeOn(const control::ReplicaShare& share, const cluster::A
   w.action.worker = worker;
   w.version = version;
   Status s = SendAndWait(std::move(w));
-  Release(worker, label);
+  Release(worker, label, /*loaded_new=*/false, /*measure=*/guessed);
   if (s.ok()) {
     RecordControl("set_replicas", a.model, label + (spread.empty() ? "" : " on " + worker),
                   a.hardware.Name(),

@@ -41,9 +41,11 @@
 #include <condition_variable>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 
 #include "cluster/cluster_state_store.h"
 #include "common/mutex.h"
@@ -142,7 +144,20 @@ class Controller : public ControlClient {
   // The store's view for placement: unreachable workers left out, loads
   // under way counted as loading groups that hold their memory. Only what
   // placement reads: devices and groups (without their instances).
-  cluster::ClusterState PlacementView() SOMM_REQUIRES(placement_mu_);
+  // Cached: rebuilt only when the store's snapshot, the bookkeeping below
+  // (placement_epoch_) or the clock (an entry lapsing) changes it; a
+  // reservation is added to it in place (SetTakenInView). The reference is
+  // valid until placement_mu_ is released.
+  const cluster::ClusterState& PlacementView() SOMM_REQUIRES(placement_mu_);
+  // Sets the bytes that the cached view shows taken for (worker, label) by
+  // loads under way or unreported, to what a rebuild would show.
+  void SetTakenInView(const std::string& worker, const std::string& label, int64_t bytes)
+      SOMM_REQUIRES(placement_mu_);
+  int64_t TakenInView(const std::string& worker, const std::string& label) const
+      SOMM_REQUIRES(placement_mu_);
+  // Any change to reserved_, unreported_, evicted_, busy_ or unreachable_
+  // that SetTakenInView() does not mirror.
+  void ChangedPlacement() SOMM_REQUIRES(placement_mu_) { ++placement_epoch_; }
   // EnsureLoaded on `worker` ("" = the largest holder's, else where
   // placement says); `replicas` is what that worker's share becomes.
   void LoadOn(std::string worker, VersionPtr version, const std::string& variant,
@@ -166,8 +181,11 @@ class Controller : public ControlClient {
   StatusOr<std::vector<cluster::Action>> Reserve(const std::string& label, int64_t extra_bytes,
                                                  std::string* worker);
   // Ends a reservation. `loaded_new`: a new group is up; its memory stays
-  // taken until the store shows the group (unreported_).
-  void Release(const std::string& worker, const std::string& label, bool loaded_new = false);
+  // taken until the store shows the group (unreported_). `measure`: the
+  // group's size was a guess (unprofiled), so what the worker measured is
+  // kept (measured_); reading it needs the store's current state.
+  void Release(const std::string& worker, const std::string& label, bool loaded_new = false,
+               bool measure = true);
   void MarkUnreachable(const std::string& worker);
   void NoteShortfall(const std::string& what) SOMM_REQUIRES(placement_mu_);
   // Removes the devices and groups of unreachable workers from `state`, and
@@ -231,6 +249,23 @@ class Controller : public ControlClient {
   // lapses.
   std::map<std::string, cluster::TimePoint> unreachable_ SOMM_GUARDED_BY(placement_mu_);
   Shortfalls shortfalls_ SOMM_GUARDED_BY(placement_mu_);
+  // PlacementView()'s cache. Why: every load placed (each of thousands at a
+  // 1,000-worker start, dozens a tick after) copied every group of the
+  // cluster; now a tick's loads share one copy.
+  struct CachedView {
+    std::shared_ptr<const cluster::ClusterState> source;  // the store's snapshot
+    uint64_t epoch = 0;                                   // placement_epoch_ then
+    cluster::TimePoint valid_until{};                     // the first entry to lapse
+    cluster::ClusterState state;
+    // (worker, label) -> index in state.groups of its reserved bytes' group.
+    std::map<std::pair<std::string, std::string>, size_t> taken_at;
+    // worker -> indices in state.devices of its "cpu" devices; built when
+    // first needed after a rebuild.
+    std::unordered_map<std::string, std::vector<size_t>> cpu_devices;
+    bool valid = false;
+  };
+  CachedView view_ SOMM_GUARDED_BY(placement_mu_);
+  uint64_t placement_epoch_ SOMM_GUARDED_BY(placement_mu_) = 0;
 
   // The loop's own memory between ticks (only the control thread, or a test
   // calling Tick(), touches it).

@@ -6,6 +6,7 @@
 #include "controller/controller.h"
 #include "runtime/testing/no_backend.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <future>
@@ -331,6 +332,86 @@ TEST_F(ControllerTest, AnEvictionRefusedByABusyGroupHoldsBackTheLoadThatNeededIt
   EXPECT_EQ(worker.StateOf(b), "");
   // Both the refused eviction and the refused placement are shortfalls.
   EXPECT_EQ(controller.PlacementShortfalls().total, 2);
+}
+
+// A store whose readers see the state as it was at the last CatchUp(): a
+// router's or controller's view trails the workers' reports, as a Redis
+// watcher's does (and the simulator's store, by its view lag).
+class LaggingStore : public cluster::ClusterStateStore {
+ public:
+  explicit LaggingStore(cluster::ClusterStateStore& live) : live_(live) { CatchUp(); }
+  void CatchUp() { seen_ = live_.Read(); }
+  void PutWorker(cluster::WorkerReport report) override { live_.PutWorker(std::move(report)); }
+  void RemoveWorker(const std::string& worker) override { live_.RemoveWorker(worker); }
+  void PutDemand(const std::string& router, std::vector<cluster::ModelDemand> demand) override {
+    live_.PutDemand(router, std::move(demand));
+  }
+  std::shared_ptr<const cluster::ClusterState> Read() const override { return seen_; }
+  uint64_t generation() const override { return live_.generation(); }
+
+ private:
+  cluster::ClusterStateStore& live_;
+  std::shared_ptr<const cluster::ClusterState> seen_;
+};
+
+// Loads under way, and loads done that the view does not show yet, hold
+// their memory for the placements after them, though the view the
+// controller reads has not changed in between (the placement view is
+// cached across placements and each reservation is added to it in place).
+TEST_F(ControllerTest, ALoadUnderWayHoldsItsMemoryForTheLoadsAfterIt) {
+  const std::string a = "a:1:ts-fp32@cpu1", b = "b:1:ts-fp32@cpu1", c = "c:1:ts-fp32@cpu1";
+  auto options = [this](const std::string& id, int64_t budget_mib) {
+    FakeWorkerStub::Options o;
+    o.id = id;
+    o.budget_bytes = budget_mib << 20;  // one 100 MiB group each
+    o.hold_loads = true;
+    o.clock = [this] { return now_; };
+    return o;
+  };
+  FakeWorkerStub w1(store_, options("w1", 160));
+  FakeWorkerStub w2(store_, options("w2", 150));
+  w1.Publish();
+  w2.Publish();
+  LaggingStore view(store_);
+  ::somm::testing::FakeWorkerDirectory directory{{&w1, &w2}};
+  ControllerOptions co;
+  co.clock = [this] { return now_; };
+  Controller controller(co, registry_, view, directory, metrics_, log_);
+  VersionPtr va = Named("a"), vb = Named("b"), vc = Named("c");
+  for (const VersionPtr& v : {va, vb, vc}) registry_.Publish(v->config.name, {v}, {});
+
+  std::promise<std::string> at_a, at_b, at_c, refused_c;
+  auto where = [](std::promise<std::string>& p) {
+    return [&p](const Status& s, const std::string& worker) {
+      p.set_value(s.ok() ? worker : "error: " + s.message());
+    };
+  };
+  // `a` goes where the most memory is free; `b` then finds w1 short by
+  // what `a` reserved.
+  controller.EnsureLoaded(va, "ts-fp32", Cpu(1), 1, "a query", /*urgent=*/true, where(at_a));
+  controller.EnsureLoaded(vb, "ts-fp32", Cpu(1), 1, "a query", /*urgent=*/true, where(at_b));
+  EXPECT_EQ(w1.Held(), std::vector<std::string>{a});
+  EXPECT_EQ(w2.Held(), std::vector<std::string>{b});
+  ASSERT_TRUE(w1.Complete(a));
+  ASSERT_TRUE(w2.Complete(b));
+  EXPECT_EQ(at_a.get_future().get(), "w1");
+  EXPECT_EQ(at_b.get_future().get(), "w2");
+  // Both loaded, neither in the view yet: their memory is still taken, and
+  // there is nothing the view knows to evict.
+  controller.EnsureLoaded(vc, "ts-fp32", Cpu(1), 1, "a query", /*urgent=*/true,
+                          where(refused_c));
+  EXPECT_THAT(refused_c.get_future().get(), ::testing::StartsWith("error: cannot place " + c));
+  EXPECT_TRUE(w1.Held().empty() && w2.Held().empty());
+  // Once the view shows them, `c` makes room by an eviction.
+  view.CatchUp();
+  controller.EnsureLoaded(vc, "ts-fp32", Cpu(1), 1, "a query", /*urgent=*/true, where(at_c));
+  FakeWorkerStub& to = w1.Held().empty() ? w2 : w1;
+  ASSERT_EQ(to.Held(), std::vector<std::string>{c});
+  ASSERT_TRUE(to.Complete(c));
+  const std::string victim = &to == &w1 ? a : b;
+  EXPECT_EQ(to.ActionLog(),
+            (std::vector<std::string>{"load " + victim, "evict " + victim, "load " + c}));
+  EXPECT_EQ(at_c.get_future().get(), &to == &w1 ? "w1" : "w2");
 }
 
 }  // namespace
