@@ -48,6 +48,9 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--http-threads", serve.http_threads,
                         "REST I/O threads (epoll loops; connections are spread over them); 0 = half the cores, 1 to 4")
       ->capture_default_str()->check(CLI::Range(0, 64));
+  serve_cmd->add_option("--max-inflight", serve.max_inflight,
+                        "Inference requests (REST and gRPC) admitted at once; more get 429 / RESOURCE_EXHAUSTED before their body is decoded (as Ray Serve's max_ongoing_requests); 0 = no bound")
+      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   serve_cmd->add_option("--device", serve.device, "auto (a GPU when libtorch has CUDA and one is present), cpu or cuda:N")->capture_default_str();
   serve_cmd->add_option("--log-level", serve.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
@@ -367,6 +370,9 @@ int main(int argc, char** argv) {
   router_cmd->add_option("--device", router.device, "Where configured instances run: auto, cpu or cuda:N")->capture_default_str();
   router_cmd->add_option("--max-body-bytes", router.max_body_bytes, "Largest request body or message")->capture_default_str();
   router_cmd->add_option("--http-threads", router.http_threads, "REST I/O threads (0 = half the cores, 1 to 4)")->capture_default_str();
+  router_cmd->add_option("--max-inflight", router.max_inflight,
+                         "Inference requests (REST and gRPC) admitted at once; more get 429 / RESOURCE_EXHAUSTED before their body is decoded; 0 = no bound (the workers' queues shed)")
+      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   router_cmd->add_option("--managed", router.managed, "As the controller's --managed (false = pick only loaded variants)")->capture_default_str();
   router_cmd->add_option("--explain", router.explain, "As somm serve's --explain: full or compact")
       ->check(CLI::IsMember({"full", "compact"}))

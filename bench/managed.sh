@@ -256,6 +256,12 @@ start_server() {
 STATIC_FLAGS=()
 ((HAS_MANAGED)) && STATIC_FLAGS=(--managed false)
 MANAGED_FLAGS=(--managed true)
+# A burst waits in the server here (what the policies are compared on, and
+# what the simulator replays), not shed at the door by --max-inflight.
+if "$SERVE_BIN" serve --help 2>/dev/null | grep -q -- --max-inflight; then
+  STATIC_FLAGS+=(--max-inflight 0)
+  MANAGED_FLAGS+=(--max-inflight 0)
+fi
 [[ -n "${SOMM_MEMORY_BUDGET_MB:-}" ]] && MANAGED_FLAGS+=(--memory-budget-mb "$SOMM_MEMORY_BUDGET_MB")
 [[ -n "${SOMM_CONTROL_TICK_MS:-}" ]] && MANAGED_FLAGS+=(--control-tick-ms "$SOMM_CONTROL_TICK_MS")
 [[ -n "${SOMM_IDLE_UNLOAD_S:-}" ]] && MANAGED_FLAGS+=(--idle-unload-s "$SOMM_IDLE_UNLOAD_S")

@@ -9,25 +9,32 @@
 # offered and served rate, errors by code, p50/p99 of the answers, and the
 # server's RSS idle and at its peak.
 #
+# somm sheds before decoding: an inference request that finds --max-inflight
+# requests in flight gets 429 / RESOURCE_EXHAUSTED at once (counted in
+# somm_shed_total, printed at the end). --max-inflight N passes N to somm
+# serve (0 = no bound); without it the server's default applies.
+#
 # --senders: the load generator's connections in the overload phases (one
 # query in flight each). Past the batchers' queue bound (1024) the excess
 # reaches the server, as from many clients at once; with fewer, it waits in
 # the load generator and the server never sees the overload.
 #
-# Usage: bench/overload.sh [--seconds S] [--slo-ms MS] [--senders N] [--skip-build]
+# Usage: bench/overload.sh [--seconds S] [--slo-ms MS] [--senders N] [--max-inflight N] [--skip-build]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_PHASE=20
 SLO=20
 SENDERS=2048
 BUILD=1
+SERVE_ARGS=()
 while (($#)); do
   case "$1" in
     --seconds) SECONDS_PER_PHASE="$2"; shift 2 ;;
     --slo-ms) SLO="$2"; shift 2 ;;
     --senders) SENDERS="$2"; shift 2 ;;
+    --max-inflight) SERVE_ARGS+=(--max-inflight "$2"); shift 2 ;;
     --skip-build) BUILD=0; shift ;;
-    *) echo "usage: $0 [--seconds S] [--slo-ms MS] [--senders N] [--skip-build]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--seconds S] [--slo-ms MS] [--senders N] [--max-inflight N] [--skip-build]" >&2; exit 2 ;;
   esac
 done
 ((BUILD)) && ninja -C build somm >/dev/null
@@ -47,8 +54,9 @@ body.setdefault("parameters", {})["latency_slo_ms"] = float(slo)
 json.dump(body, open(out, "w"))
 PY
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-start_somm_serve overload build/somm "$OUT/serve" --repo "$OUT/repo" --log-level warn
-pid=$SERVED_PID http=$SERVED_HTTP_PORT
+start_somm_serve overload build/somm "$OUT/serve" --repo "$OUT/repo" --log-level warn \
+  ${SERVE_ARGS[@]+"${SERVE_ARGS[@]}"}
+pid=$SERVED_PID http=$SERVED_HTTP_PORT metrics=$SERVED_METRICS_PORT
 wait_model_ready "http://127.0.0.1:$http" digits-mlp
 # A query with an SLO needs profiled variants: somm profiles the repository's
 # model at start; wait until one such query is answered.
@@ -82,11 +90,17 @@ capacity=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1
 summary "capacity (closed loop, 32 connections)" "$OUT/capacity.json"
 for phase in 3.0 0.5; do
   rate=$(awk -v c="$capacity" -v f="$phase" 'BEGIN {printf "%.0f", c * f}')
+  cpu0=$(cpu_s "$pid")
   build/somm bench digits-mlp -u "127.0.0.1:$http" --input "$BODY" \
     --request-rate "$rate" --duration-s "$SECONDS_PER_PHASE" --senders "$SENDERS" --slo-ms "$SLO" \
     --warmup-s 0 --json "$OUT/phase-$phase.json" >/dev/null 2>&1 || true
   summary "${phase}x capacity" "$OUT/phase-$phase.json"
+  # The server's share of the two cores: the rest went to the load generator.
+  echo "  server CPU: $(awk -v a="$cpu0" -v b="$(cpu_s "$pid")" -v s="$SECONDS_PER_PHASE" \
+    'BEGIN {printf "%.1f s, %.2f cores", b - a, (b - a) / s}')"
 done
+echo "shed before decoding (somm_shed_total): $(curl -s "http://127.0.0.1:$metrics/metrics" |
+  awk '/^somm_shed_total/ {printf "%s%s %d", sep, $1, $2; sep = ", "}')"
 peak=$(sort -n "$OUT/rss.txt" | tail -1)
 echo "RSS: idle $((idle / 1024)) MiB, peak $((peak / 1024)) MiB, after $(( $(rss) / 1024 )) MiB"
 kill -0 "$pid" && echo "server alive"

@@ -34,6 +34,7 @@
 #include "frontend/grpc/grpc_server.h"
 #include "frontend/http/http_frontend.h"
 #include "metrics/prometheus_metrics.h"
+#include "serving/inflight_limit.h"
 #include "redis/redis_cluster_state_store.h"
 #include "provisioner/kubernetes_provisioner.h"
 #include "provisioner/local_provisioner.h"
@@ -689,8 +690,11 @@ int RunRouter(const RouterProcessOptions& o) {
     batch = std::make_unique<BatchJobs>(std::move(bo), router);
   }
 
+  // One bound for both frontends, as in `somm serve`.
+  InflightLimit inflight_limit(InflightLimit::Options{o.max_inflight, 1, &metrics});
   HttpFrontendOptions ho;
   ho.batch = batch.get();
+  ho.inflight_limit = &inflight_limit;
   ho.address = o.address;
   ho.port = o.http_port;
   ho.max_body_bytes = static_cast<size_t>(o.max_body_bytes);
@@ -708,6 +712,7 @@ int RunRouter(const RouterProcessOptions& o) {
   go.port = o.grpc_port;
   go.max_message_bytes = static_cast<int>(o.max_body_bytes);
   go.guard = guard->get();
+  go.inflight_limit = &inflight_limit;
   go.tls = o.tls;
   auto grpc = GrpcFrontend::Start(router, go);
   if (!grpc.ok()) {

@@ -26,6 +26,13 @@ struct ServeOptions {
   // (frontend/http/http_server.h); requests are decoded on them. 0 = half the
   // cores, 1 to 4.
   int http_threads = 0;
+  // Inference requests (REST and gRPC together) admitted at once; more are
+  // refused with 429 / RESOURCE_EXHAUSTED before their body is decoded
+  // (serving/inflight_limit.h). 0 = no bound. 64 (one full batch of the demo
+  // models queued behind one running) drains within a 20 ms SLO on two
+  // cores; 256 did not, and its queued queries expired after being decoded
+  // (docs/security.md, "Overload").
+  int64_t max_inflight = 64;
   std::string device = "auto";        // "auto" (GPU if present), "cpu" or "cuda:N"
   std::string log_level = "info";
   // Generate and profile variants for repository models that have none.
@@ -95,6 +102,10 @@ struct RouterProcessOptions {
   std::string device = "auto";  // where configured instances run (as the controller's)
   int64_t max_body_bytes = 64 << 20;
   int http_threads = 0;
+  // Inference requests admitted at once (serving/inflight_limit.h); 0 = no
+  // bound, the default: a router's capacity is its workers', which shed by
+  // their queues' SLO admission.
+  int64_t max_inflight = 0;
   // As the controller's --managed: false = static provisioning, so the
   // selector picks only loaded variants (RouterOptions::managed).
   bool managed = true;

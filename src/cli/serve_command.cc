@@ -19,6 +19,7 @@
 #include "metrics/prometheus_metrics.h"
 #include "runtime/torch/torch_backend.h"
 #include "serving/embedded_server.h"
+#include "serving/inflight_limit.h"
 
 namespace somm {
 
@@ -109,8 +110,13 @@ int RunServe(const ServeOptions& options) {
   bo.inflight = [&manager] { return manager.router().InflightQueries(); };
   BatchJobs batch(std::move(bo), manager.router());
 
+  // One bound for both frontends: an overloaded server sheds whichever
+  // protocol the excess comes by.
+  InflightLimit inflight_limit(InflightLimit::Options{options.max_inflight, 1, &metrics});
+
   HttpFrontendOptions ho;
   ho.batch = &batch;
+  ho.inflight_limit = &inflight_limit;
   ho.address = options.address;
   ho.port = options.http_port;
   ho.max_body_bytes = static_cast<size_t>(options.max_body_bytes);
@@ -127,6 +133,7 @@ int RunServe(const ServeOptions& options) {
   go.address = options.address;
   go.port = options.grpc_port;
   go.guard = guard->get();
+  go.inflight_limit = &inflight_limit;
   go.max_message_bytes = static_cast<int>(options.max_body_bytes);
   go.tls = options.tls;
   auto grpc = GrpcFrontend::Start(manager.router(), go);

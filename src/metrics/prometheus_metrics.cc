@@ -170,7 +170,17 @@ struct PrometheusMetrics::Families {
                      .Help("Queries accepted and not yet answered")
                      .Register(r)
                      .Add({})),
-        instance_seconds_total(instance_seconds.Add({})) {}
+        shed(prometheus::BuildCounter()
+                 .Name("somm_shed_total")
+                 .Help("Inference requests refused before their body was decoded (HTTP 429, "
+                       "gRPC RESOURCE_EXHAUSTED), by protocol and reason")
+                 .Register(r)),
+        instance_seconds_total(instance_seconds.Add({})) {
+    // Present from the start, at 0: an alert on its rate needs the series.
+    for (const char* protocol : {"rest", "grpc"}) {
+      shed.Add({{"protocol", protocol}, {"reason", "inflight"}});
+    }
+  }
 
   prometheus::Family<prometheus::Counter>& success;
   prometheus::Family<prometheus::Counter>& failure;
@@ -203,6 +213,7 @@ struct PrometheusMetrics::Families {
   prometheus::Family<prometheus::Gauge>& forecast_rate;
   prometheus::Gauge& slowdown;
   prometheus::Gauge& inflight;
+  prometheus::Family<prometheus::Counter>& shed;
   prometheus::Counter& instance_seconds_total;
 };
 
@@ -358,6 +369,10 @@ void PrometheusMetrics::RecordRollout(const std::string& model, const std::strin
   auto& promotions = families_->canary_promotions.Add(labels);
   if (event == "promoted") promotions.Increment();
   families_->canary_percent.Add(labels).Set(percent);
+}
+
+void PrometheusMetrics::RecordShed(const std::string& protocol, const std::string& reason) {
+  families_->shed.Add({{"protocol", protocol}, {"reason", reason}}).Increment();
 }
 
 void PrometheusMetrics::RecordControlAction(const std::string& kind) {

@@ -43,6 +43,7 @@ class PrometheusMetrics : public ServingMetrics {
   void SetSlowdown(double factor) override;
   void RecordResponseCache(const std::string& model, bool hit) override;
   void RecordRollout(const std::string& model, const std::string& event, int percent) override;
+  void RecordShed(const std::string& protocol, const std::string& reason) override;
   void SetResponseCache(const std::string& model, int64_t bytes, int64_t entries,
                         int64_t evicted) override;
   // The worker scaler's (controller/worker_scaler.h), in the controller

@@ -20,6 +20,9 @@
 // somm_inflight_queries (gauge, no labels): queries a router accepted and has
 //   not answered yet, queued and executing alike, whatever their model; the
 //   per-pod metric a HorizontalPodAutoscaler scales routers on (deploy/).
+// somm_shed_total{protocol,reason} (counter): inference requests a frontend
+//   refused before decoding them (serving/inflight_limit.h): protocol rest or
+//   grpc, reason inflight (the server's --max-inflight was reached).
 // The managed runtime's families (see docs/managed.md):
 //   somm_instances{model,version,variant,hardware} (gauge, loaded replicas),
 //   somm_instance_memory_bytes{model,version,variant,hardware} (gauge, all replicas),
@@ -85,6 +88,11 @@ class ServingMetrics {
   virtual void SetResponseCache(const std::string& model, int64_t bytes, int64_t entries,
                                 int64_t evicted) {
     (void)model, (void)bytes, (void)entries, (void)evicted;
+  }
+  // An inference request refused before it was decoded: `protocol` is rest
+  // or grpc, `reason` why (inflight). A default, so that fakes need not care.
+  virtual void RecordShed(const std::string& protocol, const std::string& reason) {
+    (void)protocol, (void)reason;
   }
   // A rollout step of `model` (rollout/rollout.h): `event` is started, set,
   // advanced, promoted or rolled_back; the canary's share after it.

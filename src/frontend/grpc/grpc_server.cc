@@ -109,8 +109,9 @@ Status CheckLoadParameters(const inference::RepositoryModelLoadRequest& request)
 
 class OipService final : public inference::GRPCInferenceService::CallbackService {
  public:
-  OipService(InferenceServer& server, ControlThread& control, CallGuard* guard)
-      : server_(server), control_(control), guard_(guard) {}
+  OipService(InferenceServer& server, ControlThread& control, CallGuard* guard,
+             InflightLimit* inflight_limit)
+      : server_(server), control_(control), guard_(guard), inflight_limit_(inflight_limit) {}
 
   ServerUnaryReactor* ServerLive(CallbackServerContext* context,
                                  const inference::ServerLiveRequest*,
@@ -162,6 +163,13 @@ class OipService final : public inference::GRPCInferenceService::CallbackService
                                  inference::ModelInferResponse* response) override {
     // The task form names no model (its task is a parameter).
     const Operation op = request->model_name().empty() ? Operation::kTaskInfer : Operation::kInfer;
+    // Shed before the guard and the tensors' decoding (gRPC has parsed the
+    // message already; that much is not ours to save).
+    auto slot = std::make_shared<InflightLimit::Slot>();
+    if (inflight_limit_ != nullptr) {
+      *slot = inflight_limit_->TryAcquire("grpc");
+      if (!slot->held()) return FinishNow(context, inflight_limit_->Refusal());
+    }
     Admission a = AdmitCall(guard_, context, op, request->model_name());
     if (!a.status.ok()) return FinishNow(context, a.status);
     InferenceRequest query;
@@ -174,17 +182,23 @@ class OipService final : public inference::GRPCInferenceService::CallbackService
     ServerUnaryReactor* reactor = context->DefaultReactor();
     // `request` and `response` stay valid until Finish; the callback may run
     // on a batcher thread, or right here before Infer returns.
-    server_.Infer(std::move(query), [reactor, request, response, guard = guard_, op,
+    // The slot is a shared_ptr because InferCallback must be copyable; it
+    // goes back before the call finishes, so that a client that has its
+    // answer finds it free.
+    server_.Infer(std::move(query), [reactor, request, response, guard = guard_, op, slot,
                                      caller = std::move(a.caller)](StatusOr<InferenceResponse> result) {
       FinishCall(guard, caller, op, request->model_name(), result.status());
       if (!result.ok()) {
+        slot->Release();
         reactor->Finish(ToGrpcStatus(result.status()));
         return;
       }
       InferenceResponse answer = std::move(result).value();
       if (answer.model_name.empty()) answer.model_name = request->model_name();
       if (answer.id.empty()) answer.id = request->id();
-      reactor->Finish(ToGrpcStatus(grpc_codec::EncodeInferResponse(std::move(answer), response)));
+      const Status encoded = grpc_codec::EncodeInferResponse(std::move(answer), response);
+      slot->Release();
+      reactor->Finish(ToGrpcStatus(encoded));
     });
     return reactor;
   }
@@ -250,7 +264,8 @@ class OipService final : public inference::GRPCInferenceService::CallbackService
  private:
   InferenceServer& server_;
   ControlThread& control_;
-  CallGuard* const guard_;  // null = no checks
+  CallGuard* const guard_;               // null = no checks
+  InflightLimit* const inflight_limit_;  // null = no bound
 };
 
 // somm's model-less control service (proto/somm.proto), beside the OIP one.
@@ -382,8 +397,8 @@ std::string HostPort(const std::string& address, int port) {
 }  // namespace
 
 struct GrpcFrontend::Impl {
-  Impl(InferenceServer& server, CallGuard* guard)
-      : service(server, control, guard), somm_service(server, control, guard) {}
+  Impl(InferenceServer& server, CallGuard* guard, InflightLimit* inflight_limit)
+      : service(server, control, guard, inflight_limit), somm_service(server, control, guard) {}
 
   void Shutdown(std::chrono::system_clock::time_point deadline) {
     std::call_once(shutdown_once, [&] {
@@ -415,7 +430,7 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& ser
   if (options.address.empty()) return InvalidArgument("gRPC listen address is empty");
 
   grpc_codec::TurnOffAbslDeadlockDetection();
-  auto impl = std::make_unique<Impl>(server, options.guard);
+  auto impl = std::make_unique<Impl>(server, options.guard, options.inflight_limit);
   const std::string where = HostPort(options.address, options.port);
   grpc::ServerBuilder builder;
   auto credentials = grpc_tls::ServerCredentials(options.tls);

@@ -31,6 +31,7 @@
 #include "crypto/tls_files.h"
 #include "serving/call_guard.h"
 #include "serving/inference_server.h"
+#include "serving/inflight_limit.h"
 
 namespace somm {
 
@@ -51,6 +52,11 @@ struct GrpcFrontendOptions {
   CallGuard* guard = nullptr;
   // TLS (and mutual TLS with a client CA); not enabled = plaintext.
   crypto::TlsServerFiles tls;
+  // The bound on inference requests in flight (serving/inflight_limit.h),
+  // shared with the REST frontend: a ModelInfer that finds it reached is
+  // answered RESOURCE_EXHAUSTED before its tensors are decoded or the guard
+  // asked. Null = no bound. Must outlive the frontend.
+  InflightLimit* inflight_limit = nullptr;
 };
 
 class GrpcFrontend {

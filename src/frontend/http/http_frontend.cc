@@ -128,6 +128,18 @@ Response RefusalResponse(const Admission& a) {
   return res;
 }
 
+bool IsInfer(RestEndpoint endpoint) {
+  return endpoint == RestEndpoint::kModelInfer || endpoint == RestEndpoint::kTaskInfer;
+}
+
+// An inference request shed under overload: 429, the reason, when to retry.
+// The connection stays open: a client's next request may well be admitted.
+Response OverloadResponse(const InflightLimit& limit) {
+  Response res = StatusResponse(limit.Refusal());
+  res.headers.emplace_back("Retry-After", std::to_string(limit.retry_after_s()));
+  return res;
+}
+
 // Runs `handler` and turns an exception into a 500 that names it.
 void Guarded(Responder& responder, const std::function<void()>& handler) {
   try {
@@ -211,7 +223,8 @@ struct HttpFrontend::Impl {
   Response ServerMetadataHandler();
   Response ModelMetadataHandler(const oip::RestRoute& route);
   Response ModelReadyHandler(const oip::RestRoute& route);
-  void InferHandler(const oip::RestRoute& route, Request req, Responder responder, Caller caller);
+  void InferHandler(const oip::RestRoute& route, Request req, Responder responder, Caller caller,
+                    InflightLimit::Slot slot);
   Response IndexHandler(std::string_view body, const Caller& caller);
   Response LoadUnloadHandler(const oip::RestRoute& route, std::string_view body,
                              const Caller& caller);
@@ -262,13 +275,23 @@ void HttpFrontend::Impl::Handle(Request request, Responder responder) {
                        : route.method);
       return responder.Send(std::move(res));
     }
+    // Shed before anything costly (the guard, decoding, routing): under
+    // overload a refusal must cost little more than reading the request.
+    InflightLimit::Slot slot;
+    if (options.inflight_limit != nullptr && IsInfer(route.endpoint)) {
+      slot = options.inflight_limit->TryAcquire("rest");
+      if (!slot.held()) return responder.Send(OverloadResponse(*options.inflight_limit));
+    }
     // Health probes need no key (Kubernetes probes carry none); every other
     // call is admitted by the guard first.
     Caller caller;
     if (options.guard != nullptr) {
       if (std::optional<Operation> op = GuardedOperation(route.endpoint)) {
         Admission a = options.guard->Admit(CallInfo{*op, route.model, AuthorizationOf(req), false, 0});
-        if (!a.status.ok()) return responder.Send(RefusalResponse(a));
+        if (!a.status.ok()) {
+          slot.Release();
+          return responder.Send(RefusalResponse(a));
+        }
         caller = std::move(a.caller);
       }
     }
@@ -282,23 +305,29 @@ void HttpFrontend::Impl::Handle(Request request, Responder responder) {
         // Infer never blocks (a load runs on the worker's lanes), so only
         // the decoding of a large body is worth moving off the I/O loop.
         if (req.body.size() <= options.inline_body_bytes) {
-          return InferHandler(route, std::move(request), std::move(responder), std::move(caller));
+          return InferHandler(route, std::move(request), std::move(responder), std::move(caller),
+                              std::move(slot));
         }
         break;
       default:
         break;
     }
     // The shared_ptr makes the work copyable for std::function.
-    auto work = std::make_shared<std::pair<Request, Responder>>(std::move(request),
-                                                                std::move(responder));
+    struct Work {
+      Request request;
+      Responder responder;
+      InflightLimit::Slot slot;
+    };
+    auto work = std::make_shared<Work>(
+        Work{std::move(request), std::move(responder), std::move(slot)});
     pool.Submit([this, route = std::move(route), work, caller = std::move(caller)] {
-      Responder& r = work->second;
+      Responder& r = work->responder;
       Guarded(r, [&] {
-        if (route.endpoint == RestEndpoint::kModelInfer ||
-            route.endpoint == RestEndpoint::kTaskInfer) {
-          return InferHandler(route, std::move(work->first), std::move(r), caller);
+        if (IsInfer(route.endpoint)) {
+          return InferHandler(route, std::move(work->request), std::move(r), caller,
+                              std::move(work->slot));
         }
-        r.Send(Dispatch(route, work->first, caller));
+        r.Send(Dispatch(route, work->request, caller));
       });
     });
   });
@@ -424,12 +453,16 @@ Response HttpFrontend::Impl::ModelReadyHandler(const oip::RestRoute& route) {
 }
 
 void HttpFrontend::Impl::InferHandler(const oip::RestRoute& route, Request req,
-                                      Responder responder, Caller caller) {
+                                      Responder responder, Caller caller,
+                                      InflightLimit::Slot slot) {
   // Every way out of here ends the admitted call once: its quota slot.
   const Operation op = route.endpoint == RestEndpoint::kTaskInfer ? Operation::kTaskInfer
                                                                   : Operation::kInfer;
+  // The slot goes back before each answer is sent, so that a client that
+  // has its answer finds the slot free for its next request.
   auto refuse = [&](const Status& status) {
     Finish(caller, op, route.model, status);
+    slot.Release();
     responder.Send(StatusResponse(status));
   };
   std::optional<size_t> header_length;
@@ -460,15 +493,18 @@ void HttpFrontend::Impl::InferHandler(const oip::RestRoute& route, Request req,
     std::string model;
     Caller caller;
     Operation op;
+    InflightLimit::Slot slot;  // held until the answer is ready
   };
   auto pending = std::make_shared<Pending>(Pending{std::move(responder), std::move(binary).value(),
-                                                   request->id, route.model, std::move(caller), op});
+                                                   request->id, route.model, std::move(caller), op,
+                                                   std::move(slot)});
   server.Infer(std::move(request).value(), [pending, guard = options.guard](
                                                StatusOr<InferenceResponse> result) {
     if (guard != nullptr) {
       guard->Done(pending->caller, CallInfo{pending->op, pending->model, {}, false, 0},
                   result.status());
     }
+    pending->slot.Release();
     Responder& out = pending->responder;
     Guarded(out, [&] {
       if (!result.ok()) return out.Send(StatusResponse(result.status()));

@@ -30,6 +30,11 @@
 // registration body carries the model file in base64 (4/3 of its size) and
 // counts against max_body_bytes like any other body.
 //
+// Overload: with an InflightLimit, an inference request that finds the
+// limit reached is answered 429 with Retry-After and the JSON error before
+// its body is decoded or the guard asked; every other endpoint is never shed,
+// so probes, metadata and the operator's views keep answering under load.
+//
 // The operator's view: GET /v2/somm/overview, /workers and /actions
 // (dashboard/operator_api.h), and the web dashboard's static files under
 // /dashboard (dashboard/static_files.h), answered on the I/O thread.
@@ -45,6 +50,7 @@
 
 #include "common/status.h"
 #include "serving/call_guard.h"
+#include "serving/inflight_limit.h"
 #include "serving/inference_server.h"
 
 namespace somm {
@@ -97,6 +103,9 @@ struct HttpFrontendOptions {
   // Offline batch jobs (batch/batch_jobs.h) behind /v2/somm/batch; null =
   // those endpoints answer 501. Must outlive the frontend.
   BatchJobs* batch = nullptr;
+  // The bound on inference requests in flight (serving/inflight_limit.h),
+  // shared with the gRPC frontend; null = no bound. Must outlive the frontend.
+  InflightLimit* inflight_limit = nullptr;
 };
 
 class HttpFrontend {
