@@ -282,7 +282,6 @@ const cluster::ClusterState& Controller::PlacementView() {
   cluster::ClusterState& state = view_.state;
   state = cluster::ClusterState{};
   view_.taken_at.clear();
-  view_.cpu_devices.clear();
   state.devices = snapshot->devices;
   state.groups.reserve(snapshot->groups.size());
   for (const cluster::GroupState& g : snapshot->groups) state.groups.push_back(ForPlacement(g));
@@ -339,12 +338,10 @@ const cluster::ClusterState& Controller::PlacementView() {
   }
   for (const auto& [_, until] : evicted_) valid_until = std::min(valid_until, until);
   for (const auto& [_, until] : unreachable_) valid_until = std::min(valid_until, until);
-  std::unordered_map<std::string, std::vector<size_t>> devices_of;
-  if (!taken.empty()) {
-    for (size_t d = 0; d < state.devices.size(); ++d) {
-      devices_of[state.devices[d].worker].push_back(d);
-    }
-  }
+  // Bytes taken per worker, added to its CPU devices in one pass over the
+  // devices (few workers have any; an index of every device per view cost
+  // more than the view's other work).
+  std::unordered_map<std::string_view, int64_t> taken_on;
   for (const auto& [where, bytes] : taken) {
     if (bytes <= 0) continue;
     cluster::GroupState g;
@@ -354,11 +351,15 @@ const cluster::ClusterState& Controller::PlacementView() {
     g.loading = true;
     g.replicas = 1;
     g.memory_bytes = bytes;
-    for (size_t d : devices_of[where.first]) {
-      if (state.devices[d].name == "cpu") state.devices[d].used_bytes += bytes;
-    }
+    taken_on[where.first] += bytes;
     view_.taken_at[where] = state.groups.size();
     state.groups.push_back(std::move(g));
+  }
+  if (!taken_on.empty()) {
+    for (cluster::DeviceState& d : state.devices) {
+      if (d.name != "cpu") continue;
+      if (auto on = taken_on.find(d.worker); on != taken_on.end()) d.used_bytes += on->second;
+    }
   }
   view_.source = std::move(snapshot);
   view_.epoch = placement_epoch_;
@@ -393,13 +394,8 @@ void Controller::SetTakenInView(const std::string& worker, const std::string& la
     state.groups.push_back(std::move(g));
   }
   state.groups[at->second].memory_bytes = bytes;
-  if (view_.cpu_devices.empty()) {
-    for (size_t d = 0; d < state.devices.size(); ++d) {
-      if (state.devices[d].name == "cpu") view_.cpu_devices[state.devices[d].worker].push_back(d);
-    }
-  }
-  if (auto devices = view_.cpu_devices.find(worker); devices != view_.cpu_devices.end()) {
-    for (size_t d : devices->second) state.devices[d].used_bytes += bytes - before;
+  for (cluster::DeviceState& d : state.devices) {
+    if (d.name == "cpu" && d.worker == worker) d.used_bytes += bytes - before;
   }
 }
 

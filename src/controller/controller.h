@@ -45,7 +45,6 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <unordered_map>
 
 #include "cluster/cluster_state_store.h"
 #include "common/mutex.h"
@@ -259,9 +258,6 @@ class Controller : public ControlClient {
     cluster::ClusterState state;
     // (worker, label) -> index in state.groups of its reserved bytes' group.
     std::map<std::pair<std::string, std::string>, size_t> taken_at;
-    // worker -> indices in state.devices of its "cpu" devices; built when
-    // first needed after a rebuild.
-    std::unordered_map<std::string, std::vector<size_t>> cpu_devices;
     bool valid = false;
   };
   CachedView view_ SOMM_GUARDED_BY(placement_mu_);
