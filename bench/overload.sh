@@ -19,7 +19,11 @@
 # reaches the server, as from many clients at once; with fewer, it waits in
 # the load generator and the server never sees the overload.
 #
-# Usage: bench/overload.sh [--seconds S] [--slo-ms MS] [--senders N] [--max-inflight N] [--skip-build]
+# --protocol grpc sends every phase over gRPC (ModelInfer) instead of REST
+# JSON; the refusals are then RESOURCE_EXHAUSTED.
+#
+# Usage: bench/overload.sh [--seconds S] [--slo-ms MS] [--senders N] [--max-inflight N]
+#                          [--protocol http|grpc] [--skip-build]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_PHASE=20
@@ -27,14 +31,16 @@ SLO=20
 SENDERS=2048
 BUILD=1
 SERVE_ARGS=()
+PROTOCOL=http
 while (($#)); do
   case "$1" in
     --seconds) SECONDS_PER_PHASE="$2"; shift 2 ;;
     --slo-ms) SLO="$2"; shift 2 ;;
     --senders) SENDERS="$2"; shift 2 ;;
     --max-inflight) SERVE_ARGS+=(--max-inflight "$2"); shift 2 ;;
+    --protocol) PROTOCOL="$2"; shift 2 ;;
     --skip-build) BUILD=0; shift ;;
-    *) echo "usage: $0 [--seconds S] [--slo-ms MS] [--senders N] [--max-inflight N] [--skip-build]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--seconds S] [--slo-ms MS] [--senders N] [--max-inflight N] [--protocol http|grpc] [--skip-build]" >&2; exit 2 ;;
   esac
 done
 ((BUILD)) && ninja -C build somm >/dev/null
@@ -57,6 +63,12 @@ echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEA
 start_somm_serve overload build/somm "$OUT/serve" --repo "$OUT/repo" --log-level warn \
   ${SERVE_ARGS[@]+"${SERVE_ARGS[@]}"}
 pid=$SERVED_PID http=$SERVED_HTTP_PORT metrics=$SERVED_METRICS_PORT
+case "$PROTOCOL" in
+  http) target=(-u "127.0.0.1:$http" -i http) ;;
+  grpc) target=(-u "127.0.0.1:$SERVED_GRPC_PORT" -i grpc) ;;
+  *) die "--protocol is http or grpc, not '$PROTOCOL'" ;;
+esac
+echo "protocol: $PROTOCOL"
 wait_model_ready "http://127.0.0.1:$http" digits-mlp
 # A query with an SLO needs profiled variants: somm profiles the repository's
 # model at start; wait until one such query is answered.
@@ -83,7 +95,7 @@ print(f"{phase}: offered {offered:.0f} q/s, answered OK {ok} in {p['duration_s']
       f"p99 {lat['p99']} us, SLO attainment {p['slo_attainment']}")
 PY
 }
-build/somm bench digits-mlp -u "127.0.0.1:$http" --input "$BODY" \
+build/somm bench digits-mlp "${target[@]}" --input "$BODY" \
   --concurrency 32 --slo-ms "$SLO" --warmup-s 2 --window-s 3 --max-windows 4 --json "$OUT/capacity.json" >/dev/null 2>&1
 idle=$(rss)
 capacity=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["points"][0]["throughput_qps"])' "$OUT/capacity.json")
@@ -91,7 +103,7 @@ summary "capacity (closed loop, 32 connections)" "$OUT/capacity.json"
 for phase in 3.0 0.5; do
   rate=$(awk -v c="$capacity" -v f="$phase" 'BEGIN {printf "%.0f", c * f}')
   cpu0=$(cpu_s "$pid")
-  build/somm bench digits-mlp -u "127.0.0.1:$http" --input "$BODY" \
+  build/somm bench digits-mlp "${target[@]}" --input "$BODY" \
     --request-rate "$rate" --duration-s "$SECONDS_PER_PHASE" --senders "$SENDERS" --slo-ms "$SLO" \
     --warmup-s 0 --json "$OUT/phase-$phase.json" >/dev/null 2>&1 || true
   summary "${phase}x capacity" "$OUT/phase-$phase.json"
