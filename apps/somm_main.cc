@@ -306,6 +306,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench_cmd->add_option("--slo-ms", bench.slo_ms,
                         "Latency SLO of every query; attained = succeeded within it");
+  bench_cmd->add_flag("--send-slo", bench.send_slo,
+                      "Also send --slo-ms with every query (parameter latency_slo_ms), so the "
+                      "server selects, admits and sheds by it; without it the SLO only judges "
+                      "the answers");
   bench_cmd->add_option("--input", bench.input,
                         "OIP REST request body (.json) to send; default: random inputs built "
                         "from the model's metadata")->check(CLI::ExistingFile);

@@ -49,10 +49,13 @@ source bench/lib.sh
 OUT="$(mktemp -d "${TMPDIR:-/tmp}/somm-overload.XXXXXX")"
 trap 'kill_children; rm -rf "$OUT"' EXIT
 digits_repo "$OUT/repo"
-# Every query carries its SLO to the server (`somm bench --slo-ms` only
-# judges answers by it): the server can refuse what it cannot answer in time.
-BODY="$OUT/digit_3_slo.json"
-/usr/bin/python3 - models/demo/.examples/digit_3.json "$SLO" "$BODY" <<'PY'
+# Every query carries its SLO to the server (`somm bench --send-slo`; with
+# --slo-ms alone it only judges the answers): the server can refuse what it
+# cannot answer in time. SLO_BODY is the same query with its SLO in the body,
+# for curl.
+BODY=models/demo/.examples/digit_3.json
+SLO_BODY="$OUT/digit_3_slo.json"
+/usr/bin/python3 - "$BODY" "$SLO" "$SLO_BODY" <<'PY'
 import json, sys
 src, slo, out = sys.argv[1:]
 body = json.load(open(src))
@@ -73,10 +76,10 @@ wait_model_ready "http://127.0.0.1:$http" digits-mlp
 # A query with an SLO needs profiled variants: somm profiles the repository's
 # model at start; wait until one such query is answered.
 for _ in $(seq 240); do
-  curl -sf "http://127.0.0.1:$http/v2/models/digits-mlp/infer" -d @"$BODY" >/dev/null && break
+  curl -sf "http://127.0.0.1:$http/v2/models/digits-mlp/infer" -d @"$SLO_BODY" >/dev/null && break
   sleep 0.5
 done
-curl -sf "http://127.0.0.1:$http/v2/models/digits-mlp/infer" -d @"$BODY" >/dev/null ||
+curl -sf "http://127.0.0.1:$http/v2/models/digits-mlp/infer" -d @"$SLO_BODY" >/dev/null ||
   die "digits-mlp never answered a query with an SLO (no profiles?)"
 rss() { awk '/VmRSS/ {print $2}' "/proc/$pid/status"; }
 ( while kill -0 "$pid" 2>/dev/null; do rss 2>/dev/null || true; sleep 0.2; done ) >"$OUT/rss.txt" &
@@ -96,7 +99,7 @@ print(f"{phase}: offered {offered:.0f} q/s, answered OK {ok} in {p['duration_s']
 PY
 }
 build/somm bench digits-mlp "${target[@]}" --input "$BODY" \
-  --concurrency 32 --slo-ms "$SLO" --warmup-s 2 --window-s 3 --max-windows 4 --json "$OUT/capacity.json" >/dev/null 2>&1
+  --concurrency 32 --slo-ms "$SLO" --send-slo --warmup-s 2 --window-s 3 --max-windows 4 --json "$OUT/capacity.json" >/dev/null 2>&1
 idle=$(rss)
 capacity=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["points"][0]["throughput_qps"])' "$OUT/capacity.json")
 summary "capacity (closed loop, 32 connections)" "$OUT/capacity.json"
@@ -104,7 +107,7 @@ for phase in 3.0 0.5; do
   rate=$(awk -v c="$capacity" -v f="$phase" 'BEGIN {printf "%.0f", c * f}')
   cpu0=$(cpu_s "$pid")
   build/somm bench digits-mlp "${target[@]}" --input "$BODY" \
-    --request-rate "$rate" --duration-s "$SECONDS_PER_PHASE" --senders "$SENDERS" --slo-ms "$SLO" \
+    --request-rate "$rate" --duration-s "$SECONDS_PER_PHASE" --senders "$SENDERS" --slo-ms "$SLO" --send-slo \
     --warmup-s 0 --json "$OUT/phase-$phase.json" >/dev/null 2>&1 || true
   summary "${phase}x capacity" "$OUT/phase-$phase.json"
   # The server's share of the two cores: the rest went to the load generator.

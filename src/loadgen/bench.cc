@@ -128,6 +128,8 @@ class RequestSet {
         SOMM_ASSIGN_OR_RETURN(request, SyntheticRequest(*md, o.batch_size, o.seed));
       }
       request.model_name = model;
+      // A trace row's own SLO replaces it (ApplyTraceQuery).
+      if (o.send_slo) request.parameters["latency_slo_ms"] = o.slo_ms;
       set.by_model_.emplace(model, std::move(request));
     }
     return set;
@@ -321,6 +323,7 @@ Status ValidateBenchOptions(const BenchOptions& o) {
   if (o.stability_pct <= 0) return InvalidArgument("--stability-pct must be positive");
   if (o.max_windows < 1) return InvalidArgument("--max-windows must be at least 1");
   if (o.slo_ms < 0) return InvalidArgument("--slo-ms must not be negative");
+  if (o.send_slo && o.slo_ms <= 0) return InvalidArgument("--send-slo needs --slo-ms");
   if (o.batch_size < 1) return InvalidArgument("--batch-size must be at least 1");
   if (o.senders < 1) return InvalidArgument("--senders must be at least 1");
   if (o.time_scale <= 0) return InvalidArgument("--time-scale must be positive");

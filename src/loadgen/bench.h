@@ -52,6 +52,10 @@ struct BenchOptions {
   double stability_pct = 10;
   int max_windows = 10;
   double slo_ms = 0;  // latency SLO of every query (0 = none; a trace row's own wins)
+  // Also send slo_ms with every query, as its latency_slo_ms parameter, so
+  // that the server selects, admits and sheds by it (somm's model-less
+  // parameter); without it the SLO only judges the answers.
+  bool send_slo = false;
 
   std::string input;       // OIP REST request body (.json); "" = synthetic from metadata
   int64_t batch_size = 1;  // samples per query

@@ -333,6 +333,62 @@ TEST(MeasureBenchTest, TraceWritesQueryLogAndTimeline) {
   for (const std::string& f : {trace, o.query_log_path, o.timeline_path}) std::remove(f.c_str());
 }
 
+TEST(MeasureBenchTest, SendSloPutsTheSloInEveryQueryAndATraceRowsOwnWins) {
+  FakeServer server;
+  FakeFactory factory(&server);
+  BenchOptions o = FastOptions();
+  o.concurrency = 2;
+  o.slo_ms = 25;
+  o.send_slo = true;
+  std::ostringstream progress;
+  auto report = MeasureBench(o, factory, progress);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  {
+    std::lock_guard<std::mutex> lock(server.mu);
+    EXPECT_EQ(server.queries_by_slo[25.0], server.queries_by_model["digits-mlp"]);
+    EXPECT_GT(server.queries_by_slo[25.0], 1);
+    server.queries_by_slo.clear();
+    server.queries_by_model.clear();
+  }
+  // Without --send-slo the SLO only judges the answers.
+  o.send_slo = false;
+  report = MeasureBench(o, factory, progress);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  {
+    std::lock_guard<std::mutex> lock(server.mu);
+    EXPECT_TRUE(server.queries_by_slo.empty());
+    EXPECT_GT(server.queries_by_model["digits-mlp"], 1);
+  }
+  // A trace row's own SLO wins; rows without one carry --slo-ms.
+  const std::string path = ::testing::TempDir() + "/bench_driver_send_slo.csv";
+  {
+    std::ofstream out(path);
+    out << "timestamp_ms,latency_slo_ms\n";
+    for (int i = 0; i < 10; ++i) out << i * 0.5 << "," << (i % 2 ? "7" : "") << "\n";
+  }
+  BenchOptions t = FastOptions();
+  t.trace = path;
+  t.warmup_s = 0;
+  t.slo_ms = 25;
+  t.send_slo = true;
+  {
+    std::lock_guard<std::mutex> lock(server.mu);
+    server.queries_by_slo.clear();
+  }
+  report = MeasureBench(t, factory, progress);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  std::lock_guard<std::mutex> lock(server.mu);
+  EXPECT_EQ(server.queries_by_slo[7.0], 5);
+  EXPECT_EQ(server.queries_by_slo[25.0], 1 + 5);  // the probe, then the rows without one
+  std::remove(path.c_str());
+}
+
+TEST(MeasureBenchTest, SendSloNeedsAnSlo) {
+  BenchOptions o = FastOptions();
+  o.send_slo = true;
+  EXPECT_THAT(ValidateBenchOptions(o).message(), HasSubstr("--send-slo needs --slo-ms"));
+}
+
 TEST(MeasureBenchTest, QueryLogNeedsATrace) {
   BenchOptions o = FastOptions();
   o.timeline_path = "timeline.csv";  // never written: validation fails first
