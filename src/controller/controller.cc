@@ -255,6 +255,20 @@ cluster::GroupState ForPlacement(const cluster::GroupState& g) {
   return c;
 }
 
+// The loading group that stands for `bytes` of (worker, label) taken by
+// loads under way or unreported (PlacementView()); `model` holds the label.
+cluster::GroupState TakenGroup(const std::string& worker, const std::string& label,
+                               int64_t bytes) {
+  cluster::GroupState g;
+  g.worker = worker;
+  g.model = label;
+  g.device = "cpu";
+  g.loading = true;
+  g.replicas = 1;
+  g.memory_bytes = bytes;
+  return g;
+}
+
 // g.worker + "/" + GroupLabel(g) in one allocation: the tick builds one per
 // group of the cluster.
 std::string UsesKey(const cluster::GroupState& g) {
@@ -273,8 +287,7 @@ std::string UsesKey(const cluster::GroupState& g) {
 const cluster::ClusterState& Controller::PlacementView() {
   const cluster::TimePoint now = options_.clock();
   auto snapshot = store_.Read();
-  if (view_.valid && view_.source == snapshot && view_.epoch == placement_epoch_ &&
-      now < view_.valid_until) {
+  if (view_.source == snapshot && view_.epoch == placement_epoch_ && now < view_.valid_until) {
     return view_.state;
   }
   // What placement reads (devices and groups, ForPlacement); not the
@@ -344,16 +357,9 @@ const cluster::ClusterState& Controller::PlacementView() {
   std::unordered_map<std::string_view, int64_t> taken_on;
   for (const auto& [where, bytes] : taken) {
     if (bytes <= 0) continue;
-    cluster::GroupState g;
-    g.worker = where.first;
-    g.model = where.second;
-    g.device = "cpu";
-    g.loading = true;
-    g.replicas = 1;
-    g.memory_bytes = bytes;
     taken_on[where.first] += bytes;
     view_.taken_at[where] = state.groups.size();
-    state.groups.push_back(std::move(g));
+    state.groups.push_back(TakenGroup(where.first, where.second, bytes));
   }
   if (!taken_on.empty()) {
     for (cluster::DeviceState& d : state.devices) {
@@ -364,7 +370,6 @@ const cluster::ClusterState& Controller::PlacementView() {
   view_.source = std::move(snapshot);
   view_.epoch = placement_epoch_;
   view_.valid_until = valid_until;
-  view_.valid = true;
   return state;
 }
 
@@ -375,7 +380,7 @@ int64_t Controller::TakenInView(const std::string& worker, const std::string& la
 
 void Controller::SetTakenInView(const std::string& worker, const std::string& label,
                                 int64_t bytes) {
-  if (!view_.valid || view_.epoch != placement_epoch_) return;  // rebuilt when next read
+  if (!ViewCurrent()) return;  // rebuilt when next read
   const int64_t before = TakenInView(worker, label);
   if (bytes == before) return;
   if (bytes <= 0) {
@@ -385,15 +390,10 @@ void Controller::SetTakenInView(const std::string& worker, const std::string& la
   cluster::ClusterState& state = view_.state;
   auto [at, added] = view_.taken_at.try_emplace({worker, label}, state.groups.size());
   if (added) {
-    cluster::GroupState g;  // as PlacementView() adds one
-    g.worker = worker;
-    g.model = label;
-    g.device = "cpu";
-    g.loading = true;
-    g.replicas = 1;
-    state.groups.push_back(std::move(g));
+    state.groups.push_back(TakenGroup(worker, label, bytes));
+  } else {
+    state.groups[at->second].memory_bytes = bytes;
   }
-  state.groups[at->second].memory_bytes = bytes;
   for (cluster::DeviceState& d : state.devices) {
     if (d.name == "cpu" && d.worker == worker) d.used_bytes += bytes - before;
   }
@@ -464,10 +464,12 @@ void Controller::Release(const std::string& worker, const std::string& label, bo
     view_.valid_until = std::min(view_.valid_until, until);
     taken = reserved;
     // Shown already (not loading) in the view's snapshot: a rebuild drops it.
-    for (const cluster::GroupState& g : view_.state.groups) {
-      if (g.worker == worker && !g.loading && control::HasLabel(g, label)) taken = 0;
+    if (ViewCurrent()) {
+      for (const cluster::GroupState& g : view_.state.groups) {
+        if (g.worker == worker && !g.loading && control::HasLabel(g, label)) taken = 0;
+      }
     }
-  } else if (auto u = unreported_.find(key); u != unreported_.end()) {
+  } else if (unreported_.count(key) > 0) {
     taken = TakenInView(worker, label) - reserved;
   }
   if (reservation != reserved_.end()) reserved_.erase(reservation);

@@ -148,6 +148,11 @@ class Controller : public ControlClient {
   // reservation is added to it in place (SetTakenInView). The reference is
   // valid until placement_mu_ is released.
   const cluster::ClusterState& PlacementView() SOMM_REQUIRES(placement_mu_);
+  // Whether the cached view is built and mirrors the bookkeeping (else the
+  // next PlacementView() rebuilds it and edits to it are pointless).
+  bool ViewCurrent() const SOMM_REQUIRES(placement_mu_) {
+    return view_.source != nullptr && view_.epoch == placement_epoch_;
+  }
   // Sets the bytes that the cached view shows taken for (worker, label) by
   // loads under way or unreported, to what a rebuild would show.
   void SetTakenInView(const std::string& worker, const std::string& label, int64_t bytes)
@@ -183,8 +188,8 @@ class Controller : public ControlClient {
   // taken until the store shows the group (unreported_). `measure`: the
   // group's size was a guess (unprofiled), so what the worker measured is
   // kept (measured_); reading it needs the store's current state.
-  void Release(const std::string& worker, const std::string& label, bool loaded_new = false,
-               bool measure = true);
+  void Release(const std::string& worker, const std::string& label, bool loaded_new,
+               bool measure);
   void MarkUnreachable(const std::string& worker);
   void NoteShortfall(const std::string& what) SOMM_REQUIRES(placement_mu_);
   // Removes the devices and groups of unreachable workers from `state`, and
@@ -252,13 +257,12 @@ class Controller : public ControlClient {
   // 1,000-worker start, dozens a tick after) copied every group of the
   // cluster; now a tick's loads share one copy.
   struct CachedView {
-    std::shared_ptr<const cluster::ClusterState> source;  // the store's snapshot
+    std::shared_ptr<const cluster::ClusterState> source;  // the store's snapshot; null = none yet
     uint64_t epoch = 0;                                   // placement_epoch_ then
     cluster::TimePoint valid_until{};                     // the first entry to lapse
     cluster::ClusterState state;
     // (worker, label) -> index in state.groups of its reserved bytes' group.
     std::map<std::pair<std::string, std::string>, size_t> taken_at;
-    bool valid = false;
   };
   CachedView view_ SOMM_GUARDED_BY(placement_mu_);
   uint64_t placement_epoch_ SOMM_GUARDED_BY(placement_mu_) = 0;
