@@ -8,7 +8,8 @@
 # Usage: tools/fuzz.sh [--seconds S] [--jobs J] [--out DIR] [target...]
 #   --seconds  time per target (default 20: the bounded run scripts/test does;
 #              use 600 or more for a real search)
-#   --jobs     parallel fuzzing processes per target (default 1)
+#   --jobs     parallel fuzzing processes per target (default 1); targets run
+#              side by side, nproc / jobs at a time
 #   --out      where new inputs, crash files and logs go (default: a temp dir)
 #   target     http_request infer_request model_yaml registration trace_csv torch_pickle
 #              grpc_request
@@ -45,30 +46,61 @@ cmake -S fuzz -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 cmake --build build-fuzz >/dev/null
 
-failed=0
-for t in "${targets[@]}"; do
-  dir="$out/$t"
+# One target's bounded run; its summary line goes to $out/<target>/result
+# (exit status first), so targets can run side by side and still print in order.
+fuzz_one() {
+  local t=$1 dir="$out/$1" rc=0
   mkdir -p "$dir/corpus"
-  log="$dir/fuzz.log"
+  local log="$dir/fuzz.log"
   # The first corpus folder receives new inputs; the seeds stay untouched.
   # -rss_limit_mb and -malloc_limit_mb catch a decoder that allocates what a
   # hostile length asks for; the limits leave room for ASan's own overhead.
-  args=(-max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=512
-        -timeout=10 -print_final_stats=1 -artifact_prefix="$dir/")
+  local args=(-max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=512
+              -timeout=10 -print_final_stats=1 -artifact_prefix="$dir/")
   if ((jobs > 1)); then
     args+=(-jobs="$jobs" -workers="$jobs")
   fi
-  rc=0
   build-fuzz/fuzz_"$t" "${args[@]}" "$dir/corpus" "fuzz/corpus/$t" >"$log" 2>&1 || rc=$?
-  execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{s+=$2} END {print s+0}')
+  local execs cov
+  # A crash can leave no stats line: the summary must still be written.
+  execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{s+=$2} END {print s+0}' || true)
   cov=$(grep -E '^#[0-9]+.*cov: ' "$log" | tail -1 | grep -oE 'cov: [0-9]+ ft: [0-9]+' || true)
-  if ((rc == 0)); then
-    echo "fuzz_$t: ok, ${execs} executions in ${seconds}s, ${cov:-no coverage line}"
-  else
-    failed=1
-    echo "fuzz_$t: FAILED (exit $rc), ${execs} executions, ${cov:-no coverage line}; log $log"
-    grep -E 'ERROR|SUMMARY|runtime error|deadly signal|Test unit written' "$log" | head -20 || true
+  {
+    echo "$rc"
+    if ((rc == 0)); then
+      echo "fuzz_$t: ok, ${execs} executions in ${seconds}s, ${cov:-no coverage line}"
+    else
+      echo "fuzz_$t: FAILED (exit $rc), ${execs} executions, ${cov:-no coverage line}; log $log"
+      grep -E 'ERROR|SUMMARY|runtime error|deadly signal|Test unit written' "$log" | head -20 || true
+    fi
+  } >"$dir/result"
+}
+
+# Each libFuzzer process is single-threaded, so as many targets as there are
+# cores (divided by --jobs) run at once; each still gets its full --seconds.
+parallel=$(( $(nproc) / jobs ))
+((parallel >= 1)) || parallel=1
+running=0
+for t in "${targets[@]}"; do
+  fuzz_one "$t" &
+  running=$((running + 1))
+  if ((running >= parallel)); then
+    wait -n || true
+    running=$((running - 1))
   fi
+done
+wait || true
+
+failed=0
+for t in "${targets[@]}"; do
+  result="$out/$t/result"
+  if [[ ! -f "$result" ]]; then
+    failed=1
+    echo "fuzz_$t: FAILED, no result (the run did not finish)"
+    continue
+  fi
+  [[ "$(head -1 "$result")" == 0 ]] || failed=1
+  tail -n +2 "$result"
 done
 echo "fuzzing output in $out"
 exit $failed
