@@ -8,6 +8,8 @@
 # missing, none written twice (each is linked once; a second write fails).
 #
 # Usage: bench/batch_job.sh [--items N] [--rate Q] [--slo-ms MS] [--seconds S] [--skip-build]
+# Environment: SOMM_BIN=<binary> runs another build of somm (default build/somm),
+# e.g. to compare two commits on the same machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ITEMS=100000
@@ -26,6 +28,7 @@ while (($#)); do
   esac
 done
 ((BUILD)) && ninja -C build somm >/dev/null
+SOMM="${SOMM_BIN:-build/somm}"
 die() { echo "$0: $*" >&2; exit 1; }
 source bench/lib.sh
 OUT="$(mktemp -d "${TMPDIR:-/tmp}/somm-batch-bench.XXXXXX")"
@@ -43,12 +46,12 @@ with open(path, "w") as f:
 PY
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 start_serve() {
-  start_somm_serve batch build/somm "$OUT/serve" --repo "$OUT/repo" --log-level warn --auto-variants false
+  start_somm_serve batch "$SOMM" "$OUT/serve" --repo "$OUT/repo" --log-level warn --auto-variants false
   pid=$SERVED_PID http=$SERVED_HTTP_PORT
   wait_model_ready "http://127.0.0.1:$http" digits-mlp
 }
 online() {
-  build/somm bench digits-mlp -u "127.0.0.1:$http" --input models/demo/.examples/digit_3.json \
+  "$SOMM" bench digits-mlp -u "127.0.0.1:$http" --input models/demo/.examples/digit_3.json \
     --request-rate "$RATE" --duration-s "$SECS" --slo-ms "$SLO" --warmup-s 2 --json "$OUT/$1.json" >/dev/null 2>&1
   /usr/bin/python3 - "$1" "$OUT/$1.json" <<'PY'
 import json, sys
@@ -63,7 +66,7 @@ field() { /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sy
 
 start_serve
 online alone
-id=$(build/somm batch submit --model digits-mlp --input "$OUT/items.jsonl" --output "$OUT/answers" \
+id=$("$SOMM" batch submit --model digits-mlp --input "$OUT/items.jsonl" --output "$OUT/answers" \
        --url "127.0.0.1:$http" | tail -1)
 t0=$(date +%s.%N)
 online "with the job"

@@ -2,9 +2,12 @@
 # The cost of security (docs/security.md): digits-mlp served by `somm serve`
 # plain (--auth none), with API keys (--auth keys, every query carrying a
 # user's key), and with keys and TLS on every port (scripts/make-certs), the
-# same closed-loop load from `somm bench` against each: REST JSON (the load
-# generator speaks plain HTTP, so not with TLS) and gRPC. Throughput, p50,
-# p99 and each as a share of the plain server's in the same round.
+# same closed-loop load from `somm bench` against each: REST JSON (`somm
+# bench` speaks plain HTTP, so not with TLS) and gRPC; then REST again from
+# Debian's `wrk` (one thread, the same connections), which speaks HTTPS, so
+# REST has a keys+TLS row too ("rest-wrk"; a non-2xx answer fails the bench).
+# Throughput, p50, p99 and each as a share of the plain server's in the same
+# round and from the same load generator.
 #
 # Usage: bench/security_cost.sh [--rounds N] [--concurrency C] [--skip-build]
 set -euo pipefail
@@ -23,11 +26,25 @@ done
 ((BUILD)) && ninja -C build somm >/dev/null
 die() { echo "$0: $*" >&2; exit 1; }
 source bench/lib.sh
+command -v wrk >/dev/null || die "wrk is not installed (apt-get install wrk)"
 OUT="$(mktemp -d "${TMPDIR:-/tmp}/somm-security-cost.XXXXXX")"
 trap 'kill_children; rm -rf "$OUT"' EXIT
 digits_repo "$OUT/repo"
 scripts/make-certs "$OUT/certs" >/dev/null
 KEY=$(build/somm keys create --repo "$OUT/repo" --tenant bench --role user | tail -1)
+cat >"$OUT/post.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local f = assert(io.open("models/demo/.examples/digit_3.json", "rb"))
+wrk.body = f:read("*a")
+f:close()
+done = function(summary, latency, requests)
+  io.write(string.format("RESULT %.1f %d %d %d\n", summary.requests / (summary.duration / 1e6),
+                         latency:percentile(50), latency:percentile(99),
+                         summary.errors.status + summary.errors.connect + summary.errors.read
+                         + summary.errors.write + summary.errors.timeout))
+end
+LUA
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "round setup wire samples/s p50_us p99_us share_of_plain"
 declare -A PLAIN
@@ -58,8 +75,30 @@ p = json.load(open(sys.argv[1]))["points"][0]
 print(round(p["throughput_sps"], 1), p["latency_us"]["p50"], p["latency_us"]["p99"])' "$OUT/r.json")
       [[ $setup == plain ]] && PLAIN[$wire]=$sps
       share=$(awk -v a="$sps" -v b="${PLAIN[$wire]}" 'BEGIN {printf "%.3f", a / b}')
-      echo "$round $setup $wire $sps $p50 $p99 $share"
+      echo "$round $setup $wire $sps $p50 $p99 $share" | tee -a "$OUT/rows"
     done
+    wrk_args=(-t1 -c "$CONC" -s "$OUT/post.lua")
+    [[ $setup != plain ]] && wrk_args+=(-H "Authorization: Bearer $KEY")
+    url="$scheme://127.0.0.1:$http/v2/models/digits-mlp/infer"
+    wrk "${wrk_args[@]}" -d 2s "$url" >/dev/null  # warm-up, as somm bench's --warmup-s
+    wrk "${wrk_args[@]}" -d 12s "$url" >"$OUT/wrk.txt"
+    read -r sps p50 p99 errors < <(grep '^RESULT' "$OUT/wrk.txt" | cut -d' ' -f2-) ||
+      die "no result from wrk ($setup): $(cat "$OUT/wrk.txt")"
+    ((errors == 0)) || die "wrk saw $errors failed requests ($setup): $(cat "$OUT/wrk.txt")"
+    [[ $setup == plain ]] && PLAIN[rest-wrk]=$sps
+    share=$(awk -v a="$sps" -v b="${PLAIN[rest-wrk]}" 'BEGIN {printf "%.3f", a / b}')
+    echo "$round $setup rest-wrk $sps $p50 $p99 $share" | tee -a "$OUT/rows"
     stop_pid "$pid"
   done
 done
+echo "medians over $ROUNDS round(s): setup wire samples/s p50_us p99_us share_of_plain"
+/usr/bin/python3 - "$OUT/rows" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    _, setup, wire, *nums = line.split()
+    rows.setdefault((setup, wire), []).append([float(x) for x in nums])
+for (setup, wire), runs in rows.items():
+    med = [statistics.median(col) for col in zip(*runs)]
+    print(f"{setup} {wire} {med[0]:.1f} {med[1]:.0f} {med[2]:.0f} {med[3]:.3f}")
+PY

@@ -1,12 +1,15 @@
 #include "batch/batch_jobs.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <condition_variable>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -253,9 +256,16 @@ StatusOr<BatchJobStatus> BatchJobStatusFromJson(const std::string& text) {
 }
 
 struct BatchJobs::Job {
+  // An item's answer, handed from the server's thread to the job's.
+  struct Answer {
+    size_t index;  // into the run's list of items to do
+    StatusOr<InferenceResponse> result;
+  };
   mutable std::mutex mu;
   std::condition_variable cv;
-  BatchJobStatus status;  // guarded by mu
+  BatchJobStatus status;  // guarded by mu; in_flight counts items sent and not yet written
+  int64_t in_server = 0;  // guarded by mu: sent and not yet answered
+  std::deque<Answer> answered;  // guarded by mu: answered, not yet written
   std::atomic<bool> cancel{false};
   std::thread thread;
   BatchJobStatus Snapshot() const {
@@ -351,6 +361,14 @@ StatusOr<BatchJobStatus> BatchJobs::Submit(BatchJobSpec spec, const Caller& call
 }
 
 void BatchJobs::Run(std::shared_ptr<Job> job) {
+  // The job's own work (reading items, decoding them, encoding and writing
+  // answers) runs at the lowest CPU priority, nice 19, so that it takes only
+  // what online queries leave of the cores. Not SCHED_IDLE: this thread takes
+  // the router's and the batchers' locks inside Infer, and a holder starved
+  // outright by a busy machine would stall the online queries behind them.
+  if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19) != 0) {
+    spdlog::debug("batch job: cannot lower the job thread's priority: {}", std::strerror(errno));
+  }
   BatchJobSpec spec;
   {
     std::lock_guard lock(job->mu);
@@ -393,16 +411,14 @@ void BatchJobs::Run(std::shared_ptr<Job> job) {
   }
   const auto started = std::chrono::steady_clock::now();
   auto last_save = started;
-  // The answer of one item, written once.
-  auto finish = [this, job, out](const Item& item, const StatusOr<InferenceResponse>& r) {
-    if (!r.ok() && r.status().code() == StatusCode::kUnavailable && (stopping_ || job->cancel)) {
-      // Refused because the server or the job is stopping: not the item's
-      // fault, and not its answer. A resumed run sends it again.
-      std::lock_guard lock(job->mu);
-      --job->status.in_flight;
-      job->cv.notify_all();
-      return;
-    }
+  // Rates and progress are this run's.
+  auto update_rate = [&] {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    job->status.items_per_s =
+        s > 0 ? static_cast<double>(job->status.Done() - job->status.resumed_from) / s : 0;
+  };
+  // The answer of one item, written once, on the job's thread.
+  auto write = [this, job, out](const Item& item, const StatusOr<InferenceResponse>& r) {
     std::string bytes;
     bool ok = r.ok();
     if (ok) {
@@ -418,33 +434,63 @@ void BatchJobs::Run(std::shared_ptr<Job> job) {
     std::lock_guard lock(job->mu);
     if (written.ok() && *written) ++(ok ? job->status.succeeded : job->status.failed);
     --job->status.in_flight;
+  };
+  // Writes the answers the server has handed over so far.
+  auto drain = [&] {
+    std::deque<Job::Answer> ready;
+    {
+      std::lock_guard lock(job->mu);
+      ready.swap(job->answered);
+    }
+    for (const Job::Answer& a : ready) write(*todo[a.index], a.result);
+  };
+  // The server's callback runs on the thread that answered the item (a
+  // batcher's, which online queries wait on): it only hands the answer over.
+  // Encoding it and writing its file happen on the job's thread.
+  auto answered = [job, this](size_t index, StatusOr<InferenceResponse> r) {
+    std::lock_guard lock(job->mu);
+    --job->in_server;
+    if (!r.ok() && r.status().code() == StatusCode::kUnavailable && (stopping_ || job->cancel)) {
+      // Refused because the server or the job is stopping: not the item's
+      // fault, and not its answer. A resumed run sends it again.
+      --job->status.in_flight;
+    } else {
+      job->answered.push_back({index, std::move(r)});
+    }
     job->cv.notify_all();
   };
-  for (const Item* item : todo) {
+  for (size_t next = 0; next < todo.size();) {
+    drain();
     {
       std::unique_lock lock(job->mu);
-      // At most `concurrency` in flight, and only while the server's other
-      // queries leave room: online traffic goes first.
-      while (!job->cancel && !stopping_) {
-        const int64_t others =
-            options_.inflight ? options_.inflight() - job->status.in_flight : 0;
-        if (job->status.in_flight < spec.concurrency && others < options_.busy_inflight) break;
-        job->cv.wait_for(lock, std::chrono::milliseconds(2));
-      }
       if (job->cancel || stopping_) break;
+      // At most `concurrency` items unwritten, and only while the server's
+      // other queries leave room: online traffic goes first.
+      const int64_t others = options_.inflight ? options_.inflight() - job->in_server : 0;
+      if (job->status.in_flight >= spec.concurrency || others >= options_.busy_inflight) {
+        job->cv.wait_for(lock, std::chrono::milliseconds(2), [&] {
+          return !job->answered.empty() || job->cancel || stopping_;
+        });
+        continue;
+      }
       ++job->status.in_flight;
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      job->status.items_per_s =
-          s > 0 ? static_cast<double>(job->status.Done() - job->status.resumed_from) / s : 0;
+      ++job->in_server;
+      update_rate();
     }
-    StatusOr<std::string> body = ReadBody(*item);
+    const size_t index = next++;
+    const Item& item = *todo[index];
+    StatusOr<std::string> body = ReadBody(item);
     StatusOr<InferenceRequest> request =
         body.ok() ? oip::DecodeInferRequest(*body, std::nullopt) : StatusOr<InferenceRequest>(body.status());
     if (!request.ok()) {
-      finish(*item, request.status());
+      {
+        std::lock_guard lock(job->mu);
+        --job->in_server;
+      }
+      write(item, request.status());
     } else {
       request->caller = caller;
-      request->id = item->id;
+      request->id = item.id;
       if (!spec.model.empty()) {
         request->model_name = spec.model;
         request->model_version = spec.version;
@@ -454,19 +500,24 @@ void BatchJobs::Run(std::shared_ptr<Job> job) {
       if (spec.min_accuracy) request->parameters["min_accuracy"] = *spec.min_accuracy;
       if (spec.max_cost_usd) request->parameters["max_cost"] = *spec.max_cost_usd;
       server_.Infer(std::move(*request),
-                    [finish, item](StatusOr<InferenceResponse> r) { finish(*item, r); });
+                    [answered, index](StatusOr<InferenceResponse> r) { answered(index, std::move(r)); });
     }
     if (std::chrono::steady_clock::now() - last_save > std::chrono::seconds(2)) {
       Save(*job);
       last_save = std::chrono::steady_clock::now();
     }
   }
+  // The items in flight finish (a cancel or a stop included) and are written.
+  for (;;) {
+    drain();
+    std::unique_lock lock(job->mu);
+    if (job->status.in_flight == 0 && job->answered.empty()) break;
+    job->cv.wait_for(lock, std::chrono::milliseconds(50),
+                     [&] { return !job->answered.empty() || job->status.in_flight == 0; });
+  }
   {
     std::unique_lock lock(job->mu);
-    job->cv.wait(lock, [&] { return job->status.in_flight == 0; });
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    job->status.items_per_s =
-        s > 0 ? static_cast<double>(job->status.Done() - job->status.resumed_from) / s : 0;
+    update_rate();
     if (job->cancel) {
       job->status.state = "CANCELLED";
     } else if (!stopping_) {

@@ -8,7 +8,9 @@
 // Low priority: a job keeps at most `concurrency` items in flight, and sends
 // the next only while the server's other queries in flight are fewer than
 // Options::busy_inflight, so online queries find the batchers as they would
-// without it; the job takes what capacity is spare.
+// without it; the job takes what capacity is spare. Its thread runs at nice
+// 19, and answers are encoded and written there, not on the batcher thread
+// that ran the item.
 //
 // Restarts: a job's spec and state are kept in <state_dir>/<id>.json. At
 // start, ResumeAll() runs again every job that was running; an item whose

@@ -1,13 +1,17 @@
 // BatchJobs against an in-process fake InferenceServer (it echoes each
 // request's first input, or refuses one with no inputs), on a temporary
 // folder: items from JSONL and folders, per-item outputs and errors, resume
-// without rewriting an output, cancel, restart from the state folder, and
-// one tenant's jobs hidden from another.
+// without rewriting an output, cancel, restart from the state folder, one
+// tenant's jobs hidden from another, and answers written on the job's own
+// low-priority thread rather than the server's.
 #include "batch/batch_jobs.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -246,6 +250,71 @@ TEST_F(BatchJobsTest, BadSubmissionsNameTheProblem) {
   auto dup = jobs.Submit(Spec((dir_ / "dup.jsonl").string()), {});
   ASSERT_FALSE(dup.ok());
   EXPECT_NE(dup.status().message().find("appears twice"), std::string::npos);
+}
+
+// Answers the first item from a thread of its own (as a batcher would) only
+// once the job's thread is inside Infer for the second, and looks for the
+// first item's output file as soon as its callback returns; records the
+// scheduling priority of the thread that sends items.
+class HandOffServer : public EchoServer {
+ public:
+  fs::path first_output;
+  std::atomic<bool> first_written_by_callback{false};
+  std::atomic<int> sender_nice{0};
+  void Infer(InferenceRequest request, InferCallback done) override {
+    errno = 0;
+    sender_nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
+    const int call = ++calls;
+    InferenceResponse r;
+    r.model_name = request.model_name;
+    r.id = request.id;
+    r.outputs.push_back(request.inputs[0]);
+    if (call == 1) {
+      std::thread([this, r = std::move(r), done = std::move(done)]() mutable {
+        WaitFor(second_sent_);
+        done(std::move(r));
+        first_written_by_callback = fs::exists(first_output);
+        Open(answered_first_);
+      }).detach();
+      return;
+    }
+    if (call == 2) {
+      Open(second_sent_);
+      WaitFor(answered_first_);
+    }
+    done(std::move(r));
+  }
+
+ private:
+  void Open(bool& flag) {
+    std::lock_guard lock(gate_mu_);
+    flag = true;
+    gate_cv_.notify_all();
+  }
+  void WaitFor(const bool& flag) {
+    std::unique_lock lock(gate_mu_);
+    gate_cv_.wait_for(lock, std::chrono::seconds(5), [&] { return flag; });
+  }
+  std::mutex gate_mu_;
+  std::condition_variable gate_cv_;
+  bool second_sent_ = false;     // guarded by gate_mu_
+  bool answered_first_ = false;  // guarded by gate_mu_
+};
+
+TEST_F(BatchJobsTest, AnswersAreWrittenOnTheJobsLowPriorityThreadNotTheServersThread) {
+  HandOffServer server;
+  server.first_output = dir_ / "out" / "line-00000001.json";
+  BatchJobs jobs(Options(), server);
+  auto s = jobs.Submit(Spec(Jsonl(4)), {});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const BatchJobStatus done = WaitDone(jobs, s->id);
+  EXPECT_EQ(done.succeeded, 4);
+  EXPECT_TRUE(fs::exists(server.first_output));
+  // The server's thread only handed the answer over: the file came later,
+  // from the job's thread (which was inside Infer for the second item).
+  EXPECT_FALSE(server.first_written_by_callback);
+  // Items are sent from a thread at the lowest CPU priority.
+  EXPECT_EQ(server.sender_nice, 19);
 }
 
 }  // namespace
