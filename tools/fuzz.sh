@@ -5,13 +5,12 @@
 # one of its invariants; the input that did it is kept as
 # <out>/<target>/crash-* (reproduce: build-fuzz/fuzz_<target> <that file>).
 #
-# Usage: tools/fuzz.sh [--seconds S] [--jobs J] [--out DIR] [--build-only] [target...]
+# Usage: tools/fuzz.sh [--seconds S] [--jobs J] [--out DIR] [target...]
 #   --seconds  time per target (default 20: the bounded run scripts/test does;
 #              use 600 or more for a real search)
 #   --jobs     parallel fuzzing processes per target (default 1); targets run
 #              side by side, nproc / jobs at a time
 #   --out      where new inputs, crash files and logs go (default: a temp dir)
-#   --build-only  build the targets and stop (scripts/test builds them early)
 #   target     http_request infer_request model_yaml registration trace_csv torch_pickle
 #              grpc_request
 #              (default: all)
@@ -26,14 +25,12 @@ cd "$(dirname "$0")/.."
 seconds=20
 jobs=1
 out=""
-build_only=0
 targets=()
 while (($#)); do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    --build-only) build_only=1; shift ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -45,7 +42,6 @@ fi
 cmake -S fuzz -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 cmake --build build-fuzz >/dev/null
-((build_only)) && exit 0
 if [[ -z "$out" ]]; then
   out=$(mktemp -d "${TMPDIR:-/tmp}/somm-fuzz.XXXXXX")
 fi
