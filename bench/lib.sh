@@ -174,3 +174,22 @@ start_somm_cluster() {
       die "router $i lists no ready model after 120 s (logs: $logs)"
   done
 }
+
+# Writes a wrk script to FILE that POSTs the JSON file BODY and, at the end,
+# prints one line: RESULT <requests/s> <p50 us> <p99 us> <failed> (failed:
+# non-2xx answers plus connect, read, write and timeout errors).
+wrk_post_script() {  # file body
+  cat >"$1" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local f = assert(io.open("$2", "rb"))
+wrk.body = f:read("*a")
+f:close()
+done = function(summary, latency, requests)
+  io.write(string.format("RESULT %.1f %d %d %d\n", summary.requests / (summary.duration / 1e6),
+                         latency:percentile(50), latency:percentile(99),
+                         summary.errors.status + summary.errors.connect + summary.errors.read
+                         + summary.errors.write + summary.errors.timeout))
+end
+LUA
+}

@@ -32,19 +32,7 @@ trap 'kill_children; rm -rf "$OUT"' EXIT
 digits_repo "$OUT/repo"
 scripts/make-certs "$OUT/certs" >/dev/null
 KEY=$(build/somm keys create --repo "$OUT/repo" --tenant bench --role user | tail -1)
-cat >"$OUT/post.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-local f = assert(io.open("models/demo/.examples/digit_3.json", "rb"))
-wrk.body = f:read("*a")
-f:close()
-done = function(summary, latency, requests)
-  io.write(string.format("RESULT %.1f %d %d %d\n", summary.requests / (summary.duration / 1e6),
-                         latency:percentile(50), latency:percentile(99),
-                         summary.errors.status + summary.errors.connect + summary.errors.read
-                         + summary.errors.write + summary.errors.timeout))
-end
-LUA
+wrk_post_script "$OUT/post.lua" models/demo/.examples/digit_3.json
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "round setup wire samples/s p50_us p99_us share_of_plain"
 declare -A PLAIN

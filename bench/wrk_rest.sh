@@ -38,18 +38,7 @@ command -v wrk >/dev/null || die "wrk is not installed (apt-get install wrk)"
 build="${SOMM_BUILD_DIR:-build}" repo="${SOMM_REPO:-models/demo}"
 [[ -f "$body" ]] || die "no request body $body (scripts/setup makes the demo repository)"
 out="$(mktemp -d)"
-cat >"$out/post.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-local f = assert(io.open("$body", "rb"))
-wrk.body = f:read("*a")
-f:close()
-done = function(summary, latency, requests)
-  io.write(string.format("RESULT %.0f %.3f %d\n", summary.requests / (summary.duration / 1e6),
-                         latency:percentile(99) / 1000, summary.errors.status + summary.errors.connect
-                         + summary.errors.read + summary.errors.write + summary.errors.timeout))
-end
-LUA
+wrk_post_script "$out/post.lua" "$body"
 start_somm_serve wrk "$build/somm" "$out/somm" --model-repository "$repo" --auto-variants false
 url="http://127.0.0.1:$SERVED_HTTP_PORT/v2/models/$model/infer"
 curl -sf -d @"$body" "$url" >/dev/null || die "the first query failed"
@@ -68,8 +57,9 @@ for c in $connections; do
   qps=() p99=()
   for r in $(seq "$runs"); do
     line="$(wrk -t1 -c"$c" -d"${duration}s" -s "$out/post.lua" "$url" | grep '^RESULT')"
-    read -r _ q p e <<<"$line"
+    read -r _ q _ p_us e <<<"$line"
     [[ "$e" == 0 ]] || die "c=$c run $r: $e errors"
+    p=$(awk -v u="$p_us" 'BEGIN {printf "%.3f", u / 1000}')
     echo "c=$c run $r: $q q/s, p99 $p ms"
     qps+=("$q"); p99+=("$p")
   done
