@@ -10,7 +10,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include "cluster_process.h"
@@ -124,6 +126,14 @@ void ServerProcess::StartCluster(const std::string& binary, const std::string& r
   http_port_ = router.http_port;
   grpc_port_ = router.grpc_port;
   metrics_port_ = router.metrics_port;
+}
+
+std::string ServerProcess::Logs() const {
+  if (cluster_) return cluster_->Logs();
+  std::ifstream in(log_path_);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 pid_t ServerProcess::pid() const {

@@ -48,6 +48,8 @@ class ServerProcess {
   pid_t pid() const;
   // Where the logs are: a file (embedded) or a folder of them (cluster).
   const std::string& log() const { return log_path_; }
+  // What every process of it has logged so far (a cluster's concatenated).
+  std::string Logs() const;
 
   // Sends SIGTERM (a cluster: router, workers, controller, then redis) and
   // returns the serving process's exit status (-1 on timeout / abnormal end).

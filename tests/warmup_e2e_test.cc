@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -22,26 +21,6 @@ namespace somm::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Everything the server's processes logged: one file, or a folder of them.
-std::string ReadLogs(const std::string& path) {
-  std::string all;
-  auto append = [&](const fs::path& file) {
-    std::ifstream in(file);
-    std::stringstream text;
-    text << in.rdbuf();
-    all += text.str();
-  };
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    for (const auto& e : fs::recursive_directory_iterator(path, ec)) {
-      if (e.is_regular_file(ec)) append(e.path());
-    }
-  } else {
-    append(path);
-  }
-  return all;
-}
 
 TEST(WarmupE2ETest, AnInstanceRunsItsConfiguredWarmupBeforeItTakesQueries) {
   const std::string demo = DemoRepository();
@@ -67,7 +46,7 @@ TEST(WarmupE2ETest, AnInstanceRunsItsConfiguredWarmupBeforeItTakesQueries) {
 
   // The line is written before the instance is marked ready, so it is there
   // by the time the model answers.
-  const std::string logs = ReadLogs(server->log());
+  const std::string logs = server->Logs();
   EXPECT_NE(logs.find("warm-up of digits-mlp"), std::string::npos) << logs.substr(0, 4000);
   EXPECT_NE(logs.find("3 run(s) at batch 1 and at each of model.yaml's sizes"), std::string::npos)
       << logs.substr(0, 4000);
