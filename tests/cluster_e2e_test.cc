@@ -115,6 +115,13 @@ TEST_F(ClusterE2eTest, ARoutersActionsAreTheLeadersAndItsDecisionsShowActualLate
   }
   EXPECT_TRUE(load_seen) << "no load of digits-mlp among the router's actions: " << r->body
                          << "\n" << cluster_->Logs();
+  // The overview's counts by kind are the leader's too: the router's own
+  // registry has none.
+  auto o = c.Get("/v2/somm/overview");
+  ASSERT_TRUE(o);
+  ASSERT_EQ(o->status, 200) << o->body;
+  const json counts = json::parse(o->body)["control_actions_total"];
+  EXPECT_GE(counts.value("load", 0), 1) << o->body;
 
   // A variant named explicitly is logged as a decision; once answered, its
   // row has the measured latency.

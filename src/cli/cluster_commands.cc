@@ -244,6 +244,7 @@ class ForwardingControl : public ControlClient {
   std::vector<DecisionRecord> RecentActions(size_t limit) override {
     return inner_.RecentActions(limit);
   }
+  std::map<std::string, int64_t> ActionTotals() override { return inner_.ActionTotals(); }
   StatusOr<RolloutView> ChangeRollout(const RolloutChange& change) override {
     return inner_.ChangeRollout(change);
   }

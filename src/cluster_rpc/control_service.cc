@@ -95,6 +95,9 @@ class SommControlService final : public pb::SommControl::CallbackService {
     ::somm::RecentDecisionsResponse encoded;
     grpc_codec::EncodeDecisions(controller_.RecentActions(request->limit()), &encoded);
     encoded.SerializeToString(response->mutable_recent_decisions_response());
+    for (const auto& [kind, n] : controller_.ActionTotals()) {
+      (*response->mutable_action_totals())[kind] = n;
+    }
     return FinishNow(context, Status::Ok());
   }
 

@@ -179,6 +179,26 @@ std::vector<DecisionRecord> GrpcControlClient::RecentActions(size_t limit) {
   return std::move(actions).value();
 }
 
+std::map<std::string, int64_t> GrpcControlClient::ActionTotals() {
+  StatusOr<std::map<std::string, int64_t>> totals =
+      [&]() -> StatusOr<std::map<std::string, int64_t>> {
+    SOMM_ASSIGN_OR_RETURN(std::shared_ptr<Channel> c, Leader());
+    pb::RecentActionsRequest request;
+    request.set_limit(0);  // the counts alone
+    pb::RecentActionsResponse response;
+    SOMM_RETURN_IF_ERROR(CallLeader(*c->stub, &pb::SommControl::Stub::RecentActions,
+                                    std::chrono::milliseconds(kQuickCallTimeout), request,
+                                    &response));
+    return std::map<std::string, int64_t>(response.action_totals().begin(),
+                                          response.action_totals().end());
+  }();
+  if (!totals.ok()) {
+    spdlog::warn("control action counts: {}", totals.status().message());
+    return {};
+  }
+  return std::move(totals).value();
+}
+
 namespace {
 
 StatusOr<RolloutView> ViewFrom(const std::string& address, const pb::RolloutViewResponse& r) {

@@ -44,6 +44,7 @@ class GrpcControlClient : public ControlClient {
   Status StartVariantJob(const std::string& name, int64_t version) override;
   StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) override;
   std::vector<DecisionRecord> RecentActions(size_t limit) override;
+  std::map<std::string, int64_t> ActionTotals() override;
   StatusOr<RolloutView> ChangeRollout(const RolloutChange& change) override;
   StatusOr<RolloutView> GetRollout(const std::string& model) override;
 

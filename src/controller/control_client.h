@@ -10,6 +10,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,10 @@ class ControlClient {
   // cluster's router has none of its own. Blocks for a round trip at most;
   // empty when the controller cannot be reached (logged).
   virtual std::vector<DecisionRecord> RecentActions(size_t limit) { return {}; }
+  // The controller's control actions by kind since it started (its
+  // somm_control_actions_total), for a router's overview. Blocks for a
+  // round trip at most; empty when the controller cannot be reached.
+  virtual std::map<std::string, int64_t> ActionTotals() { return {}; }
   // A model's rollout (rollout/rollout.h): changes it as asked, or reads it
   // with the current step's windows. Blocks while a started canary version
   // loads. NOT_FOUND when the model (or, for a read or a change, its

@@ -134,6 +134,7 @@ class Controller : public ControlClient {
   std::vector<DecisionRecord> RecentActions(size_t limit) override {
     return log_.RecentActions(limit);
   }
+  std::map<std::string, int64_t> ActionTotals() override { return log_.ActionTotals(); }
   // Rollouts (above; ControlClient's contract).
   StatusOr<RolloutView> ChangeRollout(const RolloutChange& change) override;
   StatusOr<RolloutView> GetRollout(const std::string& model) override;

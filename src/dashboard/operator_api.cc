@@ -156,6 +156,9 @@ StatusOr<std::string> EncodeOverview(const InferenceServer& server, std::string_
     if (!samples.ok()) return samples.status();
     out.update(CountersJson(*samples, visible));
   }
+  // Control actions are counted where the controller runs: a cluster
+  // router's own registry has none, so they come from the leader.
+  if (!visible) out["control_actions_total"] = server.ControlActionTotals();
   const auto view = server.ClusterView();
   const PriceList prices = server.Prices();
   double usd_per_s = 0;

@@ -7,7 +7,10 @@
 //       SLO and those that met it, the request-duration histogram, decisions
 //       by outcome, control actions by kind, cold starts, queries in flight.
 //       Read from the Prometheus text the process serves on /metrics (the
-//       same registry), so that the two cannot disagree. Also the cluster's
+//       same registry), so that the two cannot disagree; control actions
+//       alone come from the controller (InferenceServer::
+//       ControlActionTotals: a cluster router's are the leader's, which its
+//       own registry lacks). Also the cluster's
 //       replicas, memory and cost per hour at the price list, from the
 //       cluster view. Counters are monotonic: a reader differences two
 //       overviews for rates (queries/s, attainment and p50/p99 over a window).

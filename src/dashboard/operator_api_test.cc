@@ -27,9 +27,11 @@ class ViewServer : public InferenceServer {
   Status UnloadModel(const std::string&) override { return Status::Ok(); }
   std::shared_ptr<const cluster::ClusterState> ClusterView() const override { return view; }
   PriceList Prices() const override { return prices; }
+  std::map<std::string, int64_t> ControlActionTotals() const override { return action_totals; }
 
   std::shared_ptr<cluster::ClusterState> view;
   PriceList prices;
+  std::map<std::string, int64_t> action_totals;
 };
 
 cluster::GroupState Group(const std::string& worker, const std::string& model, int threads,
@@ -71,6 +73,7 @@ TEST(OperatorApiTest, OverviewSumsTheCountersAndPricesTheReplicas) {
   server.view->groups = {Group("w1", "a", 2, 3), Group("w2", "b", 1, 1)};
   server.view->devices = {{"cpu", 1000, 400, 4, "w1"}, {"cpu", 1000, 100, 4, "w2"}};
   server.prices.cpu_thread_usd_per_s = 1.0 / 3600.0;
+  server.action_totals = {{"load", 2}};
   auto text = EncodeOverview(server, kMetrics, 42);
   ASSERT_TRUE(text.ok()) << text.status().message();
   const json o = json::parse(*text);
@@ -95,6 +98,21 @@ TEST(OperatorApiTest, OverviewSumsTheCountersAndPricesTheReplicas) {
   EXPECT_EQ(o["cluster"]["replicas"], 4);
   EXPECT_EQ(o["cluster"]["workers"], 2);
   EXPECT_EQ(o["cluster"]["memory_used_bytes"], 500);
+}
+
+// A cluster router's registry counts no control action: they are the
+// leader controller's, and the overview takes them from there.
+TEST(OperatorApiTest, OverviewCountsTheControllersActionsNotTheProcesss) {
+  ViewServer server;
+  server.action_totals = {{"evict", 1}, {"scale_out", 4}};
+  auto text = EncodeOverview(server, kMetrics, 1);
+  ASSERT_TRUE(text.ok());
+  const json o = json::parse(*text);
+  EXPECT_EQ(o["control_actions_total"], json({{"evict", 1}, {"scale_out", 4}}));
+  // A user sees no count that names no model.
+  auto user = EncodeOverview(server, kMetrics, 1, [](const std::string&) { return true; });
+  ASSERT_TRUE(user.ok());
+  EXPECT_TRUE(json::parse(*user)["control_actions_total"].empty());
 }
 
 TEST(OperatorApiTest, OverviewWithoutMetricsHasNoCounters) {

@@ -6,11 +6,16 @@
 // actions out of GET /v2/somm/actions. Add numbers each record; Complete
 // fills in a query's actual latency and status once it is answered (a
 // record already pushed out of the ring is skipped: the log is bounded, not
-// a ledger), so that the log shows predicted against actual.
+// a ledger), so that the log shows predicted against actual. It also
+// counts the control actions by kind since it was made (what
+// somm_control_actions_total counts where the controller runs), for a
+// cluster router's overview, whose own metrics have none.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "common/mutex.h"
@@ -26,6 +31,7 @@ class DecisionLog {
   uint64_t Add(DecisionRecord record) {
     MutexLock lock(&mu_);
     if (record.outcome.rfind("control:", 0) == 0) {
+      ++action_totals_[record.outcome.substr(8)];
       actions_.push_back(record);
       while (actions_.size() > capacity_) actions_.pop_front();
     }
@@ -62,6 +68,11 @@ class DecisionLog {
     }
     return out;
   }
+  // Control actions by kind ("load", "evict", "scale_out", ...), all of them.
+  std::map<std::string, int64_t> ActionTotals() const {
+    MutexLock lock(&mu_);
+    return action_totals_;
+  }
 
  private:
   const size_t capacity_;
@@ -69,6 +80,7 @@ class DecisionLog {
   std::deque<DecisionRecord> records_ SOMM_GUARDED_BY(mu_);
   uint64_t first_number_ SOMM_GUARDED_BY(mu_) = 1;  // records_.front()'s; 0 = never logged
   std::deque<DecisionRecord> actions_ SOMM_GUARDED_BY(mu_);
+  std::map<std::string, int64_t> action_totals_ SOMM_GUARDED_BY(mu_);
 };
 
 }  // namespace somm

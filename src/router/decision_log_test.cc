@@ -63,5 +63,19 @@ TEST(DecisionLogTest, ControlActionsAreKeptApartFromQueries) {
   EXPECT_EQ(log.Recent(10).size(), 2u);
 }
 
+// The counts by kind cover every action, those pushed out of the ring too.
+TEST(DecisionLogTest, ActionTotalsCountEveryActionByKind) {
+  DecisionLog log(2);
+  for (const char* kind : {"load", "evict", "load", "load", "scale_out"}) {
+    DecisionRecord r = Query("m");
+    r.outcome = std::string("control:") + kind;
+    log.Add(r);
+  }
+  log.Add(Query("q"));
+  EXPECT_EQ(log.RecentActions(10).size(), 2u);
+  const std::map<std::string, int64_t> expected = {{"evict", 1}, {"load", 3}, {"scale_out", 1}};
+  EXPECT_EQ(log.ActionTotals(), expected);
+}
+
 }  // namespace
 }  // namespace somm

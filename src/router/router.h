@@ -137,6 +137,9 @@ class Router : public InferenceServer {
   std::vector<DecisionRecord> RecentActions(size_t limit) const override {
     return controller_.RecentActions(limit);
   }
+  std::map<std::string, int64_t> ControlActionTotals() const override {
+    return controller_.ActionTotals();
+  }
 
   // Puts this router's demand counters into the store.
   void PublishDemand();

@@ -124,6 +124,9 @@ class EmbeddedServer : public InferenceServer {
   std::vector<DecisionRecord> RecentActions(size_t limit) const override {
     return router_->RecentActions(limit);
   }
+  std::map<std::string, int64_t> ControlActionTotals() const override {
+    return router_->ControlActionTotals();
+  }
   // Installs profiled variants of a published model version (tests).
   Status SetVariantProfiles(const std::string& name, int64_t version,
                             std::vector<VariantProfile> profiles) {

@@ -6,6 +6,7 @@
 // Thread-safety: every method may be called concurrently from any thread.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -152,6 +153,9 @@ class InferenceServer {
   // newest first, each with its reason: the decision log's "control:" rows,
   // kept apart so that per-query decisions never push them out.
   virtual std::vector<DecisionRecord> RecentActions(size_t limit) const { return {}; }
+  // Every control action since the controller started, by kind (its
+  // somm_control_actions_total, wherever it runs).
+  virtual std::map<std::string, int64_t> ControlActionTotals() const { return {}; }
 
   // A model's rollout (rollout/rollout.h; REST .../models/{m}/rollout, gRPC
   // somm.SommControl/Rollout): changes it, or reads it with the current
