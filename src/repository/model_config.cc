@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -188,6 +189,14 @@ Status ParsePreprocessing(const YAML::Node& node, const ConfigErrors& err,
   }
   for (float s : p.stddev) {
     if (s == 0.0f) return err.Field(f + ".std", "must not contain 0");
+  }
+  // YAML spells infinity and NaN (.inf, .nan); either would silently turn
+  // every pixel into 0 or NaN.
+  if (!std::isfinite(p.scale)) return err.Field(f + ".scale", "must be a finite number");
+  for (const auto& [key, list] : {std::pair{".mean", &p.mean}, std::pair{".std", &p.stddev}}) {
+    for (float x : *list) {
+      if (!std::isfinite(x)) return err.Field(f + key, "must be finite numbers");
+    }
   }
   *out = p;
   return Status::Ok();

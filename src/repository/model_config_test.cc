@@ -120,7 +120,15 @@ INSTANTIATE_TEST_SUITE_P(
                 "field 'warmup.batch_sizes': batch size 8 is not between 1 and max_batch_size"},
         BadCase{"inputs: [{name: x, datatype: FP32, shape: [1]}]\n"
                 "outputs: [{name: y, datatype: FP32, shape: [1]}]\nwarmup: {runs: -2}",
-                "field 'warmup.runs': must be between 0 and 100"}));
+                "field 'warmup.runs': must be between 0 and 100"},
+        BadCase{"inputs: [{name: x, datatype: FP32, shape: [1]}]\n"
+                "outputs: [{name: y, datatype: FP32, shape: [1]}]\n"
+                "preprocessing: {image: {channels: 1, std: [.inf]}}",
+                "field 'preprocessing.image.std': must be finite numbers"},
+        BadCase{"inputs: [{name: x, datatype: FP32, shape: [1]}]\n"
+                "outputs: [{name: y, datatype: FP32, shape: [1]}]\n"
+                "preprocessing: {image: {channels: 1, scale: .nan}}",
+                "field 'preprocessing.image.scale': must be a finite number"}));
 
 TEST(ModelConfigTest, WarmupRunsAndBatchSizes) {
   const std::string base = "max_batch_size: 8\ninputs: [{name: x, datatype: FP32, shape: [1]}]\n"

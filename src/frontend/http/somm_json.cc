@@ -238,9 +238,22 @@ class RegistrationDecoder {
       if (!x.is_number()) {
         return Field(field, "must be a list of numbers, got " + internal::DumpJson(*list));
       }
-      out->push_back(x.get<float>());
+      SOMM_ASSIGN_OR_RETURN(const float f, Float(x, field));
+      out->push_back(f);
     }
     return Status::Ok();
+  }
+
+  // A number the model's float arithmetic can hold: one past float's range
+  // would become infinity (a std of inf zeroes every pixel), and could not
+  // be written back as JSON.
+  StatusOr<float> Float(const Json& value, const std::string& field) const {
+    SOMM_ASSIGN_OR_RETURN(const double x, Number(value, field));
+    if (!(std::fabs(x) <= std::numeric_limits<float>::max())) {
+      return Field(field, "must be within float range (magnitude at most 3.4e38), got " +
+                              internal::DumpJson(value));
+    }
+    return static_cast<float>(x);
   }
 
   // The same fields and rules as model.yaml's preprocessing.image.
@@ -272,8 +285,7 @@ class RegistrationDecoder {
     SOMM_RETURN_IF_ERROR(dim("height", &prep.height));
     SOMM_RETURN_IF_ERROR(dim("width", &prep.width));
     if (const Json* s = Find(*image, "scale")) {
-      SOMM_ASSIGN_OR_RETURN(const double scale, Number(*s, f + ".scale"));
-      prep.scale = static_cast<float>(scale);
+      SOMM_ASSIGN_OR_RETURN(prep.scale, Float(*s, f + ".scale"));
     }
     SOMM_RETURN_IF_ERROR(Floats(*image, "mean", &prep.mean));
     SOMM_RETURN_IF_ERROR(Floats(*image, "std", &prep.stddev));

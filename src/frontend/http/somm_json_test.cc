@@ -196,6 +196,34 @@ TEST(RegistrationJsonTest, EveryMalformedFieldIsNamed) {
   }
 }
 
+// Found by fuzz_registration (fuzz/corpus/registration/std_beyond_float_range):
+// a std of 2.9e61 became infinity as a float, so the request decoded but did
+// not survive its own round trip (JSON has no infinity), and every pixel
+// would have been divided into 0. Numbers past float's range are refused.
+TEST(RegistrationJsonTest, RegressionPreprocessingNumbersBeyondFloatRangeAreRefused) {
+  for (const char* key : {"std", "mean", "scale"}) {
+    json body = ValidBody();
+    const json huge = json::parse("28888888888888888888888888888888888888888888888888888888888888.2");
+    body["preprocessing"]["image"][key] = std::string(key) == "scale" ? huge : json::array({huge});
+    auto r = DecodeRegistrationRequest(body.dump(), "m");
+    ASSERT_FALSE(r.ok()) << key;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(std::string("preprocessing.image.") + key),
+              std::string::npos)
+        << r.status().message();
+    EXPECT_NE(r.status().message().find("float range"), std::string::npos)
+        << r.status().message();
+  }
+  // The largest float still decodes, and round-trips.
+  json body = ValidBody();
+  body["preprocessing"]["image"]["std"] = {3.4e38};
+  auto r = DecodeRegistrationRequest(body.dump(), "m");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto again = DecodeRegistrationRequest(EncodeRegistrationRequest(*r), "m");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(EncodeRegistrationRequest(*again), EncodeRegistrationRequest(*r));
+}
+
 TEST(RegistrationJsonTest, MalformedBodiesAreInvalid) {
   for (const auto& [body, fragment] :
        std::vector<std::pair<std::string, std::string>>{{"", "malformed JSON"},
