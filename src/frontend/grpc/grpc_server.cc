@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -9,6 +10,7 @@
 #include <thread>
 #include <utility>
 
+#include "frontend/grpc/async_unary.h"
 #include "frontend/grpc/grpc_codec.h"
 #include "frontend/grpc/grpc_tls.h"
 #include "frontend/grpc/somm_codec.h"
@@ -76,14 +78,14 @@ ServerUnaryReactor* FinishNow(CallbackServerContext* context, const Status& stat
   return reactor;
 }
 
-std::string AuthorizationOf(const CallbackServerContext* context) {
+std::string AuthorizationOf(const grpc::ServerContextBase* context) {
   const auto& metadata = context->client_metadata();
   auto it = metadata.find("authorization");
   return it == metadata.end() ? std::string() : std::string(it->second.data(), it->second.size());
 }
 
 // Asks the guard (when there is one) whether this call may go on.
-Admission AdmitCall(CallGuard* guard, const CallbackServerContext* context, Operation op,
+Admission AdmitCall(CallGuard* guard, const grpc::ServerContextBase* context, Operation op,
                     const std::string& model, bool private_model = false, size_t bytes = 0) {
   if (guard == nullptr) return Admission{};
   return guard->Admit(CallInfo{op, model, AuthorizationOf(context), private_model, bytes});
@@ -107,11 +109,30 @@ Status CheckLoadParameters(const inference::RepositoryModelLoadRequest& request)
   return Status::Ok();
 }
 
-class OipService final : public inference::GRPCInferenceService::CallbackService {
+// Every method on gRPC's callback API but ModelInfer, which is served from a
+// completion queue by threads of our own (InferCall below): the one call
+// whose CPU matters. ModelInfer is made async first: gRPC marks a method
+// async by dropping its handler only while it is still a sync one, so
+// WithAsyncMethod_ModelInfer<CallbackService> would keep the callback
+// handler and crash on the first RequestModelInfer.
+using oip_grpc = inference::GRPCInferenceService;
+using OipServiceBase = oip_grpc::WithCallbackMethod_ServerLive<
+    oip_grpc::WithCallbackMethod_ServerReady<oip_grpc::WithCallbackMethod_ModelReady<
+        oip_grpc::WithCallbackMethod_ServerMetadata<oip_grpc::WithCallbackMethod_ModelMetadata<
+            oip_grpc::WithCallbackMethod_RepositoryIndex<
+                oip_grpc::WithCallbackMethod_RepositoryModelLoad<
+                    oip_grpc::WithCallbackMethod_RepositoryModelUnload<
+                        oip_grpc::WithAsyncMethod_ModelInfer<oip_grpc::Service>>>>>>>>>;
+
+class OipService final : public OipServiceBase {
  public:
   OipService(InferenceServer& server, ControlThread& control, CallGuard* guard,
              InflightLimit* inflight_limit)
       : server_(server), control_(control), guard_(guard), inflight_limit_(inflight_limit) {}
+
+  InferenceServer& server() const { return server_; }
+  CallGuard* guard() const { return guard_; }
+  InflightLimit* inflight_limit() const { return inflight_limit_; }
 
   ServerUnaryReactor* ServerLive(CallbackServerContext* context,
                                  const inference::ServerLiveRequest*,
@@ -156,51 +177,6 @@ class OipService final : public inference::GRPCInferenceService::CallbackService
         server_.GetModelMetadata(request->name(), request->version());
     if (metadata.ok()) grpc_codec::EncodeModelMetadata(*metadata, response);
     return FinishNow(context, metadata.status());
-  }
-
-  ServerUnaryReactor* ModelInfer(CallbackServerContext* context,
-                                 const inference::ModelInferRequest* request,
-                                 inference::ModelInferResponse* response) override {
-    // The task form names no model (its task is a parameter).
-    const Operation op = request->model_name().empty() ? Operation::kTaskInfer : Operation::kInfer;
-    // Shed before the guard and the tensors' decoding (gRPC has parsed the
-    // message already; that much is not ours to save).
-    auto slot = std::make_shared<InflightLimit::Slot>();
-    if (inflight_limit_ != nullptr) {
-      *slot = inflight_limit_->TryAcquire("grpc");
-      if (!slot->held()) return FinishNow(context, inflight_limit_->Refusal());
-    }
-    Admission a = AdmitCall(guard_, context, op, request->model_name());
-    if (!a.status.ok()) return FinishNow(context, a.status);
-    InferenceRequest query;
-    Status decoded = grpc_codec::DecodeInferRequest(*request, &query);
-    if (!decoded.ok()) {
-      FinishCall(guard_, a.caller, op, request->model_name(), decoded);
-      return FinishNow(context, decoded);
-    }
-    query.caller = a.caller;
-    ServerUnaryReactor* reactor = context->DefaultReactor();
-    // `request` and `response` stay valid until Finish; the callback may run
-    // on a batcher thread, or right here before Infer returns.
-    // The slot is a shared_ptr because InferCallback must be copyable; it
-    // goes back before the call finishes, so that a client that has its
-    // answer finds it free.
-    server_.Infer(std::move(query), [reactor, request, response, guard = guard_, op, slot,
-                                     caller = std::move(a.caller)](StatusOr<InferenceResponse> result) {
-      FinishCall(guard, caller, op, request->model_name(), result.status());
-      if (!result.ok()) {
-        slot->Release();
-        reactor->Finish(ToGrpcStatus(result.status()));
-        return;
-      }
-      InferenceResponse answer = std::move(result).value();
-      if (answer.model_name.empty()) answer.model_name = request->model_name();
-      if (answer.id.empty()) answer.id = request->id();
-      const Status encoded = grpc_codec::EncodeInferResponse(std::move(answer), response);
-      slot->Release();
-      reactor->Finish(ToGrpcStatus(encoded));
-    });
-    return reactor;
   }
 
   ServerUnaryReactor* RepositoryIndex(CallbackServerContext* context,
@@ -266,6 +242,68 @@ class OipService final : public inference::GRPCInferenceService::CallbackService
   ControlThread& control_;
   CallGuard* const guard_;               // null = no checks
   InflightLimit* const inflight_limit_;  // null = no bound
+};
+
+// One ModelInfer call (frontend/grpc/async_unary.h).
+class InferCall final
+    : public grpc_async::UnaryCall<inference::ModelInferRequest, inference::ModelInferResponse> {
+ public:
+  InferCall(OipService* service, grpc_async::CallQueue* queue)
+      : UnaryCall(queue), service_(service) {}
+  void Ask() {
+    service_->RequestModelInfer(&context_, &request_, &responder_, queue_->cq(), queue_->cq(),
+                                this);
+  }
+
+ private:
+  void AskNext() override { queue_->Ask<InferCall>(service_, queue_); }
+  void Handle() override {
+    // The task form names no model (its task is a parameter).
+    const Operation op =
+        request_.model_name().empty() ? Operation::kTaskInfer : Operation::kInfer;
+    // Shed before the guard and the tensors' decoding (gRPC has parsed the
+    // message already; that much is not ours to save).
+    InflightLimit* limit = service_->inflight_limit();
+    auto slot = std::make_shared<InflightLimit::Slot>();
+    if (limit != nullptr) {
+      *slot = limit->TryAcquire("grpc");
+      if (!slot->held()) return Finish(limit->Refusal());
+    }
+    CallGuard* guard = service_->guard();
+    Admission a = AdmitCall(guard, &context_, op, request_.model_name());
+    if (!a.status.ok()) return Finish(a.status);
+    InferenceRequest query;
+    Status decoded = grpc_codec::DecodeInferRequest(request_, &query);
+    if (!decoded.ok()) {
+      FinishCall(guard, a.caller, op, request_.model_name(), decoded);
+      return Finish(decoded);
+    }
+    query.caller = a.caller;
+    // The callback runs on a batcher thread, or here before Infer returns.
+    // The call may be gone once answered, so the end is told to `queue`.
+    // The slot is a shared_ptr because InferCallback must be copyable; it
+    // goes back before the answer is written, so that a client that has its
+    // answer finds it free.
+    grpc_async::CallQueue* queue = queue_;
+    queue->Begin();
+    service_->server().Infer(
+        std::move(query), [this, queue, guard, op, slot,
+                           caller = std::move(a.caller)](StatusOr<InferenceResponse> result) {
+          FinishCall(guard, caller, op, request_.model_name(), result.status());
+          Status status = result.status();
+          if (result.ok()) {
+            InferenceResponse answer = std::move(result).value();
+            if (answer.model_name.empty()) answer.model_name = request_.model_name();
+            if (answer.id.empty()) answer.id = request_.id();
+            status = grpc_codec::EncodeInferResponse(std::move(answer), &response_);
+          }
+          slot->Release();
+          Finish(status);
+          queue->End();
+        });
+  }
+
+  OipService* const service_;
 };
 
 // somm's model-less control service (proto/somm.proto), beside the OIP one.
@@ -404,15 +442,18 @@ struct GrpcFrontend::Impl {
     std::call_once(shutdown_once, [&] {
       // Order matters: gRPC's Shutdown waits for in-flight reactors, and
       // queued loads finish theirs on the control thread, so that thread
-      // stops only afterwards.
+      // stops only afterwards; the queue then drops later answers and waits
+      // for the InferenceServer callbacks of the ModelInfer calls.
       if (server) server->Shutdown(deadline);
       control.Stop();
+      infer_queue.Close();
     });
   }
 
   ControlThread control;
   OipService service;
   SommControlService somm_service;
+  grpc_async::CallQueue infer_queue;  // after the services, before the server
   int port = 0;
   std::once_flag shutdown_once;
   std::unique_ptr<grpc::Server> server;  // last: destroyed first
@@ -443,13 +484,24 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& ser
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(&impl->service);
   builder.RegisterService(&impl->somm_service);
+  impl->infer_queue.Open(builder.AddCompletionQueue());
   impl->server = builder.BuildAndStart();
   if (!impl->server || impl->port == 0) {
-    if (impl->server) impl->server->Shutdown();
+    impl->Shutdown(std::chrono::system_clock::now());
     impl->server.reset();
     return Unavailable("gRPC frontend cannot listen on " + where +
                        " (address invalid or port in use)");
   }
+  // One open offer per thread, so that a burst of calls finds one ready
+  // while the threads are busy; each answered offer is renewed.
+  const int threads = options.infer_threads > 0
+                          ? options.infer_threads
+                          : std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / 2,
+                                       1, 4);
+  for (int i = 0; i < threads; ++i) {
+    impl->infer_queue.Ask<InferCall>(&impl->service, &impl->infer_queue);
+  }
+  impl->infer_queue.StartThreads(threads, "somm-grpc-infer");
   return std::unique_ptr<GrpcFrontend>(new GrpcFrontend(std::move(impl)));
 }
 

@@ -1,0 +1,142 @@
+// Unary calls on gRPC's completion-queue API, served by threads of our own
+// (Triton's shape), for the services where a call's CPU matters: the OIP
+// frontend's ModelInfer and the cluster worker's Execute. In gRPC 1.51 the
+// callback API wakes gRPC's own "nexting" threads for every completion; here
+// the thread that polls the queue runs the handler itself, and whichever
+// thread finishes the work (a batcher's) writes the answer directly. That
+// saves 5-30 us of CPU per call (bench/grpc_rtt.cc; "The gRPC hop" in
+// docs/cluster.md).
+//
+// Contract:
+//   * A service declares one UnaryCall subclass per method: Ask() requests
+//     the next call of that method on the queue (with the call as its tag);
+//     Handle() serves it and calls Finish, at once or later from any thread.
+//     Each answered offer is renewed (AskNext) before Handle runs.
+//   * Set-up: build the server with one queue from
+//     ServerBuilder::AddCompletionQueue, Open() the CallQueue with it, Ask()
+//     for the first calls, then StartThreads().
+//   * Stop: grpc::Server::Shutdown(deadline), then Close(). From Close on,
+//     answers are dropped (the call is freed; gRPC has cancelled it), the
+//     queue is drained, the threads joined, and Close returns only once
+//     every handler's work bracketed by Begin/End has ended. Destroy the
+//     grpc::Server before the CallQueue.
+//   * Thread-safe; Close is idempotent (the destructor calls it).
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/mutex.h"
+#include "common/status.h"
+#include "frontend/grpc/grpc_codec.h"
+
+namespace somm::grpc_async {
+
+class CallQueue {
+ public:
+  CallQueue() = default;
+  ~CallQueue() { Close(); }
+  CallQueue(const CallQueue&) = delete;
+  CallQueue& operator=(const CallQueue&) = delete;
+
+  void Open(std::unique_ptr<grpc::ServerCompletionQueue> cq) { cq_ = std::move(cq); }
+  grpc::ServerCompletionQueue* cq() const { return cq_.get(); }
+
+  // Runs `op`, which starts an operation on the queue (asks for a call or
+  // writes an answer), unless the queue is closed: starting one on a queue
+  // that is shut down aborts the process. A reader lock, so that answers
+  // from many batcher threads do not queue behind each other; Close takes
+  // it as a writer. False: not run, and the caller frees its call.
+  template <typename Op>
+  bool OnOpenQueue(Op&& op) {
+    ReaderLock lock(&open_mu_);
+    if (!open_) return false;
+    op();
+    return true;
+  }
+
+  // Offers one call of a method: `new Call(args...)`, then its Ask().
+  template <typename Call, typename... Args>
+  void Ask(Args... args) {
+    auto* call = new Call(args...);
+    if (!OnOpenQueue([call] { call->Ask(); })) delete call;
+  }
+
+  // Brackets work a handler started that may still answer (and touch the
+  // service) later: Close waits for it.
+  void Begin();
+  void End();
+
+  // `n` threads poll the queue, named `name` (as seen in top -H).
+  void StartThreads(int n, const char* name);
+  void Close();
+
+ private:
+  void Poll(const char* name);
+
+  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  std::vector<std::thread> threads_;
+  SharedMutex open_mu_;
+  bool open_ SOMM_GUARDED_BY(open_mu_) = true;
+  Mutex pending_mu_;
+  int pending_ SOMM_GUARDED_BY(pending_mu_) = 0;
+  std::condition_variable_any idle_;
+  std::once_flag closed_;
+};
+
+// One unary call, from gRPC's offer to its answer: the tag of both events on
+// the queue; it frees itself after the second.
+class Call {
+ public:
+  virtual ~Call() = default;
+  // `ok` false: the offer failed (the server is shutting down) or the answer
+  // was not sent (the client went away); either way nothing is left to do.
+  void Proceed(bool ok) {
+    if (answering_ || !ok) {
+      delete this;
+      return;
+    }
+    answering_ = true;  // before Handle: the answer may come on another thread
+    AskNext();
+    Handle();
+  }
+
+ protected:
+  virtual void AskNext() = 0;
+  virtual void Handle() = 0;
+
+ private:
+  bool answering_ = false;
+};
+
+template <typename Request, typename Response>
+class UnaryCall : public Call {
+ protected:
+  explicit UnaryCall(CallQueue* queue) : queue_(queue) {}
+
+  // Answers the call (response_ when `status` is OK); the answer's
+  // completion frees it, or, once the queue is closed, this does.
+  void Finish(const Status& status) {
+    const bool written = queue_->OnOpenQueue([&] {
+      if (status.ok()) {
+        responder_.Finish(response_, grpc::Status::OK, this);
+      } else {
+        responder_.FinishWithError(grpc_codec::ToGrpcStatus(status), this);
+      }
+    });
+    if (!written) delete this;
+  }
+
+  CallQueue* const queue_;
+  grpc::ServerContext context_;
+  Request request_;
+  Response response_;
+  grpc::ServerAsyncResponseWriter<Response> responder_{&context_};
+};
+
+}  // namespace somm::grpc_async
