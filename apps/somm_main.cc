@@ -398,6 +398,9 @@ int main(int argc, char** argv) {
   controller_cmd->add_option("--leader-lease-ms", ctl.leader_lease_ms, "Leader lease TTL")->capture_default_str();
   controller_cmd->add_option("--control-tick-ms", ctl.control_tick_ms, "Control loop period")->capture_default_str();
   controller_cmd->add_option("--managed", ctl.managed, "Autoscale, evict and load on demand (false = static)")->capture_default_str();
+  controller_cmd->add_option("--auto-variants", ctl.auto_variants,
+                             "As leader, generate and profile variants of model versions that have none (also redoes a job its predecessor did not finish)")
+      ->capture_default_str();
   controller_cmd->add_option("--model-control-mode", ctl.model_control_mode,
                              "As somm serve's: poll = the leader watches the repository")
       ->check(CLI::IsMember({"none", "poll"}))

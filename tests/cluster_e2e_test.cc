@@ -348,6 +348,64 @@ TEST_F(ClusterFailureTest, RoutingRecoversAfterARedisRestart) {
   EXPECT_LE(recovered_s, 5.0);
 }
 
+// A registration's variant job runs on the leader and lives in its memory.
+// The leader is killed (SIGKILL) while it generates; the standby, taking
+// over, finds the version without profiles and generates them again, and a
+// client polling the variants through a router sees them READY. Before,
+// the model stayed without variants for good.
+TEST(ClusterVariantJobTest, AJobTheDeadLeaderDidNotFinishIsRedoneByTheNewOne) {
+  const std::string demo = DemoRepository();
+  const std::string repo =
+      (std::filesystem::temp_directory_path() / ("somm_cluster_job_" + std::to_string(getpid())))
+          .string();
+  std::filesystem::remove_all(repo);
+  std::filesystem::create_directories(repo);
+  ClusterOptions o;
+  o.controllers = 2;
+  o.routers = 2;
+  o.wait_for_model = false;  // an empty repository
+  o.controller_args = {"--auto-variants", "true"};
+  auto cluster = std::make_unique<ClusterProcesses>(SommBinary(), repo, o);
+  ASSERT_TRUE(cluster->ok()) << cluster->error() << "\n" << cluster->Logs();
+  ASSERT_EQ(cluster->Leader(), "controller-0");
+
+  const std::string dir = demo + "/digits-logistic/1";
+  const std::string cmd = SommBinary() + " register late --model " + dir + "/model.pt" +
+                          " --task classification/digits --input pixels:FP32:64" +
+                          " --output logits:FP32:10 --max-batch-size 64 --validation " + dir +
+                          "/validation --url 127.0.0.1:" +
+                          std::to_string(cluster->routers()[0].http_port) + " > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cluster->Logs();
+  httplib::Client c("127.0.0.1", cluster->routers()[1].http_port);
+  c.set_read_timeout(30, 0);
+  auto state = [&]() -> std::string {
+    auto r = c.Get("/v2/repository/models/late/variants");
+    if (!r || r->status != 200) return r ? "HTTP " + std::to_string(r->status) : "no answer";
+    return json::parse(r->body).value("state", "");
+  };
+  const std::string before = state();
+  ASSERT_EQ(before, "GENERATING") << "the job ended before the leader could be killed";
+  ASSERT_EQ(kill(cluster->controllers()[0], SIGKILL), 0);
+  const auto killed = std::chrono::steady_clock::now();
+  std::string now;
+  while (std::chrono::steady_clock::now() - killed < 240s) {
+    now = state();
+    if (now == "READY" || now == "FAILED") break;
+    std::this_thread::sleep_for(250ms);
+  }
+  const double took_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  std::printf("[cluster variant job] leader killed mid-job; variants %s %.1f s later, from %s\n",
+              now.c_str(), took_s, cluster->Leader().c_str());
+  EXPECT_EQ(now, "READY") << cluster->Logs();
+  EXPECT_EQ(cluster->Leader(), "controller-1");
+  auto r = c.Get("/v2/repository/models/late/variants");
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(json::parse(r->body).value("variants", json::array()).empty()) << r->body;
+  cluster.reset();
+  std::filesystem::remove_all(repo);
+}
+
 // Zones: worker-0 in zone b (with more memory, so the repository's models
 // start there unless worker-1 registers first), worker-1 in zone a, and a
 // router in zone a. Whichever worker holds digits-mlp, every answer names

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -179,6 +180,12 @@ ClusterProcesses::ClusterProcesses(const std::string& binary, const std::string&
                                      "--controller-id", "controller-" + std::to_string(c),
                                      "--leader-lease-ms", std::to_string(options.leader_lease_ms),
                                      "--wait-for-workers-s", "60"};
+    // Profiling every model of the test's repository would load the machine
+    // under every test; one that wants it passes --auto-variants true.
+    const auto& extra = options.controller_args;
+    if (std::find(extra.begin(), extra.end(), "--auto-variants") == extra.end()) {
+      args.insert(args.end(), {"--auto-variants", "false"});
+    }
     args.insert(args.end(), options.controller_args.begin(), options.controller_args.end());
     controllers_.push_back(Spawn(args, "controller-" + std::to_string(c)));
     if (c == 0) {

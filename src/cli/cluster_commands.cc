@@ -910,6 +910,18 @@ int RunController(const ControllerProcessOptions& o) {
           const Status s = controller.LoadModel(name, /*startup=*/true);
           if (!s.ok()) spdlog::error("model {}: {}", name, s.message());
         }
+        if (o.auto_variants) {
+          // Variant jobs run on the leader and live in its memory: one that a
+          // dead leader did not finish left its model without profiles, and
+          // is redone here, as are models placed in the repository by hand.
+          for (const VersionPtr& v : registry.All()) {
+            if (!v->profiles.empty()) continue;
+            spdlog::info("controller {}: {}:{} has no profiled variants; generating them", id,
+                         v->config.name, v->version);
+            const Status s = controller.StartVariantJob(v->config.name, v->version);
+            if (!s.ok()) spdlog::error("variants of {}: {}", v->config.name, s.message());
+          }
+        }
         publish_catalog();
         controller.Start();
         started = true;

@@ -130,6 +130,10 @@ struct ControllerProcessOptions {
   std::string model_control_mode = "none";  // as somm serve's
   double repository_poll_secs = 5;
   bool managed = true;
+  // As somm serve's: the leader generates and profiles the variants of
+  // every model version that has none, each time it takes the lease (the
+  // job of a leader that died mid-way lived in its memory, and is redone).
+  bool auto_variants = true;
   double idle_unload_s = 0;
   std::string device = "auto";
   // Seconds the new leader waits for a first worker before loading the
