@@ -127,8 +127,11 @@ start_somm_cluster() {
   done
   redis-cli -p "$CLUSTER_REDIS_PORT" ping 2>/dev/null | grep -q PONG ||
     die "redis-server did not answer on port $CLUSTER_REDIS_PORT (log: $logs/redis.log)"
+  # --auto-variants false: profiling the repository's models in the
+  # background would measure itself into the figures (as compare.sh's serve).
   "$bin" controller --model-repository "$repo" --redis "$redis" --controller-id controller-0 \
-    --port 0 --metrics-port 0 "$@" >"$logs/controller-0.stdout" 2>"$logs/controller-0.stderr" &
+    --port 0 --metrics-port 0 --auto-variants false "$@" \
+    >"$logs/controller-0.stdout" 2>"$logs/controller-0.stderr" &
   CLUSTER_CONTROLLER_PID=$!
   PIDS+=("$CLUSTER_CONTROLLER_PID")
   CLUSTER_WORKER_PIDS=()
