@@ -63,8 +63,8 @@ StatusOr<Tensor> TensorFromContents(const std::string& role, const std::string& 
                                     const google::protobuf::RepeatedField<int64_t>& shape,
                                     const inference::InferTensorContents& contents);
 
-// Server side. The request's bytes are copied: the callback API hands the
-// request over as const. An empty model_name is accepted when the string
+// Server side. The request's bytes are copied (the message is read as
+// const). An empty model_name is accepted when the string
 // parameter "task" is set: that is a task-form query (InferenceRequest::task).
 Status DecodeInferRequest(const inference::ModelInferRequest& in, InferenceRequest* out);
 // Moves the output bytes into `out`. An output whose bytes do not match its
