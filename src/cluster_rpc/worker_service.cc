@@ -3,13 +3,10 @@
 #include <grpcpp/grpcpp.h>
 
 #include <mutex>
-#include <thread>
 #include <utility>
-#include <vector>
 
 #include "cluster/cluster_state_json.h"
 #include "cluster_rpc/cluster_codec.h"
-#include "common/mutex.h"
 #include "frontend/grpc/async_unary.h"
 #include "frontend/grpc/grpc_codec.h"
 #include "frontend/grpc/grpc_tls.h"
@@ -18,7 +15,6 @@
 namespace somm {
 
 namespace pb = cluster_codec::pb;
-using grpc_codec::ToGrpcStatus;
 
 // The service is gRPC's asynchronous API on one completion queue that the
 // service's own threads poll (frontend/grpc/async_unary.h), not the callback

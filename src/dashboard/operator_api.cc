@@ -40,7 +40,7 @@ bool Shown(const ModelFilter& visible, const std::string& model) {
 
 json CountersJson(const std::vector<PromSample>& samples, const ModelFilter& visible) {
   std::map<std::pair<std::string, std::string>, ModelCounters> models;
-  std::map<std::string, double> decisions, actions, cold_starts;
+  std::map<std::string, double> decisions, cold_starts;
   double inflight = 0, instance_seconds = 0;
   const std::string duration = kRequestDurationFamily;
   for (const PromSample& s : samples) {
@@ -66,8 +66,6 @@ json CountersJson(const std::vector<PromSample>& samples, const ModelFilter& vis
       models[key].sum_seconds += s.value;
     } else if (s.name == "somm_selector_decisions_total") {
       decisions[Label(s, "outcome")] += s.value;
-    } else if (s.name == "somm_control_actions_total") {
-      actions[Label(s, "kind")] += s.value;
     } else if (s.name == "somm_cold_starts_total") {
       cold_starts[Label(s, "model")] += s.value;
     } else if (s.name == "somm_inflight_queries") {
@@ -114,7 +112,6 @@ json CountersJson(const std::vector<PromSample>& samples, const ModelFilter& vis
                    {"slo_met_queries", slo_met}};
   out["failures_by_reason"] = rejections;
   out["decisions_total"] = decisions;
-  out["control_actions_total"] = actions;
   out["cold_starts_total"] = cold_starts;
   out["inflight_queries"] = inflight;
   out["instance_seconds_total"] = instance_seconds;
@@ -156,9 +153,11 @@ StatusOr<std::string> EncodeOverview(const InferenceServer& server, std::string_
     if (!samples.ok()) return samples.status();
     out.update(CountersJson(*samples, visible));
   }
-  // Control actions are counted where the controller runs: a cluster
-  // router's own registry has none, so they come from the leader.
-  if (!visible) out["control_actions_total"] = server.ControlActionTotals();
+  // Control actions are counted where the controller runs (a cluster
+  // router's own registry has none: they come from the leader). They name
+  // no model, so a user's view has none.
+  out["control_actions_total"] =
+      visible ? json::object() : json(server.ControlActionTotals());
   const auto view = server.ClusterView();
   const PriceList prices = server.Prices();
   double usd_per_s = 0;

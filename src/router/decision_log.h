@@ -16,6 +16,7 @@
 #include <deque>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/mutex.h"
@@ -30,8 +31,9 @@ class DecisionLog {
   // The record's number, for Complete.
   uint64_t Add(DecisionRecord record) {
     MutexLock lock(&mu_);
-    if (record.outcome.rfind("control:", 0) == 0) {
-      ++action_totals_[record.outcome.substr(8)];
+    constexpr std::string_view kControl = "control:";
+    if (record.outcome.starts_with(kControl)) {
+      ++action_totals_[record.outcome.substr(kControl.size())];
       actions_.push_back(record);
       while (actions_.size() > capacity_) actions_.pop_front();
     }
