@@ -113,6 +113,13 @@ if ((SCALE)); then
     --worker-memory-mb "$WORKER_MEMORY_MB" --seed "$SEED" --json "$OUT/scale.json" \
     2>"$OUT/scale.log" | tail -1
   grep -E "^somm " "$OUT/scale.log" || true
+  # Decision quality at scale: the same hour under the INFaaS policy and the
+  # oracle, side by side with somm's run above.
+  for P in oracle infaas; do
+    "$BUILD_DIR/somm" simulate --repository "$ZOO" --trace "$OUT/scale-trace.csv" --policy "$P" \
+      --workers 1000 --worker-cores "$WORKER_CORES" --worker-memory-mb "$WORKER_MEMORY_MB" \
+      --seed "$SEED" --json "$OUT/scale-$P.json" 2>>"$OUT/scale.log" | tail -1
+  done
 
   # The failure experiment: 250 models, 100 workers, a diurnal day in 600 s.
   F="$OUT/failures"

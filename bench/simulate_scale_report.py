@@ -171,6 +171,33 @@ def control_plane(workers, routers):
     return watcher, total
 
 
+def quality_table(somm, others):
+    """Decision quality on the hour: each policy's attainment, cost against the
+    oracle's, and SLOs missed against INFaaS's."""
+    rows = [("somm", somm)] + sorted(others.items())
+    oracle_usd = others["oracle"]["usd"]
+    infaas = others.get("infaas")
+
+    out = [
+        "### Decision quality at 1,000 workers",
+        "",
+        "The same hour, zoo and cluster under the oracle and the INFaaS policy. Missed: feasible "
+        "queries not answered within their SLO.",
+        "",
+        "| policy | attainment | USD | vs oracle | missed | vs INFaaS | rejections | cold starts "
+        "| control actions |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, p in rows:
+        missed = p["feasible"] - p["met"]
+        vs_infaas = (f"{missed / max(infaas['feasible'] - infaas['met'], 1):.2f}x"
+                     if infaas else "-")
+        out.append(
+            f"| **{name}** | {p['attainment']:.4f} | {p['usd']:.2f} | {p['usd'] / max(oracle_usd, 1e-12):.2f}x | {missed} "
+            f"| {vs_infaas} | {p['rejections']} | {p['cold_starts']} | {p['control_actions']} |")
+    return out + [""]
+
+
 def report(d):
     with open(os.path.join(d, "meta.json")) as f:
         meta = json.load(f)
@@ -211,6 +238,14 @@ def report(d):
             "![load, workers and attainment over the hour](simulation-timeline.svg)",
             "",
         ]
+    others = {}
+    for name in ("oracle", "infaas"):
+        path = os.path.join(d, f"scale-{name}.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                others[name] = json.load(f)["policies"][name]
+    if os.path.exists(scale_path) and "oracle" in others:
+        lines += quality_table(somm, others)
     fdir = os.path.join(d, "failures")
     if os.path.exists(os.path.join(fdir, "base.json")):
         with open(os.path.join(fdir, "base.json")) as f:

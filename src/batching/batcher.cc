@@ -306,23 +306,35 @@ size_t Batcher::TasksForNextBatch(bool* ready, SteadyClock::time_point* wake_at)
     *ready = true;
     return 1;
   }
-  // The longest prefix of compatible tasks within the cap; the head always
-  // goes, even when it alone exceeds the cap.
+  // The longest prefix of compatible tasks within the cap that, started
+  // now, still ends by the tightest deadline in it (a query with a tight SLO
+  // behind relaxed ones cuts the batch short rather than wait out a long
+  // one); the head always goes, even when it alone exceeds the cap.
   const int64_t cap = cap_.cap();
+  const auto now = clock_.Now();
   size_t count = 0;
   int64_t samples = 0;
   bool blocked = false;  // the prefix ends before the queue does
   auto tightest = SteadyClock::time_point::max();
+  auto tightest_slo = SteadyClock::time_point::max();  // of those not best effort
   for (const Queued& q : queue_) {
     if ((count > 0 && samples + q.samples > cap) || !SameSampleShape(head.task, q.task)) {
       blocked = true;
       break;
     }
+    const auto with_q = HasSlo(q.task) ? std::min(tightest_slo, q.task.deadline) : tightest_slo;
+    if (count > 0 && with_q != SteadyClock::time_point::max()) {
+      const auto us = predictor_.PredictUs(samples + q.samples);
+      if (us && now + Micros(*us) > with_q) {
+        blocked = true;
+        break;
+      }
+    }
     samples += q.samples;
     tightest = std::min(tightest, q.task.deadline);
+    tightest_slo = with_q;
     ++count;
   }
-  const auto now = clock_.Now();
   *wake_at = head.enqueued + std::chrono::microseconds(options_.max_queue_delay_us);
   if (tightest != SteadyClock::time_point::max()) {
     // Start late enough to gather company, early enough that a full batch

@@ -625,6 +625,29 @@ TEST(BatcherDeadlineTest, TightDeadlineCutsTheBatchLongBeforeTheQueueDelay) {
   EXPECT_EQ(f.model->batch_sizes(), (std::vector<int64_t>{1}));
 }
 
+TEST(BatcherDeadlineTest, ATightDeadlineCutsTheBatchItRidesInShort) {
+  // 100 ms a sample. Behind a running query wait three without a deadline,
+  // one due in 550 ms (admitted: the queue ends at 500 ms), and three more
+  // without. When the running one ends, at 100 ms, a batch of all seven
+  // would end at 800 ms: the batch ends where the tight one still makes it
+  // (4 samples, ending at 500 ms) and the rest run after it.
+  Fixture f(WithSeed(Options(8, 0), 100'000));
+  f.model->compute_us = 100'000;
+  f.model->Close();
+  auto running = Submit(*f.batcher, Row({0}, 1));
+  f.model->WaitEntered(1);
+  std::vector<std::future<Result>> r;
+  for (int i = 1; i <= 3; ++i) r.push_back(Submit(*f.batcher, Row({float(i)}, 1)));
+  Status admitted;
+  r.push_back(Submit(*f.batcher, Row({4}, 1), &admitted, f.DueIn(550ms)));
+  for (int i = 5; i <= 7; ++i) r.push_back(Submit(*f.batcher, Row({float(i)}, 1)));
+  f.model->Open();
+  EXPECT_TRUE(admitted.ok()) << admitted.ToString();
+  EXPECT_TRUE(running.get().status.ok());
+  for (auto& x : r) EXPECT_TRUE(x.get().status.ok());
+  EXPECT_EQ(f.model->batch_sizes(), (std::vector<int64_t>{1, 4, 3}));
+}
+
 TEST(BatcherDeadlineTest, QueriesWithoutDeadlineIgnoreThePrediction) {
   Fixture f(WithSeed(Options(4, 0), 3.6e9));  // an hour a sample
   f.model->Close();

@@ -27,8 +27,9 @@ void EncodeExecuteRequest(const ExecuteRequest& in, pb::ExecuteRequest* out) {
   out->set_group(in.group);
   out->set_instance_id(in.instance_id);
   out->set_best_effort(in.best_effort);
-  out->mutable_inputs()->Reserve(static_cast<int>(in.inputs.size()));
-  for (const Tensor& t : in.inputs) EncodeTensor(t, out->add_inputs());
+  const std::vector<Tensor>& inputs = in.Inputs();
+  out->mutable_inputs()->Reserve(static_cast<int>(inputs.size()));
+  for (const Tensor& t : inputs) EncodeTensor(t, out->add_inputs());
 }
 
 Status DecodeExecuteRequest(const pb::ExecuteRequest& in, ExecuteRequest* out) {

@@ -213,6 +213,7 @@ class Tick {
     double observed = 0;
     double demand = 0;     // rule 3
     double peak = 0;       // max(demand, the window's highest observed rate)
+    double hold_s = 0;     // caps each of the scale-down holds (rule 5)
     double forecast = 0;   // Forecast() over horizon_s
     double horizon_s = 0;
     std::string slo_note;  // set when serving best effort
@@ -624,7 +625,23 @@ Tick::Assessment Tick::Assess(const View& view, const std::vector<Eligible>& eli
   const double forecast = Forecast(mem.holt, horizon_s);
   a.observed = view.demand.rate_qps;
   a.demand = std::max(a.observed, forecast);
-  a.peak = std::max(a.demand, mem.window.empty() ? 0.0 : mem.window.front().qps);
+  // What shedding would have to reload is what runs now: its load time
+  // sets how long idle capacity is held.
+  double reload_s = 0;
+  for (size_t i : view.managed) reload_s = std::max(reload_s, proj_.groups[i].load_ms / 1000.0);
+  a.hold_s = std::max(reload_s * config_.scale_down_hold_per_load_s,
+                      config_.scale_down_min_hold_s);
+  const double window_s = std::min(a.hold_s, config_.scale_down_window_s);
+  // The window is a decreasing queue in time order: the highest rate of the
+  // last hold_s is its first sample that recent.
+  double window_peak = 0;
+  for (const RateSample& r : mem.window) {
+    if (Seconds(now_ - r.at) < window_s) {
+      window_peak = r.qps;
+      break;
+    }
+  }
+  a.peak = std::max(a.demand, window_peak);
   a.forecast = forecast;
   a.horizon_s = horizon_s;
   return a;
@@ -701,17 +718,17 @@ void Tick::ScaleDown(View& view, const std::vector<Eligible>& eligible, const As
   ModelMemory& mem = out_.memory.models[view.key];
   const double since_s =
       mem.last_change ? Seconds(now_ - *mem.last_change) : std::numeric_limits<double>::infinity();
-  if (mem.low_ticks < config_.scale_down_ticks || since_s < config_.scale_down_cooldown_s ||
-      view.managed.empty()) {
-    return;
-  }
+  const int low_ticks_needed = std::min<int>(
+      config_.scale_down_ticks, static_cast<int>(std::ceil(now.hold_s / config_.tick_s)));
+  const double cooldown_s = std::min(config_.scale_down_cooldown_s, now.hold_s);
+  if (mem.low_ticks < low_ticks_needed || since_s < cooldown_s || view.managed.empty()) return;
   // Worded only for an action (see Summary).
   auto wording = [&] {
     return Summary(view, now) + ", below low watermark " + Pct(config_.low_watermark) + " for " +
            std::to_string(mem.low_ticks) + " ticks, " + Fmt("%.0f s", since_s) +
-           " since the last change (cooldown " + Fmt("%.0f s", config_.scale_down_cooldown_s) +
+           " since the last change (cooldown " + Fmt("%.0f s", cooldown_s) +
            "), peak " + Qps(now.peak) + " in the last " +
-           Fmt("%.0f s", config_.scale_down_window_s);
+           Fmt("%.0f s", std::min(now.hold_s, config_.scale_down_window_s));
   };
   if (!view.pinned.empty() && now.peak <= now.pinned_qps * config_.target_utilization) {
     const std::string why = wording();

@@ -35,7 +35,9 @@
 //      consecutive ticks and scale_down_cooldown_s since this model's last
 //      change -> move to the target if it is cheaper (or as cheap and more
 //      accurate), sized for the peak demand of the last
-//      scale_down_window_s. Anything else holds.
+//      scale_down_window_s. Each of the three is capped by the hold: the
+//      current groups' load time x scale_down_hold_per_load_s, at least
+//      scale_down_min_hold_s. Anything else holds.
 // Each Action's reason carries the numbers behind it; `notes` says why a
 // model that needed a change was left alone (nothing larger fits, no option
 // meets the accuracy floor, an idle group still busy). Holding between the
@@ -86,6 +88,16 @@ struct AutoscalerConfig {
   // that swings faster than this keeps the capacity its peaks need instead of
   // reloading it every swing.
   double scale_down_window_s = 60;
+  // ... but none of the three holds above (ticks, cooldown, window) lasts
+  // longer than rebuilding the capacity would take, times this (and at
+  // least scale_down_min_hold_s): they shrink for a model whose groups load
+  // fast. Idle
+  // capacity is kept as long as its cost stays below what shedding it and
+  // loading it again would cost (the ski-rental rule), and a reload costs
+  // more than its load time: the queries that wait for it. A 0.3-s load
+  // holds 10 s after a spike, a 3-s load the whole minute.
+  double scale_down_hold_per_load_s = 20;
+  double scale_down_min_hold_s = 10;
   // No arrivals and no use for this long -> unload (frees memory for others).
   double idle_unload_s = 30;
   // Threads of all groups on a device <= cores x this. 1.0: intra-op threads

@@ -175,6 +175,9 @@ TEST(AutoscalerTest, AddsReplicasUnderRisingLoad) {
 
 TEST(AutoscalerTest, RemovesReplicasOnlyOnceThePeakLeavesTheWindowWhenLoadFalls) {
   Sim sim;
+  // Holds as for a slow load (scale_down_hold_per_load_s would cap them at
+  // 20 x the options' 0.5-s load: see AFastLoadShedsASpikeAfterItsHold...).
+  sim.config.scale_down_hold_per_load_s = 1000;
   sim.state.options = {Fp32()};
   sim.AddGroup(Fp32(), 1);
   ASSERT_EQ(sim.Step(300).size(), 1u);  // up to x5 at t = 0
@@ -195,6 +198,9 @@ TEST(AutoscalerTest, RemovesReplicasOnlyOnceThePeakLeavesTheWindowWhenLoadFalls)
 
 TEST(AutoscalerTest, RemovesReplicasOnlyAfterTheCooldown) {
   Sim sim;
+  // Holds as for a slow load (scale_down_hold_per_load_s would cap them at
+  // 20 x the options' 0.5-s load: see AFastLoadShedsASpikeAfterItsHold...).
+  sim.config.scale_down_hold_per_load_s = 1000;
   sim.config.scale_down_window_s = 0;  // the cooldown alone
   sim.state.options = {Fp32()};
   sim.AddGroup(Fp32(), 1);
@@ -213,6 +219,9 @@ TEST(AutoscalerTest, RemovesReplicasOnlyAfterTheCooldown) {
 
 TEST(AutoscalerTest, UpgradesToInt8WhenFp32CannotCarryTheLoadWithinTheCoresAndDowngradesLater) {
   Sim sim(/*cores=*/2);
+  // Holds as for a slow load (scale_down_hold_per_load_s would cap them at
+  // 20 x the options' 0.5-s load: see AFastLoadShedsASpikeAfterItsHold...).
+  sim.config.scale_down_hold_per_load_s = 1000;
   sim.state.options = {Fp32(), Int8()};
   sim.AddGroup(Fp32(), 1);
   EXPECT_TRUE(sim.Step(50).empty());
@@ -437,8 +446,35 @@ TEST(AutoscalerTest, DoesNotFlapWhenDemandOscillatesAroundTheLowWatermark) {
   EXPECT_TRUE(sim.all.empty()) << ToString(sim.all[0]);
 }
 
+TEST(AutoscalerTest, AFastLoadShedsASpikeAfterItsHoldNotTheWholeWindow) {
+  // Rebuilding takes a 0.5-s load: idle capacity is held 20 x that, 10 s,
+  // not the minute a slow load's would be.
+  Sim sim;
+  sim.state.options = {Fp32()};
+  sim.AddGroup(Fp32(), 1);
+  ASSERT_EQ(sim.Step(300).size(), 1u);  // a spike: up to x5 at t = 0
+  ASSERT_EQ(sim.Serving(), "ts-fp32@cpu1 x5");
+  for (int t = 1; t < 10; ++t) EXPECT_TRUE(sim.Step(50).empty()) << "t = " << t;
+  std::vector<Action> a = sim.Step(50);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].replicas, 1);
+  EXPECT_THAT(a[0].reason, AllOf(HasSubstr("for 10 ticks, 10 s since the last change (cooldown "
+                                           "10 s), peak 50.0 q/s in the last 10 s")));
+  // A slow load (3 s) keeps the whole minute.
+  Sim slow;
+  const VariantOption fp32_slow = Opt("ts-fp32", Cpu(1), 0.97, 10, 0, 1, /*load_ms=*/3000);
+  slow.state.options = {fp32_slow};
+  slow.AddGroup(fp32_slow, 1);
+  ASSERT_EQ(slow.Step(300).size(), 1u);
+  for (int t = 1; t < 60; ++t) EXPECT_TRUE(slow.Step(50).empty()) << "t = " << t;
+  EXPECT_EQ(slow.Step(50).size(), 1u);
+}
+
 TEST(AutoscalerTest, SwingsFasterThanTheWindowKeepThePeaksCapacity) {
   Sim sim;
+  // Holds as for a slow load (scale_down_hold_per_load_s would cap them at
+  // 20 x the options' 0.5-s load: see AFastLoadShedsASpikeAfterItsHold...).
+  sim.config.scale_down_hold_per_load_s = 1000;
   sim.state.options = {Fp32()};
   sim.AddGroup(Fp32(), 1);
   // 10 s at 150 q/s, 10 s at 40 q/s, 300 s in all: each low phase is long

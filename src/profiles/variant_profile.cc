@@ -11,6 +11,23 @@ std::string HardwareConfig::Name() const {
   return "cpu" + std::to_string(threads);
 }
 
+double LatencyCurve::Measured(int64_t batch) const {
+  // points are sorted by batch (Fit and FromJson sort them).
+  for (size_t i = 0; i + 1 < points.size(); ++i) {
+    const LatencyPoint& a = points[i];
+    const LatencyPoint& b = points[i + 1];
+    if (batch == a.batch) return a.latency_ms;
+    if (batch > a.batch && batch < b.batch) {
+      const double f =
+          static_cast<double>(batch - a.batch) / static_cast<double>(b.batch - a.batch);
+      return a.latency_ms + f * (b.latency_ms - a.latency_ms);
+    }
+  }
+  if (!points.empty() && points.back().batch == batch) return points.back().latency_ms;
+  if (!points.empty() && batch < points.front().batch) return points.front().latency_ms;
+  return std::max(Predict(batch), 0.0);
+}
+
 LatencyCurve LatencyCurve::Fit(std::vector<LatencyPoint> points) {
   LatencyCurve c;
   std::sort(points.begin(), points.end(),
@@ -108,6 +125,10 @@ StatusOr<VariantProfile> ProfileFromJson(const std::string& text, const std::str
       for (const auto& pt : h.at("latency").at("points")) {
         points.push_back({pt.at("batch").get<int64_t>(), pt.at("latency_ms").get<double>()});
       }
+      // Sorted, as Fit leaves them (a profile edited by hand may not be):
+      // LatencyCurve::Measured walks them in order.
+      std::sort(points.begin(), points.end(),
+                [](const LatencyPoint& a, const LatencyPoint& b) { return a.batch < b.batch; });
       hp.latency.points = points;
       hp.latency.intercept_ms = h.at("latency").at("intercept_ms").get<double>();
       hp.latency.slope_ms = h.at("latency").at("slope_ms").get<double>();

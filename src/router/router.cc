@@ -870,11 +870,11 @@ void Router::Dispatch(std::shared_ptr<Query> q, bool retry_on_missing) {
   ExecuteRequest r;
   r.group = std::move(group);
   r.instance_id = q->instance_id;
-  // A remote worker gets a copy: the query keeps its inputs for a retry
-  // elsewhere (the copy is what goes on the wire).
+  // A remote worker's stub copies the inputs onto the wire: the query keeps
+  // its own, for a retry elsewhere.
   q->remote = !stub->local();
   if (q->remote) {
-    r.inputs = q->inputs;
+    r.borrowed_inputs = &q->inputs;
   } else {
     r.inputs = std::move(q->inputs);
   }
@@ -903,12 +903,35 @@ void Router::Dispatch(std::shared_ptr<Query> q, bool retry_on_missing) {
 }
 
 bool Router::Retry(const std::shared_ptr<Query>& q, const Status& why) {
-  if (why.code() != StatusCode::kUnavailable && why.code() != StatusCode::kNotFound) return false;
-  if (++q->attempts >= kMaxAttempts) return false;
+  // A worker's refusal to queue (RESOURCE_EXHAUSTED: its queue is full, or
+  // it would answer after the deadline) speaks for its own queue only: the
+  // query may go to another holder of the group, though nothing is loaded
+  // for it (that is the autoscaler's call, on the demand).
+  const bool refused = why.code() == StatusCode::kResourceExhausted;
+  if (why.code() != StatusCode::kUnavailable && why.code() != StatusCode::kNotFound && !refused) {
+    return false;
+  }
+  if (q->attempts + 1 >= kMaxAttempts) return false;
   if (q->latency_slo_ms &&
       clock_.Now() - q->start >= std::chrono::duration<double, std::milli>(*q->latency_slo_ms)) {
     return false;  // no time left in its SLO
   }
+  if (refused) {
+    const std::string refusing = q->worker;
+    q->failed_workers.push_back(refusing);
+    ++q->attempts;
+    const auto snapshot = store_.Read();
+    if (!PickWorker(*q, snapshot->groups)) {  // leaves q as it was
+      q->failed_workers.pop_back();
+      --q->attempts;
+      return false;
+    }
+    spdlog::debug("query {}: worker {} refused it ({}); trying {} (attempt {} of {})", q->id,
+                  refusing, why.message(), q->worker, q->attempts + 1, kMaxAttempts);
+    Dispatch(q, false);
+    return true;
+  }
+  ++q->attempts;
   spdlog::info("query {}: worker {} answered {}; trying elsewhere (attempt {} of {})", q->id,
                q->worker, why.ToString(), q->attempts + 1, kMaxAttempts);
   // Neither a dead worker nor one without the group is tried again.

@@ -580,6 +580,33 @@ TEST_F(RouterZoneTest, HolderInTheRoutersZoneIsPreferred) {
   EXPECT_TRUE(b1_.executed().empty());
 }
 
+TEST_F(RouterZoneTest, AQueryARemoteWorkerRefusesGoesToAnotherHolderNeverBackNorToALoad) {
+  VersionPtr v = PublishTwoVariants();
+  a1_.SetRemote(true);
+  b1_.SetRemote(true);
+  a1_.AddGroup(v, kAsRegistered, Cpu1());
+  b1_.AddGroup(v, kAsRegistered, Cpu1());
+  a1_.Refuse(ResourceExhausted("cannot meet latency SLO on m:1#0: queue 3 queries"));
+  // The router's zone holds it and refuses: zone b answers, with the inputs
+  // the query kept.
+  auto r = Infer("m");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Param(*r, "somm_zone"), "b");
+  ASSERT_EQ(a1_.executed().size(), 1u);
+  ASSERT_EQ(b1_.executed().size(), 1u);
+  EXPECT_EQ(b1_.executed()[0].inputs.size(), 1u);
+  EXPECT_EQ(r->outputs.at(0).data, X().data);
+  // Both refuse: the answer is the refusal, each tried once, nothing loaded.
+  b1_.Refuse(ResourceExhausted("queue is full (8 queries)"));
+  r = Infer("m");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status().ToString();
+  EXPECT_EQ(a1_.executed().size(), 2u);
+  EXPECT_EQ(b1_.executed().size(), 2u);
+  EXPECT_TRUE(a1_.actions().empty());
+  EXPECT_TRUE(b1_.actions().empty());
+}
+
 TEST_F(RouterZoneTest, HolderInAnotherZoneServesWhenNoneIsInTheZone) {
   VersionPtr v = PublishTwoVariants();
   b1_.AddGroup(v, kAsRegistered, Cpu1());

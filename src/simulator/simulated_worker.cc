@@ -42,22 +42,7 @@ SimulatedWorker::SimulatedWorker(EventLoop& loop, cluster::ClusterStateStore& st
       replicas_since_(loop.Now()) {}
 
 double SimulatedWorker::ProfileMs(const Group& g, int64_t batch) const {
-  const auto& points = g.profile->latency.points;
-  // The measured points, interpolated: the profile's own figures where it
-  // has them; the fitted line beyond the last (and where there are none).
-  for (size_t i = 0; i + 1 < points.size(); ++i) {
-    const LatencyPoint& a = points[i];
-    const LatencyPoint& b = points[i + 1];
-    if (batch == a.batch) return a.latency_ms;
-    if (batch > a.batch && batch < b.batch) {
-      const double f =
-          static_cast<double>(batch - a.batch) / static_cast<double>(b.batch - a.batch);
-      return a.latency_ms + f * (b.latency_ms - a.latency_ms);
-    }
-  }
-  if (!points.empty() && points.back().batch == batch) return points.back().latency_ms;
-  if (!points.empty() && batch < points.front().batch) return points.front().latency_ms;
-  return std::max(g.profile->latency.Predict(batch), 0.0);
+  return g.profile->latency.Measured(batch);
 }
 
 SimulatedWorker::TimePoint SimulatedWorker::FreeAt(const Replica& r) const {
@@ -107,8 +92,9 @@ Status SimulatedWorker::Execute(ExecuteRequest& request, ExecuteCallback done) {
   std::shared_ptr<Group> g = it->second;
   const TimePoint now = loop_.Now();
   Query q;
-  q.samples = g->max_batch > 0 && !request.inputs.empty() && !request.inputs[0].shape.empty()
-                  ? std::max<int64_t>(request.inputs[0].shape[0], 1)
+  const std::vector<Tensor>& inputs = request.Inputs();
+  q.samples = g->max_batch > 0 && !inputs.empty() && !inputs[0].shape.empty()
+                  ? std::max<int64_t>(inputs[0].shape[0], 1)
                   : 1;
   q.enqueued = now;
   q.deadline = request.deadline;
@@ -179,7 +165,17 @@ void SimulatedWorker::StartBatch(const std::shared_ptr<Group>& g,
   std::vector<Query> batch;
   int64_t samples = 0;
   const int64_t cap = g->cap->cap();
+  // As the live batcher: the prefix ends where the cap would be passed, or
+  // where the batch would end after the tightest deadline in it.
+  TimePoint tightest = TimePoint::max();
   while (!g->queue.empty() && (batch.empty() || samples + g->queue.front().samples <= cap)) {
+    const Query& next = g->queue.front();
+    const TimePoint with_next = next.best_effort ? tightest : std::min(tightest, next.deadline);
+    if (!batch.empty() && with_next != TimePoint::max()) {
+      const auto us = g->predictor->PredictUs(samples + next.samples);
+      if (us && now + FromMs(*us / 1000.0) > with_next) break;
+    }
+    tightest = with_next;
     samples += g->queue.front().samples;
     g->queued_samples -= g->queue.front().samples;
     batch.push_back(std::move(g->queue.front()));
@@ -265,7 +261,7 @@ StatusOr<std::shared_ptr<SimulatedWorker::Group>> SimulatedWorker::NewGroup(
   const int64_t ceiling = BatchCeiling(c);
   const HardwareProfile* p = profile;
   g->predictor = std::make_unique<ComputePredictor>(
-      ceiling, [p](int64_t b) { return p->latency.Predict(b) * 1000.0; });
+      ceiling, [p](int64_t b) { return p->latency.Measured(b) * 1000.0; });
   g->cap = std::make_unique<BatchCapAimd>(ceiling);
   return g;
 }
@@ -445,7 +441,7 @@ cluster::WorkerReport SimulatedWorker::Report() {
     // As the live worker reports it (worker.cc): the batcher's learnt time
     // for a batch of 8 (1 when the model batches less) over the profile's.
     const int64_t probe = g->max_batch >= 8 ? 8 : 1;
-    const double profiled_us = g->profile->latency.Predict(probe) * 1000.0;
+    const double profiled_us = g->profile->latency.Measured(probe) * 1000.0;
     const auto learnt_us = g->predictor->PredictUs(probe);
     if (learnt_us && profiled_us > 0) s.observed_slowdown = *learnt_us / profiled_us;
     // Not "loading": the load was acknowledged and queries may queue here;

@@ -180,6 +180,7 @@ StatusOr<std::map<std::string, int>> StaticReplicas(const SimulationOptions& opt
   }
   const double duration_s = std::max(last_ms / 1000.0 / options.time_scale, 1e-9);
   std::map<std::string, int> out;
+  std::map<std::string, int> threads_of;  // per replica of the sized variant
   const auto& given =
       policy == Policy::kStaticPeak ? options.static_peak_replicas : options.static_avg_replicas;
   for (const std::string& model : models) {
@@ -219,6 +220,20 @@ StatusOr<std::map<std::string, int>> StaticReplicas(const SimulationOptions& opt
     const double rate = policy == Policy::kStaticPeak ? static_cast<double>(peak)
                                                       : static_cast<double>(total) / duration_s;
     out[model] = std::max(1, static_cast<int>(std::ceil(rate / capacity)));
+    threads_of[model] = std::max(hw.threads, 1);
+  }
+  // A plan beyond the cluster's cores (a spike's peak can be) is scaled down
+  // to them, every sized model alike: static provisioning can buy no more.
+  int64_t cores = 0;
+  for (const ZoneSpec& z : options.zones) cores += static_cast<int64_t>(z.workers) * z.cores;
+  if (options.zones.empty()) cores = static_cast<int64_t>(options.workers) * options.worker_cores;
+  int64_t wanted = 0;
+  for (const auto& [model, threads] : threads_of) wanted += out[model] * threads;
+  if (wanted > cores && cores > 0) {
+    const double f = static_cast<double>(cores) / static_cast<double>(wanted);
+    for (const auto& [model, threads] : threads_of) {
+      out[model] = std::max(1, static_cast<int>(std::floor(out[model] * f)));
+    }
   }
   return out;
 }
@@ -326,9 +341,9 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
     wo.latency_noise_sigma = options.latency_noise_sigma;
     wo.seed = options.seed * 1000003 + static_cast<uint64_t>(i);
     wo.prices = options.prices;
-    // Retries (and the copy of every query's inputs they need) matter only
-    // when workers die.
-    wo.remote = total_workers > 1 && options.fail_at_s >= 0;
+    // As a cluster's workers: the router retries a query one refuses or
+    // fails on another (the simulated queries carry no tensors to copy).
+    wo.remote = total_workers > 1;
     workers.push_back(std::make_unique<SimulatedWorker>(loop, store, wo));
     zone_of.push_back(&z);
     worker_alive.push_back({from_s, std::numeric_limits<double>::infinity()});

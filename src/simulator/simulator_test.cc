@@ -335,6 +335,7 @@ TEST(SimulationTest, OracleSendsNoQueryToTheNextIntervalsLoadingInstances) {
 TEST(SimulationTest, StaticReplicasAreSizedForThePeakAndTheMeanAtProfiledCapacity) {
   SimulationOptions o;
   o.repository = WriteRepository("static");
+  o.worker_cores = 4;
   // One replica carries 8 / 24 ms = 333 q/s at best. 9 s at 100 q/s, then
   // one second of 700: peak 700 -> 3 replicas, mean 160 q/s -> 1.
   loadgen::Trace trace = SteadyTrace(100, 9);
@@ -348,6 +349,12 @@ TEST(SimulationTest, StaticReplicasAreSizedForThePeakAndTheMeanAtProfiledCapacit
   ASSERT_TRUE(avg.ok()) << avg.status().ToString();
   EXPECT_EQ(peak->at("m"), 3);
   EXPECT_EQ(avg->at("m"), 1);
+  // A peak beyond the cluster's cores is cut to them: 2 one-thread replicas.
+  o.worker_cores = 2;
+  peak = StaticReplicas(o, trace, Policy::kStaticPeak);
+  ASSERT_TRUE(peak.ok()) << peak.status().ToString();
+  EXPECT_EQ(peak->at("m"), 2);
+  o.worker_cores = 4;
   // A plan given model by model (as a live run calibrated it) wins.
   o.static_peak_replicas["m"] = 5;
   peak = StaticReplicas(o, trace, Policy::kStaticPeak);

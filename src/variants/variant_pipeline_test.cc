@@ -3,6 +3,7 @@
 #include "variants/variant_pipeline.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <atomic>
@@ -192,6 +193,39 @@ TEST(LatencyCurveTest, DisturbedPointsAreBoundedByLargerBatchesAndBySerialRuns) 
   const LatencyCurve clean = LatencyCurve::Fit({{1, 2.5}, {2, 3.0}, {4, 4.0}, {8, 6.0}});
   EXPECT_NEAR(clean.intercept_ms, 2.0, 1e-9);
   EXPECT_NEAR(clean.slope_ms, 0.5, 1e-9);
+}
+
+TEST(LatencyCurveTest, MeasuredGivesThePointsWhereTheLineIsOff) {
+  // The demo digits-cnn's cpu1 profile once: a line bent by batch 64 puts
+  // batch 1 at 0.075 ms, measured at 0.18.
+  const LatencyCurve c = LatencyCurve::Fit(
+      {{1, 0.1827}, {2, 0.2952}, {4, 0.3758}, {8, 0.587}, {16, 1.0076}, {32, 1.9908}, {64, 5.047}});
+  EXPECT_LT(c.Predict(1), 0.1);
+  EXPECT_DOUBLE_EQ(c.Measured(1), 0.1827);
+  EXPECT_DOUBLE_EQ(c.Measured(8), 0.587);
+  EXPECT_DOUBLE_EQ(c.Measured(6), (0.3758 + 0.587) / 2);  // between 4 and 8
+  EXPECT_DOUBLE_EQ(c.Measured(128), c.Predict(128));        // past the last: the line
+  // Below the first point: the first point's time; no points: the line.
+  const LatencyCurve from4 = LatencyCurve::Fit({{4, 3.0}, {8, 5.0}});
+  EXPECT_DOUBLE_EQ(from4.Measured(1), 3.0);
+  LatencyCurve none;
+  none.intercept_ms = 1;
+  none.slope_ms = 0.5;
+  EXPECT_DOUBLE_EQ(none.Measured(4), 3.0);
+  // A profile edited by hand with its points out of order reads sorted.
+  VariantProfile p;
+  p.model = "m";
+  p.variant = "ts-fp32";
+  HardwareProfile hp;
+  hp.latency = LatencyCurve::Fit({{1, 1.0}, {4, 2.0}});
+  p.hardware = {hp};
+  nlohmann::json j = nlohmann::json::parse(ProfileToJson(p));
+  auto& points = j["hardware"][0]["latency"]["points"];
+  ASSERT_EQ(points.size(), 2u);
+  std::swap(points[0], points[1]);
+  auto read = ProfileFromJson(j.dump(), "edited");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_DOUBLE_EQ(read->hardware.at(0).latency.Measured(2), 1.0 + (2.0 - 1.0) / 3);
 }
 
 TEST(HostProbeTest, ParsesBf16FlagsFromCpuinfo) {

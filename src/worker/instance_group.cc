@@ -108,7 +108,7 @@ std::vector<cluster::InstanceState> InstanceGroup::Snapshot(const LatencyCurve& 
 
 std::optional<double> InstanceGroup::ObservedSlowdown(const LatencyCurve& curve,
                                                       int64_t batch) const {
-  const double profiled_us = curve.Predict(batch) * 1000.0;
+  const double profiled_us = curve.Measured(batch) * 1000.0;
   if (curve.points.empty() || !(profiled_us > 0)) return std::nullopt;
   const auto predicted = (*replicas())[0].batcher->PredictComputeUs(batch);
   if (!predicted) return std::nullopt;

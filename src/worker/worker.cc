@@ -143,7 +143,8 @@ Status Worker::Execute(ExecuteRequest& request, ExecuteCallback done) {
   }
   auto chosen = std::make_shared<int64_t>(-1);
   BatchTask task;
-  task.inputs = std::move(request.inputs);
+  task.inputs = request.borrowed_inputs != nullptr ? *request.borrowed_inputs
+                                                   : std::move(request.inputs);
   task.deadline = request.deadline;
   task.best_effort = request.best_effort;
   task.done = [done, chosen, device = std::move(device)](Status s, std::vector<Tensor> outputs,
@@ -280,7 +281,7 @@ StatusOr<std::vector<std::unique_ptr<Batcher>>> Worker::LoadReplicas(
       bo.preferred_batch_sizes = {1};
     }
     if (!curve.points.empty()) {
-      bo.predict_compute_us = [curve](int64_t batch) { return curve.Predict(batch) * 1000.0; };
+      bo.predict_compute_us = [curve](int64_t batch) { return curve.Measured(batch) * 1000.0; };
     }
     if (load.intra_op_threads <= 1) bo.inline_max_compute_us = options_.inline_max_compute_us;
     batchers.push_back(std::make_unique<Batcher>(

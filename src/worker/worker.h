@@ -79,8 +79,16 @@ struct ExecuteRequest {
   std::string group;          // GroupLabel: "digits-mlp:1:ts-fp32@cpu1"
   int64_t instance_id = -1;   // -1: the least loaded
   std::vector<Tensor> inputs; // checked (input_check.h), in model order
+  // Set instead of `inputs` when the caller keeps its inputs (a router, to
+  // retry a remote dispatch elsewhere): valid only until Execute returns, so
+  // a stub that sends them copies them out before (the wire's copy is then
+  // the only one).
+  const std::vector<Tensor>* borrowed_inputs = nullptr;
   SteadyClock::time_point deadline = SteadyClock::time_point::max();
   bool best_effort = false;
+  const std::vector<Tensor>& Inputs() const {
+    return borrowed_inputs != nullptr ? *borrowed_inputs : inputs;
+  }
 };
 
 struct ExecuteResult {

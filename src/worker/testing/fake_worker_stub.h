@@ -16,9 +16,11 @@
 // are carried out at once. Every action received is recorded, in order.
 //
 // Execute answers at once, inside the call: NotFound (leaving the request
-// as it was) when the group is not loaded here, else every model output as
-// a copy of the first input, from the group's first instance (or the one
-// asked for).
+// as it was) when the group is not loaded here, the status set with
+// Refuse() (as a worker's queue refuses: RESOURCE_EXHAUSTED), else every
+// model output as a copy of the first input, from the group's first
+// instance (or the one asked for). It stands in for a local worker, or with
+// SetRemote() for one in another process.
 //
 // Thread-safety: every method may be called concurrently. Callbacks run with
 // no lock held; the store is told before any `done` runs.
@@ -64,10 +66,17 @@ class FakeWorkerStub : public WorkerStub {
   // --- WorkerStub ---
 
   const std::string& id() const override { return options_.id; }
-  bool local() const override { return true; }  // as the LocalWorkerStub it stands in for
+  bool local() const override { return !remote_.load(); }
+  void SetRemote(bool remote) { remote_ = remote; }
+  // Executes answer `refusal` through `done` from now on (Ok: answer again).
+  void Refuse(Status refusal) {
+    MutexLock lock(&mu_);
+    refusal_ = std::move(refusal);
+  }
 
   Status Execute(ExecuteRequest& request, ExecuteCallback done) override {
     ExecuteResult result;
+    Status refused;
     {
       MutexLock lock(&mu_);
       auto it = groups_.find(request.group);
@@ -77,23 +86,35 @@ class FakeWorkerStub : public WorkerStub {
       }
       Group& g = it->second;
       executed_.push_back(request);
-      ++g.uses;
-      g.last_used = options_.clock();
-      const ModelConfig& config = g.version->config;
-      for (const TensorSpec& spec : config.outputs) {
-        Tensor out = request.inputs.empty() ? Tensor{} : request.inputs[0];
-        out.name = spec.name;
-        result.outputs.push_back(std::move(out));
+      if (request.borrowed_inputs != nullptr) {  // the caller's, only for this call
+        executed_.back().inputs = *request.borrowed_inputs;
+        executed_.back().borrowed_inputs = nullptr;
       }
-      result.stats.batch_size =
-          config.max_batch_size > 0 && !request.inputs.empty() && !request.inputs[0].shape.empty()
-              ? request.inputs[0].shape[0]
-              : 1;
-      result.stats.queue_ns = 1000;
-      result.stats.compute_ns = 2000;
-      result.stats.first_in_batch = true;  // every Execute is a batch of its own
-      result.instance_id = request.instance_id >= 0 ? request.instance_id : g.instance_ids.at(0);
-      result.device = Device{g.hardware.device, g.hardware.device_index}.ToString();
+      refused = refusal_;
+      if (refused.ok()) {
+        ++g.uses;
+        g.last_used = options_.clock();
+        const ModelConfig& config = g.version->config;
+        const std::vector<Tensor>& inputs = request.Inputs();
+        for (const TensorSpec& spec : config.outputs) {
+          Tensor out = inputs.empty() ? Tensor{} : inputs[0];
+          out.name = spec.name;
+          result.outputs.push_back(std::move(out));
+        }
+        result.stats.batch_size = config.max_batch_size > 0 && !inputs.empty() &&
+                                          !inputs[0].shape.empty()
+                                      ? inputs[0].shape[0]
+                                      : 1;
+        result.stats.queue_ns = 1000;
+        result.stats.compute_ns = 2000;
+        result.stats.first_in_batch = true;  // every Execute is a batch of its own
+        result.instance_id = request.instance_id >= 0 ? request.instance_id : g.instance_ids.at(0);
+        result.device = Device{g.hardware.device, g.hardware.device_index}.ToString();
+      }
+    }
+    if (!refused.ok()) {
+      done(std::move(refused));
+      return Status::Ok();
     }
     request.inputs.clear();  // taken
     done(std::move(result));
@@ -377,6 +398,8 @@ class FakeWorkerStub : public WorkerStub {
   std::deque<Pending> pending_ SOMM_GUARDED_BY(mu_);
   std::vector<WorkerAction> actions_ SOMM_GUARDED_BY(mu_);
   std::vector<ExecuteRequest> executed_ SOMM_GUARDED_BY(mu_);
+  Status refusal_ SOMM_GUARDED_BY(mu_);
+  std::atomic<bool> remote_{false};
   int loads_started_ SOMM_GUARDED_BY(mu_) = 0;
   int64_t next_instance_id_ SOMM_GUARDED_BY(mu_) = 0;
   int64_t sequence_ SOMM_GUARDED_BY(mu_) = 0;
