@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <ranges>
 #include <memory>
 #include <set>
 
@@ -97,6 +98,13 @@ class Harness {
   EventLoop& loop() { return loop_; }
   std::map<std::string, ZooModel>& zoo() { return zoo_; }
   std::map<std::string, Instance>& instances() { return instances_; }
+  // The instances of `m`, in key order: their keys start with the group
+  // label's "model:" (a query's loop over every instance of a 1,000-worker
+  // cluster cost more than all the rest of the replay).
+  auto InstancesOf(const ZooModel& m) {
+    return std::ranges::subrange(instances_.lower_bound(m.name + ":"),
+                                 instances_.lower_bound(m.name + ";"));
+  }
   double max_load_ms() const { return max_load_ms_; }
   int workers() const { return options_.workers; }
   const SimulationOptions& options() const { return options_; }
@@ -375,7 +383,7 @@ StatusOr<PolicyResult> RunInfaas(const SimulationOptions& options, const loadgen
     const ZooModel& m = h.zoo().at(q.model);
     std::vector<std::string> keys;
     std::vector<infaas::InstanceView> views;
-    for (auto& [key, inst] : h.instances()) {
+    for (auto& [key, inst] : h.InstancesOf(m)) {
       // A replaced instance serves until its replacement does (make before
       // break); the fast path prefers whichever is ready.
       if (inst.model != &m) continue;
@@ -391,7 +399,7 @@ StatusOr<PolicyResult> RunInfaas(const SimulationOptions& options, const loadgen
       // One replica more there (a first one, unless the worker already holds
       // the candidate, saturated).
       int have = 0;
-      for (const auto& [k, inst] : h.instances()) {
+      for (const auto& [k, inst] : h.InstancesOf(m)) {
         if (inst.model == &m && inst.cand == sel.candidate && inst.worker == sel.worker) {
           have = inst.replicas;
         }
@@ -582,7 +590,7 @@ StatusOr<PolicyResult> RunOracle(const SimulationOptions& options, const loadgen
              static_cast<double>(inst.in_flight) / std::max(inst.replicas, 1);
     };
     for (int pass = 0; pass < 2 && best == nullptr; ++pass) {
-      for (auto& [key, inst] : h.instances()) {
+      for (auto& [key, inst] : h.InstancesOf(m)) {
         if (inst.model != &m || (pass == 0 && inst.cand != want)) continue;
         if (best == nullptr || load_of(inst) < load_of(*best)) best = &inst;
       }
