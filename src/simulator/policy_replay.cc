@@ -116,11 +116,8 @@ class Harness {
   }
 
   int FreeCores(int w) const {
-    int used = 0;
-    for (const auto& [key, inst] : instances_) {
-      if (inst.worker == w) used += inst.replicas * inst.model->cands[inst.cand].cores;
-    }
-    return options_.worker_cores - used;
+    auto used = used_cores_.find(w);
+    return options_.worker_cores - (used == used_cores_.end() ? 0 : used->second);
   }
   int64_t FreeBytes(int w) const {
     return options_.worker_memory_bytes - workers_[w]->used_bytes();
@@ -165,6 +162,8 @@ class Harness {
     workers_[w]->Apply(std::move(wa), [&status](Status s) { status = std::move(s); });
     SOMM_RETURN_IF_ERROR(status);
     ++actions_by_kind_[kind];
+    const int before = it == instances_.end() ? 0 : it->second.replicas;
+    used_cores_[w] += (replicas - before) * cand.cores;
     if (replicas == 0) {
       instances_.erase(it);
       return std::string();
@@ -300,6 +299,7 @@ class Harness {
   std::map<std::string, ZooModel> zoo_;
   std::vector<std::unique_ptr<SimulatedWorker>> workers_;
   std::map<std::string, Instance> instances_;  // by Key
+  std::map<int, int> used_cores_;  // per worker: its instances' replicas x cores
   std::vector<QueryOutcome> outcomes_;
   std::map<std::string, int64_t> actions_by_kind_;
   int64_t cold_starts_ = 0;
@@ -314,7 +314,7 @@ int Grow(Harness& h, const ZooModel& m, size_t c, int n, const std::vector<bool>
   std::vector<int> order(h.workers());
   for (int w = 0; w < h.workers(); ++w) order[w] = w;
   std::map<int, int> held;
-  for (const auto& [key, inst] : h.instances()) {
+  for (const auto& [key, inst] : h.InstancesOf(m)) {
     if (inst.model == &m && inst.cand == c) held[inst.worker] = inst.replicas;
   }
   std::vector<int> free(h.workers());
@@ -534,7 +534,7 @@ StatusOr<PolicyResult> RunOracle(const SimulationOptions& options, const loadgen
         const int want = want_it == plan.replicas.end() ? 0 : want_it->second;
         std::vector<std::pair<std::string, int>> held;  // key, replicas
         int have = 0;
-        for (const auto& [key, inst] : h.instances()) {
+        for (const auto& [key, inst] : h.InstancesOf(m)) {
           if (inst.model == &m && inst.cand == c) {
             held.emplace_back(key, inst.replicas);
             have += inst.replicas;
