@@ -181,8 +181,9 @@ def quality_table(somm, others):
     out = [
         "### Decision quality at 1,000 workers",
         "",
-        "The same hour, zoo and cluster under the oracle and the INFaaS policy. Missed: feasible "
-        "queries not answered within their SLO.",
+        "The same hour, zoo and cluster under the oracle"
+        + (" and the INFaaS policy" if infaas else " (no INFaaS run: scale-infaas.json is missing)")
+        + ". Missed: feasible queries not answered within their SLO.",
         "",
         "| policy | attainment | USD | vs oracle | missed | vs INFaaS | rejections | cold starts "
         "| control actions |",
