@@ -916,32 +916,25 @@ bool Router::Retry(const std::shared_ptr<Query>& q, const Status& why) {
       clock_.Now() - q->start >= std::chrono::duration<double, std::milli>(*q->latency_slo_ms)) {
     return false;  // no time left in its SLO
   }
-  if (refused) {
-    const std::string refusing = q->worker;
-    q->failed_workers.push_back(refusing);
-    ++q->attempts;
-    const auto snapshot = store_.Read();
-    if (!PickWorker(*q, snapshot->groups)) {  // leaves q as it was
-      q->failed_workers.pop_back();
-      --q->attempts;
-      return false;
-    }
-    spdlog::debug("query {}: worker {} refused it ({}); trying {} (attempt {} of {})", q->id,
-                  refusing, why.message(), q->worker, q->attempts + 1, kMaxAttempts);
-    Dispatch(q, false);
-    return true;
-  }
   ++q->attempts;
-  spdlog::info("query {}: worker {} answered {}; trying elsewhere (attempt {} of {})", q->id,
-               q->worker, why.ToString(), q->attempts + 1, kMaxAttempts);
-  // Neither a dead worker nor one without the group is tried again.
-  q->failed_workers.push_back(q->worker);
+  // A refusal is routine under load: not worth a line each at info.
+  spdlog::log(refused ? spdlog::level::debug : spdlog::level::info,
+              "query {}: worker {} answered {}; trying elsewhere (attempt {} of {})", q->id,
+              q->worker, why.ToString(), q->attempts + 1, kMaxAttempts);
+  // Neither a dead worker, nor one without the group, nor one that refused
+  // it is tried again.
+  const std::string tried = q->worker;
+  q->failed_workers.push_back(tried);
   q->worker.clear();
   q->instance_id = -1;
   const auto snapshot = store_.Read();
   if (PickWorker(*q, snapshot->groups)) {
     Dispatch(q, false);
     return true;
+  }
+  if (refused) {  // no other holder: the refusal is the answer
+    q->worker = tried;
+    return false;
   }
   LoadThenDispatch(q, q->variant, q->hardware, 1,
                    "the worker that held it failed a query: " + why.message());
