@@ -4,10 +4,12 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <ranges>
 #include <memory>
 #include <set>
+#include <utility>
 
 #include "cluster/in_memory_store.h"
 #include "simulator/event_loop.h"
@@ -91,6 +93,8 @@ class Harness {
       wo.prices = options_.prices;
       workers_.push_back(std::make_unique<SimulatedWorker>(loop_, store_, wo));
     }
+    used_cores_.assign(options_.workers, 0);
+    used_bytes_.assign(options_.workers, 0);
     outcomes_.resize(trace_.queries.size());
     return Status::Ok();
   }
@@ -115,13 +119,12 @@ class Harness {
     return t0_ + FromMs(trace_.queries[i].timestamp_ms / options_.time_scale);
   }
 
-  int FreeCores(int w) const {
-    auto used = used_cores_.find(w);
-    return options_.worker_cores - (used == used_cores_.end() ? 0 : used->second);
-  }
-  int64_t FreeBytes(int w) const {
-    return options_.worker_memory_bytes - workers_[w]->used_bytes();
-  }
+  int FreeCores(int w) const { return options_.worker_cores - used_cores_[w]; }
+  int64_t FreeBytes(int w) const { return options_.worker_memory_bytes - used_bytes_[w]; }
+  // The workers whose cores or memory changed since the last call, each at
+  // least once: a replay that keeps per-worker views refreshes only these
+  // (rebuilding 1,000 views per query was most of the INFaaS replay's time).
+  std::vector<int> TakeChangedWorkers() { return std::exchange(changed_workers_, {}); }
 
   static std::string Key(const std::string& label, int w) {
     return label + "@" + std::to_string(w);
@@ -164,6 +167,8 @@ class Harness {
     ++actions_by_kind_[kind];
     const int before = it == instances_.end() ? 0 : it->second.replicas;
     used_cores_[w] += (replicas - before) * cand.cores;
+    used_bytes_[w] = workers_[w]->used_bytes();
+    changed_workers_.push_back(w);
     if (replicas == 0) {
       instances_.erase(it);
       return std::string();
@@ -299,7 +304,9 @@ class Harness {
   std::map<std::string, ZooModel> zoo_;
   std::vector<std::unique_ptr<SimulatedWorker>> workers_;
   std::map<std::string, Instance> instances_;  // by Key
-  std::map<int, int> used_cores_;  // per worker: its instances' replicas x cores
+  std::vector<int> used_cores_;       // per worker: its instances' replicas x cores
+  std::vector<int64_t> used_bytes_;  // per worker: its instances' memory
+  std::vector<int> changed_workers_;  // since the last TakeChangedWorkers
   std::vector<QueryOutcome> outcomes_;
   std::map<std::string, int64_t> actions_by_kind_;
   int64_t cold_starts_ = 0;
@@ -347,16 +354,31 @@ StatusOr<PolicyResult> RunInfaas(const SimulationOptions& options, const loadgen
   SOMM_RETURN_IF_ERROR(h.Init());
   std::vector<double> blacklisted_until(h.workers(), -1);
   auto now_s = [&h] { return Seconds(h.loop().Now() - h.t0()); };
-  auto worker_views = [&] {
-    std::vector<infaas::WorkerView> views(h.workers());
-    for (int w = 0; w < h.workers(); ++w) {
-      views[w].cores = options.worker_cores;
+  // Every worker's view, kept as it changes rather than rebuilt per query:
+  // the cores and memory of the workers a placement touched, and the
+  // blacklist flags whenever one lapses (they are set only at a tick).
+  std::vector<infaas::WorkerView> views(h.workers());
+  double next_lapse_s = -1;  // when the earliest blacklist still on lapses; -1: refresh now
+  auto worker_views = [&]() -> const std::vector<infaas::WorkerView>& {
+    for (int w : h.TakeChangedWorkers()) {
       views[w].free_cores = h.FreeCores(w);
       views[w].free_bytes = h.FreeBytes(w);
-      views[w].blacklisted = now_s() < blacklisted_until[w];
+    }
+    const double now = now_s();
+    if (next_lapse_s < 0 || now >= next_lapse_s) {
+      next_lapse_s = std::numeric_limits<double>::infinity();
+      for (int w = 0; w < h.workers(); ++w) {
+        views[w].blacklisted = now < blacklisted_until[w];
+        if (views[w].blacklisted) next_lapse_s = std::min(next_lapse_s, blacklisted_until[w]);
+      }
     }
     return views;
   };
+  for (int w = 0; w < h.workers(); ++w) {
+    views[w].cores = options.worker_cores;
+    views[w].free_cores = h.FreeCores(w);
+    views[w].free_bytes = h.FreeBytes(w);
+  }
   const double period_s = std::max(io.monitor_interval_s, 1e-3);
   auto view_of = [&](const Instance& inst) {
     infaas::InstanceView v;
@@ -385,20 +407,20 @@ StatusOr<PolicyResult> RunInfaas(const SimulationOptions& options, const loadgen
   auto arrive = [&](size_t i) {
     const loadgen::TraceQuery& q = trace.queries[i];
     const ZooModel& m = h.zoo().at(q.model);
-    std::vector<std::string> keys;
-    std::vector<infaas::InstanceView> views;
+    std::vector<const std::string*> keys;
+    std::vector<infaas::InstanceView> instance_views;
     for (auto& [key, inst] : h.InstancesOf(m)) {
       // A replaced instance serves until its replacement does (make before
       // break); the fast path prefers whichever is ready.
       if (inst.model != &m) continue;
-      keys.push_back(key);
-      views.push_back(view_of(inst));
+      keys.push_back(&key);
+      instance_views.push_back(view_of(inst));
     }
     const infaas::Selection sel =
-        infaas::SelectVariant(m.cands, views, worker_views(), q.latency_slo_ms, io);
+        infaas::SelectVariant(m.cands, instance_views, worker_views(), q.latency_slo_ms, io);
     std::string key;
     if (sel.ok && sel.instance >= 0) {
-      key = keys[sel.instance];
+      key = *keys[sel.instance];
     } else if (sel.ok) {
       // One replica more there (a first one, unless the worker already holds
       // the candidate, saturated).
@@ -423,15 +445,17 @@ StatusOr<PolicyResult> RunInfaas(const SimulationOptions& options, const loadgen
       inst.rate_qps = static_cast<double>(inst.sent_period) / period_s;
       inst.sent_period = 0;
     }
-    // Blacklists from this period's utilisation.
-    for (int w = 0; w < h.workers(); ++w) {
-      double busy = 0;
-      for (auto& [key, inst] : h.instances()) {
-        if (inst.worker != w) continue;
-        busy += infaas::WorkerUtilization(inst.model->cands, {view_of(inst)}, options.worker_cores);
-      }
-      blacklisted_until[w] = infaas::BlacklistedUntil(busy, now_s(), blacklisted_until[w], io);
+    // Blacklists from this period's utilisation, summed per worker in one
+    // pass over the instances.
+    std::vector<double> busy(h.workers(), 0.0);
+    for (auto& [key, inst] : h.instances()) {
+      busy[inst.worker] +=
+          infaas::WorkerUtilization(inst.model->cands, {view_of(inst)}, options.worker_cores);
     }
+    for (int w = 0; w < h.workers(); ++w) {
+      blacklisted_until[w] = infaas::BlacklistedUntil(busy[w], now_s(), blacklisted_until[w], io);
+    }
+    next_lapse_s = -1;
     // Replaced instances go once their replacement serves.
     std::vector<std::string> keys;
     for (auto& [key, inst] : h.instances()) keys.push_back(key);
@@ -444,7 +468,7 @@ StatusOr<PolicyResult> RunInfaas(const SimulationOptions& options, const loadgen
         (void)h.Set(*old.model, old.cand, old.worker, 0, /*replaced=*/true);
       }
     }
-    std::vector<infaas::WorkerView> wv = worker_views();
+    std::vector<infaas::WorkerView> wv = worker_views();  // a copy: updated below as this tick places
     for (const std::string& key : keys) {
       auto it = h.instances().find(key);
       if (it == h.instances().end() || !it->second.replaced_by.empty()) continue;
