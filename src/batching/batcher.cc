@@ -306,35 +306,23 @@ size_t Batcher::TasksForNextBatch(bool* ready, SteadyClock::time_point* wake_at)
     *ready = true;
     return 1;
   }
-  // The longest prefix of compatible tasks within the cap that, started
-  // now, still ends by the tightest deadline in it (a query with a tight SLO
-  // behind relaxed ones cuts the batch short rather than wait out a long
-  // one); the head always goes, even when it alone exceeds the cap.
   const int64_t cap = cap_.cap();
   const auto now = clock_.Now();
-  size_t count = 0;
-  int64_t samples = 0;
-  bool blocked = false;  // the prefix ends before the queue does
+  const NextBatch batch =
+      NextBatchOf(predictor_, cap, queue_.begin(), queue_.end(),
+                  [&](const Queued& q) -> std::optional<QueuedTaskView> {
+                    if (!SameSampleShape(head.task, q.task)) return std::nullopt;
+                    QueuedTaskView v{q.samples};
+                    if (HasSlo(q.task)) {
+                      v.slack_us =
+                          std::chrono::duration<double, std::micro>(q.task.deadline - now).count();
+                    }
+                    return v;
+                  });
+  const size_t count = batch.tasks;
+  const int64_t samples = batch.samples;
   auto tightest = SteadyClock::time_point::max();
-  auto tightest_slo = SteadyClock::time_point::max();  // of those not best effort
-  for (const Queued& q : queue_) {
-    if ((count > 0 && samples + q.samples > cap) || !SameSampleShape(head.task, q.task)) {
-      blocked = true;
-      break;
-    }
-    const auto with_q = HasSlo(q.task) ? std::min(tightest_slo, q.task.deadline) : tightest_slo;
-    if (count > 0 && with_q != SteadyClock::time_point::max()) {
-      const auto us = predictor_.PredictUs(samples + q.samples);
-      if (us && now + Micros(*us) > with_q) {
-        blocked = true;
-        break;
-      }
-    }
-    samples += q.samples;
-    tightest = std::min(tightest, q.task.deadline);
-    tightest_slo = with_q;
-    ++count;
-  }
+  for (size_t i = 0; i < count; ++i) tightest = std::min(tightest, queue_[i].task.deadline);
   *wake_at = head.enqueued + std::chrono::microseconds(options_.max_queue_delay_us);
   if (tightest != SteadyClock::time_point::max()) {
     // Start late enough to gather company, early enough that a full batch
@@ -344,7 +332,7 @@ size_t Batcher::TasksForNextBatch(bool* ready, SteadyClock::time_point* wake_at)
     *wake_at = std::min(*wake_at, tightest - Micros(full_us + margin_us));
   }
   *ready =
-      blocked || samples >= cap || stopping_ || options_.max_queue_delay_us == 0 || now >= *wake_at;
+      batch.cut || samples >= cap || stopping_ || options_.max_queue_delay_us == 0 || now >= *wake_at;
   return count;
 }
 

@@ -10,11 +10,16 @@
 //     Additive increase after a batch that met every deadline in it,
 //     multiplicative decrease after one that did not.
 //   * PredictQueueUs: the compute time of queued samples cut at the cap.
+//   * NextBatchOf: which queued tasks form the next batch. The live batcher
+//     and the simulator's worker both batch by it.
 //
 // Thread-safety: none (values; the owner serialises access).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <functional>
 #include <optional>
 #include <vector>
@@ -76,5 +81,52 @@ class BatchCapAimd {
 // knows nothing (even for zero samples, which otherwise take zero time).
 std::optional<double> PredictQueueUs(const ComputePredictor& predictor, int64_t samples,
                                      int64_t cap);
+
+// One queued task as the batch rule sees it: its samples, and the time left
+// until its deadline (+infinity for a task without an SLO, or best effort).
+struct QueuedTaskView {
+  int64_t samples = 1;
+  double slack_us = std::numeric_limits<double>::infinity();
+};
+
+// The next batch: how many tasks from the head of the queue, and their samples.
+struct NextBatch {
+  size_t tasks = 0;
+  int64_t samples = 0;
+  bool cut = false;  // it ends before the queue does: the cap, a deadline or a task that cannot join
+};
+
+// The longest prefix of the queue [first, last) within `cap` samples that,
+// started now, still ends by the tightest deadline in it as `predictor` times
+// it: a query with a tight SLO behind relaxed ones cuts the batch short rather
+// than wait out a long one. The head always goes, even past the cap or its own
+// deadline (dropping late tasks is the caller's). `view(task)` gives a task's
+// QueuedTaskView, or nullopt for one that cannot share the head's batch (it
+// ends the prefix).
+template <class It, class ViewOf>
+NextBatch NextBatchOf(const ComputePredictor& predictor, int64_t cap, It first, It last,
+                      ViewOf&& view) {
+  NextBatch batch;
+  double tightest_us = std::numeric_limits<double>::infinity();
+  for (It it = first; it != last; ++it) {
+    const std::optional<QueuedTaskView> task = view(*it);
+    if (!task || (batch.tasks > 0 && batch.samples + task->samples > cap)) {
+      batch.cut = true;
+      break;
+    }
+    const double with_task = std::min(tightest_us, task->slack_us);
+    if (batch.tasks > 0 && std::isfinite(with_task)) {
+      const std::optional<double> us = predictor.PredictUs(batch.samples + task->samples);
+      if (us && *us > with_task) {
+        batch.cut = true;
+        break;
+      }
+    }
+    tightest_us = with_task;
+    batch.samples += task->samples;
+    ++batch.tasks;
+  }
+  return batch;
+}
 
 }  // namespace somm

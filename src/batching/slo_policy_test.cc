@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <vector>
 
 namespace somm {
 namespace {
@@ -84,6 +86,57 @@ TEST(PredictQueueUsTest, CutsSamplesIntoFullBatchesAndARemainder) {
   EXPECT_DOUBLE_EQ(*PredictQueueUs(p, 0, 4), 0);
   EXPECT_DOUBLE_EQ(*PredictQueueUs(p, 4, 4), 140);
   EXPECT_DOUBLE_EQ(*PredictQueueUs(p, 11, 4), 2 * 140 + 130);
+}
+
+// Each queued task: samples and slack (µs until its deadline; inf: none).
+NextBatch Next(const ComputePredictor& p, int64_t cap, const std::vector<QueuedTaskView>& q) {
+  return NextBatchOf(p, cap, q.begin(), q.end(),
+                     [](const QueuedTaskView& t) -> std::optional<QueuedTaskView> { return t; });
+}
+
+constexpr double kNone = std::numeric_limits<double>::infinity();
+
+TEST(NextBatchOfTest, TakesTheWholeQueueWithinTheCap) {
+  ComputePredictor p(8, [](int64_t n) { return 100.0 * static_cast<double>(n); });
+  const NextBatch b = Next(p, 8, {{1, kNone}, {2, kNone}, {1, kNone}});
+  EXPECT_EQ(b.tasks, 3u);
+  EXPECT_EQ(b.samples, 4);
+  EXPECT_FALSE(b.cut);
+}
+
+TEST(NextBatchOfTest, TheCapEndsTheBatchButTheHeadAlwaysGoes) {
+  ComputePredictor p(8, [](int64_t n) { return 100.0 * static_cast<double>(n); });
+  NextBatch b = Next(p, 4, {{3, kNone}, {2, kNone}});
+  EXPECT_EQ(b.tasks, 1u);
+  EXPECT_TRUE(b.cut);
+  b = Next(p, 4, {{6, kNone}, {1, kNone}});  // a head past the cap still goes, alone
+  EXPECT_EQ(b.tasks, 1u);
+  EXPECT_EQ(b.samples, 6);
+}
+
+TEST(NextBatchOfTest, ATightDeadlineBehindRelaxedOnesCutsTheBatchShort) {
+  // 100 µs per sample: three samples end at 300 µs, four at 400.
+  ComputePredictor p(8, [](int64_t n) { return 100.0 * static_cast<double>(n); });
+  NextBatch b = Next(p, 8, {{1, 10'000}, {1, 10'000}, {1, 350}, {1, 10'000}});
+  EXPECT_EQ(b.tasks, 3u);  // the fourth would end the batch after the third's deadline
+  EXPECT_TRUE(b.cut);
+  b = Next(p, 8, {{1, 10'000}, {1, 10'000}, {1, 250}});
+  EXPECT_EQ(b.tasks, 2u);  // the tight one itself would end late in a batch of 3: it waits
+  // Without an SLO nothing cuts short.
+  b = Next(p, 8, {{1, kNone}, {1, kNone}, {1, kNone}, {1, kNone}});
+  EXPECT_EQ(b.tasks, 4u);
+}
+
+TEST(NextBatchOfTest, ATaskThatCannotJoinEndsThePrefix) {
+  ComputePredictor p(8, [](int64_t) { return 100.0; });
+  const std::vector<int> shapes = {1, 1, 2, 1};
+  const NextBatch b = NextBatchOf(p, 8, shapes.begin(), shapes.end(),
+                                  [](int shape) -> std::optional<QueuedTaskView> {
+                                    if (shape != 1) return std::nullopt;
+                                    return QueuedTaskView{1};
+                                  });
+  EXPECT_EQ(b.tasks, 2u);
+  EXPECT_TRUE(b.cut);
 }
 
 }  // namespace

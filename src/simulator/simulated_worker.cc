@@ -162,21 +162,20 @@ void SimulatedWorker::StartBatch(const std::shared_ptr<Group>& g,
     expired.push_back(std::move(head));
     g->queue.pop_front();
   }
+  // The live batcher's rule (batching/slo_policy.h).
+  const NextBatch next = NextBatchOf(
+      *g->predictor, g->cap->cap(), g->queue.begin(), g->queue.end(),
+      [now](const Query& q) -> std::optional<QueuedTaskView> {
+        QueuedTaskView v{q.samples};
+        if (q.deadline != TimePoint::max() && !q.best_effort) {
+          v.slack_us = std::chrono::duration<double, std::micro>(q.deadline - now).count();
+        }
+        return v;
+      });
+  const int64_t samples = next.samples;
   std::vector<Query> batch;
-  int64_t samples = 0;
-  const int64_t cap = g->cap->cap();
-  // As the live batcher: the prefix ends where the cap would be passed, or
-  // where the batch would end after the tightest deadline in it.
-  TimePoint tightest = TimePoint::max();
-  while (!g->queue.empty() && (batch.empty() || samples + g->queue.front().samples <= cap)) {
-    const Query& next = g->queue.front();
-    const TimePoint with_next = next.best_effort ? tightest : std::min(tightest, next.deadline);
-    if (!batch.empty() && with_next != TimePoint::max()) {
-      const auto us = g->predictor->PredictUs(samples + next.samples);
-      if (us && now + FromMs(*us / 1000.0) > with_next) break;
-    }
-    tightest = with_next;
-    samples += g->queue.front().samples;
+  batch.reserve(next.tasks);
+  for (size_t i = 0; i < next.tasks; ++i) {
     g->queued_samples -= g->queue.front().samples;
     batch.push_back(std::move(g->queue.front()));
     g->queue.pop_front();
