@@ -171,10 +171,11 @@ def control_plane(workers, routers):
     return watcher, total
 
 
-def quality_table(somm, others):
+def quality_table(somm, others, variants=()):
     """Decision quality on the hour: each policy's attainment, cost against the
-    oracle's, and SLOs missed against INFaaS's."""
-    rows = [("somm", somm)] + sorted(others.items())
+    oracle's, and SLOs missed against INFaaS's. `variants`: (label, result) of
+    further somm runs with other settings (scale-somm-<label>.json)."""
+    rows = [("somm", somm)] + [(f"somm, {label}", p) for label, p in variants] + sorted(others.items())
     oracle_usd = others["oracle"]["usd"]
     infaas = others.get("infaas")
 
@@ -245,8 +246,17 @@ def report(d):
         if os.path.exists(path):
             with open(path) as f:
                 others[name] = json.load(f)["policies"][name]
+    # Further somm runs of the same hour with other settings, named by file:
+    # scale-somm-idle-unload-s-15.json -> "somm, --idle-unload-s 15".
+    variants = []
+    for path in sorted(glob.glob(os.path.join(d, "scale-somm-*.json"))):
+        label = os.path.basename(path)[len("scale-somm-"):-len(".json")]
+        m = re.match(r"([a-z-]+?)-([\d.]+)$", label)
+        label = f"--{m.group(1)} {m.group(2)}" if m else label
+        with open(path) as f:
+            variants.append((label, json.load(f)["policies"]["somm"]))
     if os.path.exists(scale_path) and "oracle" in others:
-        lines += quality_table(somm, others)
+        lines += quality_table(somm, others, variants)
     fdir = os.path.join(d, "failures")
     if os.path.exists(os.path.join(fdir, "base.json")):
         with open(os.path.join(fdir, "base.json")) as f:
