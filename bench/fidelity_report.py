@@ -15,6 +15,7 @@ second) and the simulator's replica-seconds. Standard library only.
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -36,8 +37,9 @@ def main():
     for path in a.sims:
         with open(path) as f:
             p = json.load(f)["policies"]["somm"]
-        seed = os.path.splitext(os.path.basename(path))[0]
-        rows.append((f"simulated, {seed}", p["feasible"], p["met"], p["attainment"],
+        name = os.path.splitext(os.path.basename(path))[0]
+        seed = re.search(r"seed(\d+)$", name)
+        rows.append((f"simulated, seed {seed.group(1)}" if seed else f"simulated, {name}", p["feasible"], p["met"], p["attainment"],
                      p["instance_seconds"], p["rejections"], p["expired"], p["late"],
                      p["cold_starts"]))
     out = ["| run | feasible | met | attainment | instance-s | rejections | expired | late "
