@@ -171,7 +171,13 @@ TEST_F(BatchJobsTest, AJobLeftRunningOnDiskResumesAtTheNextStart) {
     auto s = jobs.Submit(spec, {});
     ASSERT_TRUE(s.ok());
     id = s->id;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // Stop it once some answers are written, however slow this machine is
+    // (a fixed 100 ms was sometimes too short under ThreadSanitizer).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while ((!fs::exists(dir_ / "out") || Files(".json") == 0) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
   }  // Shutdown: it stays RUNNING on disk
   const size_t before = Files(".json");
   EXPECT_GT(before, 0u);
