@@ -206,6 +206,10 @@ int main(int argc, char** argv) {
   rollout_cmd->add_flag("--manual", rollout.manual,
                         "With --version: hold at --percent until told (still rolled back when "
                         "worse)");
+  rollout_cmd->add_option("--bounds", rollout.bounds,
+                          "With --version: what rolls it back, as JSON (max_accuracy_drop, "
+                          "max_error_rate_increase, max_latency_ratio, latency_floor_ms, ...; "
+                          "those left out keep their defaults)");
   rollout_cmd->add_flag("--promote", rollout.promote, "Promote the canary to 100% now");
   rollout_cmd->add_flag("--rollback", rollout.rollback, "Roll the canary back now");
   rollout_cmd->add_option("--set-percent", rollout.set_percent, "Set the canary's share now")

@@ -198,8 +198,13 @@ TEST_F(RolloutE2ETest, AnOperatorStartsReadsAndRollsBackOverRestGrpcAndTheCli) {
   AddVersion(4, /*shifted=*/false);
   const std::string url = "--url 127.0.0.1:" + std::to_string(server_->http_port());
   const std::string grpc = "-i grpc --url 127.0.0.1:" + std::to_string(server_->grpc_port());
-  auto [rc, out] = Run(SommBinary() + " rollout digits-mlp --version 4 --percent 30 --manual " +
-                       grpc + " --reason 'held by hand'");
+  // A bad --bounds is refused before anything is sent.
+  auto [rc, out] = Run(SommBinary() + " rollout digits-mlp --version 4 --bounds '[1]' " + url);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("--bounds must be a JSON object"), std::string::npos) << out;
+  // The latency rule out of the way, as kQuickBounds says why.
+  std::tie(rc, out) = Run(SommBinary() + " rollout digits-mlp --version 4 --percent 30 --manual " +
+                          grpc + " --reason 'held by hand' --bounds '{\"max_latency_ratio\": 1000}'");
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("split canary of version 4"), std::string::npos) << out;
   EXPECT_NE(out.find("30%"), std::string::npos) << out;

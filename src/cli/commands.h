@@ -238,6 +238,7 @@ struct RolloutOptions {
   bool shadow = false;
   std::string steps;    // "10,25,50,100"
   bool manual = false;  // held at --percent until told
+  std::string bounds;   // with version: the rollback bounds, a JSON object ("" = the server's)
   bool promote = false;
   bool rollback = false;
   int set_percent = -1;

@@ -60,6 +60,9 @@ StatusOr<std::string> ChangeOf(const RolloutOptions& o) {
   if (changes > 1) {
     return InvalidArgument("give one of --version, --promote, --rollback and --set-percent");
   }
+  if (!o.bounds.empty() && o.version.empty()) {
+    return InvalidArgument("--bounds goes with --version (the canary it starts)");
+  }
   json j = json::object();
   if (!o.reason.empty()) j["reason"] = o.reason;
   if (o.promote) {
@@ -74,6 +77,14 @@ StatusOr<std::string> ChangeOf(const RolloutOptions& o) {
     if (o.percent >= 0) j["percent"] = o.percent;
     if (o.shadow) j["mode"] = "shadow";
     if (o.manual) j["automatic"] = false;
+    if (!o.bounds.empty()) {
+      json bounds = json::parse(o.bounds, nullptr, /*allow_exceptions=*/false);
+      if (bounds.is_discarded() || !bounds.is_object()) {
+        return InvalidArgument("--bounds must be a JSON object, for example "
+                               "'{\"max_latency_ratio\": 2}', got '" + o.bounds + "'");
+      }
+      j["bounds"] = std::move(bounds);
+    }
     if (!o.steps.empty()) {
       json steps = json::array();
       std::stringstream in(o.steps);
