@@ -232,16 +232,26 @@ try {
     check(rows[s.labels.reason] === sum(m, s.name, (l) => l.reason === s.labels.reason), `failures ${s.labels.reason} = /metrics`);
   }
   // Cost per hour, from the replicas the workers API lists at the price list.
-  const w = await getJson("/v2/somm/workers");
-  let usdPerHour = 0;
-  for (const wk of w.workers) {
-    for (const g of wk.groups) {
-      const threads = Number(g.hardware.replace(/^cpu/, ""));
-      usdPerHour += g.hardware.startsWith("cuda") ? g.replicas * o.cluster.prices.gpu_usd_per_hour
-                                                  : g.replicas * threads * o.cluster.prices.cpu_thread_usd_per_hour;
+  // The autoscaler may still change a replica count between the two reads
+  // (the page polls every 2 s): read both again until they agree (30 s at most).
+  const usdPerHourOf = (w) => {
+    let usd = 0;
+    for (const wk of w.workers) {
+      for (const g of wk.groups) {
+        const threads = Number(g.hardware.replace(/^cpu/, ""));
+        usd += g.hardware.startsWith("cuda") ? g.replicas * o.cluster.prices.gpu_usd_per_hour
+                                             : g.replicas * threads * o.cluster.prices.cpu_thread_usd_per_hour;
+      }
     }
+    return usd;
+  };
+  let cost = NaN, usdPerHour = NaN;
+  for (let tries = 0; tries < 12; tries++) {
+    usdPerHour = usdPerHourOf(await getJson("/v2/somm/workers"));
+    cost = await figure("cost");
+    if (Math.abs(cost - usdPerHour) < 1e-9) break;
+    await sleep(2500);
   }
-  const cost = await figure("cost");
   check(Math.abs(cost - usdPerHour) < 1e-9, `cost per hour on the page = replicas x prices (${cost.toFixed(4)} $/h)`);
   const perModel = await page.$$eval("#per-model tr[data-model]", (trs) =>
     Object.fromEntries(trs.map((tr) => [tr.dataset.model, Number(tr.children[3].dataset.value)])));
@@ -315,10 +325,17 @@ try {
     await r.arrayBuffer();
     if (r.ok) answered++; else await sleep(1000);
   }
-  await page.goto(`${base}/dashboard/#decisions`, {waitUntil: "load"});
-  await waitRendered("decisions");
-  const decisions = (await getJson("/v2/somm/decisions?limit=1000")).decisions;
-  const allRows = await page.$$eval("#decisions tbody tr", (r) => r.length);
+  // A decision logged between the page's read and the API's (a query still
+  // in flight, a background load's own): read both again until they agree.
+  let decisions = [], allRows = -1;
+  for (let tries = 0; tries < 10; tries++) {
+    await page.goto(`${base}/dashboard/#decisions`, {waitUntil: "load"});
+    await waitRendered("decisions");
+    decisions = (await getJson("/v2/somm/decisions?limit=1000")).decisions;
+    allRows = await page.$$eval("#decisions tbody tr", (r) => r.length);
+    if (allRows === decisions.length && allRows > 0) break;
+    await sleep(1000);
+  }
   check(allRows === decisions.length && allRows > 0, `every logged decision is listed (${allRows})`);
   // Predicted against actual: each answered query's measured latency.
   const measured = decisions.filter((d) => d.actual_latency_ms !== undefined);
