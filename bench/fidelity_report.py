@@ -39,9 +39,9 @@ def main():
             p = json.load(f)["policies"]["somm"]
         name = os.path.splitext(os.path.basename(path))[0]
         seed = re.search(r"seed(\d+)$", name)
-        rows.append((f"simulated, seed {seed.group(1)}" if seed else f"simulated, {name}", p["feasible"], p["met"], p["attainment"],
-                     p["instance_seconds"], p["rejections"], p["expired"], p["late"],
-                     p["cold_starts"]))
+        label = f"simulated, seed {seed.group(1)}" if seed else f"simulated, {name}"
+        rows.append((label, p["feasible"], p["met"], p["attainment"], p["instance_seconds"],
+                     p["rejections"], p["expired"], p["late"], p["cold_starts"]))
     out = ["| run | feasible | met | attainment | instance-s | rejections | expired | late "
            "| cold starts |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, feas, met, att, inst, rej, exp, late, cold in rows:

@@ -95,6 +95,7 @@ class Harness {
     }
     used_cores_.assign(options_.workers, 0);
     used_bytes_.assign(options_.workers, 0);
+    changed_.assign(options_.workers, false);
     outcomes_.resize(trace_.queries.size());
     return Status::Ok();
   }
@@ -121,10 +122,14 @@ class Harness {
 
   int FreeCores(int w) const { return options_.worker_cores - used_cores_[w]; }
   int64_t FreeBytes(int w) const { return options_.worker_memory_bytes - used_bytes_[w]; }
-  // The workers whose cores or memory changed since the last call, each at
-  // least once: a replay that keeps per-worker views refreshes only these
+  // The workers whose cores or memory changed since the last call, each
+  // once: a replay that keeps per-worker views refreshes only these
   // (rebuilding 1,000 views per query was most of the INFaaS replay's time).
-  std::vector<int> TakeChangedWorkers() { return std::exchange(changed_workers_, {}); }
+  // Bounded by the workers, also for a replay that never asks.
+  std::vector<int> TakeChangedWorkers() {
+    for (int w : changed_workers_) changed_[w] = false;
+    return std::exchange(changed_workers_, {});
+  }
 
   static std::string Key(const std::string& label, int w) {
     return label + "@" + std::to_string(w);
@@ -168,7 +173,10 @@ class Harness {
     const int before = it == instances_.end() ? 0 : it->second.replicas;
     used_cores_[w] += (replicas - before) * cand.cores;
     used_bytes_[w] = workers_[w]->used_bytes();
-    changed_workers_.push_back(w);
+    if (!changed_[w]) {
+      changed_[w] = true;
+      changed_workers_.push_back(w);
+    }
     if (replicas == 0) {
       instances_.erase(it);
       return std::string();
@@ -307,6 +315,7 @@ class Harness {
   std::vector<int> used_cores_;       // per worker: its instances' replicas x cores
   std::vector<int64_t> used_bytes_;  // per worker: its instances' memory
   std::vector<int> changed_workers_;  // since the last TakeChangedWorkers
+  std::vector<bool> changed_;         // per worker: listed in changed_workers_
   std::vector<QueryOutcome> outcomes_;
   std::map<std::string, int64_t> actions_by_kind_;
   int64_t cold_starts_ = 0;
