@@ -12,6 +12,10 @@ namespace somm::control {
 namespace {
 
 constexpr double kCostEpsilon = 1e-12;  // USD/s; prices are ~1e-5
+// Scale up once the wait tail is this many times the target it was sized
+// for: the tail falls about e-fold per replica added, so the band is about
+// one replica wide and a model on its tail bound does not step every tick.
+constexpr double kWaitTailSlack = 4;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -46,6 +50,7 @@ struct Target {
   ReplicaCapacity capacity;
   double demand = 0;  // the rate it was sized for
   double cost = 0;    // USD/s
+  double latency_slo_ms = 0;  // the SLO it was sized for (0 = none)
   bool short_of_demand = false;
   std::string limits;  // what capped the replicas, when short
 };
@@ -110,6 +115,20 @@ struct Projection {
     }
     return bytes;
   }
+  // Every model's evictable threads on `device`, less `key`'s own: the
+  // cores that evicting idle groups would hand to `key`.
+  int EvictableThreads(const std::string& device, const std::string& key) const {
+    int threads = TotalsOn(device).evictable_threads;
+    if (!IsBusyKey(key)) {
+      for (size_t i : KeyGroups(key)) {
+        const GroupState& g = groups[i];
+        if (!removed[i] && g.device == device && Evictable(g)) {
+          threads -= g.replicas * std::max(g.hardware.threads, 1);
+        }
+      }
+    }
+    return threads;
+  }
   // Threads on `device` of every group except `key`'s unpinned ones (those
   // are what the model's new configuration replaces).
   int OtherThreads(const std::string& device, const std::string& key) const {
@@ -127,6 +146,7 @@ struct Projection {
   struct Totals {
     int64_t evictable_bytes = 0;  // groups not removed, Evictable, of models without arrivals
     int threads = 0;              // groups not removed
+    int evictable_threads = 0;    // of the groups counted in evictable_bytes
   };
   const std::vector<size_t>& KeyGroups(const std::string& key) const {
     static const std::vector<size_t> kNone;
@@ -141,7 +161,10 @@ struct Projection {
       const GroupState& g = groups[i];
       if (removed[i] || g.device != device) continue;
       t.threads += g.replicas * std::max(g.hardware.threads, 1);
-      if (!IsBusyKey(keys_[i]) && Evictable(g)) t.evictable_bytes += g.replicas * g.memory_bytes;
+      if (!IsBusyKey(keys_[i]) && Evictable(g)) {
+        t.evictable_bytes += g.replicas * g.memory_bytes;
+        t.evictable_threads += g.replicas * std::max(g.hardware.threads, 1);
+      }
     }
     return totals_.emplace(device, t).first->second;
   }
@@ -204,6 +227,7 @@ class Tick {
   std::vector<View> Views() const;
   void UpdateForecasts(std::vector<View>& views, double dt);
   void UnloadIdle(View& view);
+  bool EvictForCores(View& view, const VariantOption& o, int replicas, const std::string& reason);
   // The model's current groups against its demand.
   struct Assessment {
     double managed_qps = 0;  // capacity of the unpinned groups
@@ -216,6 +240,9 @@ class Tick {
     double hold_s = 0;     // caps each of the scale-down holds (rule 5)
     double forecast = 0;   // Forecast() over horizon_s
     double horizon_s = 0;
+    // P(a query waits past its slack) on the managed groups at `demand`
+    // (WaitTail); 0 without an SLO.
+    double wait_tail = 0;
     std::string slo_note;  // set when serving best effort
     double Capacity() const { return managed_qps + pinned_qps; }
     double Utilisation(double qps) const {
@@ -442,11 +469,16 @@ std::optional<Target> Tick::Choose(const View& view, const std::vector<Eligible>
     t.option = e.option;
     t.capacity = e.capacity;
     t.demand = demand;
+    t.latency_slo_ms = pinned_qps <= 0 ? view.demand.latency_slo_ms : 0;
     const double need_qps = t.demand / config_.target_utilization - pinned_qps;
-    const int n_need =
+    int n_need =
         need_qps <= 0
             ? 1
             : static_cast<int>(std::min(1e6, std::ceil(need_qps / e.capacity.qps - 1e-9)));
+    if (pinned_qps <= 0) {
+      n_need = std::max(n_need, ReplicasForWaitTail(t.demand, e.capacity, view.demand.latency_slo_ms,
+                                                    config_.queueing_miss_target, n_need));
+    }
     int have = 0;
     for (size_t i : view.managed) {
       if (SameOption(proj_.groups[i], o)) have = proj_.groups[i].replicas;
@@ -455,7 +487,11 @@ std::optional<Target> Tick::Choose(const View& view, const std::vector<Eligible>
     const int slots =
         static_cast<int>(std::floor(dev->cores * config_.max_oversubscription + 1e-9));
     const int other_threads = proj_.OtherThreads(o.device, view.key);
-    const int n_cores = std::max(0, slots - other_threads) / threads;
+    // Idle groups of other models give their cores back as they give their
+    // memory (Apply evicts them): at scale, the long tail's idle replicas
+    // held every core of the cluster and a busy model could not grow.
+    const int evictable_threads = proj_.EvictableThreads(o.device, view.key);
+    const int n_cores = std::max(0, slots - other_threads + evictable_threads) / threads;
     const int64_t free_bytes = dev->budget_bytes - dev->used_bytes;
     const int64_t evictable = proj_.EvictableBytes(o.device, view.key);
     const int64_t n_mem64 =
@@ -473,7 +509,8 @@ std::optional<Target> Tick::Choose(const View& view, const std::vector<Eligible>
       t.limits = "at most x" + std::to_string(n_cap) + " " + o.variant + "@" + o.hardware.Name() +
                  " fits on " + o.device + ": cores " + std::to_string(dev->cores) + " x " +
                  Fmt("%.2g", config_.max_oversubscription) + " - " + std::to_string(other_threads) +
-                 " threads of other groups, " + std::to_string(threads) +
+                 " threads of other groups + " + std::to_string(evictable_threads) +
+                 " evictable, " + std::to_string(threads) +
                  " per replica; memory free " + FormatBytes(free_bytes) + " + evictable " +
                  FormatBytes(evictable) + ", " + FormatBytes(o.memory_bytes) + " per replica";
       const double qa = t.replicas * t.capacity.qps;
@@ -506,6 +543,11 @@ std::string Tick::DescribeTarget(const Target& t) const {
                 Pct(t.demand / qps).c_str(), t.demand, Pct(config_.target_utilization).c_str(),
                 PerHour(t.cost).c_str());
   std::string s = buf;
+  const double tail = WaitTail(t.demand, t.capacity, t.latency_slo_ms, t.replicas);
+  if (tail > 0 && config_.queueing_miss_target > 0) {
+    s += Fmt(", %.2g%% of queries wait past the SLO's slack", 100 * tail) +
+         Fmt(" (at most %.2g%%)", 100 * config_.queueing_miss_target);
+  }
   if (t.short_of_demand) s += "; short of demand: " + t.limits;
   return s;
 }
@@ -544,6 +586,7 @@ void Tick::Apply(View& view, const Target& t, const std::string& tag, const std:
       dev->used_bytes -= v.bytes;
     }
   }
+  if (!EvictForCores(view, o, t.replicas, reason)) return;
   std::vector<std::string> replaced;
   for (size_t i : view.managed) {
     if (!(existing && i == *existing)) replaced.push_back(GroupLabel(proj_.groups[i]));
@@ -578,6 +621,48 @@ void Tick::Apply(View& view, const Target& t, const std::string& tag, const std:
   ModelMemory& mem = out_.memory.models[view.key];
   mem.last_change = now_;
   mem.low_ticks = 0;
+}
+
+// Frees the cores that `replicas` of `o` need beyond the device's free ones
+// by evicting idle groups of other models, the least valuable first (the
+// order memory evictions follow, EvictionValue). False, with a note, when
+// even all of them would not do (Choose counted them, so only a projection
+// changed since).
+bool Tick::EvictForCores(View& view, const VariantOption& o, int replicas,
+                         const std::string& reason) {
+  DeviceState* dev = proj_.Device(o.device);
+  const int slots = static_cast<int>(std::floor(dev->cores * config_.max_oversubscription + 1e-9));
+  const int threads = std::max(o.hardware.threads, 1);
+  int short_by = replicas * threads - (slots - proj_.OtherThreads(o.device, view.key));
+  if (short_by <= 0) return true;
+  std::vector<std::pair<double, size_t>> candidates;
+  for (size_t i = 0; i < proj_.groups.size(); ++i) {
+    if (!proj_.EvictableFor(i, o.device, view.key)) continue;
+    candidates.emplace_back(EvictionValue(proj_.groups[i], now_, config_.placement), i);
+  }
+  std::sort(candidates.begin(), candidates.end());
+  std::vector<size_t> victims;
+  for (const auto& [value, i] : candidates) {
+    if (short_by <= 0) break;
+    victims.push_back(i);
+    short_by -= proj_.groups[i].replicas * std::max(proj_.groups[i].hardware.threads, 1);
+  }
+  if (short_by > 0) {
+    out_.notes.push_back(view.key + ": not done (" + reason + "): " + std::to_string(short_by) +
+                         " more threads than " + o.device + "'s free and idle cores");
+    return false;
+  }
+  for (size_t i : victims) {
+    const GroupState& g = proj_.groups[i];
+    const int freed = g.replicas * std::max(g.hardware.threads, 1);
+    out_.actions.push_back(MakeAction(
+        Action::kEvict, g,
+        "evict: idle " + Fmt("%.0f s", Seconds(now_ - g.last_used)) + ", frees " + std::to_string(freed) +
+            " thread(s) of " + o.device + " (cores for " + GroupLabel(o) + ")"));
+    dev->used_bytes -= g.replicas * g.memory_bytes;
+    proj_.Remove(i);
+  }
+  return true;
 }
 
 // "scale up", "upgrade", "vertical: cpu1 -> cpu2", ...: what moving from the
@@ -642,6 +727,20 @@ Tick::Assessment Tick::Assess(const View& view, const std::vector<Eligible>& eli
     }
   }
   a.peak = std::max(a.demand, window_peak);
+  {
+    int replicas = 0;
+    ReplicaCapacity slowest;
+    for (size_t i : view.managed) {
+      const Eligible* e = FindEligible(eligible, proj_.groups[i]);
+      if (e == nullptr) continue;
+      replicas += proj_.groups[i].replicas;
+      if (e->capacity.batch_latency_ms > slowest.batch_latency_ms) slowest = e->capacity;
+    }
+    if (replicas > 0 && view.pinned.empty()) {
+      slowest.qps = a.managed_qps / replicas;  // the mean replica's rate
+      a.wait_tail = WaitTail(a.demand, slowest, view.demand.latency_slo_ms, replicas);
+    }
+  }
   a.forecast = forecast;
   a.horizon_s = horizon_s;
   return a;
@@ -686,7 +785,9 @@ void Tick::Scale(View& view) {
     }
     Apply(view, *t, "load on demand",
           "observed " + Qps(now.observed) + " and no instance" + now.slo_note);
-  } else if (util > config_.high_watermark) {
+  } else if (util > config_.high_watermark ||
+             (config_.queueing_miss_target > 0 &&
+              now.wait_tail > config_.queueing_miss_target * kWaitTailSlack)) {
     ScaleUp(view, eligible, now);
   } else {
     ScaleDown(view, eligible, now);
@@ -696,21 +797,27 @@ void Tick::Scale(View& view) {
 // Rule 5, up: promptly.
 void Tick::ScaleUp(View& view, const std::vector<Eligible>& eligible, const Assessment& now) {
   std::optional<Target> t = Choose(view, eligible, now.demand, now.pinned_qps);
+  // Above the watermark, or (within it) queueing past the SLO's slack.
+  const std::string trigger =
+      now.Utilisation(now.demand) > config_.high_watermark
+          ? ", above high watermark " + Pct(config_.high_watermark)
+          : Fmt(", and %.2g%% of queries would wait past the SLO's slack", 100 * now.wait_tail) +
+                Fmt(" (at most %.2g%%)", 100 * config_.queueing_miss_target);
   const bool unchanged = t && view.managed.size() == 1 &&
                          SameOption(proj_.groups[view.managed[0]], state_.options[t->option]) &&
                          proj_.groups[view.managed[0]].replicas == t->replicas;
   if (!t || unchanged || (t->short_of_demand && t->replicas * t->capacity.qps <= now.managed_qps)) {
-    out_.notes.push_back(view.key + ": " + Summary(view, now) + ", above high watermark " +
-                         Pct(config_.high_watermark) + ", but no larger configuration fits" +
+    out_.notes.push_back(view.key + ": " + Summary(view, now) + trigger +
+                         ", but no larger configuration fits" +
                          (t && t->short_of_demand ? ": " + t->limits : ""));
     return;
   }
   // "preload" when only the forecast, not what arrives now, crosses the mark.
-  const bool preload = now.Utilisation(now.observed) <= config_.high_watermark;
+  const bool preload = now.Utilisation(now.observed) <= config_.high_watermark &&
+                       now.Utilisation(now.demand) > config_.high_watermark;
   const std::string tag = (preload ? "preload " : "") +
                           ChangeTag(proj_.groups, view.managed, state_.options[t->option], true);
-  Apply(view, *t, tag,
-        Summary(view, now) + ", above high watermark " + Pct(config_.high_watermark) + now.slo_note);
+  Apply(view, *t, tag, Summary(view, now) + trigger + now.slo_note);
 }
 
 // Rule 5, down: only after the hysteresis, and only to something better.
@@ -758,6 +865,30 @@ void Tick::ScaleDown(View& view, const std::vector<Eligible>& eligible, const As
 AutoscalerDecision Decide(const ClusterState& state, AutoscalerMemory memory, TimePoint now,
                           const AutoscalerConfig& config) {
   return Tick(state, std::move(memory), now, config).Run();
+}
+
+double WaitTail(double rate_qps, const ReplicaCapacity& replica, double latency_slo_ms,
+                int replicas) {
+  if (latency_slo_ms <= 0 || rate_qps <= 0 || replica.qps <= 0 || replicas < 1) return 0;
+  const double slack_s = (latency_slo_ms - replica.batch_latency_ms) / 1000.0;
+  if (slack_s <= 0) return 0;  // best effort: no wait is short enough
+  const double offered = rate_qps / replica.qps;  // Erlangs
+  if (offered >= replicas) return 1;
+  // Erlang B by its recursion (stable for any count), then Erlang C.
+  double b = 1;
+  for (int k = 1; k <= replicas; ++k) b = offered * b / (k + offered * b);
+  const double waits = replicas * b / (replicas - offered * (1 - b));
+  return std::min(1.0, waits * std::exp(-2 * (replicas * replica.qps - rate_qps) * slack_s));
+}
+
+int ReplicasForWaitTail(double rate_qps, const ReplicaCapacity& replica, double latency_slo_ms,
+                        double miss_target, int at_least) {
+  int n = std::max(at_least, 1);
+  if (miss_target <= 0) return n;  // the rule is off
+  // Bounded: the tail falls about e-fold per replica once past the load.
+  const int most = n + 64 + static_cast<int>(replica.qps > 0 ? rate_qps / replica.qps : 0);
+  while (n < most && WaitTail(rate_qps, replica, latency_slo_ms, n) > miss_target) ++n;
+  return n;
 }
 
 std::optional<ReplicaCapacity> CapacityOf(const VariantOption& option, double latency_slo_ms,

@@ -22,14 +22,17 @@
 //      plus a tick: whatever runs now must carry the load until any
 //      alternative could be ready. Rises are anticipated, falls are not.
 //   4. Target = the cheapest (option, replicas) that carries D at
-//      target_utilization, within the device's cores x max_oversubscription
-//      (minus other groups' threads) and memory budget (free, plus what
-//      evicting other models' idle groups would give back). Cost = replicas x
+//      target_utilization and keeps the share of queries that would wait
+//      past the SLO's slack within queueing_miss_target (WaitTail), within
+//      the device's cores x max_oversubscription (minus other groups'
+//      threads) and memory budget (free, plus what evicting other models'
+//      idle groups would give back: cores and memory alike). Cost = replicas x
 //      the option's hardware price (PriceList, as the selector's: a CPU option
 //      costs its threads); ties go to higher accuracy, then less memory. If
 //      nothing carries D, the most capacity that fits.
 //   5. No group and arrivals -> load the target now (load on demand).
-//      Utilisation of the current groups D / capacity > high_watermark ->
+//      Utilisation of the current groups D / capacity > high_watermark, or
+//      their WaitTail above 4 x queueing_miss_target ->
 //      move to the target now (scale up, upgrade, vertical; "preload" when
 //      only the forecast crosses). Below low_watermark for scale_down_ticks
 //      consecutive ticks and scale_down_cooldown_s since this model's last
@@ -78,6 +81,11 @@ struct AutoscalerConfig {
   // A batch may use at most half the latency SLO; the other half is for
   // waiting in the queue and for the batch being formed.
   double slo_queueing_fraction = 0.5;
+  // ... and at most this share of its queries may wait past the SLO's slack
+  // (WaitTail): a model whose batch takes a good part of its SLO needs
+  // replicas well below target_utilization, else its queue refuses queries
+  // at any utilisation the throughput rule allows (0 turns the rule off).
+  double queueing_miss_target = 0.005;
   // Down only after 10 consecutive low ticks and 30 s after this model's last
   // change: a burst ending does not shed capacity that a load time (seconds)
   // would have to rebuild.
@@ -148,5 +156,18 @@ struct ReplicaCapacity {
 // nullopt when the profile predicts no positive latency at batch 1.
 std::optional<ReplicaCapacity> CapacityOf(const VariantOption& option, double latency_slo_ms,
                                           double slo_queueing_fraction);
+
+// The probability that a query arriving at `rate_qps`, spread over
+// `replicas` replicas like `replica`, waits longer than its slack (the SLO
+// less its own batch's latency), which the worker's admission refuses: the
+// M/D/c tail, Erlang C times exp(-2 (c mu - lambda) slack) (the
+// heavy-traffic form for Poisson arrivals and fixed batch times). 0 without
+// an SLO or without slack (best effort), 1 at or past saturation.
+double WaitTail(double rate_qps, const ReplicaCapacity& replica, double latency_slo_ms,
+                int replicas);
+// The fewest replicas, at least `at_least`, whose WaitTail is at most
+// `miss_target` (rule 4's second bound).
+int ReplicasForWaitTail(double rate_qps, const ReplicaCapacity& replica, double latency_slo_ms,
+                        double miss_target, int at_least);
 
 }  // namespace somm::control

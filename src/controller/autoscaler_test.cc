@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace somm::control {
 namespace {
@@ -349,6 +350,7 @@ TEST(AutoscalerTest, RespectsTheCoreCap) {
   Sim sim(/*cores=*/4);
   sim.state.options = {Fp32(), Opt("ts-fp32", Cpu(1), 0.9, 10, 0, 1, 500, "other")};
   sim.state.groups.push_back(GroupFor(sim.state.options[1], 1, kT0));  // 1 thread, another model
+  sim.state.groups.back().executing = 1;  // in use: not evicted for its core
   sim.AddGroup(Fp32(), 1);
   std::vector<Action> a = sim.Step(1000);
   ASSERT_EQ(a.size(), 1u);
@@ -400,6 +402,81 @@ TEST(AutoscalerTest, EvictsAnotherModelsIdleGroupToMakeRoomButNeverABusyModels) 
   EXPECT_EQ(d.actions[1].kind, Action::kSetReplicas);
   EXPECT_EQ(d.actions[1].model, "m");
   EXPECT_EQ(d.actions[1].replicas, 3);  // 400 MiB - busy's 100 MiB
+}
+
+TEST(AutoscalerTest, EvictsOtherModelsIdleGroupsForCoresButNeverABusyModels) {
+  // At scale the long tail's idle replicas held every core of the cluster,
+  // and a surge on a busy model found none to grow into.
+  Sim sim(/*cores=*/4);
+  VariantOption idle = Opt("ts-fp32", Cpu(2), 0.9, 10, 0, 1, 50, "idle");
+  VariantOption busy = Opt("ts-fp32", Cpu(1), 0.9, 10, 0, 1, 50, "busy");
+  sim.state.options = {Fp32(), idle, busy};
+  sim.AddGroup(Fp32(), 1);
+  sim.AddGroup(idle, 1);  // 2 threads, used 5 s ago: not idle long enough to unload
+  sim.AddGroup(busy, 1);
+  sim.state.groups[1].last_used = kT0 - 5s;
+  sim.state.demand = {ModelDemand{"m", 1, 250, 0, {}}, ModelDemand{"busy", 1, 5, 0, {}}};
+  AutoscalerDecision d = Decide(sim.state, {}, kT0, sim.config);
+  ASSERT_EQ(d.actions.size(), 2u);
+  EXPECT_EQ(d.actions[0].kind, Action::kEvict);
+  EXPECT_EQ(d.actions[0].model, "idle");
+  EXPECT_THAT(d.actions[0].reason,
+              AllOf(StartsWith("evict: idle 5 s, frees 2 thread(s) of cpu"),
+                    HasSubstr("(cores for m:1:ts-fp32@cpu1)")));
+  EXPECT_EQ(d.actions[1].kind, Action::kSetReplicas);
+  EXPECT_EQ(d.actions[1].model, "m");
+  EXPECT_EQ(d.actions[1].replicas, 3);  // 4 cores - busy's 1
+  EXPECT_THAT(d.actions[1].reason, HasSubstr("- 3 threads of other groups + 2 evictable"));
+}
+
+TEST(AutoscalerTest, WaitTailIsTheMdcTailPastTheSlack) {
+  // One replica of 100 q/s (10-ms batches of 1) at 50 q/s, SLO 30 ms: 20 ms
+  // of slack; M/D/1 waits with probability rho = 0.5, decaying at 2 (mu - lambda).
+  const ReplicaCapacity r{1, 10, 100};
+  EXPECT_NEAR(WaitTail(50, r, 30, 1), 0.5 * std::exp(-2.0 * 50 * 0.020), 1e-12);
+  EXPECT_EQ(WaitTail(50, r, 0, 1), 0);    // no SLO
+  EXPECT_EQ(WaitTail(50, r, 10, 1), 0);   // no slack: best effort
+  EXPECT_EQ(WaitTail(100, r, 30, 1), 1);  // saturated
+  double last = 1;
+  for (int c = 2; c <= 6; ++c) {  // each replica added cuts it
+    const double tail = WaitTail(150, r, 30, c);
+    EXPECT_LT(tail, last) << c;
+    last = tail;
+  }
+  // A 25-ms model (40 q/s per replica) at 30 q/s under a 60-ms SLO: two
+  // replicas carry it at 38% busy, yet 0.6% of its queries would wait past
+  // the 35 ms of slack; three bring that to 0.008%.
+  const ReplicaCapacity slow{1, 25, 40};
+  EXPECT_NEAR(WaitTail(30, slow, 60, 2), 0.00618, 1e-5);
+  EXPECT_EQ(ReplicasForWaitTail(30, slow, 60, 0.005, 1), 3);
+  EXPECT_EQ(ReplicasForWaitTail(30, slow, 60, 0.005, 4), 4);  // never fewer than asked
+  EXPECT_EQ(ReplicasForWaitTail(30, slow, 60, 0, 1), 1);      // the rule off
+}
+
+TEST(AutoscalerTest, SizesASlowModelForItsWaitTailNotOnlyItsThroughput) {
+  Sim sim;
+  VariantOption slow = Opt("ts-fp32", Cpu(1), 0.97, 25);  // 40 q/s per replica
+  sim.state.options = {slow};
+  std::vector<Action> a = sim.Step(30, 60);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].kind, Action::kLoad);
+  EXPECT_EQ(a[0].replicas, 3);  // 30 / 0.7 / 40 asks 2
+  EXPECT_THAT(a[0].reason, HasSubstr("of queries wait past the SLO's slack (at most 0.5%)"));
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(sim.Step(30, 60).empty());
+
+  // Sized by throughput alone (the rule off), the same model runs two; with
+  // the rule back on, that group scales up though it is only 38% busy.
+  Sim before;
+  before.config.queueing_miss_target = 0;
+  before.state.options = {slow};
+  ASSERT_EQ(before.Step(30, 60).at(0).replicas, 2);
+  before.config.queueing_miss_target = 0.001;  // 0.6% > 4 x 0.1%
+  a = before.Step(30, 60);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].kind, Action::kSetReplicas);
+  EXPECT_EQ(a[0].replicas, 3);
+  EXPECT_THAT(a[0].reason, AllOf(StartsWith("scale up: demand"),
+                                 HasSubstr("of queries would wait past the SLO's slack")));
 }
 
 TEST(AutoscalerTest, ReplacesAGroupBelowARaisedAccuracyFloor) {

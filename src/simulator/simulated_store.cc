@@ -40,7 +40,12 @@ void SimulatedStore::PutDemand(const std::string& router,
 std::shared_ptr<const cluster::ClusterState> SimulatedStore::Read() const {
   MutexLock lock(&mu_);
   const auto now = loop_.Now();
-  if (dirty_ && (rebuilds_ == 0 || now - built_at_ >= options_.view_lag)) {
+  // The routers' demand is exempt from the lag: the controller publishes it
+  // and reads it back in the same tick (Controller::before_tick), as the
+  // embedded server does. Held back, a tick that follows a rebuild by less
+  // than the lag read the previous tick's counters again: a rate of 0, then
+  // twice the rate, and a surge answered a tick late.
+  if (dirty_ && (rebuilds_ == 0 || demand_dirty_ || now - built_at_ >= options_.view_lag)) {
     if (demand_dirty_) {
       merged_demand_ = cluster::MergeClusterState({}, demand_).demand;
       demand_dirty_ = false;

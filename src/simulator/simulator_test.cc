@@ -14,6 +14,7 @@
 #include "cluster/in_memory_store.h"
 #include "controller/controller.h"
 #include "simulator/event_loop.h"
+#include "simulator/simulated_store.h"
 #include "simulator/simulated_worker.h"
 #include "simulator/simulation.h"
 #include "worker/testing/fake_worker_stub.h"
@@ -107,6 +108,39 @@ loadgen::Trace SteadyTrace(double qps, double seconds) {
 }
 
 // ---- the event loop
+
+TEST(SimulatedStoreTest, WorkerReportsWaitOutTheLagButDemandIsReadAtOnce) {
+  EventLoop loop;
+  SimulatedStore store(loop, {FromMs(5)});
+  auto report = [](int64_t sequence, int64_t queued) {
+    cluster::WorkerReport r;
+    r.worker = "w";
+    r.incarnation = "i";
+    r.sequence = sequence;
+    cluster::GroupState g;
+    g.worker = "w";
+    g.model = "m";
+    g.queued = queued;
+    r.groups = {g};
+    return r;
+  };
+  store.PutWorker(report(1, 1));
+  ASSERT_EQ(store.Read()->groups.at(0).queued, 1);  // the first view is built at once
+  store.PutWorker(report(2, 2));
+  EXPECT_EQ(store.Read()->groups.at(0).queued, 1);  // within the lag: the old view
+  // The controller publishes the routers' demand and reads it back in one
+  // tick: held back, it differenced the same counters twice (a rate of 0).
+  store.PutDemand("router", {cluster::ModelDemand{"m", 1, 0, 0, {}, 7}});
+  auto state = store.Read();
+  ASSERT_EQ(state->demand.size(), 1u);
+  EXPECT_EQ(state->demand[0].arrivals_total, 7);
+  EXPECT_EQ(state->groups.at(0).queued, 2);  // rebuilt whole
+  store.PutWorker(report(3, 3));
+  EXPECT_EQ(store.Read()->groups.at(0).queued, 2);
+  loop.RunUntil(loop.Now() + FromMs(5));
+  EXPECT_EQ(store.Read()->groups.at(0).queued, 3);  // the lag passed
+  EXPECT_EQ(store.rebuilds(), 3);
+}
 
 TEST(EventLoopTest, RunsEventsInTimeOrderAndTiesInSchedulingOrder) {
   EventLoop loop;
