@@ -45,14 +45,34 @@ std::shared_ptr<const cluster::ClusterState> SimulatedStore::Read() const {
       merged_demand_ = cluster::MergeClusterState({}, demand_).demand;
       demand_dirty_ = false;
     }
-    auto built = std::make_shared<cluster::ClusterState>(cluster::MergeClusterState(workers_, {}));
+    std::unique_ptr<cluster::ClusterState> built;
+    {
+      MutexLock spares_lock(&spares_->mu);
+      if (!spares_->states.empty()) {
+        built = std::move(spares_->states.back());
+        spares_->states.pop_back();
+      }
+    }
+    if (!built) built = std::make_unique<cluster::ClusterState>();
+    cluster::MergeClusterStateInto(workers_, {}, built.get());
     built->demand = merged_demand_;
-    snapshot_ = std::move(built);
+    snapshot_ = std::shared_ptr<const cluster::ClusterState>(built.release(), Recycle{spares_});
     dirty_ = false;
     built_at_ = now;
     ++rebuilds_;
   }
   return snapshot_;
+}
+
+void SimulatedStore::Recycle::operator()(const cluster::ClusterState* state) const {
+  // Built non-const by Read(), so handing it back as mutable is sound.
+  std::unique_ptr<cluster::ClusterState> owned(const_cast<cluster::ClusterState*>(state));
+  // A few spares cover the snapshots readers hold at once (the router's,
+  // the controller's); more would only keep memory.
+  constexpr size_t kMaxSpares = 2;
+  MutexLock lock(&spares->mu);
+  if (spares->states.size() < kMaxSpares) spares->states.push_back(std::move(owned));
+  // else `owned` is freed after the lock is released
 }
 
 uint64_t SimulatedStore::generation() const {
