@@ -111,15 +111,35 @@ void Controller::RecordControl(const std::string& kind, const std::string& model
   log_.Add(std::move(r));
 }
 
-cluster::ClusterState Controller::ReadState(bool fresh) {
+std::shared_ptr<const cluster::ClusterState> Controller::ReadStore(bool fresh) {
   if (fresh && options_.fresh_reports) {
     for (const std::string& id : workers_.Ids()) {
       if (auto stub = workers_.Find(id)) store_.PutWorker(stub->Report());
     }
   }
-  cluster::ClusterState state = *store_.Read();
-  for (const VersionPtr& v : registry_.All()) version_options_.Append(v, &state.options);
-  return state;
+  return store_.Read();
+}
+
+void Controller::ReadTickState() {
+  const auto snapshot = ReadStore(true);
+  std::vector<VersionPtr> versions = registry_.All();
+  if (versions != registry_versions_) {
+    // A version record's options never change (VersionOptions keys them by
+    // record), so the same records give the same rows.
+    registry_options_.clear();
+    for (const VersionPtr& v : versions) version_options_.Append(v, &registry_options_);
+    registry_versions_ = std::move(versions);
+  }
+  cluster::ClusterState& state = tick_state_;
+  state.devices = snapshot->devices;
+  state.groups = snapshot->groups;
+  state.demand = snapshot->demand;
+  if (snapshot->options.empty()) {
+    state.options = registry_options_;
+  } else {
+    state.options = snapshot->options;
+    state.options.insert(state.options.end(), registry_options_.begin(), registry_options_.end());
+  }
 }
 
 int64_t Controller::EstimateBytes(const VersionRecord& v, const std::string& variant,
@@ -572,8 +592,8 @@ void Controller::SendEvictions(std::vector<cluster::Action> evictions, const std
 void Controller::UnloadGroups(const std::string& model,
                               const std::function<bool(const cluster::GroupState&)>& which,
                               const std::string& reason) {
-  const cluster::ClusterState snapshot = ReadState(true);
-  for (const auto& g : snapshot.groups) {
+  const auto snapshot = ReadStore(true);
+  for (const auto& g : snapshot->groups) {
     if (g.model != model || !which(g)) continue;
     WorkerAction a;
     a.action.kind = cluster::Action::kUnload;
@@ -827,7 +847,8 @@ void Controller::Tick() {
   const double tick_s = last_tick_ ? std::chrono::duration<double>(now - *last_tick_).count()
                                    : options_.control_tick_ms / 1000.0;
   last_tick_ = now;
-  cluster::ClusterState state = ReadState(true);
+  ReadTickState();
+  cluster::ClusterState& state = tick_state_;
   // Rates from the monotonic counters: this reader's own differences.
   for (auto& d : state.demand) {
     const std::string key = VersionKey(d.model, d.version);
@@ -878,6 +899,8 @@ void Controller::Tick() {
   config.prices = options_.prices;
   if (options_.idle_unload_s > 0) config.idle_unload_s = options_.idle_unload_s;
   control::AutoscalerDecision decision = control::Decide(pooled, std::move(memory_), now, config);
+  // Back where the next tick assigns over them (read no more in this one).
+  state.options = std::move(pooled_state.options);
   memory_ = std::move(decision.memory);
   for (const auto& d : state.demand) {
     auto m = memory_.models.find(VersionKey(d.model, d.version));

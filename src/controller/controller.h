@@ -140,7 +140,12 @@ class Controller : public ControlClient {
   StatusOr<RolloutView> GetRollout(const std::string& model) override;
 
  private:
-  cluster::ClusterState ReadState(bool fresh);
+  // The store's snapshot; with `fresh` (and options.fresh_reports) after
+  // putting a fresh report of every worker into the store first.
+  std::shared_ptr<const cluster::ClusterState> ReadStore(bool fresh);
+  // Sets tick_state_ to the store's snapshot (fresh) plus every registered
+  // version's options, by assignment over what the last tick left there.
+  void ReadTickState() SOMM_REQUIRES(tick_mu_);
   // The store's view for placement: unreachable workers left out, loads
   // under way counted as loading groups that hold their memory. Only what
   // placement reads: devices and groups (without their instances).
@@ -275,8 +280,18 @@ class Controller : public ControlClient {
   std::map<std::string, int64_t> last_arrivals_ SOMM_GUARDED_BY(tick_mu_);
   std::map<std::string, int64_t> last_uses_ SOMM_GUARDED_BY(tick_mu_);
   std::optional<cluster::TimePoint> last_tick_ SOMM_GUARDED_BY(tick_mu_);
-  // Every version's options for ReadState(), built once per version record.
+  // Every version's options for ReadTickState(), built once per version record.
   VersionOptions version_options_;
+  // Tick()'s copy of the cluster, kept between ticks. Why: each tick copied
+  // every group of the cluster and every version's options (10,000 rows at
+  // scale) into fresh memory and freed it again; assigned over the last
+  // tick's, the copy reuses its strings and vectors.
+  cluster::ClusterState tick_state_ SOMM_GUARDED_BY(tick_mu_);
+  // Every registered version's options as the registry has them (before
+  // the tick's calibration), and the versions they were built from:
+  // rebuilt only when registry_.All() changes.
+  std::vector<VersionPtr> registry_versions_ SOMM_GUARDED_BY(tick_mu_);
+  std::vector<cluster::VariantOption> registry_options_ SOMM_GUARDED_BY(tick_mu_);
 
   // Rollouts: the policy's step, its windows and where each version's
   // counters stood when the step began.

@@ -1,5 +1,6 @@
 #include "controller/placement.h"
 
+#include <bit>
 #include <functional>
 #include <optional>
 
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <span>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
@@ -70,7 +72,7 @@ std::string PlanSummary(const ClusterState& state, const DevicePlan& plan) {
 
 // `groups` holds the indices into state.groups that may sit on the device
 // (all of them, or those of its worker): the others are never looked at.
-DevicePlan PlanDevice(const ClusterState& state, size_t d, const std::vector<size_t>& groups,
+DevicePlan PlanDevice(const ClusterState& state, size_t d, std::span<const size_t> groups,
                       int64_t bytes_needed, TimePoint now, const PlacementOptions& options) {
   const DeviceState& dev = state.devices[d];
   DevicePlan plan;
@@ -173,8 +175,8 @@ struct Plans {
   const DevicePlan* best = nullptr;  // into plans
 };
 
-void PlanOn(const ClusterState& state, const std::vector<size_t>& devices,
-            const std::vector<size_t>& groups, int64_t bytes_needed, const std::string& wanted,
+void PlanOn(const ClusterState& state, std::span<const size_t> devices,
+            std::span<const size_t> groups, int64_t bytes_needed, const std::string& wanted,
             TimePoint now, const PlacementOptions& options, Plans* out) {
   out->plans.clear();  // a reused Plans keeps its capacity
   out->best = nullptr;
@@ -188,8 +190,8 @@ void PlanOn(const ClusterState& state, const std::vector<size_t>& devices,
   }
 }
 
-StatusOr<PlacementDecision> PlaceOn(const ClusterState& state, const std::vector<size_t>& devices,
-                                    const std::vector<size_t>& groups, int64_t bytes_needed,
+StatusOr<PlacementDecision> PlaceOn(const ClusterState& state, std::span<const size_t> devices,
+                                    std::span<const size_t> groups, int64_t bytes_needed,
                                     const std::string& wanted, TimePoint now,
                                     const PlacementOptions& options) {
   Plans all;
@@ -257,24 +259,72 @@ ClusterState WorkerShare(const ClusterState& state, const std::string& worker) {
 StatusOr<PlacementDecision> PlaceAcrossWorkers(const ClusterState& state, int64_t bytes_needed,
                                                const std::string& wanted, const std::string& key,
                                                TimePoint now, const PlacementOptions& options) {
-  struct Worker {
-    const std::string* id = nullptr;
-    std::vector<size_t> devices;
-    std::vector<size_t> groups;
+  // Workers numbered in the order their first device appears, through an
+  // open-addressing table of one allocation: a hash map allocated a node
+  // per worker, and a vector of devices and one of groups per worker, on
+  // every placement (most of its cost at 1,000 workers).
+  std::vector<const std::string*> ids;
+  std::vector<uint32_t> slots(std::bit_ceil(std::max<size_t>(2 * state.devices.size(), 8)),
+                              UINT32_MAX);
+  const size_t mask = slots.size() - 1;
+  // The slot that holds `id`, or the empty one where it would go.
+  auto slot_of = [&](std::string_view id) -> uint32_t& {
+    for (size_t at = std::hash<std::string_view>{}(id) & mask;; at = (at + 1) & mask) {
+      if (slots[at] == UINT32_MAX || *ids[slots[at]] == id) return slots[at];
+    }
   };
-  std::vector<Worker> workers;  // in the order their first device appears
-  std::unordered_map<std::string_view, size_t> index;
+  constexpr uint32_t kNone = UINT32_MAX;
+  std::vector<uint32_t> device_worker(state.devices.size());
   for (size_t d = 0; d < state.devices.size(); ++d) {
     const std::string& w = state.devices[d].worker;
-    auto [it, added] = index.emplace(w, workers.size());
-    if (added) workers.push_back({&w, {}, {}});
-    workers[it->second].devices.push_back(d);
+    uint32_t& slot = slot_of(w);
+    if (slot == kNone) {
+      slot = static_cast<uint32_t>(ids.size());
+      ids.push_back(&w);
+    }
+    device_worker[d] = slot;
   }
-  if (workers.size() <= 1) return Place(state, bytes_needed, wanted, now, options);
+  if (ids.size() <= 1) return Place(state, bytes_needed, wanted, now, options);
+  // A worker's groups are usually next to each other: the previous group's
+  // worker is tried before the table.
+  std::vector<uint32_t> group_worker(state.groups.size(), kNone);
+  uint32_t last = kNone;
   for (size_t i = 0; i < state.groups.size(); ++i) {
-    auto it = index.find(state.groups[i].worker);
-    if (it != index.end()) workers[it->second].groups.push_back(i);
+    const std::string& w = state.groups[i].worker;
+    if (last == kNone || *ids[last] != w) last = slot_of(w);
+    group_worker[i] = last;
   }
+  // Each worker's devices and groups, in index order, as ranges of one
+  // array each (counted, then filled).
+  struct Ranges {
+    std::vector<size_t> start;  // worker k's items are items[start[k], start[k + 1])
+    std::vector<size_t> items;
+    void Fill(const std::vector<uint32_t>& owner, size_t workers) {
+      start.assign(workers + 1, 0);
+      for (uint32_t k : owner) {
+        if (k != kNone) ++start[k + 1];
+      }
+      for (size_t k = 0; k < workers; ++k) start[k + 1] += start[k];
+      items.resize(start[workers]);
+      std::vector<size_t> next(start.begin(), start.end() - 1);
+      for (size_t i = 0; i < owner.size(); ++i) {
+        if (owner[i] != kNone) items[next[owner[i]]++] = i;
+      }
+    }
+    std::span<const size_t> Of(size_t k) const {
+      return std::span<const size_t>(items).subspan(start[k], start[k + 1] - start[k]);
+    }
+  };
+  Ranges devices, groups;
+  devices.Fill(device_worker, ids.size());
+  groups.Fill(group_worker, ids.size());
+  struct Worker {
+    const std::string* id = nullptr;
+    std::span<const size_t> devices;
+    std::span<const size_t> groups;
+  };
+  std::vector<Worker> workers(ids.size());
+  for (size_t k = 0; k < ids.size(); ++k) workers[k] = {ids[k], devices.Of(k), groups.Of(k)};
   // Every worker's best plan, compared without words; the winner's decision
   // (and the refusals, when none can take it) are worded afterwards.
   struct Option {

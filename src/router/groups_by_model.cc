@@ -1,6 +1,7 @@
 #include "router/groups_by_model.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace somm {
 
@@ -14,7 +15,7 @@ std::vector<cluster::GroupState> GroupsByModel::Of(
       auto built = std::make_shared<Index>();
       built->reserve(snapshot->groups.size());
       for (size_t i = 0; i < snapshot->groups.size(); ++i) {
-        built->emplace_back(snapshot->groups[i].model, i);
+        built->emplace_back(std::hash<std::string_view>{}(snapshot->groups[i].model), i);
       }
       std::sort(built->begin(), built->end());
       indexed_ = snapshot;
@@ -28,10 +29,13 @@ std::vector<cluster::GroupState> GroupsByModel::Of(
         models.begin() + static_cast<std::ptrdiff_t>(m)) {
       continue;  // named twice (two versions of one model)
     }
-    const std::string_view model = models[m];
-    auto from = std::lower_bound(index->begin(), index->end(), model,
-                                 [](const auto& e, std::string_view m) { return e.first < m; });
-    for (; from != index->end() && from->first == model; ++from) picked.push_back(from->second);
+    const std::string& model = models[m];
+    const size_t hash = std::hash<std::string_view>{}(model);
+    auto from = std::lower_bound(index->begin(), index->end(), hash,
+                                 [](const auto& e, size_t h) { return e.first < h; });
+    for (; from != index->end() && from->first == hash; ++from) {
+      if (snapshot->groups[from->second].model == model) picked.push_back(from->second);
+    }
   }
   std::sort(picked.begin(), picked.end());
   std::vector<cluster::GroupState> out;

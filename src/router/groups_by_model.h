@@ -28,11 +28,13 @@ class GroupsByModel {
                                       const std::vector<std::string>& models);
 
  private:
-  // (model, position) of every group, sorted: one allocation per snapshot
-  // (a hash map of vectors cost thousands, at a new snapshot every few
-  // milliseconds of a busy cluster). The views point into the snapshot the
-  // index was built from, which every lookup holds.
-  using Index = std::vector<std::pair<std::string_view, size_t>>;
+  // (hash of the model, position) of every group, sorted: one allocation
+  // per snapshot (a hash map of vectors cost thousands, at a new snapshot
+  // every few milliseconds of a busy cluster), and sorted by integers (by
+  // the model names, the string compares were most of a lookup's cost at
+  // 1,000 workers). Models whose hashes collide share a run; a lookup
+  // checks each group's model.
+  using Index = std::vector<std::pair<size_t, size_t>>;
   Mutex mu_;
   std::shared_ptr<const cluster::ClusterState> indexed_ SOMM_GUARDED_BY(mu_);
   std::shared_ptr<const Index> index_ SOMM_GUARDED_BY(mu_);

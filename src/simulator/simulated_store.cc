@@ -11,18 +11,24 @@ SimulatedStore::SimulatedStore(const EventLoop& loop, SimulatedStoreOptions opti
 void SimulatedStore::PutWorker(cluster::WorkerReport report) {
   MutexLock lock(&mu_);
   auto it = workers_.find(report.worker);
-  if (it != workers_.end() && it->second.incarnation == report.incarnation &&
-      it->second.sequence > report.sequence) {
+  if (it != workers_.end() && it->second.report.incarnation == report.incarnation &&
+      it->second.report.sequence > report.sequence) {
     return;  // a newer report of the same process already arrived
   }
-  workers_[report.worker] = std::move(report);
-  dirty_ = true;
   ++generation_;
+  if (it == workers_.end()) {
+    ++membership_;
+    it = workers_.try_emplace(report.worker).first;
+  }
+  it->second.report = std::move(report);
+  it->second.put_at = generation_;
+  dirty_ = true;
 }
 
 void SimulatedStore::RemoveWorker(const std::string& worker) {
   MutexLock lock(&mu_);
   if (workers_.erase(worker) > 0) {
+    ++membership_;
     dirty_ = true;
     ++generation_;
   }
@@ -50,14 +56,81 @@ std::shared_ptr<const cluster::ClusterState> SimulatedStore::Read() const {
       merged_demand_ = cluster::MergeClusterState({}, demand_).demand;
       demand_dirty_ = false;
     }
-    auto built = std::make_shared<cluster::ClusterState>(cluster::MergeClusterState(workers_, {}));
-    built->demand = merged_demand_;
-    snapshot_ = std::move(built);
+    std::unique_ptr<Built> built;
+    {
+      MutexLock spares_lock(&spares_->mu);
+      if (!spares_->built.empty()) {
+        built = std::move(spares_->built.back());
+        spares_->built.pop_back();
+      }
+    }
+    if (!built) built = std::make_unique<Built>();
+    Merge(built.get());
+    Built* raw = built.get();
+    snapshot_ = std::shared_ptr<const cluster::ClusterState>(
+        std::shared_ptr<Built>(built.release(), Recycle{spares_}), &raw->state);
     dirty_ = false;
     built_at_ = now;
     ++rebuilds_;
   }
   return snapshot_;
+}
+
+namespace {
+
+// Sets items [at, at + from.size()) of `*to` to `from`, assigning over the
+// items there (their strings and vectors keep their memory); `at` is at
+// most to->size().
+template <typename T>
+void AssignAt(const std::vector<T>& from, size_t at, std::vector<T>* to) {
+  for (const T& item : from) {
+    if (at < to->size()) {
+      (*to)[at] = item;
+    } else {
+      to->push_back(item);
+    }
+    ++at;
+  }
+}
+
+}  // namespace
+
+void SimulatedStore::Merge(Built* built) const {
+  // MergeClusterState's devices and groups (each group with its worker's
+  // zone), over what `built` holds from its last build: a worker whose
+  // report is the same as then, at the same place, is left as it is.
+  cluster::ClusterState& state = built->state;
+  bool aligned = built->membership == membership_ && built->counts.size() == workers_.size();
+  size_t devices = 0, groups = 0, k = 0;
+  built->counts.resize(workers_.size());
+  for (const auto& [id, held] : workers_) {
+    const cluster::WorkerReport& r = held.report;
+    const std::pair<size_t, size_t> counts{r.devices.size(), r.groups.size()};
+    aligned = aligned && built->counts[k] == counts;
+    if (!aligned || held.put_at > built->generation) {
+      AssignAt(r.devices, devices, &state.devices);
+      AssignAt(r.groups, groups, &state.groups);
+      for (size_t i = groups; i < groups + r.groups.size(); ++i) state.groups[i].zone = r.zone;
+    }
+    built->counts[k++] = counts;
+    devices += counts.first;
+    groups += counts.second;
+  }
+  state.devices.resize(devices);
+  state.groups.resize(groups);
+  state.demand = merged_demand_;
+  built->generation = generation_;
+  built->membership = membership_;
+}
+
+void SimulatedStore::Recycle::operator()(Built* built) const {
+  std::unique_ptr<Built> owned(built);
+  // A few spares cover the snapshots readers hold at once (the router's,
+  // the controller's); more would only keep memory.
+  constexpr size_t kMaxSpares = 2;
+  MutexLock lock(&spares->mu);
+  if (spares->built.size() < kMaxSpares) spares->built.push_back(std::move(owned));
+  // else `owned` is freed after the lock is released
 }
 
 uint64_t SimulatedStore::generation() const {
