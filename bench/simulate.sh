@@ -115,8 +115,8 @@ if ((SCALE)); then
   grep -E "^somm " "$OUT/scale.log" || true
   # The same hour with a shorter and a longer idle unload (15 and 45 s
   # against 30): the long tail of a zoo of fast-loading models is where
-  # somm's cost departs from the oracle's, and the two bracket INFaaS's cost
-  # (docs/simulation.md).
+  # somm's cost departs from the oracle's; 15 s comes near the oracle's
+  # cost and 45 s near INFaaS's (docs/simulation.md).
   for IDLE in 15 45; do
     "$BUILD_DIR/somm" simulate --repository "$ZOO" --trace "$OUT/scale-trace.csv" --policy somm \
       --workers 1000 --worker-cores "$WORKER_CORES" --worker-memory-mb "$WORKER_MEMORY_MB" \
