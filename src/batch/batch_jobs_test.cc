@@ -94,8 +94,11 @@ class BatchJobsTest : public ::testing::Test {
     s.output = (dir_ / "out").string();
     return s;
   }
+  // Up to 60 s: 400 items at 5 ms each take 2 s alone, and under a
+  // sanitizer on a busy 2-core machine well over the 10 s once allowed.
   static BatchJobStatus WaitDone(BatchJobs& jobs, const std::string& id, const Caller& c = {}) {
-    for (int i = 0; i < 2000; ++i) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
       auto s = jobs.Get(id, c);
       if (s.ok() && s->state != "RUNNING" && s->state != "QUEUED") return *s;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
