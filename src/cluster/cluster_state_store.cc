@@ -4,58 +4,23 @@
 
 namespace somm::cluster {
 
-namespace {
-
-// Sets `*out` to the concatenation of `parts` element by element: the
-// elements already in `*out` are assigned over (their strings and vectors
-// keep their memory), the rest constructed, the surplus dropped.
-template <typename T, typename Parts>
-void AssignConcatenation(const Parts& parts, std::vector<T>* out) {
-  size_t total = 0;
-  for (const std::vector<T>* part : parts) total += part->size();
-  // One allocation at most: at 1,000 workers, growing the vector report by
-  // report moved every group already merged about ten times over.
-  out->reserve(total);
-  size_t at = 0;
-  for (const std::vector<T>* part : parts) {
-    for (const T& item : *part) {
-      if (at < out->size()) {
-        (*out)[at] = item;
-      } else {
-        out->push_back(item);
-      }
-      ++at;
-    }
-  }
-  out->resize(at);
-}
-
-}  // namespace
-
 ClusterState MergeClusterState(const std::map<std::string, WorkerReport>& workers,
                                const std::map<std::string, std::vector<ModelDemand>>& demand) {
   ClusterState state;
-  MergeClusterStateInto(workers, demand, &state);
-  return state;
-}
-
-void MergeClusterStateInto(const std::map<std::string, WorkerReport>& workers,
-                           const std::map<std::string, std::vector<ModelDemand>>& demand,
-                           ClusterState* out) {
-  ClusterState& state = *out;
-  std::vector<const std::vector<DeviceState>*> devices;
-  std::vector<const std::vector<GroupState>*> groups;
-  devices.reserve(workers.size());
-  groups.reserve(workers.size());
+  size_t devices = 0, groups = 0;
   for (const auto& [id, report] : workers) {
-    devices.push_back(&report.devices);
-    groups.push_back(&report.groups);
+    devices += report.devices.size();
+    groups += report.groups.size();
   }
-  AssignConcatenation(devices, &state.devices);
-  AssignConcatenation(groups, &state.groups);
-  size_t at = 0;
+  // One allocation each: at 1,000 workers, growing the vectors report by
+  // report moved every group already merged about ten times over.
+  state.devices.reserve(devices);
+  state.groups.reserve(groups);
   for (const auto& [id, report] : workers) {
-    for (size_t i = 0; i < report.groups.size(); ++i) state.groups[at++].zone = report.zone;
+    state.devices.insert(state.devices.end(), report.devices.begin(), report.devices.end());
+    const size_t first = state.groups.size();
+    state.groups.insert(state.groups.end(), report.groups.begin(), report.groups.end());
+    for (size_t i = first; i < state.groups.size(); ++i) state.groups[i].zone = report.zone;
   }
   std::map<std::pair<std::string, int64_t>, ModelDemand> sum;
   for (const auto& [router, rows] : demand) {
@@ -78,8 +43,8 @@ void MergeClusterStateInto(const std::map<std::string, WorkerReport>& workers,
       }
     }
   }
-  state.demand.clear();
   for (auto& [_, d] : sum) state.demand.push_back(std::move(d));
+  return state;
 }
 
 }  // namespace somm::cluster

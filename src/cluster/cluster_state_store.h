@@ -60,12 +60,5 @@ class ClusterStateStore {
 // floor win). Shared by every store, so that they all merge alike.
 ClusterState MergeClusterState(const std::map<std::string, WorkerReport>& workers,
                                const std::map<std::string, std::vector<ModelDemand>>& demand);
-// The same merge into `*out`, whose devices, groups and demand it replaces
-// (options left as they are) by assignment over the elements already there:
-// a store that recycles a retired snapshot keeps its strings' and instance
-// vectors' memory, so a rebuild copies values instead of allocating them.
-void MergeClusterStateInto(const std::map<std::string, WorkerReport>& workers,
-                           const std::map<std::string, std::vector<ModelDemand>>& demand,
-                           ClusterState* out);
 
 }  // namespace somm::cluster

@@ -19,6 +19,9 @@ constexpr double kWaitTailSlack = 4;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
+// The threads (CPU cores, or GPU slots) a group's replicas take.
+int GroupThreads(const GroupState& g) { return g.replicas * std::max(g.hardware.threads, 1); }
+
 std::string Key(const std::string& model, int64_t version) {
   return model + ":" + std::to_string(version);
 }
@@ -59,7 +62,7 @@ struct Target {
 // cores and memory that earlier ones took. Groups change only through Add,
 // Remove and SetReplicas, which keep the per-model index and drop the cached
 // per-device totals: with thousands of models, summing every group for each
-// candidate of each model (EvictableBytes, OtherThreads) made a tick
+// candidate of each model (EvictableOn, OtherThreads) made a tick
 // quadratic in the groups.
 struct Projection {
   std::vector<DeviceState> devices;
@@ -104,30 +107,25 @@ struct Projection {
     return !removed[i] && g.device == device && keys_[i] != key && !IsBusyKey(keys_[i]) &&
            Evictable(g);
   }
-  // Every model's evictable bytes on `device`, less `key`'s own.
-  int64_t EvictableBytes(const std::string& device, const std::string& key) const {
-    int64_t bytes = TotalsOn(device).evictable_bytes;
-    if (!IsBusyKey(key)) {
-      for (size_t i : KeyGroups(key)) {
-        const GroupState& g = groups[i];
-        if (!removed[i] && g.device == device && Evictable(g)) bytes -= g.replicas * g.memory_bytes;
-      }
-    }
-    return bytes;
-  }
-  // Every model's evictable threads on `device`, less `key`'s own: the
-  // cores that evicting idle groups would hand to `key`.
-  int EvictableThreads(const std::string& device, const std::string& key) const {
-    int threads = TotalsOn(device).evictable_threads;
+  // What evicting every other model's evictable groups on `device` would
+  // hand to `key`: their memory and their threads (cores).
+  struct Freeable {
+    int64_t bytes = 0;
+    int threads = 0;
+  };
+  Freeable EvictableOn(const std::string& device, const std::string& key) const {
+    const Totals& t = TotalsOn(device);
+    Freeable f{t.evictable_bytes, t.evictable_threads};
     if (!IsBusyKey(key)) {
       for (size_t i : KeyGroups(key)) {
         const GroupState& g = groups[i];
         if (!removed[i] && g.device == device && Evictable(g)) {
-          threads -= g.replicas * std::max(g.hardware.threads, 1);
+          f.bytes -= g.replicas * g.memory_bytes;
+          f.threads -= GroupThreads(g);
         }
       }
     }
-    return threads;
+    return f;
   }
   // Threads on `device` of every group except `key`'s unpinned ones (those
   // are what the model's new configuration replaces).
@@ -135,9 +133,7 @@ struct Projection {
     int threads = TotalsOn(device).threads;
     for (size_t i : KeyGroups(key)) {
       const GroupState& g = groups[i];
-      if (!removed[i] && g.device == device && !g.pinned) {
-        threads -= g.replicas * std::max(g.hardware.threads, 1);
-      }
+      if (!removed[i] && g.device == device && !g.pinned) threads -= GroupThreads(g);
     }
     return threads;
   }
@@ -160,10 +156,10 @@ struct Projection {
     for (size_t i = 0; i < groups.size(); ++i) {
       const GroupState& g = groups[i];
       if (removed[i] || g.device != device) continue;
-      t.threads += g.replicas * std::max(g.hardware.threads, 1);
+      t.threads += GroupThreads(g);
       if (!IsBusyKey(keys_[i]) && Evictable(g)) {
         t.evictable_bytes += g.replicas * g.memory_bytes;
-        t.evictable_threads += g.replicas * std::max(g.hardware.threads, 1);
+        t.evictable_threads += GroupThreads(g);
       }
     }
     return totals_.emplace(device, t).first->second;
@@ -267,6 +263,10 @@ class Tick {
   std::string Describe(const View& view) const;
   std::string DescribeTarget(const Target& t) const;
   double Price(const HardwareConfig& hw) const { return config_.prices.PerSecond(hw); }
+  // The threads all groups on `dev` may run: its cores x max_oversubscription.
+  int Slots(const DeviceState& dev) const {
+    return static_cast<int>(std::floor(dev.cores * config_.max_oversubscription + 1e-9));
+  }
 
   const ClusterState& state_;
   TimePoint now_;
@@ -484,16 +484,16 @@ std::optional<Target> Tick::Choose(const View& view, const std::vector<Eligible>
       if (SameOption(proj_.groups[i], o)) have = proj_.groups[i].replicas;
     }
     const int threads = std::max(o.hardware.threads, 1);
-    const int slots =
-        static_cast<int>(std::floor(dev->cores * config_.max_oversubscription + 1e-9));
+    const int slots = Slots(*dev);
     const int other_threads = proj_.OtherThreads(o.device, view.key);
     // Idle groups of other models give their cores back as they give their
     // memory (Apply evicts them): at scale, the long tail's idle replicas
     // held every core of the cluster and a busy model could not grow.
-    const int evictable_threads = proj_.EvictableThreads(o.device, view.key);
+    const Projection::Freeable freeable = proj_.EvictableOn(o.device, view.key);
+    const int evictable_threads = freeable.threads;
     const int n_cores = std::max(0, slots - other_threads + evictable_threads) / threads;
     const int64_t free_bytes = dev->budget_bytes - dev->used_bytes;
-    const int64_t evictable = proj_.EvictableBytes(o.device, view.key);
+    const int64_t evictable = freeable.bytes;
     const int64_t n_mem64 =
         o.memory_bytes <= 0 ? int64_t{1} << 30
                             : have + std::max<int64_t>(0, free_bytes + evictable) / o.memory_bytes;
@@ -631,9 +631,8 @@ void Tick::Apply(View& view, const Target& t, const std::string& tag, const std:
 bool Tick::EvictForCores(View& view, const VariantOption& o, int replicas,
                          const std::string& reason) {
   DeviceState* dev = proj_.Device(o.device);
-  const int slots = static_cast<int>(std::floor(dev->cores * config_.max_oversubscription + 1e-9));
   const int threads = std::max(o.hardware.threads, 1);
-  int short_by = replicas * threads - (slots - proj_.OtherThreads(o.device, view.key));
+  int short_by = replicas * threads - (Slots(*dev) - proj_.OtherThreads(o.device, view.key));
   if (short_by <= 0) return true;
   std::vector<std::pair<double, size_t>> candidates;
   for (size_t i = 0; i < proj_.groups.size(); ++i) {
@@ -645,7 +644,7 @@ bool Tick::EvictForCores(View& view, const VariantOption& o, int replicas,
   for (const auto& [value, i] : candidates) {
     if (short_by <= 0) break;
     victims.push_back(i);
-    short_by -= proj_.groups[i].replicas * std::max(proj_.groups[i].hardware.threads, 1);
+    short_by -= GroupThreads(proj_.groups[i]);
   }
   if (short_by > 0) {
     out_.notes.push_back(view.key + ": not done (" + reason + "): " + std::to_string(short_by) +
@@ -654,7 +653,7 @@ bool Tick::EvictForCores(View& view, const VariantOption& o, int replicas,
   }
   for (size_t i : victims) {
     const GroupState& g = proj_.groups[i];
-    const int freed = g.replicas * std::max(g.hardware.threads, 1);
+    const int freed = GroupThreads(g);
     out_.actions.push_back(MakeAction(
         Action::kEvict, g,
         "evict: idle " + Fmt("%.0f s", Seconds(now_ - g.last_used)) + ", frees " + std::to_string(freed) +

@@ -383,17 +383,24 @@ TEST(AutoscalerTest, RespectsTheMemoryBudget) {
   EXPECT_LE(sim.state.devices[0].used_bytes, sim.state.devices[0].budget_bytes);
 }
 
-TEST(AutoscalerTest, EvictsAnotherModelsIdleGroupToMakeRoomButNeverABusyModels) {
-  Sim sim(/*cores=*/8, /*budget=*/400 * kMiB);
-  VariantOption idle = Opt("ts-fp32", Cpu(1), 0.9, 10, 0, 1, 50, "idle");
+// One tick of model m (fp32 x1) at 250 q/s beside a group of model "idle"
+// on `idle_hw`, used 5 s ago (not idle long enough to unload), and one of
+// model "busy" on one thread with 5 q/s of its own.
+AutoscalerDecision DecideBesideIdleAndBusy(Sim& sim, HardwareConfig idle_hw) {
+  VariantOption idle = Opt("ts-fp32", idle_hw, 0.9, 10, 0, 1, 50, "idle");
   VariantOption busy = Opt("ts-fp32", Cpu(1), 0.9, 10, 0, 1, 50, "busy");
   sim.state.options = {Fp32(), idle, busy};
   sim.AddGroup(Fp32(), 1);
-  sim.AddGroup(idle, 1);  // used 5 s ago: not idle long enough to unload
+  sim.AddGroup(idle, 1);
   sim.AddGroup(busy, 1);
   sim.state.groups[1].last_used = kT0 - 5s;
   sim.state.demand = {ModelDemand{"m", 1, 250, 0, {}}, ModelDemand{"busy", 1, 5, 0, {}}};
-  AutoscalerDecision d = Decide(sim.state, {}, kT0, sim.config);
+  return Decide(sim.state, {}, kT0, sim.config);
+}
+
+TEST(AutoscalerTest, EvictsAnotherModelsIdleGroupToMakeRoomButNeverABusyModels) {
+  Sim sim(/*cores=*/8, /*budget=*/400 * kMiB);
+  AutoscalerDecision d = DecideBesideIdleAndBusy(sim, Cpu(1));
   ASSERT_EQ(d.actions.size(), 2u);
   EXPECT_EQ(d.actions[0].kind, Action::kEvict);
   EXPECT_EQ(d.actions[0].model, "idle");
@@ -408,15 +415,7 @@ TEST(AutoscalerTest, EvictsOtherModelsIdleGroupsForCoresButNeverABusyModels) {
   // At scale the long tail's idle replicas held every core of the cluster,
   // and a surge on a busy model found none to grow into.
   Sim sim(/*cores=*/4);
-  VariantOption idle = Opt("ts-fp32", Cpu(2), 0.9, 10, 0, 1, 50, "idle");
-  VariantOption busy = Opt("ts-fp32", Cpu(1), 0.9, 10, 0, 1, 50, "busy");
-  sim.state.options = {Fp32(), idle, busy};
-  sim.AddGroup(Fp32(), 1);
-  sim.AddGroup(idle, 1);  // 2 threads, used 5 s ago: not idle long enough to unload
-  sim.AddGroup(busy, 1);
-  sim.state.groups[1].last_used = kT0 - 5s;
-  sim.state.demand = {ModelDemand{"m", 1, 250, 0, {}}, ModelDemand{"busy", 1, 5, 0, {}}};
-  AutoscalerDecision d = Decide(sim.state, {}, kT0, sim.config);
+  AutoscalerDecision d = DecideBesideIdleAndBusy(sim, Cpu(2));  // idle holds 2 threads
   ASSERT_EQ(d.actions.size(), 2u);
   EXPECT_EQ(d.actions[0].kind, Action::kEvict);
   EXPECT_EQ(d.actions[0].model, "idle");
