@@ -123,22 +123,35 @@ std::shared_ptr<const cluster::ClusterState> Controller::ReadStore(bool fresh) {
 void Controller::ReadTickState() {
   const auto snapshot = ReadStore(true);
   std::vector<VersionPtr> versions = registry_.All();
+  bool registry_changed = false;
   if (versions != registry_versions_) {
     // A version record's options never change (VersionOptions keys them by
     // record), so the same records give the same rows.
     registry_options_.clear();
     for (const VersionPtr& v : versions) version_options_.Append(v, &registry_options_);
     registry_versions_ = std::move(versions);
+    registry_changed = true;
   }
   cluster::ClusterState& state = tick_state_;
   state.devices = snapshot->devices;
   state.groups = snapshot->groups;
   state.demand = snapshot->demand;
   if (snapshot->options.empty()) {
-    state.options = registry_options_;
+    if (!registry_changed && tick_options_are_registry_ &&
+        state.options.size() == registry_options_.size()) {
+      // The same rows as the last tick's: only their latencies differ (the
+      // tick scales them by its slowdown), so only those are copied back.
+      for (size_t i = 0; i < state.options.size(); ++i) {
+        state.options[i].latency = registry_options_[i].latency;
+      }
+    } else {
+      state.options = registry_options_;
+    }
+    tick_options_are_registry_ = true;
   } else {
     state.options = snapshot->options;
     state.options.insert(state.options.end(), registry_options_.begin(), registry_options_.end());
+    tick_options_are_registry_ = false;
   }
 }
 

@@ -292,6 +292,9 @@ class Controller : public ControlClient {
   // rebuilt only when registry_.All() changes.
   std::vector<VersionPtr> registry_versions_ SOMM_GUARDED_BY(tick_mu_);
   std::vector<cluster::VariantOption> registry_options_ SOMM_GUARDED_BY(tick_mu_);
+  // tick_state_.options are registry_options_'s rows, in order, with only
+  // their latencies changed since (by the last tick's slowdown).
+  bool tick_options_are_registry_ SOMM_GUARDED_BY(tick_mu_) = false;
 
   // Rollouts: the policy's step, its windows and where each version's
   // counters stood when the step began.

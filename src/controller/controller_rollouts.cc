@@ -241,11 +241,13 @@ Status Controller::CommitRollout(Rollout rollout, const std::string& event) {
 void Controller::TickRollouts(const std::vector<cluster::ModelDemand>& demand,
                               cluster::TimePoint now) {
   MutexLock lock(&rollout_mu_);
-  for (const VersionPtr& v : registry_.All()) {
-    const std::string& model = v->config.name;
-    std::shared_ptr<const Rollout> r = registry_.RolloutOf(model);
-    // One pass per model (All() lists each version), and only running canaries.
-    if (!r || !r->Active() || v->version != r->canary_version) continue;
+  // Only models with a rollout: listing every version and looking up each
+  // one's rollout cost a tick more than its decisions at thousands of models.
+  for (const auto& [model, r] : registry_.Rollouts()) {
+    // Only running canaries, whose canary version is registered.
+    if (!r->Active() || !registry_.Resolve(model, std::to_string(r->canary_version)).ok()) {
+      continue;
+    }
     cluster::ModelDemand stable_now;
     cluster::ModelDemand canary_now;
     for (const cluster::ModelDemand& d : demand) {

@@ -222,6 +222,16 @@ std::shared_ptr<const Rollout> ModelRegistry::RolloutOf(const std::string& name)
   return it == models_.end() ? nullptr : it->second.rollout;
 }
 
+std::vector<std::pair<std::string, std::shared_ptr<const Rollout>>> ModelRegistry::Rollouts()
+    const {
+  std::vector<std::pair<std::string, std::shared_ptr<const Rollout>>> out;
+  ReaderLock lock(&mu_);
+  for (const auto& [name, entry] : models_) {
+    if (entry.rollout) out.emplace_back(name, entry.rollout);
+  }
+  return out;
+}
+
 std::vector<std::string> ModelRegistry::VersionsOf(const std::string& name) const {
   std::vector<std::string> out;
   ReaderLock lock(&mu_);

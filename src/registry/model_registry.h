@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cluster/cluster_state.h"
@@ -100,6 +101,8 @@ class ModelRegistry {
   // when the model is published again, dropped when it is removed.
   void SetRollout(const std::string& name, std::optional<Rollout> rollout);
   std::shared_ptr<const Rollout> RolloutOf(const std::string& name) const;
+  // Every model that has a rollout, with it, in name order.
+  std::vector<std::pair<std::string, std::shared_ptr<const Rollout>>> Rollouts() const;
   // The default version (Resolve's) of every model registered for `task`.
   std::vector<VersionPtr> ForTask(const std::string& task) const;
   std::vector<VersionPtr> All() const;

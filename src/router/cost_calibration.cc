@@ -18,25 +18,25 @@ void CostCalibration::Add(Differences& d, double difference, TimePoint now) cons
   // once, so the ring only holds batches of the present load.
   if (!d.ring.empty() && now - d.last > options_.max_age) {
     d.ring.clear();
+    d.sorted.clear();
     d.next = 0;
   }
   d.last = now;
+  // The ring in order as well, updated in place: this runs for every batch,
+  // and moving at most `window` doubles costs less than selecting anew.
   if (d.ring.size() < window) {
     d.ring.push_back(difference);
   } else {
+    const double oldest = d.ring[d.next];
+    d.sorted.erase(std::lower_bound(d.sorted.begin(), d.sorted.end(), oldest));
     d.ring[d.next] = difference;
     d.next = (d.next + 1) % window;
   }
+  d.sorted.insert(std::upper_bound(d.sorted.begin(), d.sorted.end(), difference), difference);
   if (!Counts(d, now)) return;
-  // At most `window` doubles: a selection per finished batch costs less
-  // than the response's JSON.
-  // (Into a buffer kept per thread: this runs for every batch.)
-  thread_local std::vector<double> sorted;
-  sorted.assign(d.ring.begin(), d.ring.end());
   const double q = std::clamp(options_.quantile, 0.0, 1.0);
-  const size_t at = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size() - 1)));
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(at), sorted.end());
-  d.overhead_ms = std::max(0.0, sorted[at]);
+  const size_t at = static_cast<size_t>(std::ceil(q * static_cast<double>(d.sorted.size() - 1)));
+  d.overhead_ms = std::max(0.0, d.sorted[at]);
 }
 
 void CostCalibration::Observe(const std::string& device, const std::string& variant,

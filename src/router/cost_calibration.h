@@ -80,8 +80,9 @@ class CostCalibration {
 
  private:
   struct Differences {
-    std::vector<double> ring;  // up to Options::window, in ms
-    size_t next = 0;           // where the next one goes once the ring is full
+    std::vector<double> ring;    // up to Options::window, in ms
+    std::vector<double> sorted;  // the ring's values in order (kept so, per batch)
+    size_t next = 0;             // where the next one goes once the ring is full
     double overhead_ms = 0;    // the quantile of `ring`, at least 0 (set once it counts)
     TimePoint last{};          // when the newest one finished
   };

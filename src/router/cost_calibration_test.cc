@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <random>
+#include <vector>
+
 namespace somm {
 namespace {
 
@@ -64,6 +70,27 @@ TEST(CostCalibrationTest, OldBatchesFallOutOfTheWindow) {
   EXPECT_DOUBLE_EQ(c.OverheadMs("cpu", "a", kT0), 100.0);
   c.Observe("cpu", "a", 3.0, 1.0, kT0);  // pushes it out
   EXPECT_DOUBLE_EQ(c.OverheadMs("cpu", "a", kT0), 2.0);
+}
+
+// Many batches through a small window, with repeated values: the overhead
+// is always the quantile of exactly the last `window` differences.
+TEST(CostCalibrationTest, OverheadFollowsTheWindowBatchAfterBatch) {
+  CostCalibration::Options o = Opts(1, 0.5);
+  o.window = 7;
+  CostCalibration c(o);
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> tenths(0, 30);
+  std::deque<double> last;
+  for (int i = 0; i < 2000; ++i) {
+    const double over = tenths(rng) / 10.0;
+    c.Observe("cpu", "a", 1.0 + over, 1.0, kT0);
+    last.push_back(over);
+    if (last.size() > 7) last.pop_front();
+    std::vector<double> sorted(last.begin(), last.end());
+    std::sort(sorted.begin(), sorted.end());
+    const size_t at = static_cast<size_t>(std::ceil(0.5 * static_cast<double>(sorted.size() - 1)));
+    ASSERT_NEAR(c.OverheadMs("cpu", "a", kT0), sorted[at], 1e-12) << "after batch " << i;
+  }
 }
 
 // A burst made the predictions too high for every client's ceiling, so no

@@ -1,8 +1,9 @@
 #include "router/requirements.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
+
+#include "common/format_number.h"
 
 namespace somm {
 
@@ -54,14 +55,14 @@ StatusOr<Requirements> ParseRequirements(const Parameters& p, bool* any) {
 }
 
 std::string DescribeRequirements(const Requirements& r) {
-  // %g is how a stream writes a double by default (precision 6); snprintf
+  // %g is how a stream writes a double by default (precision 6); FormatG
   // because this runs for every query with requirements, and a stream's
-  // construction cost more than the rest of the description.
+  // construction (or printf's parsing) cost more than the rest.
   std::string s;
-  char buf[64];
-  auto add = [&](const char* key, double value) {
-    std::snprintf(buf, sizeof buf, "%s=%g ", key, value);
-    s += buf;
+  auto add = [&s](const char* key, double value) {
+    s.append(key).push_back('=');
+    AppendG(&s, value);
+    s.push_back(' ');
   };
   if (r.min_accuracy) add("min_accuracy", *r.min_accuracy);
   if (r.latency_slo_ms) add("latency_slo_ms", *r.latency_slo_ms);

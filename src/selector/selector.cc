@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <limits>
+
+#include "common/format_number.h"
 
 namespace somm {
 namespace {
@@ -17,11 +18,7 @@ constexpr size_t kNone = std::numeric_limits<size_t>::max();
 constexpr double kCostTieRelative = 1e-9;
 
 // Short numbers for messages: 0.9733, 0.05, 3.1e-10.
-std::string Num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.4g", v);
-  return buf;
-}
+std::string Num(double v) { return FormatG(v, 4); }
 
 // Time to run `samples` samples through batches of at most `max_batch`, one
 // batch after the other: full batches first, then the remainder.
