@@ -100,6 +100,12 @@ struct Projection {
     return nullptr;
   }
   bool IsBusyKey(const std::string& key) const { return busy_keys_.count(key) > 0; }
+  // The indices of `key`'s groups (removed ones included).
+  const std::vector<size_t>& KeyGroups(const std::string& key) const {
+    static const std::vector<size_t> kNone;
+    auto it = by_key_.find(key);
+    return it == by_key_.end() ? kNone : it->second;
+  }
   // Groups on `device` another model may evict: evictable, of a model without
   // arrivals, not `key`'s own.
   bool EvictableFor(size_t i, const std::string& device, const std::string& key) const {
@@ -114,10 +120,16 @@ struct Projection {
     int threads = 0;
   };
   Freeable EvictableOn(const std::string& device, const std::string& key) const {
+    return EvictableOn(device, KeyGroups(key), IsBusyKey(key));
+  }
+  // The same, with `key`'s groups and whether it is busy looked up already
+  // (Choose asks for every option of one model).
+  Freeable EvictableOn(const std::string& device, const std::vector<size_t>& key_groups,
+                       bool key_busy) const {
     const Totals& t = TotalsOn(device);
     Freeable f{t.evictable_bytes, t.evictable_threads};
-    if (!IsBusyKey(key)) {
-      for (size_t i : KeyGroups(key)) {
+    if (!key_busy) {
+      for (size_t i : key_groups) {
         const GroupState& g = groups[i];
         if (!removed[i] && g.device == device && Evictable(g)) {
           f.bytes -= g.replicas * g.memory_bytes;
@@ -130,8 +142,11 @@ struct Projection {
   // Threads on `device` of every group except `key`'s unpinned ones (those
   // are what the model's new configuration replaces).
   int OtherThreads(const std::string& device, const std::string& key) const {
+    return OtherThreads(device, KeyGroups(key));
+  }
+  int OtherThreads(const std::string& device, const std::vector<size_t>& key_groups) const {
     int threads = TotalsOn(device).threads;
-    for (size_t i : KeyGroups(key)) {
+    for (size_t i : key_groups) {
       const GroupState& g = groups[i];
       if (!removed[i] && g.device == device && !g.pinned) threads -= GroupThreads(g);
     }
@@ -144,11 +159,6 @@ struct Projection {
     int threads = 0;              // groups not removed
     int evictable_threads = 0;    // of the groups counted in evictable_bytes
   };
-  const std::vector<size_t>& KeyGroups(const std::string& key) const {
-    static const std::vector<size_t> kNone;
-    auto it = by_key_.find(key);
-    return it == by_key_.end() ? kNone : it->second;
-  }
   const Totals& TotalsOn(const std::string& device) const {
     auto it = totals_.find(device);
     if (it != totals_.end()) return it->second;
@@ -459,6 +469,9 @@ std::optional<Target> Tick::Choose(const View& view, const std::vector<Eligible>
            state_.options[b.option].latency.Predict(1);
   };
   std::optional<Target> best, most;
+  // The model's own groups and whether it is busy, once for all its options.
+  const std::vector<size_t>& key_groups = proj_.KeyGroups(view.key);
+  const bool key_busy = proj_.IsBusyKey(view.key);
   for (const Eligible& e : eligible) {
     const VariantOption& o = state_.options[e.option];
     const DeviceState* dev = nullptr;
@@ -485,11 +498,11 @@ std::optional<Target> Tick::Choose(const View& view, const std::vector<Eligible>
     }
     const int threads = std::max(o.hardware.threads, 1);
     const int slots = Slots(*dev);
-    const int other_threads = proj_.OtherThreads(o.device, view.key);
+    const int other_threads = proj_.OtherThreads(o.device, key_groups);
     // Idle groups of other models give their cores back as they give their
     // memory (Apply evicts them): at scale, the long tail's idle replicas
     // held every core of the cluster and a busy model could not grow.
-    const Projection::Freeable freeable = proj_.EvictableOn(o.device, view.key);
+    const Projection::Freeable freeable = proj_.EvictableOn(o.device, key_groups, key_busy);
     const int evictable_threads = freeable.threads;
     const int n_cores = std::max(0, slots - other_threads + evictable_threads) / threads;
     const int64_t free_bytes = dev->budget_bytes - dev->used_bytes;
@@ -886,7 +899,26 @@ int ReplicasForWaitTail(double rate_qps, const ReplicaCapacity& replica, double 
   if (miss_target <= 0) return n;  // the rule is off
   // Bounded: the tail falls about e-fold per replica once past the load.
   const int most = n + 64 + static_cast<int>(replica.qps > 0 ? rate_qps / replica.qps : 0);
-  while (n < most && WaitTail(rate_qps, replica, latency_slo_ms, n) > miss_target) ++n;
+  if (latency_slo_ms <= 0 || rate_qps <= 0 || replica.qps <= 0) return n;  // no tail (WaitTail)
+  const double slack_s = (latency_slo_ms - replica.batch_latency_ms) / 1000.0;
+  if (slack_s <= 0) return n;
+  // WaitTail(n), WaitTail(n + 1), ...: Erlang B's recursion carried on from
+  // one count to the next instead of started over for each (the same
+  // arithmetic in the same order, so the same figures).
+  const double offered = rate_qps / replica.qps;
+  double b = 1;
+  int k = 0;
+  for (; n < most; ++n) {
+    if (offered >= n) {  // the tail is 1
+      if (!(1.0 > miss_target)) break;
+      continue;
+    }
+    for (; k < n; ++k) b = offered * b / (k + 1 + offered * b);
+    const double waits = n * b / (n - offered * (1 - b));
+    const double tail =
+        std::min(1.0, waits * std::exp(-2 * (n * replica.qps - rate_qps) * slack_s));
+    if (!(tail > miss_target)) break;
+  }
   return n;
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 namespace somm::control {
 namespace {
@@ -450,6 +451,26 @@ TEST(AutoscalerTest, WaitTailIsTheMdcTailPastTheSlack) {
   EXPECT_EQ(ReplicasForWaitTail(30, slow, 60, 0.005, 1), 3);
   EXPECT_EQ(ReplicasForWaitTail(30, slow, 60, 0.005, 4), 4);  // never fewer than asked
   EXPECT_EQ(ReplicasForWaitTail(30, slow, 60, 0, 1), 1);      // the rule off
+}
+
+// ReplicasForWaitTail carries Erlang B's recursion from one count to the
+// next: it must give what asking WaitTail for each count in turn gives.
+TEST(AutoscalerTest, ReplicasForWaitTailIsTheFirstCountWhoseTailIsWithinTheTarget) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> unit(0, 1);
+  for (int i = 0; i < 3000; ++i) {
+    const ReplicaCapacity r{1 + static_cast<int64_t>(unit(rng) * 8), 1 + unit(rng) * 40,
+                            5 + unit(rng) * 400};
+    const double rate = unit(rng) * 4000;
+    const double slo = unit(rng) * 200;
+    const double target = i % 50 == 0 ? 1.0 : unit(rng) * 0.05;
+    const int at_least = 1 + static_cast<int>(unit(rng) * 10);
+    int naive = at_least;
+    const int most = naive + 64 + static_cast<int>(rate / r.qps);
+    while (naive < most && WaitTail(rate, r, slo, naive) > target) ++naive;
+    ASSERT_EQ(ReplicasForWaitTail(rate, r, slo, target, at_least), naive)
+        << "rate " << rate << " slo " << slo << " target " << target << " at least " << at_least;
+  }
 }
 
 TEST(AutoscalerTest, SizesASlowModelForItsWaitTailNotOnlyItsThroughput) {

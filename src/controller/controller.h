@@ -41,6 +41,7 @@
 #include <condition_variable>
 #include <functional>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <set>
 #include <string>
@@ -277,8 +278,10 @@ class Controller : public ControlClient {
   // calling Tick(), touches it).
   Mutex tick_mu_;
   control::AutoscalerMemory memory_ SOMM_GUARDED_BY(tick_mu_);
-  std::map<std::string, int64_t> last_arrivals_ SOMM_GUARDED_BY(tick_mu_);
-  std::map<std::string, int64_t> last_uses_ SOMM_GUARDED_BY(tick_mu_);
+  // Hashed: looked up for every model and every group on every tick, and
+  // never listed.
+  std::unordered_map<std::string, int64_t> last_arrivals_ SOMM_GUARDED_BY(tick_mu_);
+  std::unordered_map<std::string, int64_t> last_uses_ SOMM_GUARDED_BY(tick_mu_);
   std::optional<cluster::TimePoint> last_tick_ SOMM_GUARDED_BY(tick_mu_);
   // Every version's options for ReadTickState(), built once per version record.
   VersionOptions version_options_;

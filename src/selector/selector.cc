@@ -1,6 +1,7 @@
 #include "selector/selector.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -285,11 +286,19 @@ SelectorState CandidatesFrom(const std::vector<cluster::GroupState>& groups,
                              const Requirements& req, bool loaded_only,
                              std::vector<size_t>* origins, const RouterZone& where) {
   SelectorState out;
+  // Per query: one allocation for the list and one for each id, not a
+  // regrowth per candidate and three temporaries per id.
+  out.candidates.reserve(options.size());
   for (size_t i = 0; i < options.size(); ++i) {
     const cluster::VariantOption& o = options[i];
     if (req.model.empty() ? o.task != req.task : o.model != req.model) continue;
-    Candidate c;
-    c.variant_id = o.model + ":" + std::to_string(o.version) + ":" + o.variant;
+    Candidate& c = out.candidates.emplace_back();
+    char version[24];
+    const auto printed = std::to_chars(version, version + sizeof version, o.version);
+    c.variant_id.reserve(o.model.size() + o.variant.size() + 2 +
+                         static_cast<size_t>(printed.ptr - version));
+    c.variant_id.append(o.model).append(1, ':').append(version, printed.ptr).append(1, ':').append(
+        o.variant);
     c.model = o.model;
     c.task = o.task;
     c.hardware = o.hardware;
@@ -308,12 +317,14 @@ SelectorState CandidatesFrom(const std::vector<cluster::GroupState>& groups,
         near = near || g.zone == where.zone;
       }
     }
-    if (loaded_only && !loaded) continue;
+    if (loaded_only && !loaded) {
+      out.candidates.pop_back();
+      continue;
+    }
     // The router dispatches in its own zone when a group is there
     // (Router::PickWorker); only a candidate held elsewhere alone pays the
     // round trip.
     if (loaded && !near) c.network_ms = where.cross_zone_rtt_ms;
-    out.candidates.push_back(std::move(c));
     if (origins) origins->push_back(i);
   }
   return out;
