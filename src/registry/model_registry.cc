@@ -162,11 +162,14 @@ void ModelRegistry::Publish(const std::string& name, std::vector<VersionPtr> ver
   entry.problems = std::move(problems);
   WriterLock lock(&mu_);
   if (auto it = models_.find(name); it != models_.end()) entry.rollout = it->second.rollout;
-  models_[name] = std::move(entry);
+  Entry& held = models_[name];
+  held = std::move(entry);
+  by_name_[name] = &held;
 }
 
 bool ModelRegistry::Remove(const std::string& name) {
   WriterLock lock(&mu_);
+  by_name_.erase(name);
   return models_.erase(name) > 0;
 }
 
@@ -178,9 +181,9 @@ bool ModelRegistry::IsPublished(const std::string& name) const {
 StatusOr<VersionPtr> ModelRegistry::Resolve(const std::string& name,
                                             const std::string& version) const {
   ReaderLock lock(&mu_);
-  auto it = models_.find(name);
-  if (it == models_.end()) return UnknownModel(name);
-  const Entry& entry = it->second;
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return UnknownModel(name);
+  const Entry& entry = *it->second;
   if (entry.versions.empty()) {
     const std::string why = entry.problems.empty() ? "" : ": " + entry.problems[0].reason;
     return Unavailable("model '" + name + "' is not ready" + why);

@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -137,6 +138,10 @@ class ModelRegistry {
   std::atomic<bool> shutting_down_{false};
   mutable SharedMutex mu_;
   std::map<std::string, Entry> models_ SOMM_GUARDED_BY(mu_);
+  // models_'s entries by name, hashed (a map's nodes stay put): Resolve
+  // runs for every query, and at thousands of models the tree's string
+  // comparisons cost more than the rest of it.
+  std::unordered_map<std::string, const Entry*> by_name_ SOMM_GUARDED_BY(mu_);
   mutable Mutex jobs_mu_;
   std::map<std::string, RegistrationStatus> jobs_ SOMM_GUARDED_BY(jobs_mu_);
   std::vector<std::thread> job_threads_ SOMM_GUARDED_BY(jobs_mu_);

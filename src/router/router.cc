@@ -206,14 +206,16 @@ uint64_t Router::LogDecision(DecisionRecord record) {
 Router::VersionStats& Router::StatsFor(const VersionRecord& v) {
   {
     ReaderLock lock(&stats_mu_);
-    auto m = stats_.find(v.config.name);
-    if (m != stats_.end()) {
-      auto it = m->second.find(v.version);
-      if (it != m->second.end()) return *it->second;
+    auto m = stats_by_model_.find(v.config.name);
+    if (m != stats_by_model_.end()) {
+      auto it = m->second->find(v.version);
+      if (it != m->second->end()) return *it->second;
     }
   }
   WriterLock lock(&stats_mu_);
-  auto& row = stats_[v.config.name][v.version];
+  auto& versions = stats_[v.config.name];
+  stats_by_model_[v.config.name] = &versions;
+  auto& row = versions[v.version];
   if (!row) {
     row = std::make_unique<VersionStats>();
     row->model = v.config.name;

@@ -52,6 +52,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "cluster/cluster_state_store.h"
 #include "common/clock.h"
@@ -222,6 +223,10 @@ class Router : public InferenceServer {
   // model -> version -> row; rows are never removed, so a Query may keep a
   // pointer to one.
   std::map<std::string, std::map<int64_t, std::unique_ptr<VersionStats>>> stats_
+      SOMM_GUARDED_BY(stats_mu_);
+  // stats_'s rows by model, hashed, for the lookup every query makes (the
+  // ordered map is what PublishDemand lists, in its order).
+  std::unordered_map<std::string, std::map<int64_t, std::unique_ptr<VersionStats>>*> stats_by_model_
       SOMM_GUARDED_BY(stats_mu_);
 };
 
