@@ -122,15 +122,22 @@ std::shared_ptr<const cluster::ClusterState> Controller::ReadStore(bool fresh) {
 
 void Controller::ReadTickState() {
   const auto snapshot = ReadStore(true);
-  std::vector<VersionPtr> versions = registry_.All();
   bool registry_changed = false;
-  if (versions != registry_versions_) {
-    // A version record's options never change (VersionOptions keys them by
-    // record), so the same records give the same rows.
-    registry_options_.clear();
-    for (const VersionPtr& v : versions) version_options_.Append(v, &registry_options_);
-    registry_versions_ = std::move(versions);
-    registry_changed = true;
+  // Listing every version (thousands at scale) only when the registry says
+  // its records moved.
+  const uint64_t changes = registry_.VersionsChanged();
+  if (!registry_listed_ || changes != registry_changes_) {
+    std::vector<VersionPtr> versions = registry_.All();
+    registry_changes_ = changes;
+    registry_listed_ = true;
+    if (versions != registry_versions_) {
+      // A version record's options never change (VersionOptions keys them
+      // by record), so the same records give the same rows.
+      registry_options_.clear();
+      for (const VersionPtr& v : versions) version_options_.Append(v, &registry_options_);
+      registry_versions_ = std::move(versions);
+      registry_changed = true;
+    }
   }
   cluster::ClusterState& state = tick_state_;
   state.devices = snapshot->devices;
@@ -325,8 +332,12 @@ const cluster::ClusterState& Controller::PlacementView() {
   }
   // What placement reads (devices and groups, ForPlacement); not the
   // demand, which it never reads.
+  // Cleared, not replaced: the groups' storage (hundreds of KB at scale)
+  // is kept from one view to the next.
   cluster::ClusterState& state = view_.state;
-  state = cluster::ClusterState{};
+  state.options.clear();
+  state.demand.clear();
+  state.groups.clear();
   view_.taken_at.clear();
   state.devices = snapshot->devices;
   state.groups.reserve(snapshot->groups.size());

@@ -298,6 +298,9 @@ class Controller : public ControlClient {
   // tick_state_.options are registry_options_'s rows, in order, with only
   // their latencies changed since (by the last tick's slowdown).
   bool tick_options_are_registry_ SOMM_GUARDED_BY(tick_mu_) = false;
+  // registry_.VersionsChanged() when registry_versions_ was listed.
+  bool registry_listed_ SOMM_GUARDED_BY(tick_mu_) = false;
+  uint64_t registry_changes_ SOMM_GUARDED_BY(tick_mu_) = 0;
 
   // Rollouts: the policy's step, its windows and where each version's
   // counters stood when the step began.

@@ -165,11 +165,13 @@ void ModelRegistry::Publish(const std::string& name, std::vector<VersionPtr> ver
   Entry& held = models_[name];
   held = std::move(entry);
   by_name_[name] = &held;
+  versions_changed_.fetch_add(1, std::memory_order_release);
 }
 
 bool ModelRegistry::Remove(const std::string& name) {
   WriterLock lock(&mu_);
   by_name_.erase(name);
+  versions_changed_.fetch_add(1, std::memory_order_release);
   return models_.erase(name) > 0;
 }
 
@@ -304,6 +306,7 @@ Status ModelRegistry::SetProfiles(const std::string& name, int64_t version,
   auto updated = std::make_shared<VersionRecord>(*v->second);
   updated->profiles = std::move(profiles);
   v->second = std::move(updated);
+  versions_changed_.fetch_add(1, std::memory_order_release);
   return Status::Ok();
 }
 

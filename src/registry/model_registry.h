@@ -107,6 +107,10 @@ class ModelRegistry {
   // The default version (Resolve's) of every model registered for `task`.
   std::vector<VersionPtr> ForTask(const std::string& task) const;
   std::vector<VersionPtr> All() const;
+  // Moves whenever All() would list other records (a model published or
+  // removed, new profiles): a caller that keeps All()'s list re-reads it
+  // only then (read this first, then All()).
+  uint64_t VersionsChanged() const { return versions_changed_.load(std::memory_order_acquire); }
   std::vector<RepositoryEntry> Index(bool ready_only) const;
   // The answer for a model that is not there; also what a caller gets for a
   // model it may not see (docs/security.md), so existence is not revealed.
@@ -142,6 +146,7 @@ class ModelRegistry {
   // runs for every query, and at thousands of models the tree's string
   // comparisons cost more than the rest of it.
   std::unordered_map<std::string, const Entry*> by_name_ SOMM_GUARDED_BY(mu_);
+  std::atomic<uint64_t> versions_changed_{0};  // VersionsChanged(); moved under mu_
   mutable Mutex jobs_mu_;
   std::map<std::string, RegistrationStatus> jobs_ SOMM_GUARDED_BY(jobs_mu_);
   std::vector<std::thread> job_threads_ SOMM_GUARDED_BY(jobs_mu_);
