@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -329,10 +330,10 @@ std::vector<Tick::View> Tick::Views() const {
 }
 
 void Tick::UpdateForecasts(std::vector<View>& views, double dt) {
-  std::map<std::string, ModelMemory> kept;
+  // Updated in place (a fresh table per tick rebuilt thousands of entries).
+  auto& models = out_.memory.models;
   for (const View& v : views) {
-    // Moved out: the whole table is replaced by `kept` below.
-    ModelMemory m = std::move(out_.memory.models[v.key]);
+    ModelMemory& m = models[v.key];
     m.holt = Update(m.holt, v.demand.rate_qps, dt, config_.holt);
     // A monotonic queue: a sample that a later, higher one outlives can never
     // be the maximum again.
@@ -342,11 +343,16 @@ void Tick::UpdateForecasts(std::vector<View>& views, double dt) {
            m.window.size() > 1) {
       m.window.erase(m.window.begin());
     }
-    kept[v.key] = std::move(m);
     if (v.demand.rate_qps > 0) proj_.MarkBusy(v.key);
   }
-  // Models with neither demand nor groups are forgotten.
-  out_.memory.models = std::move(kept);
+  // Models with neither demand nor groups are forgotten. Every view's key is
+  // in the table now and the views' keys are distinct, so only a table
+  // larger than the views holds others.
+  if (models.size() > views.size()) {
+    std::unordered_set<std::string_view> viewed;
+    for (const View& v : views) viewed.insert(v.key);
+    std::erase_if(models, [&viewed](const auto& entry) { return viewed.count(entry.first) == 0; });
+  }
 }
 
 AutoscalerDecision Tick::Run() {
