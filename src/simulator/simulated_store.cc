@@ -93,21 +93,45 @@ void AssignAt(const std::vector<T>& from, size_t at, std::vector<T>* to) {
   }
 }
 
+// Moves the items from `from` to the end of *v so that they start at `to`
+// instead (the vector grows or shrinks by the difference). Moved, not
+// copied: their strings and vectors go along without new memory.
+template <typename T>
+void ShiftTail(std::vector<T>* v, size_t from, size_t to) {
+  if (to > from) {
+    const size_t old_size = v->size();
+    v->resize(old_size + (to - from));
+    std::move_backward(v->begin() + static_cast<std::ptrdiff_t>(from),
+                       v->begin() + static_cast<std::ptrdiff_t>(old_size), v->end());
+  } else if (to < from) {
+    std::move(v->begin() + static_cast<std::ptrdiff_t>(from), v->end(),
+              v->begin() + static_cast<std::ptrdiff_t>(to));
+    v->resize(v->size() - (from - to));
+  }
+}
+
 }  // namespace
 
 void SimulatedStore::Merge(Built* built) const {
   // MergeClusterState's devices and groups (each group with its worker's
   // zone), over what `built` holds from its last build: a worker whose
   // report is the same as then, at the same place, is left as it is.
+  // When a worker's report changed its number of devices or groups (a load,
+  // an unload), the workers after it are moved along, not copied again.
   cluster::ClusterState& state = built->state;
-  bool aligned = built->membership == membership_ && built->counts.size() == workers_.size();
+  const bool same_workers =
+      built->membership == membership_ && built->counts.size() == workers_.size();
   size_t devices = 0, groups = 0, k = 0;
   built->counts.resize(workers_.size());
   for (const auto& [id, held] : workers_) {
     const cluster::WorkerReport& r = held.report;
     const std::pair<size_t, size_t> counts{r.devices.size(), r.groups.size()};
-    aligned = aligned && built->counts[k] == counts;
-    if (!aligned || held.put_at > built->generation) {
+    const bool resized = same_workers && built->counts[k] != counts;
+    if (resized) {
+      ShiftTail(&state.devices, devices + built->counts[k].first, devices + counts.first);
+      ShiftTail(&state.groups, groups + built->counts[k].second, groups + counts.second);
+    }
+    if (!same_workers || resized || held.put_at > built->generation) {
       AssignAt(r.devices, devices, &state.devices);
       AssignAt(r.groups, groups, &state.groups);
       for (size_t i = groups; i < groups + r.groups.size(); ++i) state.groups[i].zone = r.zone;
