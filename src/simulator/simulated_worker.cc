@@ -247,6 +247,7 @@ StatusOr<std::shared_ptr<SimulatedWorker::Group>> SimulatedWorker::NewGroup(
   g->version = action.version;
   g->variant = a.variant;
   g->hardware = a.hardware;
+  g->device = Device{a.hardware.device, a.hardware.device_index}.ToString();
   g->profile = profile;
   const ModelConfig& c = action.version->config;
   g->max_batch = std::max<int64_t>(c.max_batch_size, 0);
@@ -420,15 +421,16 @@ cluster::WorkerReport SimulatedWorker::Report() {
   cpu.budget_bytes = options_.budget_bytes;
   cpu.cores = options_.cores;
   cpu.used_bytes = used_bytes();
+  r.groups.reserve(groups_.size());
   for (const auto& [label, g] : groups_) {
-    cluster::GroupState s;
+    cluster::GroupState& s = r.groups.emplace_back();
     s.worker = options_.id;
     s.zone = options_.zone;
     s.model = g->version->config.name;
     s.version = g->version->version;
     s.variant = g->variant;
     s.hardware = g->hardware;
-    s.device = Device{g->hardware.device, g->hardware.device_index}.ToString();
+    s.device = g->device;
     s.replicas = static_cast<int>(g->replicas.size());
     s.memory_bytes = g->memory_bytes;
     s.queued = static_cast<int64_t>(g->queue.size());
@@ -448,10 +450,10 @@ cluster::WorkerReport SimulatedWorker::Report() {
     // what the router's and the selector's predictions should count.
     const int64_t per_replica =
         g->replicas.empty() ? 0 : g->queued_samples / static_cast<int64_t>(g->replicas.size());
+    s.instances.reserve(g->replicas.size());
     for (const auto& rep : g->replicas) {
       s.instances.push_back({rep->id, per_replica, FreeAt(*rep)});
     }
-    r.groups.push_back(std::move(s));
   }
   r.devices.push_back(cpu);
   return r;

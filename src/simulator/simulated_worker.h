@@ -136,6 +136,7 @@ class SimulatedWorker : public WorkerStub {
     VersionPtr version;
     std::string variant;
     HardwareConfig hardware;
+    std::string device;  // Device{hardware}.ToString(): "cpu", "cuda:0"
     const HardwareProfile* profile = nullptr;  // in *version
     int64_t max_batch = 1;
     size_t max_queue = 0;
