@@ -587,9 +587,19 @@ void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> ver
   SelectorState candidates =
       CandidatesFrom(groups, *options, req, !options_.managed, &origins, where_);
   const auto now = clock_.Now();
+  // A variant's options on several thread counts come one after another and
+  // share their overhead (learnt per variant and device): one lookup each.
+  const Candidate* previous = nullptr;
   for (Candidate& c : candidates.candidates) {
-    c.batch_overhead_ms = cost_calibration_.OverheadMs(
-        Device{c.hardware.device, c.hardware.device_index}.ToString(), c.variant_id, now);
+    if (previous != nullptr && previous->variant_id == c.variant_id &&
+        previous->hardware.device == c.hardware.device &&
+        previous->hardware.device_index == c.hardware.device_index) {
+      c.batch_overhead_ms = previous->batch_overhead_ms;
+    } else {
+      c.batch_overhead_ms = cost_calibration_.OverheadMs(
+          Device{c.hardware.device, c.hardware.device_index}.ToString(), c.variant_id, now);
+    }
+    previous = &c;
   }
   DecisionRecord record;
   record.unix_ms = NowUnixMs();
