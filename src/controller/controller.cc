@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <future>
 #include <mutex>
@@ -27,10 +28,6 @@ int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-std::string VersionKey(const std::string& model, int64_t version) {
-  return model + ":" + std::to_string(version);
 }
 
 cluster::Action ActionFor(cluster::Action::Kind kind, const VersionRecord& v,
@@ -309,17 +306,30 @@ cluster::GroupState TakenGroup(const std::string& worker, const std::string& lab
   return g;
 }
 
-// g.worker + "/" + GroupLabel(g) in one allocation: the tick builds one per
-// group of the cluster.
-std::string UsesKey(const cluster::GroupState& g) {
-  const std::string version = std::to_string(g.version);
-  const std::string hardware = g.hardware.Name();
-  std::string key;
-  key.reserve(g.worker.size() + g.model.size() + version.size() + g.variant.size() +
-              hardware.size() + 4);
-  key.append(g.worker).append("/").append(g.model).append(":").append(version);
-  key.append(":").append(g.variant).append("@").append(hardware);
-  return key;
+// model + ":" + version into *key, over what it held: the tick builds
+// one per model of the cluster, into one buffer, allocation-free once warm.
+void SetVersionKey(std::string* key, const std::string& model, int64_t version) {
+  char digits[24];
+  const auto printed = std::to_chars(digits, digits + sizeof digits, version);
+  key->assign(model).append(1, ':').append(digits, printed.ptr);
+}
+
+// g.worker + "/" + GroupLabel(g) into *key, the same way (one per group).
+void SetUsesKey(std::string* key, const cluster::GroupState& g) {
+  char digits[24];
+  const auto printed = std::to_chars(digits, digits + sizeof digits, g.version);
+  key->assign(g.worker).append(1, '/').append(g.model).append(1, ':');
+  key->append(digits, printed.ptr).append(1, ':').append(g.variant).append(1, '@');
+  key->append(g.hardware.Name());
+}
+
+// A counter by key: the one there (fresh = false), else `value` put in.
+template <typename Map>
+std::pair<typename Map::iterator, bool> FindOrPut(Map& map, const std::string& key,
+                                                  int64_t value) {
+  auto it = map.find(std::string_view(key));
+  if (it != map.end()) return {it, false};
+  return {map.emplace(key, value).first, true};
 }
 
 }  // namespace
@@ -874,9 +884,10 @@ void Controller::Tick() {
   ReadTickState();
   cluster::ClusterState& state = tick_state_;
   // Rates from the monotonic counters: this reader's own differences.
+  std::string key;  // one buffer for every key below
   for (auto& d : state.demand) {
-    const std::string key = VersionKey(d.model, d.version);
-    auto [it, fresh] = last_arrivals_.try_emplace(key, d.arrivals_total);
+    SetVersionKey(&key, d.model, d.version);
+    auto [it, fresh] = FindOrPut(last_arrivals_, key, d.arrivals_total);
     d.rate_qps = !fresh && tick_s > 0
                      ? static_cast<double>(d.arrivals_total - it->second) / tick_s
                      : 0;
@@ -889,7 +900,8 @@ void Controller::Tick() {
   int64_t replicas = 0;
   for (auto& g : state.groups) {
     // One label may have a share on several workers: each its own counter.
-    auto [it, fresh] = last_uses_.try_emplace(UsesKey(g), g.uses_total);
+    SetUsesKey(&key, g);
+    auto [it, fresh] = FindOrPut(last_uses_, key, g.uses_total);
     g.recent_rate_qps = !fresh && tick_s > 0
                             ? static_cast<double>(g.uses_total - it->second) / tick_s
                             : 0;
@@ -927,7 +939,8 @@ void Controller::Tick() {
   state.options = std::move(pooled_state.options);
   memory_ = std::move(decision.memory);
   for (const auto& d : state.demand) {
-    auto m = memory_.models.find(VersionKey(d.model, d.version));
+    SetVersionKey(&key, d.model, d.version);
+    auto m = memory_.models.find(key);
     metrics_.SetRates(d.model, d.rate_qps,
                       m == memory_.models.end() ? d.rate_qps : control::Forecast(m->second.holt, 0));
   }

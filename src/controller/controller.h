@@ -45,6 +45,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "cluster/cluster_state_store.h"
@@ -280,8 +281,15 @@ class Controller : public ControlClient {
   control::AutoscalerMemory memory_ SOMM_GUARDED_BY(tick_mu_);
   // Hashed: looked up for every model and every group on every tick, and
   // never listed.
-  std::unordered_map<std::string, int64_t> last_arrivals_ SOMM_GUARDED_BY(tick_mu_);
-  std::unordered_map<std::string, int64_t> last_uses_ SOMM_GUARDED_BY(tick_mu_);
+  // (Transparent, so that a key built into a buffer is looked up as it is.)
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, int64_t, KeyHash, std::equal_to<>> last_arrivals_
+      SOMM_GUARDED_BY(tick_mu_);
+  std::unordered_map<std::string, int64_t, KeyHash, std::equal_to<>> last_uses_
+      SOMM_GUARDED_BY(tick_mu_);
   std::optional<cluster::TimePoint> last_tick_ SOMM_GUARDED_BY(tick_mu_);
   // Every version's options for ReadTickState(), built once per version record.
   VersionOptions version_options_;

@@ -172,7 +172,11 @@ bool ModelRegistry::Remove(const std::string& name) {
   WriterLock lock(&mu_);
   by_name_.erase(name);
   versions_changed_.fetch_add(1, std::memory_order_release);
-  return models_.erase(name) > 0;
+  auto it = models_.find(name);
+  if (it == models_.end()) return false;
+  if (it->second.rollout) with_rollout_.fetch_sub(1, std::memory_order_relaxed);
+  models_.erase(it);
+  return true;
 }
 
 bool ModelRegistry::IsPublished(const std::string& name) const {
@@ -217,19 +221,25 @@ void ModelRegistry::SetRollout(const std::string& name, std::optional<Rollout> r
   WriterLock lock(&mu_);
   auto it = models_.find(name);
   if (it == models_.end()) return;
+  const bool had = it->second.rollout != nullptr;
   it->second.rollout =
       rollout ? std::make_shared<const Rollout>(std::move(*rollout)) : nullptr;
+  with_rollout_.fetch_add((it->second.rollout != nullptr) - static_cast<int>(had),
+                          std::memory_order_relaxed);
 }
 
 std::shared_ptr<const Rollout> ModelRegistry::RolloutOf(const std::string& name) const {
+  // Asked for every query: without any rollout, no lock and no lookup.
+  if (with_rollout_.load(std::memory_order_relaxed) == 0) return nullptr;
   ReaderLock lock(&mu_);
-  auto it = models_.find(name);
-  return it == models_.end() ? nullptr : it->second.rollout;
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second->rollout;
 }
 
 std::vector<std::pair<std::string, std::shared_ptr<const Rollout>>> ModelRegistry::Rollouts()
     const {
   std::vector<std::pair<std::string, std::shared_ptr<const Rollout>>> out;
+  if (with_rollout_.load(std::memory_order_relaxed) == 0) return out;
   ReaderLock lock(&mu_);
   for (const auto& [name, entry] : models_) {
     if (entry.rollout) out.emplace_back(name, entry.rollout);

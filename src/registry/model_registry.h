@@ -147,6 +147,8 @@ class ModelRegistry {
   // comparisons cost more than the rest of it.
   std::unordered_map<std::string, const Entry*> by_name_ SOMM_GUARDED_BY(mu_);
   std::atomic<uint64_t> versions_changed_{0};  // VersionsChanged(); moved under mu_
+  // How many models have a rollout (changed under mu_; read without it).
+  std::atomic<int> with_rollout_{0};
   mutable Mutex jobs_mu_;
   std::map<std::string, RegistrationStatus> jobs_ SOMM_GUARDED_BY(jobs_mu_);
   std::vector<std::thread> job_threads_ SOMM_GUARDED_BY(jobs_mu_);
