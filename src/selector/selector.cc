@@ -184,14 +184,30 @@ Decision MakeDecision(const Candidate& c, size_t index, const Evaluation& e,
   d.cost_usd = e.cost_usd;
   d.charge_usd = e.charge_usd;
   d.outcome = outcome;
-  std::string how = e.instance_id >= 0
-                        ? "loaded instance " + std::to_string(e.instance_id)
-                        : "needs load of " + Num(c.load_time_ms) + " ms";
-  if (e.instance_id >= 0 && c.network_ms > 0) {
-    how += ", only in another zone: +" + Num(c.network_ms) + " ms round trip";
+  // "<why>: <variant> on <hardware> (<how>, predicted <ms> ms, <usd> USD)",
+  // appended into one string: this runs for every selected query.
+  std::string& r = d.reason;
+  r.reserve(why.size() + c.variant_id.size() + 96);
+  r.append(why).append(": ").append(c.variant_id).append(" on ").append(c.hardware.Name());
+  if (e.instance_id >= 0) {
+    char id[24];
+    const auto printed = std::to_chars(id, id + sizeof id, e.instance_id);
+    r.append(" (loaded instance ").append(id, printed.ptr);
+    if (c.network_ms > 0) {
+      r.append(", only in another zone: +");
+      AppendG(&r, c.network_ms, 4);
+      r.append(" ms round trip");
+    }
+  } else {
+    r.append(" (needs load of ");
+    AppendG(&r, c.load_time_ms, 4);
+    r.append(" ms");
   }
-  d.reason = why + ": " + Where(c) + " (" + how + ", predicted " + Num(e.latency_ms) + " ms, " +
-             Num(e.cost_usd) + " USD)";
+  r.append(", predicted ");
+  AppendG(&r, e.latency_ms, 4);
+  r.append(" ms, ");
+  AppendG(&r, e.cost_usd, 4);
+  r.append(" USD)");
   return d;
 }
 
@@ -300,7 +316,10 @@ SelectorState CandidatesFrom(const std::vector<cluster::GroupState>& groups,
     c.variant_id.append(o.model).append(1, ':').append(version, printed.ptr).append(1, ':').append(
         o.variant);
     c.model = o.model;
-    c.task = o.task;
+    // The scan matches a task query's candidates by task, a model query's by
+    // model only: the task (often past the short-string size) is copied
+    // only when it is read.
+    if (req.model.empty()) c.task = o.task;
     c.hardware = o.hardware;
     c.accuracy = o.accuracy;
     c.usable = o.usable;

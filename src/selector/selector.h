@@ -59,7 +59,7 @@ using InstanceState = cluster::InstanceState;
 struct Candidate {
   std::string variant_id;  // VariantProfile::Id()
   std::string model;
-  std::string task;
+  std::string task;  // matched by a task query (CandidatesFrom fills it for those only)
   HardwareConfig hardware;
   std::optional<double> accuracy;
   bool usable = true;
