@@ -379,8 +379,12 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
 
   // Start-up: the configured (or the static plan's) replicas of every model's
   // as-registered variant, as `somm serve` loads them before it listens.
-  std::map<std::string, InferenceRequest> templates;
-  std::map<std::string, double> best_b1_ms;
+  // Per model, looked up by every query of the trace: hashed.
+  struct ModelTemplate {
+    InferenceRequest request;
+    double best_b1_ms = 0;
+  };
+  std::unordered_map<std::string, ModelTemplate> templates;
   double max_load_ms = 0;
   for (const std::string& model : models) {
     SOMM_ASSIGN_OR_RETURN(VersionPtr v, registry.Resolve(model, ""));
@@ -398,11 +402,11 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
       for (const HardwareProfile& hp : p.hardware)
         max_load_ms = std::max(max_load_ms, hp.load_time_ms);
     }
-    best_b1_ms[model] = BestBatch1Ms(*v);
+    templates[model].best_b1_ms = BestBatch1Ms(*v);
     SOMM_ASSIGN_OR_RETURN(ModelMetadata meta, router->GetModelMetadata(model, ""));
     SOMM_ASSIGN_OR_RETURN(InferenceRequest req, loadgen::SyntheticRequest(meta, 1, options.seed));
     req.model_name = model;
-    templates[model] = std::move(req);
+    templates[model].request = std::move(req);
   }
   loop.RunUntil(loop.Now() + FromMs(max_load_ms) + std::chrono::seconds(1));
 
@@ -507,8 +511,9 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
     QueryOutcome& rec = records[i];
     rec.model = &tq.model;
     rec.slo_ms = tq.latency_slo_ms;
-    if (tq.latency_slo_ms) rec.feasible = *tq.latency_slo_ms >= best_b1_ms[tq.model];
-    InferenceRequest req = templates.at(tq.model);
+    const ModelTemplate& model = templates.at(tq.model);
+    if (tq.latency_slo_ms) rec.feasible = *tq.latency_slo_ms >= model.best_b1_ms;
+    InferenceRequest req = model.request;
     req.id = std::to_string(i);
     loadgen::ApplyTraceQuery(tq, &req);
     const auto arrived = loop.Now();
