@@ -13,11 +13,19 @@ std::vector<cluster::GroupState> GroupsByModel::Of(
     MutexLock lock(&mu_);
     if (indexed_ != snapshot || !index_) {
       auto built = std::make_shared<Index>();
-      built->reserve(snapshot->groups.size());
-      for (size_t i = 0; i < snapshot->groups.size(); ++i) {
-        built->emplace_back(std::hash<std::string_view>{}(snapshot->groups[i].model), i);
+      const size_t n = snapshot->groups.size();
+      size_t buckets = 1;
+      while (buckets < n) buckets <<= 1;
+      built->mask = buckets - 1;
+      built->heads.assign(buckets, kEnd);
+      built->hashes.resize(n);
+      built->next.resize(n);
+      for (size_t i = n; i-- > 0;) {  // backwards: each bucket lists in order
+        const size_t h = std::hash<std::string_view>{}(snapshot->groups[i].model);
+        built->hashes[i] = h;
+        built->next[i] = built->heads[h & built->mask];
+        built->heads[h & built->mask] = static_cast<uint32_t>(i);
       }
-      std::sort(built->begin(), built->end());
       indexed_ = snapshot;
       index_ = std::move(built);
     }
@@ -31,10 +39,8 @@ std::vector<cluster::GroupState> GroupsByModel::Of(
     }
     const std::string& model = models[m];
     const size_t hash = std::hash<std::string_view>{}(model);
-    auto from = std::lower_bound(index->begin(), index->end(), hash,
-                                 [](const auto& e, size_t h) { return e.first < h; });
-    for (; from != index->end() && from->first == hash; ++from) {
-      if (snapshot->groups[from->second].model == model) picked.push_back(from->second);
+    for (uint32_t i = index->heads[hash & index->mask]; i != kEnd; i = index->next[i]) {
+      if (index->hashes[i] == hash && snapshot->groups[i].model == model) picked.push_back(i);
     }
   }
   std::sort(picked.begin(), picked.end());

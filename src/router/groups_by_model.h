@@ -9,6 +9,7 @@
 // beyond the moment of taking the index.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -28,13 +29,19 @@ class GroupsByModel {
                                       const std::vector<std::string>& models);
 
  private:
-  // (hash of the model, position) of every group, sorted: one allocation
-  // per snapshot (a hash map of vectors cost thousands, at a new snapshot
-  // every few milliseconds of a busy cluster), and sorted by integers (by
-  // the model names, the string compares were most of a lookup's cost at
-  // 1,000 workers). Models whose hashes collide share a run; a lookup
-  // checks each group's model.
-  using Index = std::vector<std::pair<size_t, size_t>>;
+  // Every group's position chained into buckets by the hash of its model:
+  // a few flat arrays per snapshot, built in one pass (a hash map of vectors
+  // cost thousands of allocations at a new snapshot every few milliseconds
+  // of a busy cluster; sorting (hash, position) pairs, a fifth of a lookup's
+  // cost at 1,000 workers). A lookup walks its bucket and checks each
+  // group's model.
+  struct Index {
+    std::vector<size_t> hashes;   // per group
+    std::vector<uint32_t> next;   // per group: the next in its bucket, or kEnd
+    std::vector<uint32_t> heads;  // per bucket: its first group, or kEnd
+    size_t mask = 0;              // buckets - 1 (a power of two)
+  };
+  static constexpr uint32_t kEnd = UINT32_MAX;
   Mutex mu_;
   std::shared_ptr<const cluster::ClusterState> indexed_ SOMM_GUARDED_BY(mu_);
   std::shared_ptr<const Index> index_ SOMM_GUARDED_BY(mu_);
