@@ -240,9 +240,18 @@ StatusOr<std::map<std::string, int>> StaticReplicas(const SimulationOptions& opt
 
 void SummarizeOutcomes(const std::vector<QueryOutcome>& outcomes, PolicyResult* result) {
   std::vector<double> latencies;
+  // The trace's queries point at its model names, a few thousand strings
+  // for millions of queries: each name's row (and each of its SLOs' rows,
+  // keyed by the SLO as printed) is looked up once, not per query.
+  std::unordered_map<const std::string*, ModelResult*> model_of;
+  std::map<std::pair<ModelResult*, double>, SloResult*> slo_of;
+  static const std::string kNoModel;
   for (const QueryOutcome& rec : outcomes) {
     ++result->queries;
-    ModelResult& m = result->models[rec.model != nullptr ? *rec.model : ""];
+    const std::string* name = rec.model != nullptr ? rec.model : &kNoModel;
+    auto [mit, fresh_model] = model_of.try_emplace(name, nullptr);
+    if (fresh_model) mit->second = &result->models[*name];
+    ModelResult& m = *mit->second;
     ++m.queries;
     bool ok_in_time = false;
     if (!rec.done) {
@@ -264,7 +273,12 @@ void SummarizeOutcomes(const std::vector<QueryOutcome>& outcomes, PolicyResult* 
     } else {
       ++result->failed;
     }
-    SloResult* slo = rec.slo_ms ? &m.slos[SloKey(*rec.slo_ms)] : nullptr;
+    SloResult* slo = nullptr;
+    if (rec.slo_ms) {
+      auto [sit, fresh_slo] = slo_of.try_emplace({&m, *rec.slo_ms}, nullptr);
+      if (fresh_slo) sit->second = &m.slos[SloKey(*rec.slo_ms)];
+      slo = sit->second;
+    }
     if (slo != nullptr) ++slo->queries;
     if (rec.feasible) {
       if (slo != nullptr) ++slo->feasible;
