@@ -32,6 +32,34 @@ const char* CauseName(Action::Cause cause) {
   return "?";
 }
 
+GroupState WithoutInstances(const GroupState& g) {
+#if defined(__x86_64__) && defined(__GLIBCXX__)
+  // A field added to GroupState must be copied below too: this fails until
+  // it is (and the size is updated).
+  static_assert(sizeof(GroupState) == 296, "copy the new GroupState field here");
+#endif
+  GroupState c;
+  c.worker = g.worker;
+  c.zone = g.zone;
+  c.model = g.model;
+  c.version = g.version;
+  c.variant = g.variant;
+  c.hardware = g.hardware;
+  c.device = g.device;
+  c.replicas = g.replicas;
+  c.memory_bytes = g.memory_bytes;
+  c.queued = g.queued;
+  c.executing = g.executing;
+  c.loading = g.loading;
+  c.last_used = g.last_used;
+  c.recent_rate_qps = g.recent_rate_qps;
+  c.load_ms = g.load_ms;
+  c.pinned = g.pinned;
+  c.uses_total = g.uses_total;
+  c.observed_slowdown = g.observed_slowdown;
+  return c;
+}
+
 GroupState GroupFor(const VariantOption& o, int replicas, TimePoint last_used) {
   GroupState g;
   g.model = o.model;

@@ -71,7 +71,8 @@ struct Projection {
   std::vector<bool> removed;       // unloaded or replaced this tick
 
   void Init(const std::vector<GroupState>& initial) {
-    for (const GroupState& g : initial) Add(g);
+    groups.reserve(initial.size());
+    for (const GroupState& g : initial) Add(WithoutInstances(g));
   }
   void Add(GroupState g) {
     keys_.push_back(Key(g.model, g.version));

@@ -261,37 +261,6 @@ Controller::Shortfalls Controller::PlacementShortfalls() const {
 
 namespace {
 
-// A group as placement reads it: every field but `instances`, which no
-// placement function reads (placement.h); copying a vector per group of the
-// cluster per view was a large part of a load's cost at 1,000 workers.
-cluster::GroupState ForPlacement(const cluster::GroupState& g) {
-#if defined(__x86_64__) && defined(__GLIBCXX__)
-  // A field added to GroupState must be copied below too: this fails until
-  // it is (and the size is updated).
-  static_assert(sizeof(cluster::GroupState) == 296, "copy the new GroupState field here");
-#endif
-  cluster::GroupState c;
-  c.worker = g.worker;
-  c.zone = g.zone;
-  c.model = g.model;
-  c.version = g.version;
-  c.variant = g.variant;
-  c.hardware = g.hardware;
-  c.device = g.device;
-  c.replicas = g.replicas;
-  c.memory_bytes = g.memory_bytes;
-  c.queued = g.queued;
-  c.executing = g.executing;
-  c.loading = g.loading;
-  c.last_used = g.last_used;
-  c.recent_rate_qps = g.recent_rate_qps;
-  c.load_ms = g.load_ms;
-  c.pinned = g.pinned;
-  c.uses_total = g.uses_total;
-  c.observed_slowdown = g.observed_slowdown;
-  return c;
-}
-
 // The loading group that stands for `bytes` of (worker, label) taken by
 // loads under way or unreported (PlacementView()); `model` holds the label.
 cluster::GroupState TakenGroup(const std::string& worker, const std::string& label,
@@ -340,7 +309,7 @@ const cluster::ClusterState& Controller::PlacementView() {
   if (view_.source == snapshot && view_.epoch == placement_epoch_ && now < view_.valid_until) {
     return view_.state;
   }
-  // What placement reads (devices and groups, ForPlacement); not the
+  // What placement reads (devices and groups, WithoutInstances); not the
   // demand, which it never reads.
   // Cleared, not replaced: the groups' storage (hundreds of KB at scale)
   // is kept from one view to the next.
@@ -351,7 +320,7 @@ const cluster::ClusterState& Controller::PlacementView() {
   view_.taken_at.clear();
   state.devices = snapshot->devices;
   state.groups.reserve(snapshot->groups.size());
-  for (const cluster::GroupState& g : snapshot->groups) state.groups.push_back(ForPlacement(g));
+  for (const cluster::GroupState& g : snapshot->groups) state.groups.push_back(cluster::WithoutInstances(g));
   DropUnreachable(&state);
   // Loads under way count as loading groups: never victims, and their memory
   // is taken. So do loads done whose group the store does not show yet (the
