@@ -141,21 +141,20 @@ void Controller::ReadTickState() {
   state.groups = snapshot->groups;
   state.demand = snapshot->demand;
   if (snapshot->options.empty()) {
-    if (!registry_changed && tick_options_are_registry_ &&
-        state.options.size() == registry_options_.size()) {
-      // The same rows as the last tick's: only their latencies differ (the
-      // tick scales them by its slowdown), so only those are copied back.
-      for (size_t i = 0; i < state.options.size(); ++i) {
-        state.options[i].latency = registry_options_[i].latency;
-      }
-    } else {
+    if (registry_changed || !tick_options_are_registry_ ||
+        state.options.size() != registry_options_.size()) {
       state.options = registry_options_;
+      tick_options_scaled_by_ = 1.0;
     }
+    // Else the same rows as the last tick's, their latencies scaled by
+    // tick_options_scaled_by_: Tick() rescales them only if its slowdown
+    // differs.
     tick_options_are_registry_ = true;
   } else {
     state.options = snapshot->options;
     state.options.insert(state.options.end(), registry_options_.begin(), registry_options_.end());
     tick_options_are_registry_ = false;
+    tick_options_scaled_by_ = 1.0;
   }
 }
 
@@ -880,10 +879,20 @@ void Controller::Tick() {
       slowdown = std::max(slowdown, std::min(g.observed_slowdown, 20.0));
     }
   }
-  for (auto& o : state.options) {
-    for (auto& point : o.latency.points) point.latency_ms *= slowdown;
-    o.latency.intercept_ms *= slowdown;
-    o.latency.slope_ms *= slowdown;
+  if (slowdown != tick_options_scaled_by_) {
+    // Scaled from the registry's latencies, whatever the last tick's factor
+    // was (only registry rows carry one: ReadTickState resets it otherwise).
+    if (tick_options_scaled_by_ != 1.0) {
+      for (size_t i = 0; i < state.options.size(); ++i) {
+        state.options[i].latency = registry_options_[i].latency;
+      }
+    }
+    for (auto& o : state.options) {
+      for (auto& point : o.latency.points) point.latency_ms *= slowdown;
+      o.latency.intercept_ms *= slowdown;
+      o.latency.slope_ms *= slowdown;
+    }
+    tick_options_scaled_by_ = slowdown;
   }
   metrics_.AddInstanceSeconds(static_cast<double>(replicas) * tick_s);
   TickRollouts(state.demand, now);

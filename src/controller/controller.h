@@ -304,8 +304,10 @@ class Controller : public ControlClient {
   std::vector<VersionPtr> registry_versions_ SOMM_GUARDED_BY(tick_mu_);
   std::vector<cluster::VariantOption> registry_options_ SOMM_GUARDED_BY(tick_mu_);
   // tick_state_.options are registry_options_'s rows, in order, with only
-  // their latencies changed since (by the last tick's slowdown).
+  // their latencies changed since: scaled by tick_options_scaled_by_ (the
+  // last tick's slowdown; 1 for rows just copied).
   bool tick_options_are_registry_ SOMM_GUARDED_BY(tick_mu_) = false;
+  double tick_options_scaled_by_ SOMM_GUARDED_BY(tick_mu_) = 1.0;
   // registry_.VersionsChanged() when registry_versions_ was listed.
   bool registry_listed_ SOMM_GUARDED_BY(tick_mu_) = false;
   uint64_t registry_changes_ SOMM_GUARDED_BY(tick_mu_) = 0;

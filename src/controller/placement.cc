@@ -421,14 +421,39 @@ ClusterState PoolWorkers(const ClusterState& state) {
     it->cores += d.cores;
     if (it->worker != d.worker) it->worker.clear();
   }
-  std::unordered_map<std::string, size_t> labels;  // label -> index in pooled.groups
+  // One pooled group per label (model, version, variant, hardware), found
+  // through an open-addressed table of pooled indices by the hash of those
+  // fields: a label string and a map node per group per tick cost more than
+  // the pooling at thousands of groups.
+  size_t slots = 16;
+  while (slots < 2 * state.groups.size()) slots <<= 1;
+  constexpr size_t kEmpty = SIZE_MAX;
+  std::vector<size_t> table(slots, kEmpty);
+  // The hardware as its name (HardwareConfig::Name) tells it: a CUDA
+  // device's index, a CPU's threads.
+  auto hardware_key = [](const HardwareConfig& hw) -> int64_t {
+    return hw.device == DeviceKind::kCuda ? (int64_t{1} << 32) | hw.device_index : hw.threads;
+  };
+  auto same_label = [&hardware_key](const GroupState& a, const GroupState& b) {
+    return a.version == b.version && hardware_key(a.hardware) == hardware_key(b.hardware) &&
+           a.model == b.model && a.variant == b.variant;
+  };
+  pooled.groups.reserve(state.groups.size());
   for (const GroupState& g : state.groups) {
-    auto [at, added] = labels.emplace(GroupLabel(g), pooled.groups.size());
-    if (added) {
+    size_t h = std::hash<std::string_view>{}(g.model);
+    h = h * 31 + std::hash<std::string_view>{}(g.variant);
+    h = h * 31 + static_cast<size_t>(g.version);
+    h = h * 31 + static_cast<size_t>(hardware_key(g.hardware));
+    size_t slot = h & (slots - 1);
+    while (table[slot] != kEmpty && !same_label(pooled.groups[table[slot]], g)) {
+      slot = (slot + 1) & (slots - 1);
+    }
+    if (table[slot] == kEmpty) {
+      table[slot] = pooled.groups.size();
       pooled.groups.push_back(g);
       continue;
     }
-    GroupState& p = pooled.groups[at->second];
+    GroupState& p = pooled.groups[table[slot]];
     p.replicas += g.replicas;
     p.queued += g.queued;
     p.executing += g.executing;

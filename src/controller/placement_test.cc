@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <optional>
 #include <random>
 #include <tuple>
@@ -192,6 +193,43 @@ TEST(PlacementTest, PrefersTheDeviceWhoseVictimsLoseTheLeastReloadTime) {
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->device, "cuda:1");
   EXPECT_THAT(VictimModels(state, *d), ::testing::ElementsAre("cold"));
+}
+
+// PoolWorkers finds a label's pooled group by its fields, not by the label
+// string: it must pool exactly the groups whose labels are equal (a CUDA
+// group's label names its device, not its threads; a CPU group's, its
+// threads), in the order each label first appears.
+TEST(PoolWorkersTest, PoolsExactlyTheGroupsWhoseLabelsAreEqual) {
+  std::mt19937 rng(5);
+  for (int round = 0; round < 200; ++round) {
+    ClusterState s;
+    const int n = static_cast<int>(rng() % 40);
+    for (int i = 0; i < n; ++i) {
+      GroupState g;
+      g.worker = "w" + std::to_string(rng() % 4);
+      g.model = "m" + std::to_string(rng() % 3);
+      g.version = 1 + static_cast<int64_t>(rng() % 2);
+      g.variant = rng() % 2 ? "ts-fp32" : "ts-int8";
+      g.hardware.device = rng() % 3 == 0 ? DeviceKind::kCuda : DeviceKind::kCpu;
+      g.hardware.device_index = static_cast<int>(rng() % 2);
+      g.hardware.threads = 1 + static_cast<int>(rng() % 2);
+      g.replicas = 1 + static_cast<int>(rng() % 3);
+      s.groups.push_back(g);
+    }
+    std::vector<std::string> order;
+    std::map<std::string, int> replicas;
+    for (const GroupState& g : s.groups) {
+      const std::string label = GroupLabel(g);
+      if (replicas.count(label) == 0) order.push_back(label);
+      replicas[label] += g.replicas;
+    }
+    const ClusterState p = PoolWorkers(s);
+    ASSERT_EQ(p.groups.size(), order.size()) << "round " << round;
+    for (size_t i = 0; i < order.size(); ++i) {
+      EXPECT_EQ(GroupLabel(p.groups[i]), order[i]) << "round " << round;
+      EXPECT_EQ(p.groups[i].replicas, replicas[order[i]]) << "round " << round;
+    }
+  }
 }
 
 }  // namespace
