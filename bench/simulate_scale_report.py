@@ -234,8 +234,8 @@ def report(d):
             "",
             "Wall time, CPU time (user + system) and peak RSS are `/usr/bin/time -v`'s for the "
             "whole `somm simulate` process (reading the zoo and the trace included; one thread), "
-            "on this machine's 2 cores shared with other work, so the CPU time is the steadier "
-            "figure.",
+            "on this 2-core machine with nothing else running unless the header above says "
+            "otherwise; on a shared machine the CPU time is the steadier figure.",
             "",
             "![load, workers and attainment over the hour](simulation-timeline.svg)",
             "",
