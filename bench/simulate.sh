@@ -161,7 +161,7 @@ JSON
   ((DO_DOCS)) && DOCS=(--docs docs/simulation.md)
   "$PY" bench/simulate_scale_report.py --dir "$OUT" "${DOCS[@]}" >/dev/null
   if ((DO_DOCS)); then
-    cp "$OUT/simulation-timeline.svg" "$OUT/simulation-failure.svg" docs/
+    cp "$OUT/simulation-timeline.svg" "$OUT/simulation-failure.svg" "$OUT/simulation-scale-cost.svg" docs/
   fi
   rm -rf "$ZOO" "$OUT/scale-trace.csv"
   echo "bench/simulate.sh: $OUT/scale.md"

@@ -171,11 +171,49 @@ def control_plane(workers, routers):
     return watcher, total
 
 
+def quality_rows(somm, others, variants=()):
+    """(name, result) of every policy run of the hour, somm's first."""
+    return [("somm", somm)] + [(f"somm, {label}", p) for label, p in variants] + sorted(others.items())
+
+
+def quality_plot(rows):
+    """An SVG scatter of attainment against dollars, one point per run of the
+    hour; the attainment axis spans only what the runs reach."""
+    pts = [(name, p["usd"], p["attainment"]) for name, p in rows]
+    w, h, pad = 640, 360, 70
+    xmin = min(u for _, u, _ in pts) * 0.9
+    xmax = max(u for _, u, _ in pts) * 1.05
+    ylo = min(a for _, _, a in pts)
+    ymin = max(0.0, ylo - max(0.25 * (1.0 - ylo), 0.0005))
+    def x(u):
+        return pad + (w - 2 * pad) * (u - xmin) / max(xmax - xmin, 1e-12)
+    def y(a):
+        return h - pad - (h - 2 * pad) * (a - ymin) / max(1.0 - ymin, 1e-12)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
+           'font-family="sans-serif" font-size="12">',
+           f'<rect width="{w}" height="{h}" fill="white"/>',
+           f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" stroke="black"/>',
+           f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" stroke="black"/>',
+           f'<text x="{w / 2}" y="{h - 20}" text-anchor="middle">cost of the hour (USD)</text>',
+           f'<text x="15" y="{h / 2}" transform="rotate(-90 15 {h / 2})" '
+           'text-anchor="middle">SLO attainment</text>']
+    for frac in (0, 0.25, 0.5, 0.75, 1.0):
+        u, a = xmin + (xmax - xmin) * frac, ymin + (1 - ymin) * frac
+        out.append(f'<text x="{x(u):.1f}" y="{h - pad + 16}" text-anchor="middle">{u:.0f}</text>')
+        out.append(f'<text x="{pad - 6}" y="{y(a) + 4:.1f}" text-anchor="end">{a:.4f}</text>')
+    for i, (name, u, a) in enumerate(pts):
+        color = "steelblue" if name.startswith("somm") else "gray"
+        out.append(f'<circle cx="{x(u):.1f}" cy="{y(a):.1f}" r="5" fill="{color}"/>')
+        out.append(f'<text x="{x(u) + 8:.1f}" y="{y(a) + (14 if i % 2 else -6):.1f}">{name}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
 def quality_table(somm, others, variants=()):
     """Decision quality on the hour: each policy's attainment, cost against the
     oracle's, and SLOs missed against INFaaS's. `variants`: (label, result) of
     further somm runs with other settings (scale-somm-<label>.json)."""
-    rows = [("somm", somm)] + [(f"somm, {label}", p) for label, p in variants] + sorted(others.items())
+    rows = quality_rows(somm, others, variants)
     oracle_usd = others["oracle"]["usd"]
     infaas = others.get("infaas")
 
@@ -197,7 +235,7 @@ def quality_table(somm, others, variants=()):
         out.append(
             f"| **{name}** | {p['attainment']:.4f} | {p['usd']:.2f} | {p['usd'] / max(oracle_usd, 1e-12):.2f}x | {missed} "
             f"| {vs_infaas} | {p['rejections']} | {p['cold_starts']} | {p['control_actions']} |")
-    return out + [""]
+    return out + ["", "![attainment against cost of each run of the hour](simulation-scale-cost.svg)", ""]
 
 
 def report(d):
@@ -257,6 +295,8 @@ def report(d):
             variants.append((label, json.load(f)["policies"]["somm"]))
     if os.path.exists(scale_path) and "oracle" in others:
         lines += quality_table(somm, others, variants)
+        with open(os.path.join(d, "simulation-scale-cost.svg"), "w") as f:
+            f.write(quality_plot(quality_rows(somm, others, variants)))
     fdir = os.path.join(d, "failures")
     if os.path.exists(os.path.join(fdir, "base.json")):
         with open(os.path.join(fdir, "base.json")) as f:
