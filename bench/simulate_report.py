@@ -89,7 +89,27 @@ def report(sim, summary, meta):
                  "loading ones included, at its hardware's price (PriceList). Cold starts: "
                  "loads a query waited for. Rejections: RESOURCE_EXHAUSTED and "
                  "UNAVAILABLE answers. Worker-seconds: the fixed fleet over the replay.")
+    lines += cost_agreement_table(policies, names)
     return "\n".join(lines) + "\n"
+
+
+def cost_agreement_table(policies, names):
+    """Reported over predicted cost per answered query, for the policies that
+    route through somm's router (the JSON's cost_reported_over_predicted)."""
+    rows = [(n, policies[n]["cost_reported_over_predicted"]) for n in names
+            if "cost_reported_over_predicted" in policies[n]]
+    if not rows:
+        return []
+    out = ["", "Cost the client can trust: each answered query's reported cost "
+           "(`somm_cost_usd`: its share of its batch as the batch ran) over the cost the "
+           "selector predicted when it chose (`somm_predicted_cost_usd`), over the queries "
+           "whose answer carries both (docs/selection.md, \"What a query pays\").", "",
+           "| policy | queries | p10 | median | p90 | p99 | max | capped at max_cost |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, c in rows:
+        out.append(f"| **{name}** | {c['queries']} | {c['p10']:.3f} | {c['median']:.3f} "
+                   f"| {c['p90']:.3f} | {c['p99']:.3f} | {c['max']:.3f} | {c['capped']} |")
+    return out
 
 
 def cost_plot(sim):

@@ -235,6 +235,16 @@ def quality_table(somm, others, variants=()):
         out.append(
             f"| **{name}** | {p['attainment']:.4f} | {p['usd']:.2f} | {p['usd'] / max(oracle_usd, 1e-12):.2f}x | {missed} "
             f"| {vs_infaas} | {p['rejections']} | {p['cold_starts']} | {p['control_actions']} |")
+    cost = [(name, p["cost_reported_over_predicted"]) for name, p in rows
+            if "cost_reported_over_predicted" in p]
+    if cost:
+        out += ["", "Reported over predicted cost per answered query (`somm_cost_usd` over "
+                "`somm_predicted_cost_usd`, docs/selection.md):", "",
+                "| policy | queries | p10 | median | p90 | p99 | max | capped at max_cost |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for name, c in cost:
+            out.append(f"| **{name}** | {c['queries']} | {c['p10']:.3f} | {c['median']:.3f} "
+                       f"| {c['p90']:.3f} | {c['p99']:.3f} | {c['max']:.3f} | {c['capped']} |")
     return out + ["", "![attainment against cost of each run of the hour](simulation-scale-cost.svg)", ""]
 
 

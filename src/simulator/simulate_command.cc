@@ -175,6 +175,13 @@ int RunSimulate(SimulateCommandOptions o) {
         static_cast<long long>(r->cold_starts), static_cast<long long>(r->rejections),
         static_cast<long long>(r->expired), static_cast<long long>(r->late), r->p50_ms, r->p99_ms,
         static_cast<long long>(r->control_actions), wall, static_cast<long long>(r->events));
+    if (r->cost.queries > 0) {
+      std::fprintf(stderr,
+                   "%-12s cost reported / predicted over %lld queries: p10 %.3f  median %.3f  "
+                   "p90 %.3f  p99 %.3f  max %.3f  capped at max_cost %lld\n",
+                   "", static_cast<long long>(r->cost.queries), r->cost.p10, r->cost.median,
+                   r->cost.p90, r->cost.p99, r->cost.max, static_cast<long long>(r->cost.capped));
+    }
     results.push_back(std::move(*r));
   }
   const std::string json = ResultsToJson(results);

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <fstream>
 #include <limits>
 #include <random>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "controller/controller.h"
@@ -520,6 +522,26 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
   }
 
   std::vector<QueryOutcome> records(trace.queries.size());
+  // Reported over predicted cost, from each answer's explanation (the
+  // compact one: "... cost_usd=R ... predicted_cost_usd=P ...").
+  std::vector<float> cost_ratios;
+  int64_t cost_capped = 0;
+  auto note_cost = [&cost_ratios, &cost_capped](const InferenceResponse& response) {
+    auto it = response.parameters.find("somm");
+    if (it == response.parameters.end()) return;
+    const auto* text = std::get_if<std::string>(&it->second);
+    if (text == nullptr) return;
+    auto number_after = [text](std::string_view key) -> double {
+      const size_t at = text->find(key);
+      if (at == std::string::npos) return -1;
+      return std::strtod(text->c_str() + at + key.size(), nullptr);
+    };
+    const double predicted = number_after(" predicted_cost_usd=");
+    const double reported = number_after(" cost_usd=");
+    if (!(predicted > 0) || reported < 0) return;
+    cost_ratios.push_back(static_cast<float>(reported / predicted));
+    if (text->find(" cost_capped=true") != std::string::npos) ++cost_capped;
+  };
   std::function<void(size_t)> arrive = [&](size_t i) {
     const loadgen::TraceQuery& tq = trace.queries[i];
     QueryOutcome& rec = records[i];
@@ -531,9 +553,10 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
     req.id = std::to_string(i);
     loadgen::ApplyTraceQuery(tq, &req);
     const auto arrived = loop.Now();
-    router->Infer(std::move(req), [&loop, &rec, arrived](StatusOr<InferenceResponse> r) {
+    router->Infer(std::move(req), [&loop, &rec, arrived, &note_cost](StatusOr<InferenceResponse> r) {
       rec.done = true;
       rec.code = r.ok() ? StatusCode::kOk : r.status().code();
+      if (r.ok()) note_cost(*r);
       rec.latency_ms = std::chrono::duration<double, std::milli>(loop.Now() - arrived).count();
     });
     if (i + 1 < trace.queries.size()) {
@@ -564,6 +587,20 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
     if (r.done && r.code == StatusCode::kOk && (!r.slo_ms || r.latency_ms <= *r.slo_ms)) ++b.met;
   }
   result.view_rebuilds = store.rebuilds();
+  if (!cost_ratios.empty()) {
+    std::sort(cost_ratios.begin(), cost_ratios.end());
+    auto at = [&cost_ratios](double p) {
+      const size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(cost_ratios.size())));
+      return static_cast<double>(cost_ratios[std::clamp<size_t>(rank, 1, cost_ratios.size()) - 1]);
+    };
+    result.cost.queries = static_cast<int64_t>(cost_ratios.size());
+    result.cost.median = at(0.5);
+    result.cost.p10 = at(0.1);
+    result.cost.p90 = at(0.9);
+    result.cost.p99 = at(0.99);
+    result.cost.max = cost_ratios.back();
+    result.cost.capped = cost_capped;
+  }
   result.mean_replicas = result.duration_s > 0 ? result.instance_seconds / result.duration_s : 0;
   result.events = loop.events_run();
   return result;
@@ -611,6 +648,12 @@ std::string ResultsToJson(const std::vector<PolicyResult>& results) {
     }
     j["models"] = std::move(models);
     j["events"] = r.events;
+    if (r.cost.queries > 0) {
+      j["cost_reported_over_predicted"] = {
+          {"queries", r.cost.queries}, {"p10", r.cost.p10},   {"median", r.cost.median},
+          {"p90", r.cost.p90},         {"p99", r.cost.p99},   {"max", r.cost.max},
+          {"capped", r.cost.capped}};
+    }
     if (!r.timeline.empty()) {
       nlohmann::ordered_json t;
       for (const PolicyResult::Second& b : r.timeline) {

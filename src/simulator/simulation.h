@@ -201,6 +201,21 @@ struct PolicyResult {
   int workers_killed = 0;
   int workers_replaced = 0;
   int64_t view_rebuilds = 0;
+  // The policies that route through somm's router (somm, static-*): what
+  // each answered query's explanation reported as its cost (somm_cost_usd,
+  // the charge rule on the batch as it ran) over what the selector
+  // predicted when it chose (somm_predicted_cost_usd), over the queries
+  // that carry both (docs/selection.md, "What a query pays").
+  struct CostAgreement {
+    int64_t queries = 0;
+    double median = 0;  // reported / predicted
+    double p10 = 0;
+    double p90 = 0;
+    double p99 = 0;
+    double max = 0;
+    int64_t capped = 0;  // reported at the query's max_cost (somm_cost_capped)
+  };
+  CostAgreement cost;
 };
 
 // One query's fate, as every policy's replay records it.

@@ -376,6 +376,29 @@ TEST(SimulationTest, SameSeedSameResults) {
   EXPECT_GT(somm->answered, 0);
 }
 
+// Every query with an SLO is chosen by the selector, which predicts its
+// cost; its answer reports what it was charged. The run says how far the
+// two differ, for every answered query.
+TEST(SimulationTest, ReportsHowFarReportedCostIsFromPredicted) {
+  SimulationOptions o;
+  o.repository = WriteRepository("cost-agreement");
+  o.workers = 2;
+  loadgen::Trace trace = SteadyTrace(200, 5);
+  auto free = RunPolicy(o, trace, Policy::kSomm);
+  ASSERT_TRUE(free.ok()) << free.status().ToString();
+  EXPECT_EQ(free->cost.queries, free->answered);
+  // The prediction is for the query's batch run alone; at 200 q/s queries
+  // share batches and each pays its share, so less (about half here), but
+  // never many times more than predicted.
+  EXPECT_GT(free->cost.median, 0.1);
+  EXPECT_LT(free->cost.median, 1.5);
+  EXPECT_LE(free->cost.p10, free->cost.median);
+  EXPECT_LE(free->cost.median, free->cost.p90);
+  EXPECT_LE(free->cost.p99, free->cost.max);
+  EXPECT_EQ(free->cost.capped, 0);
+  EXPECT_NE(ResultsToJson({*free}).find("\"cost_reported_over_predicted\""), std::string::npos);
+}
+
 TEST(SimulationTest, InfaasScalesOutAndTheOracleProvisionsAheadForLess) {
   SimulationOptions o;
   o.repository = WriteRepository("infaas-oracle");
