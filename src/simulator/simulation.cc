@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -531,16 +532,27 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
     if (it == response.parameters.end()) return;
     const auto* text = std::get_if<std::string>(&it->second);
     if (text == nullptr) return;
-    auto number_after = [text](std::string_view key) -> double {
-      const size_t at = text->find(key);
-      if (at == std::string::npos) return -1;
-      return std::strtod(text->c_str() + at + key.size(), nullptr);
-    };
-    const double predicted = number_after(" predicted_cost_usd=");
-    const double reported = number_after(" cost_usd=");
-    if (!(predicted > 0) || reported < 0) return;
+    // Router::Finish writes "cost_usd=R [cost_capped=true] predicted_cost_usd=P"
+    // one after the other: one search, then the numbers in place.
+    const size_t at = text->find(" cost_usd=");
+    if (at == std::string::npos) return;
+    const char* p = text->data() + at + 10;
+    const char* end = text->data() + text->size();
+    double reported = -1;
+    auto r = std::from_chars(p, end, reported);
+    if (r.ec != std::errc()) return;
+    std::string_view rest(r.ptr, static_cast<size_t>(end - r.ptr));
+    const bool capped = rest.starts_with(" cost_capped=true");
+    if (capped) rest.remove_prefix(17);
+    if (!rest.starts_with(" predicted_cost_usd=")) return;
+    rest.remove_prefix(20);
+    double predicted = -1;
+    if (std::from_chars(rest.data(), rest.data() + rest.size(), predicted).ec != std::errc() ||
+        !(predicted > 0) || reported < 0) {
+      return;
+    }
     cost_ratios.push_back(static_cast<float>(reported / predicted));
-    if (text->find(" cost_capped=true") != std::string::npos) ++cost_capped;
+    if (capped) ++cost_capped;
   };
   std::function<void(size_t)> arrive = [&](size_t i) {
     const loadgen::TraceQuery& tq = trace.queries[i];
