@@ -886,18 +886,35 @@ AutoscalerDecision Decide(const ClusterState& state, AutoscalerMemory memory, Ti
   return Tick(state, std::move(memory), now, config).Run();
 }
 
+namespace {
+
+// The slack a query has to wait in (its SLO less its own batch), in s; 0
+// when WaitTail has no tail to give (no SLO, no load, or best effort).
+double WaitSlackS(double rate_qps, const ReplicaCapacity& replica, double latency_slo_ms) {
+  if (latency_slo_ms <= 0 || rate_qps <= 0 || replica.qps <= 0) return 0;
+  return std::max(0.0, (latency_slo_ms - replica.batch_latency_ms) / 1000.0);
+}
+
+// WaitTail at `replicas` below saturation, from Erlang B at that count
+// (`erlang_b`): Erlang C, then the M/D/c decay past the slack.
+double TailFromErlangB(double erlang_b, int replicas, double offered, double rate_qps,
+                       const ReplicaCapacity& replica, double slack_s) {
+  const double waits = replicas * erlang_b / (replicas - offered * (1 - erlang_b));
+  return std::min(1.0, waits * std::exp(-2 * (replicas * replica.qps - rate_qps) * slack_s));
+}
+
+}  // namespace
+
 double WaitTail(double rate_qps, const ReplicaCapacity& replica, double latency_slo_ms,
                 int replicas) {
-  if (latency_slo_ms <= 0 || rate_qps <= 0 || replica.qps <= 0 || replicas < 1) return 0;
-  const double slack_s = (latency_slo_ms - replica.batch_latency_ms) / 1000.0;
-  if (slack_s <= 0) return 0;  // best effort: no wait is short enough
+  const double slack_s = WaitSlackS(rate_qps, replica, latency_slo_ms);
+  if (slack_s <= 0 || replicas < 1) return 0;  // best effort: no wait is short enough
   const double offered = rate_qps / replica.qps;  // Erlangs
   if (offered >= replicas) return 1;
   // Erlang B by its recursion (stable for any count), then Erlang C.
   double b = 1;
   for (int k = 1; k <= replicas; ++k) b = offered * b / (k + offered * b);
-  const double waits = replicas * b / (replicas - offered * (1 - b));
-  return std::min(1.0, waits * std::exp(-2 * (replicas * replica.qps - rate_qps) * slack_s));
+  return TailFromErlangB(b, replicas, offered, rate_qps, replica, slack_s);
 }
 
 int ReplicasForWaitTail(double rate_qps, const ReplicaCapacity& replica, double latency_slo_ms,
@@ -906,9 +923,8 @@ int ReplicasForWaitTail(double rate_qps, const ReplicaCapacity& replica, double 
   if (miss_target <= 0) return n;  // the rule is off
   // Bounded: the tail falls about e-fold per replica once past the load.
   const int most = n + 64 + static_cast<int>(replica.qps > 0 ? rate_qps / replica.qps : 0);
-  if (latency_slo_ms <= 0 || rate_qps <= 0 || replica.qps <= 0) return n;  // no tail (WaitTail)
-  const double slack_s = (latency_slo_ms - replica.batch_latency_ms) / 1000.0;
-  if (slack_s <= 0) return n;
+  const double slack_s = WaitSlackS(rate_qps, replica, latency_slo_ms);
+  if (slack_s <= 0) return n;  // no tail (WaitTail)
   // WaitTail(n), WaitTail(n + 1), ...: Erlang B's recursion carried on from
   // one count to the next instead of started over for each (the same
   // arithmetic in the same order, so the same figures).
@@ -921,10 +937,7 @@ int ReplicasForWaitTail(double rate_qps, const ReplicaCapacity& replica, double 
       continue;
     }
     for (; k < n; ++k) b = offered * b / (k + 1 + offered * b);
-    const double waits = n * b / (n - offered * (1 - b));
-    const double tail =
-        std::min(1.0, waits * std::exp(-2 * (n * replica.qps - rate_qps) * slack_s));
-    if (!(tail > miss_target)) break;
+    if (!(TailFromErlangB(b, n, offered, rate_qps, replica, slack_s) > miss_target)) break;
   }
   return n;
 }

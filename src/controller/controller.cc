@@ -319,7 +319,9 @@ const cluster::ClusterState& Controller::PlacementView() {
   view_.taken_at.clear();
   state.devices = snapshot->devices;
   state.groups.reserve(snapshot->groups.size());
-  for (const cluster::GroupState& g : snapshot->groups) state.groups.push_back(cluster::WithoutInstances(g));
+  for (const cluster::GroupState& g : snapshot->groups) {
+    state.groups.push_back(cluster::WithoutInstances(g));
+  }
   DropUnreachable(&state);
   // Loads under way count as loading groups: never victims, and their memory
   // is taken. So do loads done whose group the store does not show yet (the

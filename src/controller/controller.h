@@ -41,12 +41,12 @@
 #include <condition_variable>
 #include <functional>
 #include <map>
-#include <unordered_map>
 #include <memory>
 #include <set>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 
 #include "cluster/cluster_state_store.h"
 #include "common/mutex.h"

@@ -42,21 +42,19 @@ std::optional<ServerSplit> SplitOf(const std::vector<QueryRecord>& records) {
   return s;
 }
 
-// A whole number after "<key>=" in somm's compact explanation ("decision=...
-// queue_us=41 compute_us=12 server_us=73 ... reason=..."), before its reason.
+// A whole number after "<key>=" in somm's compact explanation, before its
+// reason (ForEachCompactField); the first such key decides.
 std::optional<int64_t> CompactField(std::string_view s, std::string_view key) {
-  const size_t end = s.find("reason=");
-  for (size_t at = s.find(key); at != std::string_view::npos && at < end; at = s.find(key, at + 1)) {
-    if ((at != 0 && s[at - 1] != ' ') || at + key.size() >= s.size() || s[at + key.size()] != '=') {
-      continue;
-    }
+  std::optional<int64_t> out;
+  bool seen = false;
+  ForEachCompactField(s, [&](std::string_view k, std::string_view value) {
+    if (seen || k != key) return;
+    seen = true;
     int64_t v = 0;
-    const char* first = s.data() + at + key.size() + 1;
-    const auto [ptr, ec] = std::from_chars(first, s.data() + s.size(), v);
-    if (ec == std::errc() && ptr != first) return v;
-    return std::nullopt;
-  }
-  return std::nullopt;
+    const auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec == std::errc() && ptr != value.data()) out = v;
+  });
+  return out;
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "loadgen/stability.h"
@@ -54,6 +55,24 @@ struct QueryRecord {
 // Copies somm_queue_us / somm_compute_us / somm_server_us out of a
 // response's parameters into `record` (integer-valued parameters only).
 void RecordServerTiming(const Parameters& response_parameters, QueryRecord* record);
+
+// Calls visit(key, value) for each "key=value" of somm's compact explanation
+// ("decision=... queue_us=41 compute_us=12 ... reason=<the rest>"), in
+// order, up to its reason, whose text may hold anything. Words without "="
+// are passed over.
+template <typename Visit>
+void ForEachCompactField(std::string_view explanation, Visit visit) {
+  size_t at = 0;
+  while (at < explanation.size() && !explanation.substr(at).starts_with("reason=")) {
+    size_t end = explanation.find(' ', at);
+    if (end == std::string_view::npos) end = explanation.size();
+    const std::string_view word = explanation.substr(at, end - at);
+    if (const size_t eq = word.find('='); eq != std::string_view::npos) {
+      visit(word.substr(0, eq), word.substr(eq + 1));
+    }
+    at = end + 1;
+  }
+}
 
 struct ServerSplit {
   int64_t queue_p50 = 0;

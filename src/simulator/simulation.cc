@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "controller/controller.h"
+#include "loadgen/measurement.h"
 #include "loadgen/request_builder.h"
 #include "metrics/serving_metrics.h"
 #include "registry/model_registry.h"
@@ -96,7 +97,8 @@ class Directory : public WorkerDirectory {
   bool ids_valid_ = false;
 };
 
-double Percentile(std::vector<double>& sorted, double p) {
+template <typename T>
+double Percentile(const std::vector<T>& sorted, double p) {
   if (sorted.empty()) return 0;
   const size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(sorted.size())));
   return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
@@ -523,8 +525,8 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
   }
 
   std::vector<QueryOutcome> records(trace.queries.size());
-  // Reported over predicted cost, from each answer's explanation (the
-  // compact one: "... cost_usd=R ... predicted_cost_usd=P ...").
+  // Reported over predicted cost, from each answer's compact explanation
+  // ("... cost_usd=R [cost_capped=true] predicted_cost_usd=P ...").
   std::vector<float> cost_ratios;
   int64_t cost_capped = 0;
   auto note_cost = [&cost_ratios, &cost_capped](const InferenceResponse& response) {
@@ -532,25 +534,18 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
     if (it == response.parameters.end()) return;
     const auto* text = std::get_if<std::string>(&it->second);
     if (text == nullptr) return;
-    // Router::Finish writes "cost_usd=R [cost_capped=true] predicted_cost_usd=P"
-    // one after the other: one search, then the numbers in place.
-    const size_t at = text->find(" cost_usd=");
-    if (at == std::string::npos) return;
-    const char* p = text->data() + at + 10;
-    const char* end = text->data() + text->size();
     double reported = -1;
-    auto r = std::from_chars(p, end, reported);
-    if (r.ec != std::errc()) return;
-    std::string_view rest(r.ptr, static_cast<size_t>(end - r.ptr));
-    const bool capped = rest.starts_with(" cost_capped=true");
-    if (capped) rest.remove_prefix(17);
-    if (!rest.starts_with(" predicted_cost_usd=")) return;
-    rest.remove_prefix(20);
     double predicted = -1;
-    if (std::from_chars(rest.data(), rest.data() + rest.size(), predicted).ec != std::errc() ||
-        !(predicted > 0) || reported < 0) {
-      return;
-    }
+    bool capped = false;
+    loadgen::ForEachCompactField(*text, [&](std::string_view key, std::string_view value) {
+      auto number = [&value](double* out) {
+        std::from_chars(value.data(), value.data() + value.size(), *out);
+      };
+      if (key == "cost_usd") number(&reported);
+      if (key == "predicted_cost_usd") number(&predicted);
+      if (key == "cost_capped") capped = value == "true";
+    });
+    if (!(predicted > 0) || reported < 0) return;
     cost_ratios.push_back(static_cast<float>(reported / predicted));
     if (capped) ++cost_capped;
   };
@@ -601,15 +596,11 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
   result.view_rebuilds = store.rebuilds();
   if (!cost_ratios.empty()) {
     std::sort(cost_ratios.begin(), cost_ratios.end());
-    auto at = [&cost_ratios](double p) {
-      const size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(cost_ratios.size())));
-      return static_cast<double>(cost_ratios[std::clamp<size_t>(rank, 1, cost_ratios.size()) - 1]);
-    };
     result.cost.queries = static_cast<int64_t>(cost_ratios.size());
-    result.cost.median = at(0.5);
-    result.cost.p10 = at(0.1);
-    result.cost.p90 = at(0.9);
-    result.cost.p99 = at(0.99);
+    result.cost.median = Percentile(cost_ratios, 0.5);
+    result.cost.p10 = Percentile(cost_ratios, 0.1);
+    result.cost.p90 = Percentile(cost_ratios, 0.9);
+    result.cost.p99 = Percentile(cost_ratios, 0.99);
     result.cost.max = cost_ratios.back();
     result.cost.capped = cost_capped;
   }
