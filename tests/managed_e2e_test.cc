@@ -111,8 +111,16 @@ TEST(ManagedE2eTest, IdleModelIsUnloadedAndComesBackOnDemand) {
   ASSERT_TRUE(WaitFor([&] { return MetricValue(Metrics(server), InstancesLabel("digits-mlp")) == 0; },
                       10))
       << Metrics(server);
-  const auto unloads = ControlRecords(Decisions(server), "control:unload", "digits-mlp");
-  ASSERT_FALSE(unloads.empty());
+  // The controller logs the unload once the worker has carried it out, so a
+  // moment after the gauge drops (the suite once read the log in between).
+  std::vector<json> unloads;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        unloads = ControlRecords(Decisions(server), "control:unload", "digits-mlp");
+        return !unloads.empty();
+      },
+      5))
+      << Decisions(server).dump();
   EXPECT_NE(unloads[0]["reason"].get<std::string>().find("idle"), std::string::npos)
       << unloads[0].dump();
   // The model stays READY: it is served on demand.

@@ -9,6 +9,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
+#include <absl/container/node_hash_map.h>
+
 namespace somm::control {
 namespace {
 
@@ -178,8 +182,9 @@ struct Projection {
   }
 
   std::vector<std::string> keys_;  // Key() of each group
-  std::unordered_map<std::string, std::vector<size_t>> by_key_;
-  std::unordered_set<std::string> busy_keys_;
+  // A node map: KeyGroups hands out references that later Adds must not move.
+  absl::node_hash_map<std::string, std::vector<size_t>> by_key_;
+  absl::flat_hash_set<std::string> busy_keys_;
   mutable std::map<std::string, Totals> totals_;  // per device; cleared by every change
 };
 
@@ -285,13 +290,14 @@ class Tick {
   const AutoscalerConfig& config_;
   Projection proj_;
   // state_.options' indices per model key, in order.
-  std::unordered_map<std::string, std::vector<size_t>> options_by_key_;
+  absl::flat_hash_map<std::string, std::vector<size_t>> options_by_key_;
   AutoscalerDecision out_;
 };
 
 std::vector<Tick::View> Tick::Views() const {
   std::vector<View> views;
-  std::unordered_map<std::string, size_t> index;
+  absl::flat_hash_map<std::string, size_t> index;
+  index.reserve(state_.demand.size() + proj_.groups.size());
   auto find = [&views, &index](const std::string& key) -> View& {
     auto [it, added] = index.emplace(key, views.size());
     if (added) views.push_back(View{key, {}, {}, {}});
@@ -350,9 +356,16 @@ void Tick::UpdateForecasts(std::vector<View>& views, double dt) {
   // in the table now and the views' keys are distinct, so only a table
   // larger than the views holds others.
   if (models.size() > views.size()) {
-    std::unordered_set<std::string_view> viewed;
+    absl::flat_hash_set<std::string_view> viewed;
+    viewed.reserve(views.size());
     for (const View& v : views) viewed.insert(v.key);
-    std::erase_if(models, [&viewed](const auto& entry) { return viewed.count(entry.first) == 0; });
+    for (auto it = models.begin(); it != models.end();) {
+      if (viewed.contains(it->first)) {
+        ++it;
+      } else {
+        models.erase(it++);
+      }
+    }
   }
 }
 

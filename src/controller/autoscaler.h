@@ -49,10 +49,11 @@
 // Thread-safety: stateless.
 #pragma once
 
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <absl/container/node_hash_map.h>
 
 #include "cluster/cluster_state.h"
 #include "controller/forecast.h"
@@ -132,7 +133,9 @@ struct ModelMemory {
 };
 
 struct AutoscalerMemory {
-  std::map<std::string, ModelMemory> models;  // key "model:version"
+  // key "model:version"; hashed (looked up several times per model per
+  // tick), by node: a tick holds references to rows while it adds others.
+  absl::node_hash_map<std::string, ModelMemory> models;
   std::optional<TimePoint> last_tick;
 };
 

@@ -48,6 +48,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include <absl/container/flat_hash_map.h>
+
 #include "cluster/cluster_state_store.h"
 #include "common/mutex.h"
 #include "controller/autoscaler.h"
@@ -286,9 +288,9 @@ class Controller : public ControlClient {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
-  std::unordered_map<std::string, int64_t, KeyHash, std::equal_to<>> last_arrivals_
+  absl::flat_hash_map<std::string, int64_t, KeyHash, std::equal_to<>> last_arrivals_
       SOMM_GUARDED_BY(tick_mu_);
-  std::unordered_map<std::string, int64_t, KeyHash, std::equal_to<>> last_uses_
+  absl::flat_hash_map<std::string, int64_t, KeyHash, std::equal_to<>> last_uses_
       SOMM_GUARDED_BY(tick_mu_);
   std::optional<cluster::TimePoint> last_tick_ SOMM_GUARDED_BY(tick_mu_);
   // Every version's options for ReadTickState(), built once per version record.

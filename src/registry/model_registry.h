@@ -26,6 +26,8 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+
+#include <absl/container/flat_hash_map.h>
 #include <utility>
 #include <vector>
 
@@ -145,7 +147,7 @@ class ModelRegistry {
   // models_'s entries by name, hashed (a map's nodes stay put): Resolve
   // runs for every query, and at thousands of models the tree's string
   // comparisons cost more than the rest of it.
-  std::unordered_map<std::string, const Entry*> by_name_ SOMM_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, const Entry*> by_name_ SOMM_GUARDED_BY(mu_);
   std::atomic<uint64_t> versions_changed_{0};  // VersionsChanged(); moved under mu_
   // How many models have a rollout (changed under mu_; read without it).
   std::atomic<int> with_rollout_{0};

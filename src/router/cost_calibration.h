@@ -36,6 +36,8 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+
+#include <absl/container/flat_hash_map.h>
 #include <vector>
 
 #include "common/clock.h"
@@ -88,7 +90,7 @@ class CostCalibration {
   };
   struct DeviceDifferences {
     Differences all;
-    std::unordered_map<std::string, Differences> by_variant;
+    absl::flat_hash_map<std::string, Differences> by_variant;
   };
   void Add(Differences& d, double difference, TimePoint now) const;
   // Recent enough, and enough batches, to count.
@@ -96,7 +98,7 @@ class CostCalibration {
 
   const Options options_;
   mutable SharedMutex mu_;
-  std::unordered_map<std::string, DeviceDifferences> by_device_ SOMM_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, DeviceDifferences> by_device_ SOMM_GUARDED_BY(mu_);
 };
 
 }  // namespace somm

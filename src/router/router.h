@@ -54,6 +54,8 @@
 #include <string>
 #include <unordered_map>
 
+#include <absl/container/flat_hash_map.h>
+
 #include "cluster/cluster_state_store.h"
 #include "common/clock.h"
 #include "common/mutex.h"
@@ -226,7 +228,7 @@ class Router : public InferenceServer {
       SOMM_GUARDED_BY(stats_mu_);
   // stats_'s rows by model, hashed, for the lookup every query makes (the
   // ordered map is what PublishDemand lists, in its order).
-  std::unordered_map<std::string, std::map<int64_t, std::unique_ptr<VersionStats>>*> stats_by_model_
+  absl::flat_hash_map<std::string, std::map<int64_t, std::unique_ptr<VersionStats>>*> stats_by_model_
       SOMM_GUARDED_BY(stats_mu_);
 };
 

@@ -251,6 +251,8 @@ StatusOr<std::shared_ptr<SimulatedWorker::Group>> SimulatedWorker::NewGroup(
   g->profile = profile;
   const ModelConfig& c = action.version->config;
   g->max_batch = std::max<int64_t>(c.max_batch_size, 0);
+  g->slowdown_probe = g->max_batch >= 8 ? 8 : 1;
+  g->probe_profiled_us = profile->latency.Measured(g->slowdown_probe) * 1000.0;
   g->max_queue = static_cast<size_t>(
       std::max<int64_t>(c.dynamic_batching ? c.dynamic_batching->max_queue_size
                                            : DynamicBatchingOptions().max_queue_size,
@@ -441,10 +443,10 @@ cluster::WorkerReport SimulatedWorker::Report() {
     s.uses_total = g->uses_total;
     // As the live worker reports it (worker.cc): the batcher's learnt time
     // for a batch of 8 (1 when the model batches less) over the profile's.
-    const int64_t probe = g->max_batch >= 8 ? 8 : 1;
-    const double profiled_us = g->profile->latency.Measured(probe) * 1000.0;
-    const auto learnt_us = g->predictor->PredictUs(probe);
-    if (learnt_us && profiled_us > 0) s.observed_slowdown = *learnt_us / profiled_us;
+    const auto learnt_us = g->predictor->PredictUs(g->slowdown_probe);
+    if (learnt_us && g->probe_profiled_us > 0) {
+      s.observed_slowdown = *learnt_us / g->probe_profiled_us;
+    }
     // Not "loading": the load was acknowledged and queries may queue here;
     // a replica still loading shows as busy until it is ready, which is
     // what the router's and the selector's predictions should count.

@@ -139,6 +139,11 @@ class SimulatedWorker : public WorkerStub {
     std::string device;  // Device{hardware}.ToString(): "cpu", "cuda:0"
     const HardwareProfile* profile = nullptr;  // in *version
     int64_t max_batch = 1;
+    // What Report() compares the learnt time with: the profile's time for
+    // the probe batch (8, or 1 when the model batches less), in µs; fixed
+    // for the group's life, so worked out once, not per report.
+    int64_t slowdown_probe = 1;
+    double probe_profiled_us = 0;
     size_t max_queue = 0;
     int64_t memory_bytes = 0;  // per replica
     bool pinned = false;

@@ -16,6 +16,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include <absl/container/flat_hash_map.h>
+
 #include "controller/controller.h"
 #include "loadgen/measurement.h"
 #include "loadgen/request_builder.h"
@@ -403,7 +405,7 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
     InferenceRequest request;
     double best_b1_ms = 0;
   };
-  std::unordered_map<std::string, ModelTemplate> templates;
+  absl::flat_hash_map<std::string, ModelTemplate> templates;
   double max_load_ms = 0;
   for (const std::string& model : models) {
     SOMM_ASSIGN_OR_RETURN(VersionPtr v, registry.Resolve(model, ""));
