@@ -55,7 +55,7 @@ struct Evaluation {
 Evaluation Evaluate(const Candidate& c, const Requirements& req, const PriceList& prices,
                     SelectorClock::time_point now) {
   Evaluation e;
-  const double compute_ms = BatchedLatencyMs(c.latency, req.batch, c.max_batch_size);
+  const double compute_ms = BatchedLatencyMs(c.Latency(), req.batch, c.max_batch_size);
   const double usd_per_s = prices.PerSecond(c.hardware);
   // Rule 3: alone in its batch, the query's share is the whole batch; in a
   // larger batch it pays less when the fitted intercept is not negative (the
@@ -77,7 +77,7 @@ Evaluation Evaluate(const Candidate& c, const Requirements& req, const PriceList
     if (wait_ms < 0) wait_ms = 0;
     const int64_t queued = inst.queued_samples > 0 ? inst.queued_samples : 0;
     const double latency = c.network_ms + wait_ms +
-                           BatchedLatencyMs(c.latency, queued + req.batch, c.max_batch_size);
+                           BatchedLatencyMs(c.Latency(), queued + req.batch, c.max_batch_size);
     if (latency < e.latency_ms) {
       e.latency_ms = latency;
       e.instance_id = inst.instance_id;
@@ -323,7 +323,7 @@ SelectorState CandidatesFrom(const std::vector<cluster::GroupState>& groups,
     c.hardware = o.hardware;
     c.accuracy = o.accuracy;
     c.usable = o.usable;
-    c.latency = o.latency;
+    c.latency_of_option = &o.latency;
     c.load_time_ms = o.load_ms;
     c.max_batch_size = std::max<int64_t>(o.max_batch, 1);
     bool loaded = false;

@@ -64,6 +64,11 @@ struct Candidate {
   std::optional<double> accuracy;
   bool usable = true;
   LatencyCurve latency;
+  // When set, the curve to use instead of `latency`: CandidatesFrom points
+  // at the option's own row rather than copying it per query (a heap copy
+  // per candidate; the options must outlive the candidates).
+  const LatencyCurve* latency_of_option = nullptr;
+  const LatencyCurve& Latency() const { return latency_of_option ? *latency_of_option : latency; }
   double load_time_ms = 0;
   int64_t max_batch_size = 1;
   std::vector<InstanceState> instances;  // empty = not loaded
@@ -93,7 +98,8 @@ struct RouterZone {
 // Options without a loaded group are left out when `loaded_only` (static
 // provisioning). origins[i] is the index in state.options of candidates[i].
 // A loaded candidate with no group in `where.zone` gets network_ms =
-// where.cross_zone_rtt_ms.
+// where.cross_zone_rtt_ms. The candidates' latency curves are the options'
+// own (Candidate::latency_of_option): the options must outlive them.
 SelectorState CandidatesFrom(const cluster::ClusterState& state, const Requirements& req,
                              bool loaded_only, std::vector<size_t>* origins = nullptr,
                              const RouterZone& where = {});
