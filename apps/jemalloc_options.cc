@@ -1,0 +1,14 @@
+// jemalloc's options for the somm binary, read at its first allocation
+// (linked only when SOMM_ALLOCATOR is jemalloc; MALLOC_CONF in the
+// environment still overrides them).
+//
+// oversize_threshold:0: jemalloc serves allocations of 8 MiB and more from
+// a dedicated arena that hands their pages back to the kernel at once, so
+// every resnet18 batch faulted its activations in anew: somm served 58-60
+// images/s against 66-83 on glibc's malloc (resnet18 over gRPC, 16
+// clients, 2026-11-27). With the threshold off they live in the ordinary
+// arenas, whose dirty pages go back after jemalloc's decay time (10 s), and
+// it served 81 images/s.
+extern "C" {
+const char* malloc_conf = "oversize_threshold:0";
+}
