@@ -6,8 +6,6 @@
 #include <limits>
 #include <map>
 #include <string_view>
-#include <unordered_map>
-#include <unordered_set>
 
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/flat_hash_set.h>

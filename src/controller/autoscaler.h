@@ -134,7 +134,8 @@ struct ModelMemory {
 
 struct AutoscalerMemory {
   // key "model:version"; hashed (looked up several times per model per
-  // tick), by node: a tick holds references to rows while it adds others.
+  // tick), by node: the tick's steps keep a reference to their model's row,
+  // which no insert elsewhere may move.
   absl::node_hash_map<std::string, ModelMemory> models;
   std::optional<TimePoint> last_tick;
 };

@@ -295,7 +295,7 @@ void SetUsesKey(std::string* key, const cluster::GroupState& g) {
 template <typename Map>
 std::pair<typename Map::iterator, bool> FindOrPut(Map& map, const std::string& key,
                                                   int64_t value) {
-  auto it = map.find(std::string_view(key));
+  auto it = map.find(key);
   if (it != map.end()) return {it, false};
   return {map.emplace(key, value).first, true};
 }

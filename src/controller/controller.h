@@ -46,7 +46,6 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <unordered_map>
 
 #include <absl/container/flat_hash_map.h>
 
@@ -282,16 +281,10 @@ class Controller : public ControlClient {
   Mutex tick_mu_;
   control::AutoscalerMemory memory_ SOMM_GUARDED_BY(tick_mu_);
   // Hashed: looked up for every model and every group on every tick, and
-  // never listed.
-  // (Transparent, so that a key built into a buffer is looked up as it is.)
-  struct KeyHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  absl::flat_hash_map<std::string, int64_t, KeyHash, std::equal_to<>> last_arrivals_
-      SOMM_GUARDED_BY(tick_mu_);
-  absl::flat_hash_map<std::string, int64_t, KeyHash, std::equal_to<>> last_uses_
-      SOMM_GUARDED_BY(tick_mu_);
+  // never listed. Keys are built into one reused buffer and looked up as
+  // they are (FindOrPut copies one only to insert it).
+  absl::flat_hash_map<std::string, int64_t> last_arrivals_ SOMM_GUARDED_BY(tick_mu_);
+  absl::flat_hash_map<std::string, int64_t> last_uses_ SOMM_GUARDED_BY(tick_mu_);
   std::optional<cluster::TimePoint> last_tick_ SOMM_GUARDED_BY(tick_mu_);
   // Every version's options for ReadTickState(), built once per version record.
   VersionOptions version_options_;

@@ -25,11 +25,10 @@
 #include <optional>
 #include <string>
 #include <thread>
-#include <unordered_map>
-
-#include <absl/container/flat_hash_map.h>
 #include <utility>
 #include <vector>
+
+#include <absl/container/flat_hash_map.h>
 
 #include "cluster/cluster_state.h"
 #include "common/mutex.h"

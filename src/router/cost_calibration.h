@@ -35,10 +35,9 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
-#include <unordered_map>
+#include <vector>
 
 #include <absl/container/flat_hash_map.h>
-#include <vector>
 
 #include "common/clock.h"
 #include "common/mutex.h"

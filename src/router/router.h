@@ -52,7 +52,6 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <unordered_map>
 
 #include <absl/container/flat_hash_map.h>
 
