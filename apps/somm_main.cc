@@ -354,6 +354,7 @@ int main(int argc, char** argv) {
   worker_cmd->add_option("--device", worker.device, "auto, cpu or cuda:N")->capture_default_str();
   worker_cmd->add_option("--memory-budget-mb", worker.memory_budget_mb, "Memory instances may use (0 = half of free RAM)")->capture_default_str();
   worker_cmd->add_option("--inline-max-compute-us", worker.inline_max_compute_us, "An idle one-thread instance runs a query predicted to take at most this long on the RPC thread (0 = always via its batcher thread)")->capture_default_str();
+  worker_cmd->add_option("--inline-min-gap-us", worker.inline_min_gap_us, "... and only while its queries come at least this many microseconds apart on average (closer is load, for its batcher thread)")->capture_default_str();
   worker_cmd->add_option("--lease-ms", worker.lease_ms, "Lease of its report in Redis")->capture_default_str();
   worker_cmd->add_option("--heartbeat-ms", worker.heartbeat_ms, "How often it renews the lease")->capture_default_str();
   worker_cmd->add_option("--background-duty", worker.background_duty, "Share of time background loads may take")->capture_default_str();

@@ -155,14 +155,24 @@ bool Batcher::RunInlineIfIdle(BatchTask& task) {
   std::vector<Queued> batch;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_ || executing_ || !queue_.empty()) return false;
-    const std::optional<double> predicted = predictor_.PredictUs(samples);
-    if (!predicted || *predicted > options_.inline_max_compute_us) return false;
     const auto now = clock_.Now();
     // Only at low load: under load the caller's thread is needed to take in
     // the next queries, and running each one inline as it comes would keep
-    // the queue empty and every batch at one query.
-    if (now - last_batch_end_ < Micros(options_.inline_max_compute_us)) return false;
+    // the queue empty and every batch at one query. Load is the mean gap
+    // between arrivals; one gap alone would let a query in now and then
+    // under load, and keep one out after a single close pair.
+    const double cap_us = 4 * options_.inline_min_gap_us;
+    const double gap_us =
+        mean_arrival_gap_us_ < 0
+            ? cap_us
+            : std::min(cap_us, std::chrono::duration<double, std::micro>(now - last_arrival_).count());
+    mean_arrival_gap_us_ =
+        mean_arrival_gap_us_ < 0 ? cap_us : mean_arrival_gap_us_ + (gap_us - mean_arrival_gap_us_) / 8;
+    last_arrival_ = now;
+    if (stopping_ || executing_ || !queue_.empty()) return false;
+    if (mean_arrival_gap_us_ < options_.inline_min_gap_us) return false;
+    const std::optional<double> predicted = predictor_.PredictUs(samples);
+    if (!predicted || *predicted > options_.inline_max_compute_us) return false;
     // A deadline it cannot meet: Enqueue rejects it, with the reason.
     if (HasSlo(task) && now + Micros(*predicted) > task.deadline) return false;
     executing_ = true;
@@ -173,13 +183,16 @@ bool Batcher::RunInlineIfIdle(BatchTask& task) {
   }
   model_->BindToThread();
   Execute(std::move(batch));
+  bool came_meanwhile = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     executing_ = false;
     inline_running_ = false;
-    last_batch_end_ = clock_.Now();
+    came_meanwhile = !queue_.empty() || stopping_;
   }
-  cv_.notify_one();  // queries that came meanwhile are the batcher thread's
+  // Queries that came meanwhile are the batcher thread's; with none, waking
+  // it would cost a context switch per query for nothing.
+  if (came_meanwhile) cv_.notify_one();
   return true;
 }
 
@@ -374,7 +387,6 @@ void Batcher::Run() {
     Execute(std::move(batch));
     lock.lock();
     executing_ = false;
-    last_batch_end_ = clock_.Now();
   }
 }
 

@@ -89,6 +89,13 @@ struct BatcherOptions {
   // model must use one intra-op thread (a second OpenMP team would start on
   // the caller's thread otherwise).
   double inline_max_compute_us = 0;
+  // ... and only while queries come at least this many microseconds apart
+  // on average (a moving mean over about the last 8 arrivals, each gap
+  // counted up to 4x this). Closer is load: the caller's thread is then
+  // needed to take in the next queries, which batch, and a query run inline
+  // would hold them. Between the two: a lone client through a router leaves
+  // about 200 us between its queries on loopback, 16 clients about 60 us.
+  double inline_min_gap_us = 120;
   // Every time the batcher reads (enqueue, execution, deadlines) and its
   // waits for the queue delay; must outlive the Batcher. null = Clock::Real().
   // Task deadlines are points on this clock.
@@ -131,8 +138,8 @@ class Batcher {
 
   Status Enqueue(BatchTask task);
   // Runs `task` at once on the calling thread, as a batch of its own, when
-  // the instance is idle (nothing queued or executing, and nothing ended in
-  // the last inline_max_compute_us: only at low load), queries are never
+  // the instance is idle (nothing queued or executing, and queries come
+  // inline_min_gap_us apart on average: only at low load), queries are never
   // held back for company (max_queue_delay_us 0), and the batch is predicted
   // to take at most options().inline_max_compute_us: for a small model the
   // hand-off to the batcher thread and back costs more than the batch
@@ -206,7 +213,10 @@ class Batcher {
   bool stopping_ = false;                      // guarded by mu_
   bool executing_ = false;                     // guarded by mu_
   bool inline_running_ = false;  // a RunInlineIfIdle batch; guarded by mu_
-  SteadyClock::time_point last_batch_end_{};   // guarded by mu_
+  // Arrivals seen by RunInlineIfIdle: the last, and the moving mean of the
+  // gaps between them (starts as if the instance had been idle).
+  SteadyClock::time_point last_arrival_{};     // guarded by mu_
+  double mean_arrival_gap_us_ = -1;            // guarded by mu_; < 0: none yet
   int64_t queued_samples_ = 0;                 // guarded by mu_
   SteadyClock::time_point executing_since_{};  // guarded by mu_
   int64_t executing_samples_ = 0;              // guarded by mu_

@@ -184,6 +184,7 @@ BatchTask InlineTask(Tensor input, std::promise<Result>* result, std::thread::id
 BatcherOptions InlineOptions(int64_t delay_us, double inline_us) {
   BatcherOptions o = Options(8, delay_us);
   o.inline_max_compute_us = inline_us;
+  o.inline_min_gap_us = 30;
   o.predict_compute_us = [](int64_t batch) { return 10.0 * static_cast<double>(batch); };
   return o;
 }
@@ -234,19 +235,44 @@ TEST(BatcherTest, InlineRunsOnlyWhenIdleSmallAllowedAndNeverHeldBack) {
   }
 }
 
-TEST(BatcherTest, InlineWaitsForTheInstanceToHaveBeenIdleAWhile) {
-  Fixture f(InlineOptions(0, 50));
-  std::promise<Result> first, second, third;
+TEST(BatcherTest, InlineStopsWhileQueriesComeCloseTogetherAndResumesWhenTheyDoNot) {
+  Fixture f(InlineOptions(0, 50));  // inline_min_gap_us 30
   std::thread::id ran_on;
+  // An instance with no history counts as idle.
+  std::promise<Result> first;
   BatchTask a = InlineTask(Row({1}, 1), &first, &ran_on);
   ASSERT_TRUE(f.batcher->RunInlineIfIdle(a));
-  // A batch just ended: queries coming this close together are load, which
-  // the batcher's thread takes so that they can batch.
-  BatchTask b = InlineTask(Row({2}, 1), &second, &ran_on);
+  EXPECT_EQ(Floats(first.get_future().get().outputs[0]), (std::vector<float>{2}));
+  // Queries 10 us apart are load: the mean gap falls below 30 us within a
+  // few of them, and from then on each is left for the batcher's thread.
+  int inline_runs = 0;
+  bool refused = false;
+  std::vector<std::promise<Result>> results(40);
+  for (int i = 0; i < 40 && !refused; ++i) {
+    f.clock.Advance(std::chrono::microseconds(10));
+    BatchTask t = InlineTask(Row({1}, 1), &results[i], &ran_on);
+    if (f.batcher->RunInlineIfIdle(t)) {
+      ++inline_runs;
+    } else {
+      refused = true;
+      EXPECT_TRUE(static_cast<bool>(t.done));  // untouched, for Enqueue
+    }
+  }
+  EXPECT_TRUE(refused);
+  EXPECT_LE(inline_runs, 12);
+  // The next as close is refused too...
+  f.clock.Advance(std::chrono::microseconds(10));
+  std::promise<Result> late;
+  BatchTask b = InlineTask(Row({2}, 1), &late, &ran_on);
   EXPECT_FALSE(f.batcher->RunInlineIfIdle(b));
-  f.clock.Advance(std::chrono::microseconds(50));
-  EXPECT_TRUE(f.batcher->RunInlineIfIdle(b));
-  EXPECT_EQ(Floats(second.get_future().get().outputs[0]), (std::vector<float>{4}));
+  // ... and after queries 100 us apart for a while, they run inline again.
+  bool resumed = false;
+  for (int i = 0; i < 20 && !resumed; ++i) {
+    f.clock.Advance(std::chrono::microseconds(100));
+    resumed = f.batcher->RunInlineIfIdle(b);
+  }
+  ASSERT_TRUE(resumed);
+  EXPECT_EQ(Floats(late.get_future().get().outputs[0]), (std::vector<float>{4}));
 }
 
 TEST(BatcherTest, QueriesThatComeDuringAnInlineRunWaitForIt) {

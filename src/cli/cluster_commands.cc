@@ -572,6 +572,7 @@ int RunWorker(const WorkerProcessOptions& o) {
   wo.memory_budget_bytes = static_cast<int64_t>(o.memory_budget_mb * 1024 * 1024);
   wo.background_pacer = backend_options.background_pacer;
   wo.inline_max_compute_us = o.inline_max_compute_us;
+  wo.inline_min_gap_us = o.inline_min_gap_us;
   // A change of the groups is reported at once, not at the next beat.
   wo.on_change = [&heartbeat] {
     if (heartbeat) heartbeat->Poke();

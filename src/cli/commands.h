@@ -76,6 +76,10 @@ struct WorkerProcessOptions {
   // long on the RPC thread that received it, skipping the hand-off to its
   // batcher thread and back (Batcher::RunInlineIfIdle). 0 = never.
   double inline_max_compute_us = 250;
+  // ... while its queries come at least this many microseconds apart on
+  // average (closer is load, which its batcher thread takes so that queries
+  // batch).
+  double inline_min_gap_us = 120;
   int lease_ms = 3000;                // its report's TTL in Redis
   int heartbeat_ms = 1000;            // how often it renews it
   double background_duty = 0.15;

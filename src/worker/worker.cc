@@ -283,7 +283,10 @@ StatusOr<std::vector<std::unique_ptr<Batcher>>> Worker::LoadReplicas(
     if (!curve.points.empty()) {
       bo.predict_compute_us = [curve](int64_t batch) { return curve.Measured(batch) * 1000.0; };
     }
-    if (load.intra_op_threads <= 1) bo.inline_max_compute_us = options_.inline_max_compute_us;
+    if (load.intra_op_threads <= 1) {
+      bo.inline_max_compute_us = options_.inline_max_compute_us;
+      bo.inline_min_gap_us = options_.inline_min_gap_us;
+    }
     batchers.push_back(std::make_unique<Batcher>(
         bo, std::move(exe),
         [metrics](int64_t size, int64_t, bool) { metrics->RecordBatch(size); }));

@@ -60,6 +60,9 @@ struct WorkerOptions {
   // (Batcher::RunInlineIfIdle); `done` of Execute may then run before
   // Execute returns. 0 = every query goes through the batcher's thread.
   double inline_max_compute_us = 0;
+  // ... while its queries come at least this many microseconds apart on
+  // average (BatcherOptions::inline_min_gap_us).
+  double inline_min_gap_us = 120;
 };
 
 // An action as the worker receives it: the policy's typed Action, plus the
