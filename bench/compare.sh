@@ -22,6 +22,12 @@
 #                                        request: what the wire and the load
 #                                        generator allow when the server does
 #                                        next to nothing
+#   grpc-wire-limit (digits-mlp only)    somm bench -i grpc ->
+#                                        bench_grpc_wire_limit (a generic gRPC
+#                                        server, one completion-queue thread,
+#                                        bench/grpc_wire_limit.cc) answering
+#                                        somm's own response bytes: the same
+#                                        for the gRPC wire
 # over a concurrency sweep (digits-mlp: 1 2 4 ... 64; resnet18: 1 2 4 8 16; raw
 # libtorch before and after the servers, the better run counting), and
 # writes bench/out/<timestamp>/ (every JSON, logs, /metrics snapshots, the
@@ -99,12 +105,14 @@ if ((DO_BUILD)); then
   if [[ ! -f "$BUILD_DIR/build.ninja" && ! -f "$BUILD_DIR/Makefile" ]]; then
     cmake -S . -B "$BUILD_DIR" -G Ninja
   fi
-  cmake --build "$BUILD_DIR" --target somm bench_raw_libtorch -j "$JOBS"
+  cmake --build "$BUILD_DIR" --target somm bench_raw_libtorch bench_grpc_wire_limit -j "$JOBS"
 fi
 SOMM="$BUILD_DIR/somm"
 RAW="$BUILD_DIR/bench_raw_libtorch"
+GRPC_WIRE="$BUILD_DIR/bench_grpc_wire_limit"
 [[ -x "$SOMM" ]] || die "no $SOMM (build it, or set SOMM_BUILD_DIR)"
 [[ -x "$RAW" ]] || die "no $RAW (build target bench_raw_libtorch)"
+[[ -x "$GRPC_WIRE" ]] || die "no $GRPC_WIRE (build target bench_grpc_wire_limit)"
 "$SOMM" --help 2>/dev/null | grep -qE '^ +bench ' ||
   die "$SOMM has no 'bench' subcommand (an older build? rebuild it)"
 [[ -f "$PEER" ]] || die "no FastAPI peer at $PEER (set SOMM_PEER)"
@@ -197,6 +205,41 @@ wire_limit_sweep() {
   stop_pid "$WIRE_PID"
 }
 
+# grpc_wire_limit_sweep MODEL INPUT "CONCURRENCIES" WARMUP WINDOW MAXWIN: the
+# `grpc-wire-limit` target. bench_grpc_wire_limit forwards the first call of
+# each method to somm's gRPC port and answers every later one with somm's
+# bytes; a short warm-up run fills it before the sweep, and the same load
+# generator then sweeps it as it swept somm-grpc. Server CPU is its own.
+grpc_wire_limit_sweep() {
+  local model="$1" input="$2" concs="$3" warm="$4" win="$5" maxw="$6"
+  local dir="$OUT/$model" log="$OUT/$model/grpc-wire-limit.server.log" port pid c file
+  port="$(free_port)"
+  printf '%s\n' "$GRPC_WIRE --upstream 127.0.0.1:$GRPC_PORT --port $port" >>"$OUT/commands.txt"
+  "$GRPC_WIRE" --upstream "127.0.0.1:$GRPC_PORT" --port "$port" >"$log" 2>&1 &
+  pid=$!
+  PIDS+=("$pid")
+  for _ in $(seq 100); do  # 10 s
+    grep -q '^listening on' "$log" 2>/dev/null && break
+    alive_or_die "$pid" "bench_grpc_wire_limit" "$log"
+    sleep 0.1
+  done
+  grep -q '^listening on' "$log" || die "bench_grpc_wire_limit did not start (log: $log)"
+  run "$dir/grpc-wire-limit-fill.log" "$SOMM" bench "$model" --url "127.0.0.1:$port" -i grpc \
+    --concurrency 1 --warmup-s 0.2 --window-s 0.2 --max-windows 1 --input "$input"
+  echo "gRPC wire limit: bench_grpc_wire_limit on port $port (pid $pid) answers somm's bytes"
+  for c in $concs; do
+    file="$dir/grpc-wire-limit-c$c"
+    load "$pid" "$file" "$SOMM" bench "$model" --url "127.0.0.1:$port" -i grpc \
+      --concurrency "$c" --warmup-s "$warm" --window-s "$win" --max-windows "$maxw" \
+      --stability-pct "$STABILITY_PCT" --input "$input" --label grpc-wire-limit --json "$file.json"
+    alive_or_die "$pid" "bench_grpc_wire_limit" "$log"
+    "$PY" bench/report.py --brief "$file.json"
+  done
+  stop_pid "$pid"
+  # What it answered, per method (printed as it stops).
+  sed -n '/calls answered/p' "$log"
+}
+
 # ---- 2. somm, once, on free ports
 heading "somm serve $REPO"
 # --auto-variants false: variant generation would profile every demo model
@@ -260,8 +303,10 @@ bench_model() {
     done
   done
 
-  [[ "$model" == "$WIRE_LIMIT_MODEL" ]] && wire_limit_sweep "$model" "$input" "$concs" \
-    "$warm" "$win" "$maxw"
+  if [[ "$model" == "$WIRE_LIMIT_MODEL" ]]; then
+    wire_limit_sweep "$model" "$input" "$concs" "$warm" "$win" "$maxw"
+    grpc_wire_limit_sweep "$model" "$input" "$concs" "$warm" "$win" "$maxw"
+  fi
 
   local peer_port peer_pid peer_log="$dir/fastapi-peer.server.log"
   peer_port="$(free_port)"

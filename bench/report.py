@@ -20,9 +20,11 @@ Definitions (they are repeated in report.md):
   mean batch     samples per batch somm executed during that run (its
                  /metrics somm_inference_batch_size sum/count difference;
                  the run's warm-up included)
-  wire limit     the `wire-limit` target: nginx answering somm's own bytes
-                 (bench/wire_limit.sh); each somm row of that model is also
-                 given as a share of it
+  wire limit     per wire, a server that answers somm's own bytes and does
+                 next to nothing per query: over REST the `wire-limit` target
+                 (nginx, bench/wire_limit.sh), over gRPC `grpc-wire-limit`
+                 (bench/grpc_wire_limit.cc); each somm row of that model is
+                 also given as a share of its wire's limit
 Standard library only: this runs on /usr/bin/python3 with nothing installed.
 """
 import argparse
@@ -36,21 +38,27 @@ import sys
 
 PEER = "fastapi-peer"
 WIRE_LIMIT = "wire-limit"
+GRPC_WIRE_LIMIT = "grpc-wire-limit"
 REST = "somm-rest"
 REST_BINARY = "somm-rest-binary"
 GRPC = "somm-grpc"
 # somm's targets, in report order; a run without one (an older run, or one
 # that skipped it) simply has no column or row for it.
 SOMM_TARGETS = [REST, REST_BINARY, GRPC]
-SERVER_TARGETS = SOMM_TARGETS + [PEER, WIRE_LIMIT]
+SERVER_TARGETS = SOMM_TARGETS + [PEER, WIRE_LIMIT, GRPC_WIRE_LIMIT]
+# Each somm target's wire limit: nginx is asked over REST, the generic gRPC
+# server over gRPC.
+WIRE_LIMIT_OF = {REST: WIRE_LIMIT, REST_BINARY: WIRE_LIMIT, GRPC: GRPC_WIRE_LIMIT}
+LIMIT_TARGETS = (WIRE_LIMIT, GRPC_WIRE_LIMIT)
 COLORS = {REST: "#1f77b4", REST_BINARY: "#17becf", GRPC: "#2ca02c", PEER: "#d62728",
-          WIRE_LIMIT: "#ff7f0e"}
+          WIRE_LIMIT: "#ff7f0e", GRPC_WIRE_LIMIT: "#9467bd"}
 # How each target sends tensors, for the plots and the targets table.
 WIRE = {REST: "REST, JSON tensors", REST_BINARY: "REST, binary tensor extension",
         GRPC: "gRPC, raw tensor contents", PEER: "REST, JSON tensors",
-        WIRE_LIMIT: "REST, JSON tensors"}
+        WIRE_LIMIT: "REST, JSON tensors", GRPC_WIRE_LIMIT: "gRPC, raw tensor contents"}
 PLOT_NAMES = {REST: "somm REST (JSON)", REST_BINARY: "somm REST (binary)", GRPC: "somm gRPC",
-              PEER: "FastAPI peer (JSON)", WIRE_LIMIT: "wire limit (nginx, somm's bytes)"}
+              PEER: "FastAPI peer (JSON)", WIRE_LIMIT: "wire limit (nginx, somm's bytes)",
+              GRPC_WIRE_LIMIT: "gRPC wire limit (somm's bytes)"}
 # Every wire on digits-mlp against the naive peer (issue: "at least 20x the
 # peer on every wire"; it was 10x before the wire-limit work).
 PEER_FACTOR_TARGET = 20
@@ -127,8 +135,8 @@ def load_run(out_dir):
         cpu = load_cpu(path)
         for p in doc["points"]:
             p = dict(p)
-            if target == WIRE_LIMIT:
-                # nginx replays one somm answer, timing parameters included:
+            if target in LIMIT_TARGETS:
+                # A limit replays one somm answer, timing parameters included:
                 # they are somm's from that one query, not the limit's.
                 p["server_us"] = None
             p["mean_batch"] = mb
@@ -293,8 +301,8 @@ def ratios(model, targets):
     b1, bmax = raw_targets(targets)
     raw1 = best(targets[b1]["points"]) if b1 else None
     rawm = best(targets[bmax]["points"]) if bmax else None
-    wire = targets.get(WIRE_LIMIT, {}).get("points", [])
-    wire_best = best(wire)
+    def limit_points(target):
+        return targets.get(WIRE_LIMIT_OF[target], {}).get("points", [])
 
     def cell(target, fn):
         pts = targets.get(target, {}).get("points", [])
@@ -376,33 +384,47 @@ def ratios(model, targets):
                       f"({fmt(rawm['throughput_sps'])}/s)", vs_raw(rawm)))
     if not peer:
         lines = [l for l in lines if "peer" not in l[0]]
-    if wire_best:
-        def vs_wire_best(pts):
-            b = best(pts)
-            return f"{pct(ratio(b['throughput_sps'], wire_best['throughput_sps']))} (c={b['concurrency']})"
-
-        def vs_wire_same_c(pts):
-            b = best(pts)
-            q = at_conc(wire, b["concurrency"])
-            return pct(ratio(b["throughput_sps"], q and q["throughput_sps"]))
-
-        def cpu_vs_wire(pts):
-            mine, theirs = cpu_per_query_us(best(pts)), cpu_per_query_us(wire_best)
-            if mine is None:
-                return "n/a"
-            if not theirs:
-                return f"{fmt(mine, 0)} µs"
-            return f"{fmt(mine, 0)} µs ({fmt(mine / theirs, 1)}x the wire limit's {fmt(theirs, 0)} µs)"
-
-        lines += [
-            (f"best samples/s / wire limit best ({fmt(wire_best['throughput_sps'])}/s at "
-             f"c={wire_best['concurrency']})", vs_wire_best),
-            ("best samples/s / wire limit at the same concurrency", vs_wire_same_c),
-            ("server CPU per query at the best point (wire limit: nginx's, at its best point)",
-             cpu_vs_wire),
-        ]
     for label, fn in lines:
         rows.append(f"| {label} | " + " | ".join(cell(t, fn) for t in somm) + " |")
+
+    # Against each target's own wire limit (n/a where the run has none).
+    def wire_cell(target, fn):
+        pts, wire = targets.get(target, {}).get("points", []), limit_points(target)
+        return fn(pts, wire, best(wire)) if pts and wire else "n/a"
+
+    def vs_wire_best(pts, wire, wb):
+        b = best(pts)
+        return (f"{pct(ratio(b['throughput_sps'], wb['throughput_sps']))} (c={b['concurrency']}; "
+                f"limit {fmt(wb['throughput_sps'])}/s at c={wb['concurrency']})")
+
+    def vs_wire_same_c(pts, wire, wb):
+        b = best(pts)
+        q = at_conc(wire, b["concurrency"])
+        return pct(ratio(b["throughput_sps"], q and q["throughput_sps"]))
+
+    def cpu_vs_wire(pts, wire, wb):
+        mine, theirs = cpu_per_query_us(best(pts)), cpu_per_query_us(wb)
+        if mine is None:
+            return "n/a"
+        if not theirs:
+            return f"{fmt(mine, 0)} µs"
+        return f"{fmt(mine, 0)} µs ({fmt(mine / theirs, 1)}x the limit's {fmt(theirs, 0)} µs)"
+
+    def wire_vs_peer(pts, wire, wb):
+        return f"{fmt(ratio(wb['throughput_sps'], peer_best and peer_best['throughput_sps']), 2)}x"
+
+    wire_lines = [
+        ("best samples/s / its wire's limit best (REST: nginx; gRPC: the generic gRPC server)",
+         vs_wire_best),
+        ("best samples/s / its wire's limit at the same concurrency", vs_wire_same_c),
+        ("server CPU per query at the best point (the limit's at its best point)", cpu_vs_wire),
+    ]
+    if peer_best:
+        wire_lines.append(("its wire's limit best / peer best: the most any server reaches "
+                           "over that wire here", wire_vs_peer))
+    for label, fn in wire_lines:
+        if any(limit_points(t) for t in somm):
+            rows.append(f"| {label} | " + " | ".join(wire_cell(t, fn) for t in somm) + " |")
 
     for target in somm:
         pts = targets.get(target, {}).get("points", [])
@@ -419,8 +441,13 @@ def ratios(model, targets):
             "best_conc": best(pts)["concurrency"],
             "best_mean_batch": best(pts).get("mean_batch"),
             "raw_max_batch": targets[bmax]["batch_size"] if bmax else None,
-            "vs_wire": ratio(best(pts)["throughput_sps"], wire_best and wire_best["throughput_sps"]),
-            "wire_best_conc": wire_best["concurrency"] if wire_best else None,
+            "vs_wire": ratio(best(pts)["throughput_sps"],
+                             best(limit_points(target)) and best(limit_points(target))["throughput_sps"]),
+            "wire_best_conc": best(limit_points(target))["concurrency"]
+            if limit_points(target) else None,
+            "wire_vs_peer": ratio(best(limit_points(target)) and
+                                  best(limit_points(target))["throughput_sps"],
+                                  peer_best and peer_best["throughput_sps"]),
         }
     return "\n".join(rows), facts
 
@@ -430,23 +457,29 @@ def pct(v):
 
 
 def wire_share_table(model, targets):
-    """Every somm point of `model` as a share of the wire limit (its best
-    point, and the same concurrency), with p99 and server CPU per query side
-    by side; None when the run has no wire-limit target for it."""
-    wire = targets.get(WIRE_LIMIT, {}).get("points", [])
-    somm = [t for t in SOMM_TARGETS if t in targets]
-    if not wire or not somm:
+    """Every somm point of `model` as a share of its wire's limit (the
+    limit's best point, and the same concurrency), with p99 and server CPU per
+    query side by side; None when the run has no wire limit for it."""
+    somm = [t for t in SOMM_TARGETS
+            if t in targets and targets.get(WIRE_LIMIT_OF[t], {}).get("points")]
+    if not somm:
         return None
-    wb = best(wire)
-    rows = [f"#### {model}\n",
-            f"The wire limit's best: {fmt(wb['throughput_sps'])} samples/s at c={wb['concurrency']}, "
-            f"p99 {fmt(ms(wb['latency_us']['p99']), 2)} ms, server CPU "
-            f"{fmt(cpu_per_query_us(wb), 1)} µs/query.\n",
-            "| somm target | concurrency | samples/s | / wire limit best | wire limit samples/s, same "
-            "concurrency | / wire limit, same concurrency | p99 ms (somm / wire limit) "
-            "| server CPU µs/query (somm / wire limit) |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = [f"#### {model}\n"]
+    for limit in LIMIT_TARGETS:
+        pts = targets.get(limit, {}).get("points", [])
+        if pts:
+            wb = best(pts)
+            rows.append(f"- {PLOT_NAMES[limit]}, best: {fmt(wb['throughput_sps'])} samples/s at "
+                        f"c={wb['concurrency']}, p99 {fmt(ms(wb['latency_us']['p99']), 2)} ms, "
+                        f"server CPU {fmt(cpu_per_query_us(wb), 1)} µs/query.")
+    rows += ["",
+             "| somm target | concurrency | samples/s | / wire limit best | wire limit samples/s, "
+             "same concurrency | / wire limit, same concurrency | p99 ms (somm / wire limit) "
+             "| server CPU µs/query (somm / wire limit) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for target in somm:
+        wire = targets[WIRE_LIMIT_OF[target]]["points"]
+        wb = best(wire)
         for p in targets[target]["points"]:
             q = at_conc(wire, p["concurrency"])
             rows.append(
@@ -482,8 +515,13 @@ def targets_table(facts, tiny, heavy):
         if f:
             v = f["vs_peer"]
             where = f" at c={f['vs_peer_conc']}" if f["vs_peer_conc"] else ""
+            limit = f["wire_vs_peer"]
+            # What the wire allows a server that does nothing: above it the
+            # target cannot be met on this machine.
+            ceiling = f" (its wire's limit: {fmt(limit, 2)}x)" if limit is not None else ""
             add(f"{tiny}: somm ≥ {PEER_FACTOR_TARGET}x the peer's throughput at a p99 no worse",
-                proto, f"{fmt(v, 2)}x{where}", None if v is None else v >= PEER_FACTOR_TARGET)
+                proto, f"{fmt(v, 2)}x{where}{ceiling}",
+                None if v is None else v >= PEER_FACTOR_TARGET)
     for proto, share in WIRE_LIMIT_SHARE_TARGET.items():
         f = facts.get(tiny, {}).get(proto)
         if f and f["wire_best_conc"] is not None:  # a run without the wire limit has no row
@@ -742,7 +780,7 @@ def brief(path):
     for p in doc["points"]:
         lat = p["latency_us"]
         extra = ""
-        if p.get("server_us") and doc["target"] != WIRE_LIMIT:  # see load_run
+        if p.get("server_us") and doc["target"] not in LIMIT_TARGETS:  # see load_run
             s = p["server_us"]
             extra = (f", server queue/compute/overhead p50 {s['queue_p50']:.0f}/"
                      f"{s['compute_p50']:.0f}/{s['overhead_p50']:.0f} µs")
