@@ -107,6 +107,12 @@ GrpcWorkerStub::GrpcWorkerStub(std::string worker, std::string address,
   }
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
               static_cast<int>(options.max_reconnect_backoff.count()));
+  // The router retries a failed query itself, on another worker
+  // (Router::Retry); gRPC's retry filter would only buffer every message it
+  // sends, for a transparent retry onto the same worker. Nor is anything
+  // compressed on this hop. Each call then passes two filters fewer.
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+  args.SetInt(GRPC_ARG_ENABLE_PER_MESSAGE_COMPRESSION, 0);
   auto credentials = grpc_tls::ChannelCredentials(options.tls);
   if (!credentials.ok()) {
     // The files were checked at the process's start; one gone since fails
