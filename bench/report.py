@@ -431,6 +431,7 @@ def ratios(model, targets):
         if not pts:
             continue
         p, _ = throughput_at_p99_no_worse(pts, peer)
+        limit_best = best(limit_points(target))
         facts[target] = {
             "vs_peer": ratio(p["throughput_sps"], peer_best["throughput_sps"])
             if p and peer_best else None,
@@ -442,11 +443,9 @@ def ratios(model, targets):
             "best_mean_batch": best(pts).get("mean_batch"),
             "raw_max_batch": targets[bmax]["batch_size"] if bmax else None,
             "vs_wire": ratio(best(pts)["throughput_sps"],
-                             best(limit_points(target)) and best(limit_points(target))["throughput_sps"]),
-            "wire_best_conc": best(limit_points(target))["concurrency"]
-            if limit_points(target) else None,
-            "wire_vs_peer": ratio(best(limit_points(target)) and
-                                  best(limit_points(target))["throughput_sps"],
+                             limit_best and limit_best["throughput_sps"]),
+            "wire_best_conc": limit_best["concurrency"] if limit_best else None,
+            "wire_vs_peer": ratio(limit_best and limit_best["throughput_sps"],
                                   peer_best and peer_best["throughput_sps"]),
         }
     return "\n".join(rows), facts

@@ -162,12 +162,13 @@ bool Batcher::RunInlineIfIdle(BatchTask& task) {
     // between arrivals; one gap alone would let a query in now and then
     // under load, and keep one out after a single close pair.
     const double cap_us = 4 * options_.inline_min_gap_us;
-    const double gap_us =
-        mean_arrival_gap_us_ < 0
-            ? cap_us
-            : std::min(cap_us, std::chrono::duration<double, std::micro>(now - last_arrival_).count());
-    mean_arrival_gap_us_ =
-        mean_arrival_gap_us_ < 0 ? cap_us : mean_arrival_gap_us_ + (gap_us - mean_arrival_gap_us_) / 8;
+    if (mean_arrival_gap_us_ < 0) {
+      mean_arrival_gap_us_ = cap_us;  // the first arrival: as if long idle
+    } else {
+      const double gap_us =
+          std::min(cap_us, std::chrono::duration<double, std::micro>(now - last_arrival_).count());
+      mean_arrival_gap_us_ += (gap_us - mean_arrival_gap_us_) / 8;
+    }
     last_arrival_ = now;
     if (stopping_ || executing_ || !queue_.empty()) return false;
     if (mean_arrival_gap_us_ < options_.inline_min_gap_us) return false;
