@@ -1,11 +1,13 @@
 // Unary calls on gRPC's completion-queue API, served by threads of our own
-// (Triton's shape), for the services where a call's CPU matters: the OIP
-// frontend's ModelInfer and the cluster worker's Execute. In gRPC 1.51 the
-// callback API wakes gRPC's own "nexting" threads for every completion; here
-// the thread that polls the queue runs the handler itself, and whichever
-// thread finishes the work (a batcher's) writes the answer directly. That
-// saves 5-30 us of CPU per call (bench/grpc_rtt.cc; "The gRPC hop" in
-// docs/cluster.md).
+// (Triton's shape): every method of the OIP frontend and of the cluster
+// worker's service. In gRPC 1.51 the callback API wakes gRPC's own "nexting"
+// threads for every completion; here the thread that polls the queue runs
+// the handler itself, and whichever thread finishes the work (a batcher's)
+// writes the answer directly. That saves 5-30 us of CPU per call
+// (bench/grpc_rtt.cc; "The gRPC hop" in docs/cluster.md). And a server with
+// no method left on the callback API starts no nexting threads at all,
+// which would otherwise poll the process's sockets beside the queue's
+// threads (MethodTable below).
 //
 // Contract:
 //   * A service declares one UnaryCall subclass per method: Ask() requests
@@ -26,9 +28,11 @@
 #include <grpcpp/grpcpp.h>
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "common/mutex.h"
@@ -137,6 +141,80 @@ class UnaryCall : public Call {
   Request request_;
   Response response_;
   grpc::ServerAsyncResponseWriter<Response> responder_{&context_};
+};
+
+// The methods whose CPU does not matter (metadata, repository, control), on
+// the same queue and threads as the hot ones. With gRPC 1.51's epoll poller
+// every thread waiting on gRPC takes its turn polling all of the process's
+// sockets; while even one method was on the callback API, its two nexting
+// threads were among them, picked up answers meant for the queue and woke
+// its thread with a futex. Moving the last methods here took `somm serve`'s
+// gRPC p50 at concurrency 1 from 185 to 150-160 us, and its CPU per query
+// from 135-142 to 105-118 us (docs/performance.md).
+//
+// A method is served by a handler: handler(context, request, response,
+// answer) calls answer(status) exactly once, at once or later from any
+// thread (a slow one posts its work elsewhere and answers from there). The
+// response is sent when `status` is OK. MethodTable::Serve offers the first
+// call; each answered offer is renewed. The table holds the handlers, so it
+// must outlive the queue's Close.
+using Answer = std::function<void(const Status&)>;
+template <typename Request, typename Response>
+using Handler =
+    std::function<void(const grpc::ServerContext&, const Request&, Response*, Answer)>;
+
+template <typename Service, typename Request, typename Response>
+class FunctionCall final : public UnaryCall<Request, Response> {
+ public:
+  using Writer = grpc::ServerAsyncResponseWriter<Response>;
+  using AskFn = void (Service::*)(grpc::ServerContext*, Request*, Writer*, grpc::CompletionQueue*,
+                                  grpc::ServerCompletionQueue*, void*);
+  struct Method {
+    Service* service;
+    AskFn ask;
+    Handler<Request, Response> handler;
+  };
+
+  FunctionCall(CallQueue* queue, const Method* method)
+      : UnaryCall<Request, Response>(queue), method_(method) {}
+  void Ask() {
+    (method_->service->*method_->ask)(&this->context_, &this->request_, &this->responder_,
+                                      this->queue_->cq(), this->queue_->cq(), this);
+  }
+
+ private:
+  void AskNext() override { this->queue_->template Ask<FunctionCall>(this->queue_, method_); }
+  void Handle() override {
+    CallQueue* queue = this->queue_;  // the call may be gone once answered
+    queue->Begin();
+    method_->handler(this->context_, this->request_, &this->response_,
+                     [this, queue](const Status& status) {
+                       this->Finish(status);
+                       queue->End();
+                     });
+  }
+
+  const Method* const method_;
+};
+
+class MethodTable {
+ public:
+  // Serves `ask`'s method (an AsyncService's RequestX) with `handler`.
+  template <typename Service, typename Base, typename Request, typename Response>
+  void Serve(CallQueue* queue, Service* service,
+             void (Base::*ask)(grpc::ServerContext*, Request*,
+                               grpc::ServerAsyncResponseWriter<Response>*,
+                               grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*),
+             std::type_identity_t<Handler<Request, Response>> handler) {
+    using Call = FunctionCall<Service, Request, Response>;
+    auto method = std::make_shared<typename Call::Method>(
+        typename Call::Method{service, ask, std::move(handler)});
+    queue->Ask<Call>(queue, static_cast<const typename Call::Method*>(method.get()));
+    methods_.push_back(std::move(method));
+  }
+
+ private:
+  std::vector<std::shared_ptr<const void>> methods_;
 };
 
 }  // namespace somm::grpc_async

@@ -21,12 +21,10 @@
 namespace somm {
 namespace {
 
-using grpc::CallbackServerContext;
-using grpc::ServerUnaryReactor;
-using grpc_codec::ToGrpcStatus;
+using grpc_async::Answer;
 
 // Runs slow control calls (model load and unload) one after another on one
-// thread of its own. gRPC's callback threads must not block for seconds, and
+// thread of its own. The threads that poll gRPC must not block for seconds, and
 // one thread, unlike a thread per call, cannot be multiplied by a client
 // that floods load requests. Serial loads also spare the InferenceServer
 // racing loads and unloads of one model.
@@ -72,12 +70,6 @@ class ControlThread {
   std::thread thread_;                      // last: starts once the rest exists
 };
 
-ServerUnaryReactor* FinishNow(CallbackServerContext* context, const Status& status) {
-  ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
-
 std::string AuthorizationOf(const grpc::ServerContextBase* context) {
   const auto& metadata = context->client_metadata();
   auto it = metadata.find("authorization");
@@ -109,83 +101,102 @@ Status CheckLoadParameters(const inference::RepositoryModelLoadRequest& request)
   return Status::Ok();
 }
 
-// Every method on gRPC's callback API but ModelInfer, which is served from a
-// completion queue by threads of our own (InferCall below): the one call
-// whose CPU matters. ModelInfer is made async first: gRPC marks a method
-// async by dropping its handler only while it is still a sync one, so
-// WithAsyncMethod_ModelInfer<CallbackService> would keep the callback
-// handler and crash on the first RequestModelInfer.
+// The OIP methods. Every one is served from the frontend's completion queue
+// by its threads (frontend/grpc/async_unary.h): ModelInfer by InferCall
+// below, the rest through a MethodTable by the handlers here, which answer
+// at once or, for loads and unloads, from the control thread.
 using oip_grpc = inference::GRPCInferenceService;
-using OipServiceBase = oip_grpc::WithCallbackMethod_ServerLive<
-    oip_grpc::WithCallbackMethod_ServerReady<oip_grpc::WithCallbackMethod_ModelReady<
-        oip_grpc::WithCallbackMethod_ServerMetadata<oip_grpc::WithCallbackMethod_ModelMetadata<
-            oip_grpc::WithCallbackMethod_RepositoryIndex<
-                oip_grpc::WithCallbackMethod_RepositoryModelLoad<
-                    oip_grpc::WithCallbackMethod_RepositoryModelUnload<
-                        oip_grpc::WithAsyncMethod_ModelInfer<oip_grpc::Service>>>>>>>>>;
 
-class OipService final : public OipServiceBase {
+class OipService final {
  public:
   OipService(InferenceServer& server, ControlThread& control, CallGuard* guard,
              InflightLimit* inflight_limit)
       : server_(server), control_(control), guard_(guard), inflight_limit_(inflight_limit) {}
 
+  oip_grpc::AsyncService& async() { return async_; }
   InferenceServer& server() const { return server_; }
   CallGuard* guard() const { return guard_; }
   InflightLimit* inflight_limit() const { return inflight_limit_; }
 
-  ServerUnaryReactor* ServerLive(CallbackServerContext* context,
-                                 const inference::ServerLiveRequest*,
-                                 inference::ServerLiveResponse* response) override {
-    response->set_live(server_.IsLive());
-    return FinishNow(context, Status::Ok());
+  // Offers every method but ModelInfer on `queue`.
+  void Serve(grpc_async::CallQueue* queue, grpc_async::MethodTable& table) {
+    table.Serve(queue, &async_, &oip_grpc::AsyncService::RequestServerLive,
+                [this](const grpc::ServerContext&, const inference::ServerLiveRequest&,
+                       inference::ServerLiveResponse* response, Answer answer) {
+                  response->set_live(server_.IsLive());
+                  answer(Status::Ok());
+                });
+    table.Serve(queue, &async_, &oip_grpc::AsyncService::RequestServerReady,
+                [this](const grpc::ServerContext&, const inference::ServerReadyRequest&,
+                       inference::ServerReadyResponse* response, Answer answer) {
+                  response->set_ready(server_.IsReady());
+                  answer(Status::Ok());
+                });
+    table.Serve(queue, &async_, &oip_grpc::AsyncService::RequestModelReady,
+                [this](const grpc::ServerContext& context, const inference::ModelReadyRequest& r,
+                       inference::ModelReadyResponse* response,
+                       Answer answer) { ModelReady(context, r, response, std::move(answer)); });
+    table.Serve(queue, &async_, &oip_grpc::AsyncService::RequestServerMetadata,
+                [this](const grpc::ServerContext& context, const inference::ServerMetadataRequest&,
+                       inference::ServerMetadataResponse* response, Answer answer) {
+                  Admission a = AdmitCall(guard_, &context, Operation::kServerMetadata, "");
+                  if (a.status.ok()) {
+                    grpc_codec::EncodeServerMetadata(server_.GetServerMetadata(), response);
+                  }
+                  answer(a.status);
+                });
+    table.Serve(queue, &async_, &oip_grpc::AsyncService::RequestModelMetadata,
+                [this](const grpc::ServerContext& context,
+                       const inference::ModelMetadataRequest& r,
+                       inference::ModelMetadataResponse* response,
+                       Answer answer) { ModelMetadata(context, r, response, std::move(answer)); });
+    table.Serve(queue, &async_, &oip_grpc::AsyncService::RequestRepositoryIndex,
+                [this](const grpc::ServerContext& context,
+                       const inference::RepositoryIndexRequest& r,
+                       inference::RepositoryIndexResponse* response, Answer answer) {
+                  RepositoryIndex(context, r, response, std::move(answer));
+                });
+    table.Serve(queue, &async_, &oip_grpc::AsyncService::RequestRepositoryModelLoad,
+                [this](const grpc::ServerContext& context,
+                       const inference::RepositoryModelLoadRequest& r,
+                       inference::RepositoryModelLoadResponse*,
+                       Answer answer) { Load(context, r, std::move(answer)); });
+    table.Serve(queue, &async_, &oip_grpc::AsyncService::RequestRepositoryModelUnload,
+                [this](const grpc::ServerContext& context,
+                       const inference::RepositoryModelUnloadRequest& r,
+                       inference::RepositoryModelUnloadResponse*,
+                       Answer answer) { Unload(context, r, std::move(answer)); });
   }
 
-  ServerUnaryReactor* ServerReady(CallbackServerContext* context,
-                                  const inference::ServerReadyRequest*,
-                                  inference::ServerReadyResponse* response) override {
-    response->set_ready(server_.IsReady());
-    return FinishNow(context, Status::Ok());
-  }
-
-  ServerUnaryReactor* ModelReady(CallbackServerContext* context,
-                                 const inference::ModelReadyRequest* request,
-                                 inference::ModelReadyResponse* response) override {
-    Admission a = AdmitCall(guard_, context, Operation::kModelMetadata, request->name());
-    if (!a.status.ok()) return FinishNow(context, a.status);
+ private:
+  void ModelReady(const grpc::ServerContext& context, const inference::ModelReadyRequest& request,
+                  inference::ModelReadyResponse* response, const Answer& answer) {
+    Admission a = AdmitCall(guard_, &context, Operation::kModelMetadata, request.name());
+    if (!a.status.ok()) return answer(a.status);
     // An empty version means "any ready version", as InferenceServer defines.
-    StatusOr<bool> ready = server_.IsModelReady(request->name(), request->version());
+    StatusOr<bool> ready = server_.IsModelReady(request.name(), request.version());
     if (ready.ok()) response->set_ready(*ready);
-    return FinishNow(context, ready.status());
+    answer(ready.status());
   }
 
-  ServerUnaryReactor* ServerMetadata(CallbackServerContext* context,
-                                     const inference::ServerMetadataRequest*,
-                                     inference::ServerMetadataResponse* response) override {
-    Admission a = AdmitCall(guard_, context, Operation::kServerMetadata, "");
-    if (!a.status.ok()) return FinishNow(context, a.status);
-    grpc_codec::EncodeServerMetadata(server_.GetServerMetadata(), response);
-    return FinishNow(context, Status::Ok());
-  }
-
-  ServerUnaryReactor* ModelMetadata(CallbackServerContext* context,
-                                    const inference::ModelMetadataRequest* request,
-                                    inference::ModelMetadataResponse* response) override {
-    Admission a = AdmitCall(guard_, context, Operation::kModelMetadata, request->name());
-    if (!a.status.ok()) return FinishNow(context, a.status);
+  void ModelMetadata(const grpc::ServerContext& context,
+                     const inference::ModelMetadataRequest& request,
+                     inference::ModelMetadataResponse* response, const Answer& answer) {
+    Admission a = AdmitCall(guard_, &context, Operation::kModelMetadata, request.name());
+    if (!a.status.ok()) return answer(a.status);
     StatusOr<somm::ModelMetadata> metadata =
-        server_.GetModelMetadata(request->name(), request->version());
+        server_.GetModelMetadata(request.name(), request.version());
     if (metadata.ok()) grpc_codec::EncodeModelMetadata(*metadata, response);
-    return FinishNow(context, metadata.status());
+    answer(metadata.status());
   }
 
-  ServerUnaryReactor* RepositoryIndex(CallbackServerContext* context,
-                                      const inference::RepositoryIndexRequest* request,
-                                      inference::RepositoryIndexResponse* response) override {
-    Admission a = AdmitCall(guard_, context, Operation::kIndex, "");
-    if (!a.status.ok()) return FinishNow(context, a.status);
+  void RepositoryIndex(const grpc::ServerContext& context,
+                       const inference::RepositoryIndexRequest& request,
+                       inference::RepositoryIndexResponse* response, const Answer& answer) {
+    Admission a = AdmitCall(guard_, &context, Operation::kIndex, "");
+    if (!a.status.ok()) return answer(a.status);
     // somm serves one repository, so repository_name selects nothing.
-    for (const RepositoryEntry& entry : server_.RepositoryIndex(request->ready())) {
+    for (const RepositoryEntry& entry : server_.RepositoryIndex(request.ready())) {
       if (guard_ != nullptr && !guard_->MaySee(a.caller, entry.name)) continue;
       auto* model = response->add_models();
       model->set_name(entry.name);
@@ -193,55 +204,51 @@ class OipService final : public OipServiceBase {
       model->set_state(entry.state);
       model->set_reason(entry.reason);
     }
-    return FinishNow(context, Status::Ok());
+    answer(Status::Ok());
   }
 
-  ServerUnaryReactor* RepositoryModelLoad(CallbackServerContext* context,
-                                          const inference::RepositoryModelLoadRequest* request,
-                                          inference::RepositoryModelLoadResponse*) override {
-    if (request->model_name().empty()) {
-      return FinishNow(context, InvalidArgument("load request names no model (model_name)"));
+  void Load(const grpc::ServerContext& context, const inference::RepositoryModelLoadRequest& request,
+            Answer answer) {
+    if (request.model_name().empty()) {
+      return answer(InvalidArgument("load request names no model (model_name)"));
     }
-    Admission a = AdmitCall(guard_, context, Operation::kLoad, request->model_name());
-    if (!a.status.ok()) return FinishNow(context, a.status);
-    Status params = CheckLoadParameters(*request);
+    Admission a = AdmitCall(guard_, &context, Operation::kLoad, request.model_name());
+    if (!a.status.ok()) return answer(a.status);
+    Status params = CheckLoadParameters(request);
     if (!params.ok()) {
-      FinishCall(guard_, a.caller, Operation::kLoad, request->model_name(), params);
-      return FinishNow(context, params);
+      FinishCall(guard_, a.caller, Operation::kLoad, request.model_name(), params);
+      return answer(params);
     }
-    ServerUnaryReactor* reactor = context->DefaultReactor();
-    control_.Post([this, reactor, name = request->model_name(), caller = std::move(a.caller)] {
+    control_.Post([this, answer = std::move(answer), name = request.model_name(),
+                   caller = std::move(a.caller)] {
       const Status status = server_.LoadModel(name);
       FinishCall(guard_, caller, Operation::kLoad, name, status);
-      reactor->Finish(ToGrpcStatus(status));
+      answer(status);
     });
-    return reactor;
   }
 
-  ServerUnaryReactor* RepositoryModelUnload(CallbackServerContext* context,
-                                            const inference::RepositoryModelUnloadRequest* request,
-                                            inference::RepositoryModelUnloadResponse*) override {
-    if (request->model_name().empty()) {
-      return FinishNow(context, InvalidArgument("unload request names no model (model_name)"));
+  void Unload(const grpc::ServerContext& context,
+              const inference::RepositoryModelUnloadRequest& request, Answer answer) {
+    if (request.model_name().empty()) {
+      return answer(InvalidArgument("unload request names no model (model_name)"));
     }
     // Triton's one unload parameter, unload_dependents, concerns ensembles,
     // which somm does not have; it is accepted and has nothing to do.
-    Admission a = AdmitCall(guard_, context, Operation::kUnload, request->model_name());
-    if (!a.status.ok()) return FinishNow(context, a.status);
-    ServerUnaryReactor* reactor = context->DefaultReactor();
-    control_.Post([this, reactor, name = request->model_name(), caller = std::move(a.caller)] {
+    Admission a = AdmitCall(guard_, &context, Operation::kUnload, request.model_name());
+    if (!a.status.ok()) return answer(a.status);
+    control_.Post([this, answer = std::move(answer), name = request.model_name(),
+                   caller = std::move(a.caller)] {
       const Status status = server_.UnloadModel(name);
       FinishCall(guard_, caller, Operation::kUnload, name, status);
-      reactor->Finish(ToGrpcStatus(status));
+      answer(status);
     });
-    return reactor;
   }
 
- private:
   InferenceServer& server_;
   ControlThread& control_;
   CallGuard* const guard_;               // null = no checks
   InflightLimit* const inflight_limit_;  // null = no bound
+  oip_grpc::AsyncService async_;
 };
 
 // One ModelInfer call (frontend/grpc/async_unary.h).
@@ -251,8 +258,8 @@ class InferCall final
   InferCall(OipService* service, grpc_async::CallQueue* queue)
       : UnaryCall(queue), service_(service) {}
   void Ask() {
-    service_->RequestModelInfer(&context_, &request_, &responder_, queue_->cq(), queue_->cq(),
-                                this);
+    service_->async().RequestModelInfer(&context_, &request_, &responder_, queue_->cq(),
+                                        queue_->cq(), this);
   }
 
  private:
@@ -306,26 +313,73 @@ class InferCall final
   OipService* const service_;
 };
 
-// somm's model-less control service (proto/somm.proto), beside the OIP one.
-class SommControlService final : public somm::SommControl::CallbackService {
+// somm's model-less control service (proto/somm.proto), beside the OIP one,
+// on the same queue.
+class SommControlService final {
  public:
   SommControlService(InferenceServer& server, ControlThread& control, CallGuard* guard)
       : server_(server), control_(control), guard_(guard) {}
 
-  ServerUnaryReactor* RegisterModel(CallbackServerContext* context,
-                                    const somm::RegisterModelRequest* request,
-                                    somm::RegisterModelResponse* response) override {
+  somm::SommControl::AsyncService& async() { return async_; }
+
+  void Serve(grpc_async::CallQueue* queue, grpc_async::MethodTable& table) {
+    using Async = somm::SommControl::AsyncService;
+    table.Serve(queue, &async_, &Async::RequestRegisterModel,
+                [this](const grpc::ServerContext& c, const somm::RegisterModelRequest& r,
+                       somm::RegisterModelResponse* response,
+                       Answer answer) { RegisterModel(c, r, response, std::move(answer)); });
+    table.Serve(queue, &async_, &Async::RequestGetVariants,
+                [this](const grpc::ServerContext& c, const somm::GetVariantsRequest& r,
+                       somm::GetVariantsResponse* response,
+                       Answer answer) { GetVariants(c, r, response, answer); });
+    table.Serve(queue, &async_, &Async::RequestRecentDecisions,
+                [this](const grpc::ServerContext& c, const somm::RecentDecisionsRequest& r,
+                       somm::RecentDecisionsResponse* response,
+                       Answer answer) { RecentDecisions(c, r, response, answer); });
+    table.Serve(queue, &async_, &Async::RequestListTasks,
+                [this](const grpc::ServerContext& c, const somm::ListTasksRequest&,
+                       somm::TasksResponse* response, Answer answer) {
+                  Admission a = AdmitCall(guard_, &c, Operation::kIndex, "");
+                  if (a.status.ok()) grpc_codec::EncodeTasks(server_.ListTasks(a.caller), response);
+                  answer(a.status);
+                });
+    table.Serve(queue, &async_, &Async::RequestDescribeTask,
+                [this](const grpc::ServerContext& c, const somm::DescribeTaskRequest& r,
+                       somm::TasksResponse* response, Answer answer) {
+                  Admission a = AdmitCall(guard_, &c, Operation::kIndex, "");
+                  if (!a.status.ok()) return answer(a.status);
+                  StatusOr<TaskDescription> task = server_.DescribeTask(r.task(), a.caller);
+                  if (task.ok()) grpc_codec::EncodeTasks({*task}, response);
+                  answer(task.status());
+                });
+    table.Serve(queue, &async_, &Async::RequestRollout,
+                [this](const grpc::ServerContext& c, const somm::RolloutRequest& r,
+                       somm::RolloutResponse* response,
+                       Answer answer) { Rollout(c, r, response, std::move(answer)); });
+    table.Serve(queue, &async_, &Async::RequestGetRollout,
+                [this](const grpc::ServerContext& c, const somm::GetRolloutRequest& r,
+                       somm::RolloutResponse* response, Answer answer) {
+                  Admission a = AdmitCall(guard_, &c, Operation::kModelMetadata, r.model_name());
+                  if (!a.status.ok()) return answer(a.status);
+                  StatusOr<RolloutView> view = server_.GetRollout(r.model_name(), a.caller);
+                  if (view.ok()) response->set_rollout_json(RolloutViewToJson(*view));
+                  answer(view.status());
+                });
+  }
+
+ private:
+  void RegisterModel(const grpc::ServerContext& context, const somm::RegisterModelRequest& request,
+                     somm::RegisterModelResponse* response, Answer answer) {
     RegistrationRequest registration;
-    Status decoded = grpc_codec::DecodeRegistration(*request, &registration);
-    if (!decoded.ok()) return FinishNow(context, decoded);
-    Admission a = AdmitCall(guard_, context, Operation::kRegister, registration.name,
+    Status decoded = grpc_codec::DecodeRegistration(request, &registration);
+    if (!decoded.ok()) return answer(decoded);
+    Admission a = AdmitCall(guard_, &context, Operation::kRegister, registration.name,
                             registration.private_model, registration.model_bytes.size());
-    if (!a.status.ok()) return FinishNow(context, a.status);
+    if (!a.status.ok()) return answer(a.status);
     if (registration.private_model) registration.owner_tenant = a.caller.tenant;
     // Registration writes the model to the repository and validates it, which
     // may take a while: it runs on the control thread, like a model load.
-    ServerUnaryReactor* reactor = context->DefaultReactor();
-    control_.Post([this, reactor, response, r = std::move(registration),
+    control_.Post([this, answer = std::move(answer), response, r = std::move(registration),
                    caller = std::move(a.caller)]() mutable {
       const std::string name = r.name;
       const bool private_model = r.private_model;
@@ -335,96 +389,64 @@ class SommControlService final : public somm::SommControl::CallbackService {
         response->set_name(name);
         response->set_state("GENERATING");
       }
-      reactor->Finish(ToGrpcStatus(status));
+      answer(status);
     });
-    return reactor;
   }
 
-  ServerUnaryReactor* GetVariants(CallbackServerContext* context,
-                                  const somm::GetVariantsRequest* request,
-                                  somm::GetVariantsResponse* response) override {
-    if (request->name().empty()) {
-      return FinishNow(context, InvalidArgument("variants request names no model (name)"));
+  void GetVariants(const grpc::ServerContext& context, const somm::GetVariantsRequest& request,
+                   somm::GetVariantsResponse* response, const Answer& answer) {
+    if (request.name().empty()) {
+      return answer(InvalidArgument("variants request names no model (name)"));
     }
-    Admission a = AdmitCall(guard_, context, Operation::kModelMetadata, request->name());
-    if (!a.status.ok()) return FinishNow(context, a.status);
-    StatusOr<RegistrationStatus> status = server_.GetRegistrationStatus(request->name());
+    Admission a = AdmitCall(guard_, &context, Operation::kModelMetadata, request.name());
+    if (!a.status.ok()) return answer(a.status);
+    StatusOr<RegistrationStatus> status = server_.GetRegistrationStatus(request.name());
     if (status.ok()) grpc_codec::EncodeRegistrationStatus(*status, response);
-    return FinishNow(context, status.status());
+    answer(status.status());
   }
 
-  ServerUnaryReactor* RecentDecisions(CallbackServerContext* context,
-                                      const somm::RecentDecisionsRequest* request,
-                                      somm::RecentDecisionsResponse* response) override {
-    Admission a = AdmitCall(guard_, context, Operation::kDecisions, "");
-    if (!a.status.ok()) return FinishNow(context, a.status);
+  void RecentDecisions(const grpc::ServerContext& context,
+                       const somm::RecentDecisionsRequest& request,
+                       somm::RecentDecisionsResponse* response, const Answer& answer) {
+    Admission a = AdmitCall(guard_, &context, Operation::kDecisions, "");
+    if (!a.status.ok()) return answer(a.status);
     const uint32_t limit =
-        request->limit() == 0 ? grpc_codec::kDefaultDecisionLimit : request->limit();
+        request.limit() == 0 ? grpc_codec::kDefaultDecisionLimit : request.limit();
     if (limit > grpc_codec::kMaxDecisionLimit) {
-      return FinishNow(context, InvalidArgument("limit must be at most " +
-                                                std::to_string(grpc_codec::kMaxDecisionLimit) +
-                                                ", got " + std::to_string(limit)));
+      return answer(InvalidArgument("limit must be at most " +
+                                    std::to_string(grpc_codec::kMaxDecisionLimit) + ", got " +
+                                    std::to_string(limit)));
     }
     std::vector<DecisionRecord> records = server_.RecentDecisions(limit);
     // A caller sees only its own tenant's decisions (an admin sees all).
     std::erase_if(records, [&](const DecisionRecord& r) { return !a.caller.MaySeeDecision(r.tenant); });
     grpc_codec::EncodeDecisions(records, response);
-    return FinishNow(context, Status::Ok());
+    answer(Status::Ok());
   }
 
-  ServerUnaryReactor* ListTasks(CallbackServerContext* context, const somm::ListTasksRequest*,
-                                somm::TasksResponse* response) override {
-    Admission a = AdmitCall(guard_, context, Operation::kIndex, "");
-    if (!a.status.ok()) return FinishNow(context, a.status);
-    grpc_codec::EncodeTasks(server_.ListTasks(a.caller), response);
-    return FinishNow(context, Status::Ok());
-  }
-
-  ServerUnaryReactor* DescribeTask(CallbackServerContext* context,
-                                   const somm::DescribeTaskRequest* request,
-                                   somm::TasksResponse* response) override {
-    Admission a = AdmitCall(guard_, context, Operation::kIndex, "");
-    if (!a.status.ok()) return FinishNow(context, a.status);
-    StatusOr<TaskDescription> task = server_.DescribeTask(request->task(), a.caller);
-    if (task.ok()) grpc_codec::EncodeTasks({*task}, response);
-    return FinishNow(context, task.status());
-  }
-
-  ServerUnaryReactor* Rollout(CallbackServerContext* context, const somm::RolloutRequest* request,
-                              somm::RolloutResponse* response) override {
-    if (request->model_name().empty()) {
-      return FinishNow(context, InvalidArgument("rollout request names no model (model_name)"));
+  void Rollout(const grpc::ServerContext& context, const somm::RolloutRequest& request,
+               somm::RolloutResponse* response, Answer answer) {
+    if (request.model_name().empty()) {
+      return answer(InvalidArgument("rollout request names no model (model_name)"));
     }
-    Admission a = AdmitCall(guard_, context, Operation::kLoad, request->model_name());
-    if (!a.status.ok()) return FinishNow(context, a.status);
+    Admission a = AdmitCall(guard_, &context, Operation::kLoad, request.model_name());
+    if (!a.status.ok()) return answer(a.status);
     StatusOr<RolloutChange> change =
-        RolloutChangeFromJson(request->model_name(), request->change_json());
-    if (!change.ok()) return FinishNow(context, change.status());
-    // A started canary loads: off the callback thread, as a load is.
-    ServerUnaryReactor* reactor = context->DefaultReactor();
-    control_.Post([this, reactor, response, change = std::move(change).value(),
-                   caller = std::move(a.caller)] {
+        RolloutChangeFromJson(request.model_name(), request.change_json());
+    if (!change.ok()) return answer(change.status());
+    // A started canary loads: on the control thread, as a load is.
+    control_.Post([this, answer = std::move(answer), response,
+                   change = std::move(change).value(), caller = std::move(a.caller)] {
       StatusOr<RolloutView> view = server_.ChangeRollout(change, caller);
       if (view.ok()) response->set_rollout_json(RolloutViewToJson(*view));
-      reactor->Finish(ToGrpcStatus(view.status()));
+      answer(view.status());
     });
-    return reactor;
   }
 
-  ServerUnaryReactor* GetRollout(CallbackServerContext* context,
-                                 const somm::GetRolloutRequest* request,
-                                 somm::RolloutResponse* response) override {
-    Admission a = AdmitCall(guard_, context, Operation::kModelMetadata, request->model_name());
-    if (!a.status.ok()) return FinishNow(context, a.status);
-    StatusOr<RolloutView> view = server_.GetRollout(request->model_name(), a.caller);
-    if (view.ok()) response->set_rollout_json(RolloutViewToJson(*view));
-    return FinishNow(context, view.status());
-  }
-
- private:
   InferenceServer& server_;
   ControlThread& control_;
   CallGuard* const guard_;  // null = no checks
+  somm::SommControl::AsyncService async_;
 };
 
 std::string HostPort(const std::string& address, int port) {
@@ -440,10 +462,10 @@ struct GrpcFrontend::Impl {
 
   void Shutdown(std::chrono::system_clock::time_point deadline) {
     std::call_once(shutdown_once, [&] {
-      // Order matters: gRPC's Shutdown waits for in-flight reactors, and
-      // queued loads finish theirs on the control thread, so that thread
-      // stops only afterwards; the queue then drops later answers and waits
-      // for the InferenceServer callbacks of the ModelInfer calls.
+      // Order matters: gRPC's Shutdown waits for the calls in flight until
+      // the deadline, and queued loads answer theirs on the control thread,
+      // so that thread stops only afterwards; the queue then drops later
+      // answers and waits for the InferenceServer callbacks of the calls.
       if (server) server->Shutdown(deadline);
       control.Stop();
       infer_queue.Close();
@@ -453,6 +475,7 @@ struct GrpcFrontend::Impl {
   ControlThread control;
   OipService service;
   SommControlService somm_service;
+  grpc_async::MethodTable methods;    // the handlers: outlive the queue
   grpc_async::CallQueue infer_queue;  // after the services, before the server
   int port = 0;
   std::once_flag shutdown_once;
@@ -482,8 +505,8 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& ser
   // gRPC turns SO_REUSEPORT on by default, which would let a second server
   // silently share a port already in use; a taken port should be an error.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.RegisterService(&impl->service);
-  builder.RegisterService(&impl->somm_service);
+  builder.RegisterService(&impl->service.async());
+  builder.RegisterService(&impl->somm_service.async());
   impl->infer_queue.Open(builder.AddCompletionQueue());
   impl->server = builder.BuildAndStart();
   if (!impl->server || impl->port == 0) {
@@ -501,6 +524,8 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& ser
   for (int i = 0; i < threads; ++i) {
     impl->infer_queue.Ask<InferCall>(&impl->service, &impl->infer_queue);
   }
+  impl->service.Serve(&impl->infer_queue, impl->methods);
+  impl->somm_service.Serve(&impl->infer_queue, impl->methods);
   impl->infer_queue.StartThreads(threads, "somm-grpc-infer");
   return std::unique_ptr<GrpcFrontend>(new GrpcFrontend(std::move(impl)));
 }

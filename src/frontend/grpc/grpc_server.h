@@ -8,14 +8,14 @@
 //   * The frontend is stateless: it decodes a call, asks the InferenceServer,
 //     and encodes the answer. It never sees models or instances.
 //   * It borrows the InferenceServer, which must outlive the frontend.
-//   * ModelInfer holds no thread while a query waits: it is served from a
-//     completion queue by `infer_threads` threads of the frontend's own
-//     (frontend/grpc/async_unary.h), which hand the query to
-//     InferenceServer::Infer; the call is answered from Infer's callback, on
-//     whatever thread that runs (a batcher thread). Every other method uses
-//     gRPC's callback API. Repository load/unload and RegisterModel, which
-//     may take seconds, run on a thread of their own so they never stall
-//     gRPC's callback threads.
+//   * Every method is served from one completion queue by `infer_threads`
+//     threads of the frontend's own (frontend/grpc/async_unary.h); gRPC's
+//     callback API is not used, so gRPC starts no threads that poll beside
+//     them. ModelInfer holds no thread while a query waits: the thread hands
+//     the query to InferenceServer::Infer, and the call is answered from
+//     Infer's callback, on whatever thread that runs (a batcher thread).
+//     Repository load/unload, RegisterModel and Rollout, which may take
+//     seconds, run on a thread of their own so they never stall the queue.
 //   * Shutdown() stops accepting calls, lets calls in flight finish until
 //     the deadline and cancels the rest; it returns only when every
 //     InferenceServer callback for those calls has run. Shut the frontend
@@ -60,8 +60,9 @@ struct GrpcFrontendOptions {
   // answered RESOURCE_EXHAUSTED before its tensors are decoded or the guard
   // asked. Null = no bound. Must outlive the frontend.
   InflightLimit* inflight_limit = nullptr;
-  // Threads that poll ModelInfer's completion queue, decode, admit and hand
-  // each query on; 0 = half the cores, 1 to 4 (as the REST I/O loops).
+  // Threads that poll the completion queue: they decode, admit and hand
+  // each query on, and answer the other methods; 0 = half the cores, 1 to 4
+  // (as the REST I/O loops).
   int infer_threads = 0;
 };
 

@@ -6,13 +6,17 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <random>
 #include <thread>
 
 #include "frontend/grpc/grpc_codec.h"
 #include "proto/inference.grpc.pb.h"
+#include "proto/somm.grpc.pb.h"
 #include "serving/testing/fake_inference_server.h"
 
 namespace somm {
@@ -599,6 +603,86 @@ TEST_F(GrpcFrontendTest, RepositoryIndexLoadUnload) {
   const auto calls = fake_.calls();
   EXPECT_EQ(calls.loaded, std::vector<std::string>{"digits"});
   EXPECT_EQ(calls.unloaded, std::vector<std::string>{"x"});
+}
+
+// This process's threads, by name (/proc/self/task/*/comm).
+std::vector<std::string> ThreadNames() {
+  std::vector<std::string> names;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    names.push_back(name);
+  }
+  return names;
+}
+
+// Every method is served from the frontend's own completion queue. gRPC's
+// callback API, whose "nexting" threads would poll the process's sockets
+// beside the queue's threads and hand answers over between threads
+// (async_unary.h), is never started: a method left on it would start them
+// on its first call.
+TEST_F(GrpcFrontendTest, EveryMethodIsServedByTheQueueThreadsAlone) {
+  auto call = [](auto method, const auto& request, auto* response) {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    return method(&ctx, request, response);
+  };
+  using namespace std::placeholders;
+  auto* s = stub_.get();
+  inference::ServerLiveResponse live;
+  EXPECT_TRUE(call(std::bind(&inference::GRPCInferenceService::Stub::ServerLive, s, _1, _2, _3),
+                   inference::ServerLiveRequest(), &live).ok());
+  inference::ServerReadyResponse ready;
+  EXPECT_TRUE(call(std::bind(&inference::GRPCInferenceService::Stub::ServerReady, s, _1, _2, _3),
+                   inference::ServerReadyRequest(), &ready).ok());
+  inference::ModelReadyRequest model_ready;
+  model_ready.set_name("digits");
+  inference::ModelReadyResponse model_ready_response;
+  EXPECT_TRUE(call(std::bind(&inference::GRPCInferenceService::Stub::ModelReady, s, _1, _2, _3),
+                   model_ready, &model_ready_response).ok());
+  inference::ServerMetadataResponse server_metadata;
+  EXPECT_TRUE(
+      call(std::bind(&inference::GRPCInferenceService::Stub::ServerMetadata, s, _1, _2, _3),
+           inference::ServerMetadataRequest(), &server_metadata).ok());
+  inference::ModelMetadataRequest model_metadata;
+  model_metadata.set_name("digits");
+  inference::ModelMetadataResponse model_metadata_response;
+  EXPECT_TRUE(
+      call(std::bind(&inference::GRPCInferenceService::Stub::ModelMetadata, s, _1, _2, _3),
+           model_metadata, &model_metadata_response).ok());
+  inference::RepositoryIndexResponse index;
+  EXPECT_TRUE(
+      call(std::bind(&inference::GRPCInferenceService::Stub::RepositoryIndex, s, _1, _2, _3),
+           inference::RepositoryIndexRequest(), &index).ok());
+  inference::RepositoryModelLoadRequest load;
+  load.set_model_name("digits");
+  inference::RepositoryModelLoadResponse load_response;
+  EXPECT_TRUE(
+      call(std::bind(&inference::GRPCInferenceService::Stub::RepositoryModelLoad, s, _1, _2, _3),
+           load, &load_response).ok());
+  inference::RepositoryModelUnloadRequest unload;
+  unload.set_model_name("digits");
+  inference::RepositoryModelUnloadResponse unload_response;
+  EXPECT_TRUE(call(std::bind(&inference::GRPCInferenceService::Stub::RepositoryModelUnload, s,
+                             _1, _2, _3),
+                   unload, &unload_response).ok());
+  ModelInferRequest infer = Request();
+  AddInput(&infer, "x", "FP32", {1, 1});
+  infer.add_raw_input_contents(Pack<float>({1.0f}));
+  ModelInferResponse infer_response;
+  EXPECT_TRUE(Infer(infer, &infer_response).ok());
+  // And somm's control service, on the same port.
+  auto control = somm::SommControl::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(frontend_->port()), grpc::InsecureChannelCredentials()));
+  somm::RecentDecisionsResponse decisions;
+  EXPECT_TRUE(call(std::bind(&somm::SommControl::Stub::RecentDecisions, control.get(), _1, _2,
+                             _3),
+                   somm::RecentDecisionsRequest(), &decisions).ok());
+
+  const std::vector<std::string> names = ThreadNames();
+  EXPECT_EQ(std::count(names.begin(), names.end(), "nexting_thread"), 0);
+  EXPECT_GE(std::count(names.begin(), names.end(), "somm-grpc-infer"), 1);
 }
 
 TEST_F(GrpcFrontendTest, TakenPortIsUnavailable) {
