@@ -71,9 +71,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
   serve_cmd->add_option("--explain", serve.explain,
-                        "How answers explain somm's choice: full (one somm_* parameter per fact) "
-                        "or compact (one 'somm' parameter; cheaper to encode); a query may ask "
-                        "with the parameter somm_explain")
+                        "How answers explain somm's choice: compact (one 'somm' parameter holding "
+                        "every fact; cheaper to encode) or full (one somm_* parameter per fact); "
+                        "a query may ask for either with the parameter somm_explain")
       ->check(CLI::IsMember({"full", "compact"}))
       ->capture_default_str();
   serve_cmd->add_option("--control-tick-ms", serve.control_tick_ms,

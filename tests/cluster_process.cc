@@ -217,6 +217,11 @@ ClusterProcesses::ClusterProcesses(const std::string& binary, const std::string&
                                      "--metrics-port", "0", "--router-id",
                                      "router-" + std::to_string(i)};
     args.insert(args.end(), options.router_args.begin(), options.router_args.end());
+    // As ServerProcess: the suites read one parameter per fact.
+    if (std::find(options.router_args.begin(), options.router_args.end(), "--explain") ==
+        options.router_args.end()) {
+      args.insert(args.end(), {"--explain", "full"});
+    }
     r.pid = Spawn(args, "router-" + std::to_string(i));
     routers_.push_back(r);
   }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -111,6 +112,46 @@ TEST_F(RestE2ETest, ResponseCarriesServerTiming) {
   EXPECT_GE(p["somm_compute_us"].get<int64_t>(), 0);
   EXPECT_GE(p["somm_server_us"].get<int64_t>(), p["somm_compute_us"].get<int64_t>());
   EXPECT_EQ(p["somm_device"], "cpu");
+}
+
+// `somm serve` and `somm router` explain every answer in one `somm`
+// parameter unless told otherwise (--explain full, or a query's
+// somm_explain: "full", which this suite's server already gives).
+TEST_F(RestE2ETest, AnswersExplainThemselvesInOneParameterByDefaultAndInFullOnRequest) {
+  for (const char* command : {"serve", "router"}) {
+    const std::string run = SommBinary() + " " + command + " --help";
+    FILE* help = popen(run.c_str(), "r");
+    ASSERT_NE(help, nullptr);
+    std::string text;
+    char buf[4096];
+    while (size_t n = fread(buf, 1, sizeof buf, help)) text.append(buf, n);
+    pclose(help);
+    const size_t at = text.find("--explain");
+    ASSERT_NE(at, std::string::npos) << command;
+    const std::string line = text.substr(at, text.find('\n', at) - at);
+    EXPECT_NE(line.find("=compact"), std::string::npos) << command << ": " << line;
+  }
+  auto c = Client();
+  json compact = Request({digits_->pixels[0]});
+  compact["parameters"] = {{"somm_explain", "compact"}};
+  auto r = c.Post("/v2/models/digits-mlp/infer", compact.dump(), "application/json");
+  ASSERT_EQ(r->status, 200);
+  const json p = json::parse(r->body)["parameters"];
+  ASSERT_EQ(p.size(), 1u) << p.dump();
+  const std::string s = p["somm"].get<std::string>();
+  for (const char* fact : {"decision=", "variant=digits-mlp:", "hardware=", "device=cpu",
+                           "batch=1", "queue_us=", "compute_us=", "server_us=", "reason="}) {
+    EXPECT_NE(s.find(fact), std::string::npos) << fact << " in " << s;
+  }
+  json full = Request({digits_->pixels[0]});
+  full["parameters"] = {{"somm_explain", "full"}};
+  r = c.Post("/v2/models/digits-mlp/infer", full.dump(), "application/json");
+  ASSERT_EQ(r->status, 200);
+  const json f = json::parse(r->body)["parameters"];
+  EXPECT_FALSE(f.contains("somm"));
+  EXPECT_EQ(f["somm_device"], "cpu");
+  EXPECT_TRUE(f.contains("somm_variant"));
+  EXPECT_TRUE(f.contains("somm_reason"));
 }
 
 struct BadRequest {

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +28,7 @@ struct Takers {
 const std::map<std::string, Takers>& ServeFlags() {
   static const std::map<std::string, Takers> flags = {
       {"--max-body-bytes", {true, false, false}},
+      {"--explain", {true, false, false}},
       {"--http-threads", {true, false, false}},
       // The router's selector and the controller must agree on static
       // provisioning (loaded variants only) or the managed runtime.
@@ -156,6 +158,11 @@ void ServerProcess::StartServe(const std::string& binary, const std::string& rep
                                    // do not need any for the repository's own models.
                                    "--auto-variants", "false"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
+  // The suites check the decision's facts one parameter each; the default
+  // form (compact) has tests of its own (rest_e2e_test.cc).
+  if (std::find(extra_args.begin(), extra_args.end(), "--explain") == extra_args.end()) {
+    args.insert(args.end(), {"--explain", "full"});
+  }
   pid_ = fork();
   if (pid_ == 0) {
     dup2(out[1], STDOUT_FILENO);

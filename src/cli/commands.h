@@ -40,9 +40,11 @@ struct ServeOptions {
   // The managed runtime (docs/managed.md): autoscaling, eviction, on-demand
   // loads. false = static provisioning (the configured instances only).
   bool managed = true;
-  // --explain: "full" (one parameter per fact) or "compact" (one `somm`
-  // parameter); RouterOptions::compact_explanation.
-  std::string explain = "full";
+  // --explain: "compact" (one `somm` parameter with every fact) or "full"
+  // (one parameter per fact); RouterOptions::compact_explanation. Compact by
+  // default: the full form's 13-14 parameters cost 2-5 us of every answer
+  // (docs/selection.md), and a query may still ask for it (somm_explain).
+  std::string explain = "compact";
   // --model-control-mode none|poll, --repository-poll-secs (Triton's names):
   // poll watches the repository (repository/repository_poller.h).
   std::string model_control_mode = "none";
@@ -113,7 +115,7 @@ struct RouterProcessOptions {
   // As the controller's --managed: false = static provisioning, so the
   // selector picks only loaded variants (RouterOptions::managed).
   bool managed = true;
-  std::string explain = "full";  // as somm serve's --explain
+  std::string explain = "compact";  // as somm serve's --explain
   std::string log_level = "info";
   // TLS on its REST, gRPC and metrics ports; with a client CA, mutual TLS,
   // and it dials workers and the controller with the same certificate.
