@@ -96,6 +96,19 @@ class GrpcFrontendTest : public ::testing::Test {
     ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   }
 
+  // One unary call of `method` on `stub`; true when it answered OK.
+  template <typename Stub, typename Request, typename Response>
+  static bool Call(Stub* stub,
+                   grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&, Response*),
+                   const Request& request) {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    Response response;
+    const grpc::Status status = (stub->*method)(&ctx, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return status.ok();
+  }
+
   grpc::Status Infer(const ModelInferRequest& request, ModelInferResponse* response) {
     grpc::ClientContext ctx;
     SetDeadline(&ctx);
@@ -623,62 +636,32 @@ std::vector<std::string> ThreadNames() {
 // (async_unary.h), is never started: a method left on it would start them
 // on its first call.
 TEST_F(GrpcFrontendTest, EveryMethodIsServedByTheQueueThreadsAlone) {
-  auto call = [](auto method, const auto& request, auto* response) {
-    grpc::ClientContext ctx;
-    SetDeadline(&ctx);
-    return method(&ctx, request, response);
-  };
-  using namespace std::placeholders;
-  auto* s = stub_.get();
-  inference::ServerLiveResponse live;
-  EXPECT_TRUE(call(std::bind(&inference::GRPCInferenceService::Stub::ServerLive, s, _1, _2, _3),
-                   inference::ServerLiveRequest(), &live).ok());
-  inference::ServerReadyResponse ready;
-  EXPECT_TRUE(call(std::bind(&inference::GRPCInferenceService::Stub::ServerReady, s, _1, _2, _3),
-                   inference::ServerReadyRequest(), &ready).ok());
+  using Oip = inference::GRPCInferenceService::Stub;
+  EXPECT_TRUE(Call(stub_.get(), &Oip::ServerLive, inference::ServerLiveRequest()));
+  EXPECT_TRUE(Call(stub_.get(), &Oip::ServerReady, inference::ServerReadyRequest()));
   inference::ModelReadyRequest model_ready;
   model_ready.set_name("digits");
-  inference::ModelReadyResponse model_ready_response;
-  EXPECT_TRUE(call(std::bind(&inference::GRPCInferenceService::Stub::ModelReady, s, _1, _2, _3),
-                   model_ready, &model_ready_response).ok());
-  inference::ServerMetadataResponse server_metadata;
-  EXPECT_TRUE(
-      call(std::bind(&inference::GRPCInferenceService::Stub::ServerMetadata, s, _1, _2, _3),
-           inference::ServerMetadataRequest(), &server_metadata).ok());
+  EXPECT_TRUE(Call(stub_.get(), &Oip::ModelReady, model_ready));
+  EXPECT_TRUE(Call(stub_.get(), &Oip::ServerMetadata, inference::ServerMetadataRequest()));
   inference::ModelMetadataRequest model_metadata;
   model_metadata.set_name("digits");
-  inference::ModelMetadataResponse model_metadata_response;
-  EXPECT_TRUE(
-      call(std::bind(&inference::GRPCInferenceService::Stub::ModelMetadata, s, _1, _2, _3),
-           model_metadata, &model_metadata_response).ok());
-  inference::RepositoryIndexResponse index;
-  EXPECT_TRUE(
-      call(std::bind(&inference::GRPCInferenceService::Stub::RepositoryIndex, s, _1, _2, _3),
-           inference::RepositoryIndexRequest(), &index).ok());
+  EXPECT_TRUE(Call(stub_.get(), &Oip::ModelMetadata, model_metadata));
+  EXPECT_TRUE(Call(stub_.get(), &Oip::RepositoryIndex, inference::RepositoryIndexRequest()));
   inference::RepositoryModelLoadRequest load;
   load.set_model_name("digits");
-  inference::RepositoryModelLoadResponse load_response;
-  EXPECT_TRUE(
-      call(std::bind(&inference::GRPCInferenceService::Stub::RepositoryModelLoad, s, _1, _2, _3),
-           load, &load_response).ok());
+  EXPECT_TRUE(Call(stub_.get(), &Oip::RepositoryModelLoad, load));
   inference::RepositoryModelUnloadRequest unload;
   unload.set_model_name("digits");
-  inference::RepositoryModelUnloadResponse unload_response;
-  EXPECT_TRUE(call(std::bind(&inference::GRPCInferenceService::Stub::RepositoryModelUnload, s,
-                             _1, _2, _3),
-                   unload, &unload_response).ok());
+  EXPECT_TRUE(Call(stub_.get(), &Oip::RepositoryModelUnload, unload));
   ModelInferRequest infer = Request();
   AddInput(&infer, "x", "FP32", {1, 1});
   infer.add_raw_input_contents(Pack<float>({1.0f}));
-  ModelInferResponse infer_response;
-  EXPECT_TRUE(Infer(infer, &infer_response).ok());
+  EXPECT_TRUE(Call(stub_.get(), &Oip::ModelInfer, infer));
   // And somm's control service, on the same port.
   auto control = somm::SommControl::NewStub(grpc::CreateChannel(
       "127.0.0.1:" + std::to_string(frontend_->port()), grpc::InsecureChannelCredentials()));
-  somm::RecentDecisionsResponse decisions;
-  EXPECT_TRUE(call(std::bind(&somm::SommControl::Stub::RecentDecisions, control.get(), _1, _2,
-                             _3),
-                   somm::RecentDecisionsRequest(), &decisions).ok());
+  EXPECT_TRUE(Call(control.get(), &somm::SommControl::Stub::RecentDecisions,
+                   somm::RecentDecisionsRequest()));
 
   const std::vector<std::string> names = ThreadNames();
   EXPECT_EQ(std::count(names.begin(), names.end(), "nexting_thread"), 0);
