@@ -133,9 +133,7 @@ class OipService final {
                   answer(Status::Ok());
                 });
     table.Serve(queue, &async_, &oip_grpc::AsyncService::RequestModelReady,
-                [this](const grpc::ServerContext& context, const inference::ModelReadyRequest& r,
-                       inference::ModelReadyResponse* response,
-                       Answer answer) { ModelReady(context, r, response, std::move(answer)); });
+                std::bind_front(&OipService::ModelReady, this));
     table.Serve(queue, &async_, &oip_grpc::AsyncService::RequestServerMetadata,
                 [this](const grpc::ServerContext& context, const inference::ServerMetadataRequest&,
                        inference::ServerMetadataResponse* response, Answer answer) {
@@ -146,26 +144,13 @@ class OipService final {
                   answer(a.status);
                 });
     table.Serve(queue, &async_, &oip_grpc::AsyncService::RequestModelMetadata,
-                [this](const grpc::ServerContext& context,
-                       const inference::ModelMetadataRequest& r,
-                       inference::ModelMetadataResponse* response,
-                       Answer answer) { ModelMetadata(context, r, response, std::move(answer)); });
+                std::bind_front(&OipService::ModelMetadata, this));
     table.Serve(queue, &async_, &oip_grpc::AsyncService::RequestRepositoryIndex,
-                [this](const grpc::ServerContext& context,
-                       const inference::RepositoryIndexRequest& r,
-                       inference::RepositoryIndexResponse* response, Answer answer) {
-                  RepositoryIndex(context, r, response, std::move(answer));
-                });
+                std::bind_front(&OipService::RepositoryIndex, this));
     table.Serve(queue, &async_, &oip_grpc::AsyncService::RequestRepositoryModelLoad,
-                [this](const grpc::ServerContext& context,
-                       const inference::RepositoryModelLoadRequest& r,
-                       inference::RepositoryModelLoadResponse*,
-                       Answer answer) { Load(context, r, std::move(answer)); });
+                std::bind_front(&OipService::Load, this));
     table.Serve(queue, &async_, &oip_grpc::AsyncService::RequestRepositoryModelUnload,
-                [this](const grpc::ServerContext& context,
-                       const inference::RepositoryModelUnloadRequest& r,
-                       inference::RepositoryModelUnloadResponse*,
-                       Answer answer) { Unload(context, r, std::move(answer)); });
+                std::bind_front(&OipService::Unload, this));
   }
 
  private:
@@ -207,8 +192,9 @@ class OipService final {
     answer(Status::Ok());
   }
 
-  void Load(const grpc::ServerContext& context, const inference::RepositoryModelLoadRequest& request,
-            Answer answer) {
+  void Load(const grpc::ServerContext& context,
+            const inference::RepositoryModelLoadRequest& request,
+            inference::RepositoryModelLoadResponse*, Answer answer) {
     if (request.model_name().empty()) {
       return answer(InvalidArgument("load request names no model (model_name)"));
     }
@@ -228,7 +214,8 @@ class OipService final {
   }
 
   void Unload(const grpc::ServerContext& context,
-              const inference::RepositoryModelUnloadRequest& request, Answer answer) {
+              const inference::RepositoryModelUnloadRequest& request,
+              inference::RepositoryModelUnloadResponse*, Answer answer) {
     if (request.model_name().empty()) {
       return answer(InvalidArgument("unload request names no model (model_name)"));
     }
@@ -325,17 +312,11 @@ class SommControlService final {
   void Serve(grpc_async::CallQueue* queue, grpc_async::MethodTable& table) {
     using Async = somm::SommControl::AsyncService;
     table.Serve(queue, &async_, &Async::RequestRegisterModel,
-                [this](const grpc::ServerContext& c, const somm::RegisterModelRequest& r,
-                       somm::RegisterModelResponse* response,
-                       Answer answer) { RegisterModel(c, r, response, std::move(answer)); });
+                std::bind_front(&SommControlService::RegisterModel, this));
     table.Serve(queue, &async_, &Async::RequestGetVariants,
-                [this](const grpc::ServerContext& c, const somm::GetVariantsRequest& r,
-                       somm::GetVariantsResponse* response,
-                       Answer answer) { GetVariants(c, r, response, answer); });
+                std::bind_front(&SommControlService::GetVariants, this));
     table.Serve(queue, &async_, &Async::RequestRecentDecisions,
-                [this](const grpc::ServerContext& c, const somm::RecentDecisionsRequest& r,
-                       somm::RecentDecisionsResponse* response,
-                       Answer answer) { RecentDecisions(c, r, response, answer); });
+                std::bind_front(&SommControlService::RecentDecisions, this));
     table.Serve(queue, &async_, &Async::RequestListTasks,
                 [this](const grpc::ServerContext& c, const somm::ListTasksRequest&,
                        somm::TasksResponse* response, Answer answer) {
@@ -353,9 +334,7 @@ class SommControlService final {
                   answer(task.status());
                 });
     table.Serve(queue, &async_, &Async::RequestRollout,
-                [this](const grpc::ServerContext& c, const somm::RolloutRequest& r,
-                       somm::RolloutResponse* response,
-                       Answer answer) { Rollout(c, r, response, std::move(answer)); });
+                std::bind_front(&SommControlService::Rollout, this));
     table.Serve(queue, &async_, &Async::RequestGetRollout,
                 [this](const grpc::ServerContext& c, const somm::GetRolloutRequest& r,
                        somm::RolloutResponse* response, Answer answer) {
