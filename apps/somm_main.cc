@@ -379,6 +379,8 @@ int main(int argc, char** argv) {
   router_cmd->add_option("--device", router.device, "Where configured instances run: auto, cpu or cuda:N")->capture_default_str();
   router_cmd->add_option("--max-body-bytes", router.max_body_bytes, "Largest request body or message")->capture_default_str();
   router_cmd->add_option("--http-threads", router.http_threads, "REST I/O threads (0 = half the cores, 1 to 4)")->capture_default_str();
+  router_cmd->add_option("--grpc-threads", router.grpc_threads, "Threads serving gRPC and taking the workers' answers (0 = half the cores, 2 to 4)")
+      ->capture_default_str()->check(CLI::Range(0, 64));
   router_cmd->add_option("--max-inflight", router.max_inflight,
                          "Inference requests (REST and gRPC) admitted at once; more get 429 / RESOURCE_EXHAUSTED before their body is decoded; 0 = no bound (the workers' queues shed)")
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1} << 20));

@@ -5,7 +5,9 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <random>
 #include <thread>
@@ -184,6 +186,46 @@ TEST_F(GrpcE2ETest, EachBadInputGetsItsOwnCodeAndMessageThenServingGoesOn) {
 
 // 8 clients x 500 queries, half over REST and half over gRPC, against a
 // batching model: every answer must be right, and batches must have formed.
+// The names of the server's threads now (/proc/PID/task/*/comm).
+std::vector<std::string> ThreadNames(pid_t pid) {
+  std::vector<std::string> names;
+  const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  for (const auto& task : std::filesystem::directory_iterator(tasks)) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    names.push_back(name);
+  }
+  return names;
+}
+
+// Every completion of gRPC, the server's own calls and (through a router) its
+// calls to the workers alike, is taken by the threads of somm's one completion
+// queue: gRPC's callback API, whose "nexting" threads would poll the sockets
+// beside them and hand wake-ups over, is never used (docs/cluster.md, the
+// router hop). Queries of both wires first, so that a router has called its
+// workers for both.
+TEST_F(GrpcE2ETest, EveryGrpcCompletionIsTakenBySommsQueueThreads) {
+  auto stub = Stub();
+  httplib::Client http("127.0.0.1", server_->http_port());
+  const nlohmann::json body = {{"inputs", {{{"name", "pixels"}, {"datatype", "FP32"},
+                                            {"shape", {1, 64}}, {"data", digits_->pixels[0]}}}}};
+  for (int q = 0; q < 20; ++q) {
+    grpc::ClientContext ctx;
+    inference::ModelInferResponse resp;
+    ASSERT_TRUE(stub->ModelInfer(&ctx, Request("digits-mlp", {digits_->pixels[q]}), &resp).ok());
+    auto r = http.Post("/v2/models/digits-mlp/infer", body.dump(), "application/json");
+    ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+  }
+  const std::vector<std::string> names = ThreadNames(server_->pid());
+  EXPECT_EQ(std::count(names.begin(), names.end(), "nexting_thread"), 0);
+  // A router serves its frontend and takes its workers' answers on the same
+  // queue: at least two threads on it (--grpc-threads).
+  const bool through_router = std::getenv("SOMM_E2E_TOPOLOGY") != nullptr &&
+                              std::string(std::getenv("SOMM_E2E_TOPOLOGY")) == "cluster";
+  EXPECT_GE(std::count(names.begin(), names.end(), "somm-grpc-infer"), through_router ? 2 : 1);
+}
+
 TEST_F(GrpcE2ETest, EightConcurrentClientsGetCorrectAnswersAndBatchesForm) {
   const auto& px = digits_->pixels;
   const auto expected = TorchReference(*demo_ + "/digits-mlp/1/model.pt", px);

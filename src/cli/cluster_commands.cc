@@ -694,6 +694,29 @@ int RunRouter(const RouterProcessOptions& o) {
 
   // One bound for both frontends, as in `somm serve`.
   InflightLimit inflight_limit(InflightLimit::Options{o.max_inflight, 1, &metrics});
+  GrpcFrontendOptions go;
+  go.address = o.address;
+  go.port = o.grpc_port;
+  go.max_message_bytes = static_cast<int>(o.max_body_bytes);
+  go.guard = guard->get();
+  go.inflight_limit = &inflight_limit;
+  go.tls = o.tls;
+  go.infer_threads =
+      o.grpc_threads > 0
+          ? o.grpc_threads
+          : std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / 2, 2, 4);
+  auto grpc = GrpcFrontend::Start(router, go);
+  if (!grpc.ok()) {
+    spdlog::error("gRPC frontend: {}", grpc.status().message());
+    return 2;
+  }
+  // The worker calls' answers come back on the frontend's completion queue,
+  // taken by its threads: no other thread polls gRPC in a router, which
+  // spares gRPC's callback threads and their hand-offs (docs/cluster.md, the
+  // router hop). Before the REST frontend starts, so that no query is on its
+  // way yet.
+  workers.UseQueue((*grpc)->queue());
+  leader.UseQueue((*grpc)->queue());
   HttpFrontendOptions ho;
   ho.batch = batch.get();
   ho.inflight_limit = &inflight_limit;
@@ -707,18 +730,6 @@ int RunRouter(const RouterProcessOptions& o) {
   auto http = HttpFrontend::Start(router, ho);
   if (!http.ok()) {
     spdlog::error("REST frontend: {}", http.status().message());
-    return 2;
-  }
-  GrpcFrontendOptions go;
-  go.address = o.address;
-  go.port = o.grpc_port;
-  go.max_message_bytes = static_cast<int>(o.max_body_bytes);
-  go.guard = guard->get();
-  go.inflight_limit = &inflight_limit;
-  go.tls = o.tls;
-  auto grpc = GrpcFrontend::Start(router, go);
-  if (!grpc.ok()) {
-    spdlog::error("gRPC frontend: {}", grpc.status().message());
     return 2;
   }
   MetricsAccess metrics_access;

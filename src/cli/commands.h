@@ -108,6 +108,11 @@ struct RouterProcessOptions {
   std::string device = "auto";  // where configured instances run (as the controller's)
   int64_t max_body_bytes = 64 << 20;
   int http_threads = 0;
+  // Threads on the one gRPC completion queue that serves the router's gRPC
+  // frontend and takes its workers' answers; 0 = half the cores, 2 to 4
+  // (docs/cluster.md, the router hop: with one, REST queries lose more than
+  // gRPC ones gain).
+  int grpc_threads = 0;
   // Inference requests admitted at once (serving/inflight_limit.h); 0 = no
   // bound, the default: a router's capacity is its workers', which shed by
   // their queues' SLO admission.

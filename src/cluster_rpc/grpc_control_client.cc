@@ -5,6 +5,7 @@
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
 
+#include "frontend/grpc/async_unary.h"
 #include "frontend/grpc/grpc_codec.h"
 #include "frontend/grpc/grpc_tls.h"
 #include "frontend/grpc/somm_codec.h"
@@ -56,6 +57,11 @@ GrpcControlClient::GrpcControlClient(std::function<std::string()> leader, Device
 
 GrpcControlClient::~GrpcControlClient() = default;
 
+void GrpcControlClient::UseQueue(std::shared_ptr<grpc_async::CallQueue> queue) {
+  MutexLock lock(&mu_);
+  queue_ = std::move(queue);
+}
+
 StatusOr<std::shared_ptr<GrpcControlClient::Channel>> GrpcControlClient::Leader() {
   const std::string address = leader_();
   if (address.empty()) return Unavailable("no controller holds the leader lease now");
@@ -90,6 +96,7 @@ void GrpcControlClient::EnsureLoaded(VersionPtr version, const std::string& vari
     grpc::ClientContext context;
     pb::EnsureLoadedRequest request;
     pb::EnsureLoadedResponse response;
+    grpc::Status status;               // the outcome, when started on the queue
     std::shared_ptr<Channel> channel;  // kept alive for the call
     LoadDone done;
   };
@@ -108,15 +115,30 @@ void GrpcControlClient::EnsureLoaded(VersionPtr version, const std::string& vari
   r.set_reason(reason);
   r.set_urgent(urgent);
   r.set_query_waits(query_waits);
-  call->channel->stub->async()->EnsureLoaded(
-      &call->context, &call->request, &call->response, [call](grpc::Status s) {
-        Status status = grpc_codec::FromGrpcStatus(s);
-        if (!status.ok()) {
-          status = Status(status.code(), "controller at " + call->channel->address + ": " +
-                                             status.message());
-        }
-        call->done(status, status.ok() ? call->response.worker() : "");
-      });
+  auto finish = [call](const grpc::Status& s) {
+    Status status = grpc_codec::FromGrpcStatus(s);
+    if (!status.ok()) {
+      status = Status(status.code(),
+                      "controller at " + call->channel->address + ": " + status.message());
+    }
+    call->done(status, status.ok() ? call->response.worker() : "");
+  };
+  std::shared_ptr<grpc_async::CallQueue> queue;
+  {
+    MutexLock lock(&mu_);
+    queue = queue_;
+  }
+  if (queue && grpc_async::StartClientCall(
+                   *queue, &call->context,
+                   [&](grpc::CompletionQueue* cq) {
+                     return call->channel->stub->PrepareAsyncEnsureLoaded(&call->context,
+                                                                          call->request, cq);
+                   },
+                   &call->response, &call->status, [call, finish] { finish(call->status); })) {
+    return;
+  }
+  call->channel->stub->async()->EnsureLoaded(&call->context, &call->request, &call->response,
+                                             [finish](grpc::Status s) { finish(s); });
 }
 
 Status GrpcControlClient::LoadModel(const std::string& name, bool) {

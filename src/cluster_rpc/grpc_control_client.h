@@ -4,8 +4,9 @@
 // any UNAVAILABLE answer, so a router follows a failover by itself. One
 // channel per leader address, reused.
 //
-// EnsureLoaded is asynchronous (its `done` runs on a gRPC thread) and bounded
-// by `load_timeout`; LoadModel and UnloadModel block, bounded likewise;
+// EnsureLoaded is asynchronous (its `done` runs on a thread of the queue
+// given to UseQueue, or else on a gRPC thread) and bounded by `load_timeout`;
+// LoadModel and UnloadModel block, bounded likewise;
 // StartVariantJob and GetRegistrationStatus block for one round trip
 // (bounded by kQuickCallTimeout in the .cc).
 // BaseHardware is computed here, as the controller does, from `device`.
@@ -25,6 +26,10 @@
 
 namespace somm {
 
+namespace grpc_async {
+class CallQueue;
+}
+
 class GrpcControlClient : public ControlClient {
  public:
   // `leader` returns "host:port" of the leader's ControlService, or "".
@@ -34,6 +39,10 @@ class GrpcControlClient : public ControlClient {
                     std::chrono::milliseconds load_timeout = std::chrono::minutes(5),
                     crypto::TlsClientFiles tls = {});
   ~GrpcControlClient() override;
+
+  // EnsureLoaded calls are started on `queue` from now on (as
+  // GrpcWorkerStubOptions::queue): a router's GrpcFrontend::queue().
+  void UseQueue(std::shared_ptr<grpc_async::CallQueue> queue);
 
   void EnsureLoaded(VersionPtr version, const std::string& variant, const HardwareConfig& hw,
                     int replicas, const std::string& reason, bool urgent, LoadDone done,
@@ -59,6 +68,7 @@ class GrpcControlClient : public ControlClient {
   const crypto::TlsClientFiles tls_;
   Mutex mu_;
   std::shared_ptr<Channel> channel_ SOMM_GUARDED_BY(mu_);
+  std::shared_ptr<grpc_async::CallQueue> queue_ SOMM_GUARDED_BY(mu_);
 };
 
 }  // namespace somm

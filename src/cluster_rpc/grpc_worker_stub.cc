@@ -9,6 +9,7 @@
 #include "cluster/cluster_state_json.h"
 #include "cluster_rpc/cluster_codec.h"
 #include "common/serial_executor.h"
+#include "frontend/grpc/async_unary.h"
 #include "frontend/grpc/grpc_codec.h"
 #include "frontend/grpc/grpc_tls.h"
 #include "proto/cluster.grpc.pb.h"
@@ -49,8 +50,23 @@ struct GrpcWorkerStub::Impl {
     grpc::ClientContext context;
     Request request;
     Response response;
+    grpc::Status status;  // the outcome, when started on the options' queue
     Done done;
   };
+
+  // Starts `call` on the options' queue (`prepare`: the stub's
+  // PrepareAsyncX); `finish(call, status)` then runs on one of its threads.
+  // False: no queue, or it is closed; nothing was started.
+  template <typename Call, typename Prepare, typename Finish>
+  bool StartOnQueue(Call* call, Prepare prepare, Finish finish) {
+    if (!options.queue) return false;
+    return grpc_async::StartClientCall(
+        *options.queue, &call->context,
+        [&](grpc::CompletionQueue* cq) {
+          return (stub.get()->*prepare)(&call->context, call->request, cq);
+        },
+        &call->response, &call->status, [call, finish] { finish(call, call->status); });
+  }
 
   static void Release(Impl* impl) {
     if (impl->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
@@ -142,17 +158,21 @@ Status GrpcWorkerStub::Execute(ExecuteRequest& request, ExecuteCallback done) {
   if (!request.best_effort && cluster_codec::ToCallDeadline(request.deadline, &deadline)) {
     owned->context.set_deadline(deadline);
   }
-  // The call is gRPC's until its callback, which takes it back (gRPC runs
-  // that callback exactly once, whatever the outcome).
+  // The call is gRPC's until its end, which takes it back (gRPC ends it
+  // exactly once, whatever the outcome).
   ExecuteCall* call = owned.release();
-  impl_->stub->async()->Execute(
-      &call->context, &call->request, &call->response, [call](grpc::Status status) {
-        std::unique_ptr<ExecuteCall> owned(call);
-        StatusOr<ExecuteResult> result = owned->impl->ExecuteResultOf(status, &owned->response);
-        ExecuteCallback done = std::move(owned->done);
-        owned.reset();
-        done(std::move(result));
-      });
+  auto finish = [](ExecuteCall* call, const grpc::Status& status) {
+    std::unique_ptr<ExecuteCall> owned(call);
+    StatusOr<ExecuteResult> result = owned->impl->ExecuteResultOf(status, &owned->response);
+    ExecuteCallback done = std::move(owned->done);
+    owned.reset();
+    done(std::move(result));
+  };
+  if (impl_->StartOnQueue(call, &pb::SommWorker::Stub::PrepareAsyncExecute, finish)) {
+    return Status::Ok();
+  }
+  impl_->stub->async()->Execute(&call->context, &call->request, &call->response,
+                                [call, finish](grpc::Status status) { finish(call, status); });
   return Status::Ok();
 }
 
@@ -162,14 +182,16 @@ void GrpcWorkerStub::Apply(WorkerAction action, std::function<void(Status)> done
   owned->done = std::move(done);
   cluster_codec::EncodeAction(action, &owned->request);
   ApplyCall* call = owned.release();  // as in Execute
+  auto finish = [](ApplyCall* call, const grpc::Status& status) {
+    std::unique_ptr<ApplyCall> owned(call);
+    Status result = owned->impl->Named(FromGrpcStatus(status));
+    std::function<void(Status)> done = std::move(owned->done);
+    owned.reset();
+    done(std::move(result));
+  };
+  if (impl_->StartOnQueue(call, &pb::SommWorker::Stub::PrepareAsyncApply, finish)) return;
   impl_->stub->async()->Apply(&call->context, &call->request, &call->response,
-                              [call](grpc::Status status) {
-                                std::unique_ptr<ApplyCall> owned(call);
-                                Status result = owned->impl->Named(FromGrpcStatus(status));
-                                std::function<void(Status)> done = std::move(owned->done);
-                                owned.reset();
-                                done(std::move(result));
-                              });
+                              [call, finish](grpc::Status status) { finish(call, status); });
 }
 
 cluster::WorkerReport GrpcWorkerStub::Report() {

@@ -18,7 +18,10 @@
 //     a vanished worker is noticed by keepalive pings and fails the call.
 //   * Report is a synchronous call bounded by report_timeout; when it fails
 //     the report holds only the worker's id, and a warning is logged.
-//   * Every `done` runs exactly once, on a gRPC thread. Thread-safe.
+//   * Every `done` runs exactly once, on a thread of the options' queue or a
+//     gRPC thread. Thread-safe.
+//   * Closing the options' queue cancels the calls in flight on it (their
+//     `done` gets an error); calls after that use gRPC's callback API.
 //   * Destroying the stub neither waits for nor cancels its calls in flight:
 //     they keep the channel, finish as they would, and the last of them
 //     hands the channel to a thread of somm's to close (gRPC must not close
@@ -33,6 +36,10 @@
 #include "worker/worker_stub.h"
 
 namespace somm {
+
+namespace grpc_async {
+class CallQueue;
+}
 
 struct GrpcWorkerStubOptions {
   // Largest message sent or accepted, in bytes; as the worker's
@@ -51,6 +58,11 @@ struct GrpcWorkerStubOptions {
   // TLS toward the worker (crypto::PeerClientFiles of the process's own
   // files); not enabled = plaintext.
   crypto::TlsClientFiles tls;
+  // The completion queue the process's gRPC server polls (a router's
+  // GrpcFrontend::queue()): Execute and Apply are started on it, so that the
+  // server's threads take the answers and no other thread polls gRPC. With
+  // none, or once it is closed, calls use gRPC's callback API.
+  std::shared_ptr<grpc_async::CallQueue> queue;
 };
 
 class GrpcWorkerStub : public WorkerStub {

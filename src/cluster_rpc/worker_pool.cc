@@ -7,6 +7,14 @@ namespace somm {
 GrpcWorkerPool::GrpcWorkerPool(Provider provider, GrpcWorkerPoolOptions options)
     : provider_(std::move(provider)), options_(std::move(options)) {}
 
+void GrpcWorkerPool::UseQueue(std::shared_ptr<grpc_async::CallQueue> queue) {
+  std::map<std::string, std::shared_ptr<GrpcWorkerStub>> dropped;  // released after the lock
+  MutexLock lock(&mu_);
+  options_.stub.queue = std::move(queue);
+  dropped.swap(stubs_);
+  read_at_ = {};
+}
+
 std::shared_ptr<WorkerStub> GrpcWorkerPool::Find(const std::string& worker) {
   {
     MutexLock lock(&mu_);

@@ -46,13 +46,19 @@ class GrpcWorkerPool : public WorkerDirectory {
   // The workers the provider knows now (with an address), sorted.
   std::vector<std::string> Ids() override;
 
+  // Stubs made from now on start their calls on `queue`
+  // (GrpcWorkerStubOptions::queue); those held are dropped, to be made again
+  // (their calls in flight finish as they would). A router calls it once its
+  // gRPC frontend has started, before queries come.
+  void UseQueue(std::shared_ptr<grpc_async::CallQueue> queue);
+
  private:
   // Reads the provider and brings the table in line with it.
   void Refresh();
 
   const Provider provider_;
-  const GrpcWorkerPoolOptions options_;
   Mutex mu_;
+  GrpcWorkerPoolOptions options_ SOMM_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<GrpcWorkerStub>> stubs_ SOMM_GUARDED_BY(mu_);
   std::chrono::steady_clock::time_point read_at_ SOMM_GUARDED_BY(mu_){};
 };

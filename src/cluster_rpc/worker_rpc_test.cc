@@ -3,14 +3,20 @@
 // GrpcWorkerStub.
 #include <gtest/gtest.h>
 
+#include <grpcpp/grpcpp.h>
+#include <pthread.h>
+
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <thread>
 
 #include "cluster_rpc/grpc_worker_stub.h"
 #include "cluster_rpc/worker_pool.h"
 #include "cluster_rpc/worker_service.h"
+#include "frontend/grpc/async_unary.h"
 #include "metrics/serving_metrics.h"
 
 namespace somm {
@@ -320,6 +326,106 @@ TEST_F(ClusterRpcTest, AfterShutdownExecuteIsUnavailableThroughDone) {
   cluster::WorkerReport report = stub_->Report();
   EXPECT_EQ(report.worker, "w1");
   EXPECT_TRUE(report.groups.empty());
+}
+
+std::string ThisThreadName() {
+  char name[16] = {};
+  pthread_getname_np(pthread_self(), name, sizeof(name));
+  return name;
+}
+
+bool AnyThreadNamed(const std::string& wanted) {
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name == wanted) return true;
+  }
+  return false;
+}
+
+// A router's stubs start their calls on its gRPC frontend's completion queue
+// (GrpcWorkerStubOptions::queue): the answers come back on that queue's
+// threads, and gRPC's callback threads never start. Once the queue is
+// closed, the stub falls back to the callback API and still answers.
+TEST_F(ClusterRpcTest, StubOnAServersQueueIsAnsweredByItsThreads) {
+  grpc::ServerBuilder builder;
+  auto queue = std::make_shared<grpc_async::CallQueue>();
+  queue->Open(builder.AddCompletionQueue());
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  queue->StartThreads(1, "test-queue");
+  GrpcWorkerStubOptions options;
+  options.queue = queue;
+  GrpcWorkerStub stub("w1", address_, options);
+
+  auto applied = std::make_shared<std::promise<std::string>>();
+  stub.Apply(LoadOf("echo"), [applied](Status s) {
+    applied->set_value(s.ok() ? ThisThreadName() : s.ToString());
+  });
+  auto a = applied->get_future();
+  ASSERT_EQ(a.wait_for(kFailAfter), std::future_status::ready);
+  EXPECT_EQ(a.get(), "test-queue");
+
+  auto executed = std::make_shared<std::promise<std::string>>();
+  ExecuteRequest request = QueryFor("echo");
+  const std::string bytes = request.inputs[0].data;
+  ASSERT_TRUE(stub.Execute(request, [executed, bytes](StatusOr<ExecuteResult> r) {
+                    if (!r.ok()) return executed->set_value(r.status().ToString());
+                    const bool echoed = r->outputs.size() == 1 && r->outputs[0].data == bytes;
+                    executed->set_value(echoed ? ThisThreadName() : "a wrong answer");
+                  }).ok());
+  auto e = executed->get_future();
+  ASSERT_EQ(e.wait_for(kFailAfter), std::future_status::ready);
+  EXPECT_EQ(e.get(), "test-queue");
+  EXPECT_FALSE(AnyThreadNamed("nexting_thread"));
+
+  server->Shutdown();
+  queue->Close();
+  ExecuteRequest after = QueryFor("echo");
+  auto p = std::make_shared<std::promise<StatusOr<ExecuteResult>>>();
+  ASSERT_TRUE(stub.Execute(after, [p](StatusOr<ExecuteResult> r) { p->set_value(std::move(r)); })
+                  .ok());
+  auto f = p->get_future();
+  ASSERT_EQ(f.wait_for(kFailAfter), std::future_status::ready);
+  EXPECT_TRUE(f.get().ok());
+}
+
+// A router's stop closes its queue once its frontends have waited for their
+// queries; a worker call still in flight then serves no one, and one with no
+// deadline (best effort) could keep the queue, and the router, up for as long
+// as the worker takes. Close cancels it instead: its `done` runs with an
+// error, before the worker would have answered.
+TEST_F(ClusterRpcTest, ClosingTheQueueCancelsItsCallsStillInFlight) {
+  ASSERT_TRUE(Apply(LoadOf("echo")).ok());
+  grpc::ServerBuilder builder;
+  auto queue = std::make_shared<grpc_async::CallQueue>();
+  queue->Open(builder.AddCompletionQueue());
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  queue->StartThreads(2, "test-queue");
+  GrpcWorkerStubOptions options;
+  options.queue = queue;
+  GrpcWorkerStub stub("w1", address_, options);
+
+  backend_.delay_ms = 3000;
+  ExecuteRequest request = QueryFor("echo");
+  request.best_effort = true;  // no deadline on the call
+  auto p = std::make_shared<std::promise<StatusOr<ExecuteResult>>>();
+  ASSERT_TRUE(
+      stub.Execute(request, [p](StatusOr<ExecuteResult> r) { p->set_value(std::move(r)); }).ok());
+  // Most likely executing by then; the test holds either way (a call not yet
+  // sent is cancelled too).
+  std::this_thread::sleep_for(100ms);
+  server->Shutdown(std::chrono::system_clock::now());
+  auto closed = std::async(std::launch::async, [queue] { queue->Close(); });
+  ASSERT_EQ(closed.wait_for(kFailAfter), std::future_status::ready);
+  auto f = p->get_future();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(0)), std::future_status::ready)
+      << "Close returned before the call's done ran";
+  StatusOr<ExecuteResult> r = f.get();
+  EXPECT_FALSE(r.ok()) << "the call was not cancelled: the worker answered it";
+  backend_.delay_ms = 0;
 }
 
 TEST_F(ClusterRpcTest, PoolKeepsOneStubPerWorker) {

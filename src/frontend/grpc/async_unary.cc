@@ -14,6 +14,16 @@ void CallQueue::End() {
   if (--pending_ == 0) idle_.notify_all();
 }
 
+void CallQueue::Track(grpc::ClientContext* call) {
+  MutexLock lock(&client_mu_);
+  client_calls_.insert(call);
+}
+
+void CallQueue::Untrack(grpc::ClientContext* call) {
+  MutexLock lock(&client_mu_);
+  client_calls_.erase(call);
+}
+
 void CallQueue::StartThreads(int n, const char* name) {
   for (int i = 0; i < n; ++i) threads_.emplace_back([this, name] { Poll(name); });
 }
@@ -22,7 +32,7 @@ void CallQueue::Poll(const char* name) {
   pthread_setname_np(pthread_self(), name);
   void* tag;
   bool ok;
-  while (cq_->Next(&tag, &ok)) static_cast<Call*>(tag)->Proceed(ok);
+  while (cq_->Next(&tag, &ok)) static_cast<Tag*>(tag)->Proceed(ok);
 }
 
 void CallQueue::Close() {
@@ -36,13 +46,21 @@ void CallQueue::Close() {
       WriterLock lock(&open_mu_);
       open_ = false;
     }
+    // A client call still in flight serves nothing any more (a worker call of
+    // a query whose client is gone), and one with no deadline could keep the
+    // queue open for ever. Cancelled under the lock, so none is freed
+    // meanwhile; each then ends on the queue like any other.
+    {
+      MutexLock lock(&client_mu_);
+      for (grpc::ClientContext* call : client_calls_) call->TryCancel();
+    }
     if (cq_) cq_->Shutdown();
     for (std::thread& t : threads_) t.join();
     threads_.clear();
     // Whatever no thread took (none started: the server failed to start).
     void* tag;
     bool ok;
-    while (cq_ && cq_->Next(&tag, &ok)) static_cast<Call*>(tag)->Proceed(ok);
+    while (cq_ && cq_->Next(&tag, &ok)) static_cast<Tag*>(tag)->Proceed(ok);
     MutexLock lock(&pending_mu_);
     while (pending_ > 0) idle_.wait(pending_mu_.native());
   });

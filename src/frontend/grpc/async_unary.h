@@ -22,6 +22,9 @@
 //     queue is drained, the threads joined, and Close returns only once
 //     every handler's work bracketed by Begin/End has ended. Destroy the
 //     grpc::Server before the CallQueue.
+//   * Client calls may share the queue (StartClientCall below). Close
+//     cancels those still in flight (the server's Shutdown before it has
+//     already waited for the calls they serve), then waits for them to end.
 //   * Thread-safe; Close is idempotent (the destructor calls it).
 #pragma once
 
@@ -33,6 +36,7 @@
 #include <mutex>
 #include <thread>
 #include <type_traits>
+#include <unordered_set>
 #include <vector>
 
 #include "common/mutex.h"
@@ -80,6 +84,11 @@ class CallQueue {
   void StartThreads(int n, const char* name);
   void Close();
 
+  // Client calls started on the queue and not yet ended (StartClientCall):
+  // Close cancels them.
+  void Track(grpc::ClientContext* call);
+  void Untrack(grpc::ClientContext* call);
+
  private:
   void Poll(const char* name);
 
@@ -90,17 +99,64 @@ class CallQueue {
   Mutex pending_mu_;
   int pending_ SOMM_GUARDED_BY(pending_mu_) = 0;
   std::condition_variable_any idle_;
+  Mutex client_mu_;
+  std::unordered_set<grpc::ClientContext*> client_calls_ SOMM_GUARDED_BY(client_mu_);
   std::once_flag closed_;
 };
 
+// What the queue's threads take off it: each event's tag is one of these.
+class Tag {
+ public:
+  virtual ~Tag() = default;
+  virtual void Proceed(bool ok) = 0;
+};
+
+// A tag that runs `f(ok)` once, then frees itself.
+template <typename F>
+class OneShot final : public Tag {
+ public:
+  explicit OneShot(F f) : f_(std::move(f)) {}
+  void Proceed(bool ok) override {
+    f_(ok);
+    delete this;
+  }
+
+ private:
+  F f_;
+};
+
+// Starts a unary client call on `queue`, whose threads then take its answer:
+// `prepare(cq)` is a stub's PrepareAsyncX bound to `context` and a request;
+// once the call has ended (`status` and `response` filled), one of the
+// queue's threads runs `done()`, which may free the context. A process that serves gRPC and calls other
+// servers (a router) puts both on one queue, so that the thread that wakes
+// for an answer is the one that handles it: with a second queue, or gRPC's
+// callback threads, polling beside it, gRPC's poller hands wake-ups from
+// one thread to another (docs/cluster.md, the router hop). False: the
+// queue is closed and nothing was started.
+template <typename Prepare, typename Response, typename Done>
+bool StartClientCall(CallQueue& queue, grpc::ClientContext* context, Prepare prepare,
+                     Response* response, grpc::Status* status, Done done) {
+  return queue.OnOpenQueue([&] {
+    queue.Track(context);
+    // The reader lives in the call's arena: dropping the pointer frees nothing.
+    auto reader = prepare(queue.cq());
+    reader->StartCall();
+    reader->Finish(response, status,
+                   new OneShot([&queue, context, done = std::move(done)](bool) mutable {
+                     queue.Untrack(context);
+                     done();
+                   }));
+  });
+}
+
 // One unary call, from gRPC's offer to its answer: the tag of both events on
 // the queue; it frees itself after the second.
-class Call {
+class Call : public Tag {
  public:
-  virtual ~Call() = default;
   // `ok` false: the offer failed (the server is shutting down) or the answer
   // was not sent (the client went away); either way nothing is left to do.
-  void Proceed(bool ok) {
+  void Proceed(bool ok) override {
     if (answering_ || !ok) {
       delete this;
       return;

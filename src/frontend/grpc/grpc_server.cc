@@ -447,7 +447,7 @@ struct GrpcFrontend::Impl {
       // answers and waits for the InferenceServer callbacks of the calls.
       if (server) server->Shutdown(deadline);
       control.Stop();
-      infer_queue.Close();
+      infer_queue->Close();
     });
   }
 
@@ -455,7 +455,9 @@ struct GrpcFrontend::Impl {
   OipService service;
   SommControlService somm_service;
   grpc_async::MethodTable methods;    // the handlers: outlive the queue
-  grpc_async::CallQueue infer_queue;  // after the services, before the server
+  // After the services, before the server; shared with the client calls
+  // started on it (queue()).
+  std::shared_ptr<grpc_async::CallQueue> infer_queue = std::make_shared<grpc_async::CallQueue>();
   int port = 0;
   std::once_flag shutdown_once;
   std::unique_ptr<grpc::Server> server;  // last: destroyed first
@@ -486,7 +488,7 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& ser
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(&impl->service.async());
   builder.RegisterService(&impl->somm_service.async());
-  impl->infer_queue.Open(builder.AddCompletionQueue());
+  impl->infer_queue->Open(builder.AddCompletionQueue());
   impl->server = builder.BuildAndStart();
   if (!impl->server || impl->port == 0) {
     impl->Shutdown(std::chrono::system_clock::now());
@@ -501,11 +503,11 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& ser
                           : std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / 2,
                                        1, 4);
   for (int i = 0; i < threads; ++i) {
-    impl->infer_queue.Ask<InferCall>(&impl->service, &impl->infer_queue);
+    impl->infer_queue->Ask<InferCall>(&impl->service, impl->infer_queue.get());
   }
-  impl->service.Serve(&impl->infer_queue, impl->methods);
-  impl->somm_service.Serve(&impl->infer_queue, impl->methods);
-  impl->infer_queue.StartThreads(threads, "somm-grpc-infer");
+  impl->service.Serve(impl->infer_queue.get(), impl->methods);
+  impl->somm_service.Serve(impl->infer_queue.get(), impl->methods);
+  impl->infer_queue->StartThreads(threads, "somm-grpc-infer");
   return std::unique_ptr<GrpcFrontend>(new GrpcFrontend(std::move(impl)));
 }
 
@@ -514,6 +516,8 @@ GrpcFrontend::GrpcFrontend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 GrpcFrontend::~GrpcFrontend() { Shutdown(std::chrono::seconds(1)); }
 
 int GrpcFrontend::port() const { return impl_->port; }
+
+std::shared_ptr<grpc_async::CallQueue> GrpcFrontend::queue() const { return impl_->infer_queue; }
 
 void GrpcFrontend::Shutdown(std::chrono::system_clock::time_point deadline) {
   impl_->Shutdown(deadline);

@@ -38,6 +38,10 @@
 
 namespace somm {
 
+namespace grpc_async {
+class CallQueue;
+}
+
 struct GrpcFrontendOptions {
   // Interface to listen on: "0.0.0.0" is every IPv4 interface, "::" every
   // IPv6 one, "127.0.0.1" loopback only.
@@ -80,6 +84,14 @@ class GrpcFrontend {
 
   // The port actually bound (the chosen one when options.port was 0).
   int port() const;
+
+  // The completion queue the frontend's threads poll, for a process that
+  // also calls other gRPC servers (a router, its workers): client calls
+  // started on it (grpc_async::StartClientCall) are answered by the same
+  // threads, so no other threads poll gRPC. Shutdown closes it once the
+  // frontend's own calls have ended: client calls still in flight are then
+  // cancelled, and it waits for them to end.
+  std::shared_ptr<grpc_async::CallQueue> queue() const;
 
   // See the contract above. After the deadline, calls still in flight are
   // cancelled; the wait for their InferenceServer callbacks continues.
