@@ -144,8 +144,9 @@ start_somm_cluster() {
   done
   CLUSTER_ROUTER_PIDS=() CLUSTER_ROUTER_HTTP=() CLUSTER_ROUTER_GRPC=() CLUSTER_ROUTER_METRICS=()
   for ((i = 0; i < routers; ++i)); do
+    # shellcheck disable=SC2086  # SOMM_ROUTER_FLAGS: extra router flags, as above
     "$bin" router --model-repository "$repo" --redis "$redis" --router-id "router-$i" \
-      --http-port 0 --grpc-port 0 --metrics-port 0 \
+      --http-port 0 --grpc-port 0 --metrics-port 0 ${SOMM_ROUTER_FLAGS:-} \
       >"$logs/router-$i.stdout" 2>"$logs/router-$i.stderr" &
     CLUSTER_ROUTER_PIDS+=($!)
     PIDS+=($!)

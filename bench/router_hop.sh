@@ -27,7 +27,8 @@
 #   --quick       1 repeat, short windows (a smoke test; figures are rough), ~1 min
 #   --repeats N   repeats per point (default 3); about 1 min per repeat and model
 # Environment: SOMM_BUILD_DIR=<dir> (default build), SOMM_WORKER_FLAGS="<extra
-# somm worker flags>" (e.g. "--inline-max-compute-us 0" for an A/B run).
+# somm worker flags>" (e.g. "--inline-max-compute-us 0" for an A/B run),
+# SOMM_ROUTER_FLAGS="<extra somm router flags>" (e.g. "--grpc-threads 1").
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,6 +37,7 @@ cd "$ROOT"
 COMMAND="bench/router_hop.sh${*:+ $*}"
 [[ -n "${SOMM_BUILD_DIR:-}" ]] && COMMAND="SOMM_BUILD_DIR=$SOMM_BUILD_DIR $COMMAND"
 [[ -n "${SOMM_WORKER_FLAGS:-}" ]] && COMMAND="SOMM_WORKER_FLAGS='$SOMM_WORKER_FLAGS' $COMMAND"
+[[ -n "${SOMM_ROUTER_FLAGS:-}" ]] && COMMAND="SOMM_ROUTER_FLAGS='$SOMM_ROUTER_FLAGS' $COMMAND"
 BUILD_DIR="${SOMM_BUILD_DIR:-build}"
 PY=/usr/bin/python3
 REPO=models/demo
