@@ -344,19 +344,28 @@ bool AnyThreadNamed(const std::string& wanted) {
   return false;
 }
 
+// A gRPC server with no service, whose one completion queue `threads`
+// threads poll: what a router's frontend lends its stubs (queue()).
+struct ServerQueue {
+  explicit ServerQueue(int threads) {
+    grpc::ServerBuilder builder;
+    queue->Open(builder.AddCompletionQueue());
+    server = builder.BuildAndStart();
+    if (server) queue->StartThreads(threads, "test-queue");
+  }
+  std::shared_ptr<grpc_async::CallQueue> queue = std::make_shared<grpc_async::CallQueue>();
+  std::unique_ptr<grpc::Server> server;  // after the queue: destroyed first
+};
+
 // A router's stubs start their calls on its gRPC frontend's completion queue
 // (GrpcWorkerStubOptions::queue): the answers come back on that queue's
 // threads, and gRPC's callback threads never start. Once the queue is
 // closed, the stub falls back to the callback API and still answers.
 TEST_F(ClusterRpcTest, StubOnAServersQueueIsAnsweredByItsThreads) {
-  grpc::ServerBuilder builder;
-  auto queue = std::make_shared<grpc_async::CallQueue>();
-  queue->Open(builder.AddCompletionQueue());
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_NE(server, nullptr);
-  queue->StartThreads(1, "test-queue");
+  ServerQueue served(1);
+  ASSERT_NE(served.server, nullptr);
   GrpcWorkerStubOptions options;
-  options.queue = queue;
+  options.queue = served.queue;
   GrpcWorkerStub stub("w1", address_, options);
 
   auto applied = std::make_shared<std::promise<std::string>>();
@@ -380,8 +389,8 @@ TEST_F(ClusterRpcTest, StubOnAServersQueueIsAnsweredByItsThreads) {
   EXPECT_EQ(e.get(), "test-queue");
   EXPECT_FALSE(AnyThreadNamed("nexting_thread"));
 
-  server->Shutdown();
-  queue->Close();
+  served.server->Shutdown();
+  served.queue->Close();
   ExecuteRequest after = QueryFor("echo");
   auto p = std::make_shared<std::promise<StatusOr<ExecuteResult>>>();
   ASSERT_TRUE(stub.Execute(after, [p](StatusOr<ExecuteResult> r) { p->set_value(std::move(r)); })
@@ -398,14 +407,10 @@ TEST_F(ClusterRpcTest, StubOnAServersQueueIsAnsweredByItsThreads) {
 // error, before the worker would have answered.
 TEST_F(ClusterRpcTest, ClosingTheQueueCancelsItsCallsStillInFlight) {
   ASSERT_TRUE(Apply(LoadOf("echo")).ok());
-  grpc::ServerBuilder builder;
-  auto queue = std::make_shared<grpc_async::CallQueue>();
-  queue->Open(builder.AddCompletionQueue());
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_NE(server, nullptr);
-  queue->StartThreads(2, "test-queue");
+  ServerQueue served(2);
+  ASSERT_NE(served.server, nullptr);
   GrpcWorkerStubOptions options;
-  options.queue = queue;
+  options.queue = served.queue;
   GrpcWorkerStub stub("w1", address_, options);
 
   backend_.delay_ms = 3000;
@@ -417,8 +422,8 @@ TEST_F(ClusterRpcTest, ClosingTheQueueCancelsItsCallsStillInFlight) {
   // Most likely executing by then; the test holds either way (a call not yet
   // sent is cancelled too).
   std::this_thread::sleep_for(100ms);
-  server->Shutdown(std::chrono::system_clock::now());
-  auto closed = std::async(std::launch::async, [queue] { queue->Close(); });
+  served.server->Shutdown(std::chrono::system_clock::now());
+  auto closed = std::async(std::launch::async, [queue = served.queue] { queue->Close(); });
   ASSERT_EQ(closed.wait_for(kFailAfter), std::future_status::ready);
   auto f = p->get_future();
   ASSERT_EQ(f.wait_for(std::chrono::seconds(0)), std::future_status::ready)
