@@ -19,6 +19,10 @@ using cluster::WorkerReport;
 // KEYS: worker hash, workers set, generation. ARGV: incarnation, sequence,
 // report, lease ms, worker id, channel. Returns the new generation, 0 for
 // an older sequence of the same incarnation, -1 for an older incarnation.
+// The notice carries the report and its lease ("17 report 3000 w1\n{...}"),
+// so that a watcher need not read them back: a heartbeat costs each watcher
+// no command. An older watcher, which knows no "report" notice, reads
+// everything instead.
 constexpr char kPutWorkerScript[] = R"lua(
 local inc = redis.call('HGET', KEYS[1], 'incarnation')
 if inc and ARGV[1] < inc then return -1 end
@@ -30,7 +34,7 @@ redis.call('HSET', KEYS[1], 'incarnation', ARGV[1], 'sequence', ARGV[2], 'report
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('SADD', KEYS[2], ARGV[5])
 local g = redis.call('INCR', KEYS[3])
-redis.call('PUBLISH', ARGV[6], g .. ' worker ' .. ARGV[5])
+redis.call('PUBLISH', ARGV[6], g .. ' report ' .. ARGV[4] .. ' ' .. ARGV[5] .. '\n' .. ARGV[3])
 return g
 )lua";
 
@@ -272,6 +276,9 @@ struct Notice {
   int64_t generation = 0;
   std::string kind;
   std::string id;
+  // "report" notices: the lease in ms and the report as written.
+  int64_t lease_ms = -1;
+  std::string report;
 };
 
 Notice ParseNotice(const std::string& text) {
@@ -281,7 +288,21 @@ Notice ParseNotice(const std::string& text) {
   if (a == std::string::npos) return n;
   const size_t b = text.find(' ', a + 1);
   n.kind = text.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1);
-  if (b != std::string::npos) n.id = text.substr(b + 1);
+  if (b == std::string::npos) return n;
+  if (n.kind != "report") {
+    n.id = text.substr(b + 1);
+    return n;
+  }
+  // "<lease ms> <id>\n<report>": the id may hold spaces, never a newline.
+  const size_t c = text.find(' ', b + 1);
+  const size_t d = text.find('\n', b + 1);
+  if (c == std::string::npos || d == std::string::npos || c > d) {
+    n.kind = "malformed report";  // read everything
+    return n;
+  }
+  n.lease_ms = std::strtoll(text.substr(b + 1, c - b - 1).c_str(), nullptr, 10);
+  n.id = text.substr(c + 1, d - c - 1);
+  n.report = text.substr(d + 1);
   return n;
 }
 
@@ -305,7 +326,7 @@ std::map<std::string, std::string> CatalogOf(const RedisReply& r) {
 }  // namespace
 
 void RedisClusterStateStore::Changes::Add(const std::string& notice) {
-  const Notice n = ParseNotice(notice);
+  Notice n = ParseNotice(notice);
   // Every write bumps the counter by one and publishes in that order: a
   // burst that skips a number lost a notice.
   if (first_generation == 0) {
@@ -314,8 +335,13 @@ void RedisClusterStateStore::Changes::Add(const std::string& notice) {
     gap = true;
   }
   generation = n.generation;
+  // A worker named twice in a burst: its last notice says what to do.
   if (n.kind == "worker" && !n.id.empty()) {
     workers.insert(n.id);
+    reports.erase(n.id);
+  } else if (n.kind == "report" && !n.id.empty() && n.lease_ms >= 0) {
+    reports[n.id] = {n.lease_ms, std::move(n.report)};
+    workers.erase(n.id);
   } else if (n.kind == "demand" && !n.id.empty()) {
     routers.insert(n.id);
   } else if (n.kind == "catalog") {
@@ -328,7 +354,8 @@ void RedisClusterStateStore::Changes::Add(const std::string& notice) {
 }
 
 bool RedisClusterStateStore::Changes::empty() const {
-  return workers.empty() && routers.empty() && !catalog && !leader && !everything;
+  return workers.empty() && reports.empty() && routers.empty() && !catalog && !leader &&
+         !everything;
 }
 
 Status RedisClusterStateStore::Refresh() {
@@ -465,10 +492,25 @@ Status RedisClusterStateStore::ApplyLocked(const Changes& changes) {
   for (const std::string& id : changes.routers) reads.push_back({"GET", Key("demand:" + id)});
   if (changes.catalog) reads.push_back({"HGETALL", Key("catalog")});
   if (changes.leader) reads.push_back({"GET", Key("leader")});
-  SOMM_ASSIGN_OR_RETURN(std::vector<RedisReply> values, read_conn_.Pipeline(reads));
-  ++partial_reads_;
+  std::vector<RedisReply> values;
+  if (!reads.empty()) {
+    SOMM_ASSIGN_OR_RETURN(values, read_conn_.Pipeline(reads));
+    ++partial_reads_;
+  }
   const cluster::TimePoint now = cluster::Clock::now();
   const auto read_at = std::chrono::steady_clock::now();
+  // Reports that came with their notices: as read, their lease starting now
+  // (the notice left Redis a moment after the lease was set, so the view
+  // keeps the worker that moment longer at most).
+  for (const auto& [id, sent] : changes.reports) {
+    StatusOr<WorkerReport> report = cluster::WorkerReportFromJson(sent.report, now);
+    if (!report.ok()) {
+      spdlog::warn("cluster state: worker {}: {}", id, report.status().ToString());
+      continue;
+    }
+    reports_[id] = std::move(report).value();
+    expires_[id] = read_at + std::chrono::milliseconds(sent.lease_ms);
+  }
   size_t i = 0;
   for (const std::string& id : changes.workers) {
     const RedisReply& v = values[i];

@@ -24,7 +24,10 @@
 // Reads never touch Redis: Read() returns a snapshot that a watch thread
 // keeps fresh. Each change notice (pub/sub) names what changed ("17 worker
 // w1"), and the watcher reads only that: one key per notice, so a cluster's
-// watchers cost Redis in proportion to its size, not to its square. Every
+// watchers cost Redis in proportion to its size, not to its square. A
+// heartbeat's notice carries the report itself ("17 report 3000 w1\n{...}":
+// its lease in ms, the worker, the report), so it costs a watcher no read at
+// all. Every
 // `repoll` the watcher checks two keys (the generation counter and the
 // leader), reads again the workers whose key should have expired by now (it
 // reads each key's TTL with the report: a lapsed lease sends no notice, and
@@ -149,7 +152,13 @@ class RedisClusterStateStore : public cluster::ClusterStateStore {
     bool empty() const;
     int64_t first_generation = 0, generation = 0;  // the first and the last
     bool gap = false;  // the burst skipped a generation
-    std::set<std::string> workers, routers;
+    std::set<std::string> workers, routers;  // to read
+    // Workers whose notice carried the report (no read needed).
+    struct SentReport {
+      int64_t lease_ms = 0;
+      std::string report;
+    };
+    std::map<std::string, SentReport> reports;
     bool catalog = false, leader = false, everything = false;
   };
   void Watch();
