@@ -10,7 +10,9 @@
 # gets --rate queries/s of digits-mlp from `somm bench --request-rate`):
 # `redis-cli MONITOR` for the window, and CLIENT LIST. somm's processes name
 # their Redis connections (`router:router-0.read`, ...; CLIENT SETNAME), so
-# every command is attributed by what Redis saw, not computed.
+# every command is attributed by what Redis saw, not computed. How stale a
+# router's view gets comes from its own histogram of report ages
+# (somm_cluster_view_lag_seconds), read before and after each window.
 # bench/cluster_state_report.py turns the captures into OUT/cluster_state.json
 # and OUT/report.md.
 #
@@ -76,8 +78,18 @@ START_S=$SECONDS
 
 # capture NAME STATE K R [QUERIES_FILE]: MONITOR for WINDOW_S seconds, then CLIENT LIST.
 capture() {
-  local name="$1" state="$2" k="$3" r="$4" queries=0 q
+  local name="$1" state="$2" k="$3" r="$4" queries=0 q i
+  # Each router's view-lag histogram (somm_cluster_view_lag_seconds) around
+  # the window: how stale its view got.
+  for ((i = 0; i < r; ++i)); do
+    curl -sf "http://127.0.0.1:${CLUSTER_ROUTER_METRICS[$i]}/metrics" | grep '^somm_cluster_view_lag' \
+      >"$OUT/$name.lag-before-$i.prom" || die "router $i exposes no somm_cluster_view_lag_seconds"
+  done
   timeout "$WINDOW_S" redis-cli -p "$CLUSTER_REDIS_PORT" MONITOR >"$OUT/$name.monitor" 2>/dev/null || true
+  for ((i = 0; i < r; ++i)); do
+    curl -sf "http://127.0.0.1:${CLUSTER_ROUTER_METRICS[$i]}/metrics" | grep '^somm_cluster_view_lag' \
+      >"$OUT/$name.lag-after-$i.prom" || die "router $i exposes no somm_cluster_view_lag_seconds"
+  done
   redis-cli -p "$CLUSTER_REDIS_PORT" CLIENT LIST >"$OUT/$name.clients"
   redis-cli -p "$CLUSTER_REDIS_PORT" INFO commandstats >"$OUT/$name.commandstats"
   if [[ $# -gt 4 ]]; then
@@ -88,7 +100,7 @@ capture() {
   fi
   "$PY" bench/cluster_state_report.py window "$OUT/$name.window.json" --monitor "$OUT/$name.monitor" \
     --clients "$OUT/$name.clients" --seconds "$WINDOW_S" --workers "$k" --routers "$r" \
-    --state "$state" --queries "$queries"
+    --state "$state" --queries "$queries" --lag "$OUT/$name"
   gzip -f "$OUT/$name.monitor"
 }
 

@@ -14,10 +14,12 @@ watch>`, CLIENT SETNAME), and writes OUT.json:
   counts 1), commands/s its scripts ran inside Redis (the lines MONITOR shows
   as `lua` after an EVAL), refreshes/s of its view (its SMEMBERS of the
   worker set);
-  propagation: for each worker report written (the worker's EVAL) and each
-  process that keeps a view (routers, the controller), the delay until that
-  process next read the report (its HGET of the worker's key), on Redis's
-  clock: how long a written report takes to reach a view;
+  propagation: for each router, the change over the window of its
+  somm_cluster_view_lag_seconds histogram (--lag PREFIX: PREFIX.lag-before-I.prom
+  and PREFIX.lag-after-I.prom for router I): from each report written in
+  Redis (Redis's clock, carried by its change notice) to the router's view
+  holding it; p50 and p99 are the upper bounds of the buckets they fall in,
+  max the bound of the highest bucket used;
   view age: the gaps between a process's consecutive refreshes.
 `report` gathers OUT_DIR/*.window.json into OUT_DIR/cluster_state.json and
 OUT_DIR/report.md (one row per cluster size and state) and prints it.
@@ -60,12 +62,41 @@ def process_of(name):
     return (base, role) if base else (name, "")
 
 
+LAG = re.compile(r'^somm_cluster_view_lag_seconds_bucket\{process="([^"]+)",le="([^"]+)"\} (\d+)')
+
+
+def read_lag(path):
+    """process -> [(upper bound s, cumulative count)] of one scrape."""
+    out = {}
+    for line in open(path):
+        m = LAG.match(line.strip())
+        if m:
+            bound = float("inf") if m[2] == "+Inf" else float(m[2])
+            out.setdefault(m[1], []).append((bound, int(m[3])))
+    return out
+
+
+def lag_quantiles(before, after):
+    """p50, p99 and max (seconds; bucket upper bounds) of the window's lags."""
+    deltas = [(b, a - c) for (b, a), (_, c) in zip(sorted(after), sorted(before))]
+    total = deltas[-1][1] if deltas else 0
+    if total <= 0:
+        return None, None, None, 0
+    def q(frac):
+        return next(b for b, n in deltas if n >= frac * total)
+    prev, top = 0, None
+    for b, n in deltas:
+        if n > prev:
+            top = b
+        prev = n
+    return q(0.5), q(0.99), top, total
+
+
 def window(args):
     names = read_clients(args.clients)
     sent, inside, refreshes = {}, {}, {}
     last_refresh, gaps = {}, {}
     writes = []      # (t, worker id)
-    reads = {}       # process -> [(t, worker id)]
     unattributed = 0
     last_client_process = None
     for line in open(args.monitor, errors="replace"):
@@ -89,20 +120,17 @@ def window(args):
             if proc in last_refresh:
                 gaps.setdefault(proc, []).append(t - last_refresh[proc])
             last_refresh[proc] = t
-        elif cmd == "HGET" and fields and ":worker:" in fields[0]:
-            reads.setdefault(proc, []).append((t, fields[0].rsplit(":worker:", 1)[1]))
         elif (cmd in ("EVAL", "EVALSHA") and proc.startswith("worker:") and len(fields) > 2
               and ":worker:" in fields[2]):
             # EVAL script numkeys key...: the report's key comes first.
             writes.append((t, fields[2].rsplit(":worker:", 1)[1]))
     seconds = args.seconds
-    # Propagation: each write, to each viewing process's next read of that worker.
-    delays = {}
-    for proc, rs in reads.items():
-        for tw, worker in writes:
-            nxt = next((tr for tr, w in rs if w == worker and tr >= tw), None)
-            if nxt is not None:
-                delays.setdefault(proc, []).append(nxt - tw)
+    # Propagation: each router's own view-lag histogram over the window.
+    lags = {}
+    for after_path in sorted(glob.glob(args.lag + ".lag-after-*.prom")) if args.lag else []:
+        before = read_lag(after_path.replace(".lag-after-", ".lag-before-"))
+        for proc, buckets in read_lag(after_path).items():
+            lags[proc] = lag_quantiles(before.get(proc, []), buckets)
     procs = sorted(set(sent) | set(inside))
     out = {
         "workers": args.workers, "routers": args.routers, "state": args.state,
@@ -113,10 +141,10 @@ def window(args):
                 "script_commands_per_s": round(inside.get(p, 0) / seconds, 2),
                 "refreshes_per_s": round(refreshes.get(p, 0) / seconds, 2),
                 "propagation_ms": {
-                    "n": len(delays.get(p, [])),
-                    "p50": _ms(pct(delays.get(p, []), 0.5)),
-                    "p99": _ms(pct(delays.get(p, []), 0.99)),
-                    "max": _ms(max(delays[p]) if delays.get(p) else None),
+                    "n": lags.get(p, (None, None, None, 0))[3],
+                    "p50": _ms(lags.get(p, (None,))[0]),
+                    "p99": _ms(lags.get(p, (None, None))[1]),
+                    "max": _ms(lags.get(p, (None, None, None))[2]),
                 },
                 "view_age_ms": {
                     "mean_gap": _ms(statistics.mean(gaps[p]) if gaps.get(p) else None),
@@ -207,7 +235,9 @@ def report(args):
     lines += ["",
               "Commands are what each process sent (a pipeline of n commands counts n, a script 1); "
               "inside scripts: the commands its Lua scripts ran in Redis. Write to router view: from a "
-              "worker's report write to a router's next read of that report (Redis's clock, MONITOR). "
+              "worker's report written in Redis (Redis's clock, in its change notice) to a router's view "
+              "holding it, from the router's somm_cluster_view_lag_seconds histogram over the window "
+              "(upper bounds of its buckets: 0.25, 0.5, 1, 2, 5, 10, 25 ms ...). "
               "Refresh gap: time between a router's consecutive reads of the cluster state.", ""]
     text = "\n".join(lines)
     with open(os.path.join(args.out_dir, "report.md"), "w") as fh:
@@ -227,6 +257,7 @@ def main():
     w.add_argument("--routers", type=int, required=True)
     w.add_argument("--state", required=True)
     w.add_argument("--queries", type=int, default=0)
+    w.add_argument("--lag", help="prefix of the routers' view-lag scrapes")
     r = sub.add_parser("report")
     r.add_argument("out_dir")
     args = ap.parse_args()

@@ -734,7 +734,11 @@ int RunRouter(const RouterProcessOptions& o) {
   }
   MetricsAccess metrics_access;
   metrics_access.authorize = [g = guard->get()](const std::string& a) { return g->AdmitMetrics(a); };
-  metrics_access.extra_text = [g = guard->get()] { return g->MetricsText(); };
+  // How stale its view of the cluster gets (docs/cluster.md, "Steady-state
+  // cost of the cluster state").
+  metrics_access.extra_text = [g = guard->get(), store, process = "router:" + rto.id] {
+    return g->MetricsText() + store->ViewLagMetricsText(process);
+  };
   auto endpoint = MetricsEndpoint::Start(metrics, o.address, o.metrics_port, nullptr,
                                          std::move(metrics_access), *tls);
   if (!endpoint.ok()) {

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <random>
@@ -19,9 +20,10 @@ using cluster::WorkerReport;
 // KEYS: worker hash, workers set, generation. ARGV: incarnation, sequence,
 // report, lease ms, worker id, channel. Returns the new generation, 0 for
 // an older sequence of the same incarnation, -1 for an older incarnation.
-// The notice carries the report and its lease ("17 report 3000 w1\n{...}"),
-// so that a watcher need not read them back: a heartbeat costs each watcher
-// no command. An older watcher, which knows no "report" notice, reads
+// The notice carries the report, its lease and Redis's clock in microseconds
+// ("17 report 3000 1795000000123456 w1\n{...}"), so that a watcher need not
+// read them back (a heartbeat costs each watcher no command), and knows how
+// old the report is when it has it. An older watcher, which knows no "report" notice, reads
 // everything instead.
 constexpr char kPutWorkerScript[] = R"lua(
 local inc = redis.call('HGET', KEYS[1], 'incarnation')
@@ -34,7 +36,9 @@ redis.call('HSET', KEYS[1], 'incarnation', ARGV[1], 'sequence', ARGV[2], 'report
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('SADD', KEYS[2], ARGV[5])
 local g = redis.call('INCR', KEYS[3])
-redis.call('PUBLISH', ARGV[6], g .. ' report ' .. ARGV[4] .. ' ' .. ARGV[5] .. '\n' .. ARGV[3])
+local t = redis.call('TIME')
+redis.call('PUBLISH', ARGV[6], g .. ' report ' .. ARGV[4] .. ' ' .. t[1] .. string.format('%06d', tonumber(t[2])) ..
+                               ' ' .. ARGV[5] .. '\n' .. ARGV[3])
 return g
 )lua";
 
@@ -276,8 +280,10 @@ struct Notice {
   int64_t generation = 0;
   std::string kind;
   std::string id;
-  // "report" notices: the lease in ms and the report as written.
+  // "report" notices: the lease in ms, Redis's clock at the write (us since
+  // the epoch) and the report as written.
   int64_t lease_ms = -1;
+  int64_t written_us = 0;
   std::string report;
 };
 
@@ -293,15 +299,18 @@ Notice ParseNotice(const std::string& text) {
     n.id = text.substr(b + 1);
     return n;
   }
-  // "<lease ms> <id>\n<report>": the id may hold spaces, never a newline.
+  // "<lease ms> <written us> <id>\n<report>": the id may hold spaces, never
+  // a newline.
   const size_t c = text.find(' ', b + 1);
+  const size_t c2 = c == std::string::npos ? c : text.find(' ', c + 1);
   const size_t d = text.find('\n', b + 1);
-  if (c == std::string::npos || d == std::string::npos || c > d) {
+  if (c2 == std::string::npos || d == std::string::npos || c2 > d) {
     n.kind = "malformed report";  // read everything
     return n;
   }
   n.lease_ms = std::strtoll(text.substr(b + 1, c - b - 1).c_str(), nullptr, 10);
-  n.id = text.substr(c + 1, d - c - 1);
+  n.written_us = std::strtoll(text.substr(c + 1, c2 - c - 1).c_str(), nullptr, 10);
+  n.id = text.substr(c2 + 1, d - c2 - 1);
   n.report = text.substr(d + 1);
   return n;
 }
@@ -340,7 +349,7 @@ void RedisClusterStateStore::Changes::Add(const std::string& notice) {
     workers.insert(n.id);
     reports.erase(n.id);
   } else if (n.kind == "report" && !n.id.empty() && n.lease_ms >= 0) {
-    reports[n.id] = {n.lease_ms, std::move(n.report)};
+    reports[n.id] = {n.lease_ms, n.written_us, std::move(n.report)};
     workers.erase(n.id);
   } else if (n.kind == "demand" && !n.id.empty()) {
     routers.insert(n.id);
@@ -510,6 +519,7 @@ Status RedisClusterStateStore::ApplyLocked(const Changes& changes) {
     }
     reports_[id] = std::move(report).value();
     expires_[id] = read_at + std::chrono::milliseconds(sent.lease_ms);
+    NoteLag(sent.written_us);
   }
   size_t i = 0;
   for (const std::string& id : changes.workers) {
@@ -555,6 +565,52 @@ Status RedisClusterStateStore::ApplyLocked(const Changes& changes) {
   if (changes.generation > 0) last_redis_generation_ = changes.generation;
   Publish(/*changed=*/true, std::move(catalog), std::move(leader));
   return Status::Ok();
+}
+
+void RedisClusterStateStore::NoteLag(int64_t written_us) {
+  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  const double lag_ms = std::max<int64_t>(0, now_us - written_us) / 1000.0;
+  size_t bucket = 0;
+  while (bucket < std::size(kLagBucketsMs) && lag_ms > kLagBucketsMs[bucket]) ++bucket;
+  ++lag_counts_[bucket];
+  lag_sum_s_ += lag_ms / 1000.0;
+}
+
+std::string RedisClusterStateStore::ViewLagMetricsText(const std::string& process) const {
+  std::array<int64_t, std::size(kLagBucketsMs) + 1> counts;
+  double sum_s;
+  {
+    MutexLock refresh(&refresh_mu_);
+    counts = lag_counts_;
+    sum_s = lag_sum_s_;
+  }
+  const std::string label = "process=\"" + process + "\"";
+  std::string out =
+      "# HELP somm_cluster_view_lag_seconds From a worker's report written in Redis to this "
+      "process's view holding it.\n# TYPE somm_cluster_view_lag_seconds histogram\n";
+  int64_t cumulative = 0;
+  char line[160];
+  for (size_t i = 0; i < counts.size(); ++i) {
+    cumulative += counts[i];
+    if (i < std::size(kLagBucketsMs)) {
+      std::snprintf(line, sizeof line, "somm_cluster_view_lag_seconds_bucket{%s,le=\"%g\"} %" PRId64 "\n",
+                    label.c_str(), kLagBucketsMs[i] / 1000.0, cumulative);
+    } else {
+      std::snprintf(line, sizeof line,
+                    "somm_cluster_view_lag_seconds_bucket{%s,le=\"+Inf\"} %" PRId64 "\n",
+                    label.c_str(), cumulative);
+    }
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "somm_cluster_view_lag_seconds_sum{%s} %.6f\n", label.c_str(),
+                sum_s);
+  out += line;
+  std::snprintf(line, sizeof line, "somm_cluster_view_lag_seconds_count{%s} %" PRId64 "\n",
+                label.c_str(), cumulative);
+  out += line;
+  return out;
 }
 
 void RedisClusterStateStore::NoteExpiry(const std::string& worker, const RedisReply& pttl,

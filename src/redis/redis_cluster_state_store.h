@@ -25,9 +25,9 @@
 // keeps fresh. Each change notice (pub/sub) names what changed ("17 worker
 // w1"), and the watcher reads only that: one key per notice, so a cluster's
 // watchers cost Redis in proportion to its size, not to its square. A
-// heartbeat's notice carries the report itself ("17 report 3000 w1\n{...}":
-// its lease in ms, the worker, the report), so it costs a watcher no read at
-// all. Every
+// heartbeat's notice carries the report itself ("17 report 3000
+// 1795000000123456 w1\n{...}": its lease in ms, Redis's clock at the write in
+// microseconds, the worker, the report), so it costs a watcher no read at all. Every
 // `repoll` the watcher checks two keys (the generation counter and the
 // leader), reads again the workers whose key should have expired by now (it
 // reads each key's TTL with the report: a lapsed lease sends no notice, and
@@ -55,6 +55,8 @@
 // view_mu_ (the snapshot); no lock is held while waiting for a change notice.
 #pragma once
 
+#include <array>
+#include <iterator>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -115,6 +117,13 @@ class RedisClusterStateStore : public cluster::ClusterStateStore {
     int64_t partial = 0;
   };
   ReadCounts read_counts() const;
+  // How stale the view gets: from each report written in Redis (Redis's
+  // clock, carried by its notice) to this view holding it (this host's
+  // clock, so clock skew between hosts adds to it), as a Prometheus
+  // histogram somm_cluster_view_lag_seconds{process="<process>"}.
+  std::string ViewLagMetricsText(const std::string& process) const;
+  // The lag bounds of that histogram, in milliseconds.
+  static constexpr double kLagBucketsMs[] = {0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 1000};
   // The latest report of each worker in the view (address, zone, ...).
   std::map<std::string, cluster::WorkerReport> Workers() const;
   // Called after every refresh that changed the view, on the watch thread.
@@ -156,6 +165,7 @@ class RedisClusterStateStore : public cluster::ClusterStateStore {
     // Workers whose notice carried the report (no read needed).
     struct SentReport {
       int64_t lease_ms = 0;
+      int64_t written_us = 0;  // Redis's clock at the write, since the epoch
       std::string report;
     };
     std::map<std::string, SentReport> reports;
@@ -169,6 +179,8 @@ class RedisClusterStateStore : public cluster::ClusterStateStore {
   // The re-poll: reads everything when needed, and the workers whose lease
   // should have lapsed.
   Status Poll();
+  // Adds the lag of a report written at `written_us` (Redis's clock).
+  void NoteLag(int64_t written_us) SOMM_REQUIRES(refresh_mu_);
   void NoteExpiry(const std::string& worker, const RedisReply& pttl,
                   std::chrono::steady_clock::time_point read_at) SOMM_REQUIRES(refresh_mu_);
   // Makes the view from reports_ and demand_, plus what else was read.
@@ -196,6 +208,9 @@ class RedisClusterStateStore : public cluster::ClusterStateStore {
   std::chrono::steady_clock::time_point next_full_ SOMM_GUARDED_BY(refresh_mu_){};
   int64_t full_reads_ SOMM_GUARDED_BY(refresh_mu_) = 0;
   int64_t partial_reads_ SOMM_GUARDED_BY(refresh_mu_) = 0;
+  // The view-lag histogram: counts per bucket (the last is +Inf), their sum.
+  std::array<int64_t, std::size(kLagBucketsMs) + 1> lag_counts_ SOMM_GUARDED_BY(refresh_mu_){};
+  double lag_sum_s_ SOMM_GUARDED_BY(refresh_mu_) = 0;
 
   mutable Mutex view_mu_;
   std::map<std::string, cluster::WorkerReport> workers_ SOMM_GUARDED_BY(view_mu_);

@@ -304,6 +304,16 @@ TEST_F(RedisStoreTest, AHeartbeatCostsAWatcherNoRead) {
   EXPECT_EQ(CommandCalls(stats, "pttl"), 0);
   EXPECT_EQ(CommandCalls(stats, "smembers"), 0);
   EXPECT_EQ(reader->Workers().size(), static_cast<size_t>(kWorkers));
+  // Each report that came with its notice was timed from its write (Redis's
+  // clock) to the view: 40 first reports and 10 heartbeats.
+  const std::string lag = reader->ViewLagMetricsText("router:t");
+  const std::string count_line = "somm_cluster_view_lag_seconds_count{process=\"router:t\"} ";
+  const size_t at = lag.find(count_line);
+  ASSERT_NE(at, std::string::npos) << lag;
+  EXPECT_GE(std::stoll(lag.substr(at + count_line.size())), 10) << lag;
+  EXPECT_NE(lag.find("somm_cluster_view_lag_seconds_bucket{process=\"router:t\",le=\"+Inf\"}"),
+            std::string::npos)
+      << lag;
 }
 
 // A notice that names a worker without its report (a removal, or a writer
