@@ -161,7 +161,7 @@ def window(args):
 
 
 def _ms(v):
-    return None if v is None else round(v * 1000, 1)
+    return None if v is None else round(v * 1000, 2)
 
 
 def mean_over(rows, kind, key, sub=None):
@@ -229,8 +229,8 @@ def report(args):
             f"| {r['workers']} | {r['routers']} | {state} | {f(r['per_worker_commands_per_s'])} | "
             f"{f(r['per_router_commands_per_s'])} | {f(r['controller_commands_per_s'])} | "
             f"{f(r['total_commands_per_s'])} | {f(r['script_commands_per_s'])} | "
-            f"{f(r['per_router_refreshes_per_s'])} | {f(r['router_propagation_p50_ms'])} / "
-            f"{f(r['router_propagation_p99_ms'])} / {f(r['router_propagation_max_ms'])} | "
+            f"{f(r['per_router_refreshes_per_s'])} | {f(r['router_propagation_p50_ms'], 2)} / "
+            f"{f(r['router_propagation_p99_ms'], 2)} / {f(r['router_propagation_max_ms'], 2)} | "
             f"{f(r['router_view_mean_gap_ms'])} / {f(r['router_view_max_gap_ms'])} |")
     lines += ["",
               "Commands are what each process sent (a pipeline of n commands counts n, a script 1); "

@@ -30,6 +30,7 @@ NOT_IN_SERVE = {
     "somm_response_cache_evictions_total": "only for a model whose model.yaml enables response_cache (none of the demo's does)",
     "somm_response_cache_bytes": "only for a model whose model.yaml enables response_cache (none of the demo's does)",
     "somm_response_cache_entries": "only for a model whose model.yaml enables response_cache (none of the demo's does)",
+    "somm_cluster_view_lag_seconds": "a router of a cluster (`process` is `router:<id>`), for each report a heartbeat's change notice carried (docs/cluster.md, \"Steady-state cost of the cluster state\")",
 }
 NOT_IN_SERVE_TYPES = {
     "somm_workers": ("gauge", "Workers registered plus those being started", ""),
@@ -44,6 +45,8 @@ NOT_IN_SERVE_TYPES = {
     "somm_response_cache_bytes": ("gauge", "Bytes the response cache holds for a model (its bound: model.yaml's "
                                   "response_cache.max_mb)", "model"),
     "somm_response_cache_entries": ("gauge", "Answers the response cache holds for a model", "model"),
+    "somm_cluster_view_lag_seconds": ("histogram", "From a worker's report written in Redis (Redis's clock) to "
+                                      "this process's view holding it (its clock)", "process"),
 }
 
 _LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)')
