@@ -23,8 +23,8 @@ using cluster::WorkerReport;
 // The notice carries the report, its lease and Redis's clock in microseconds
 // ("17 report 3000 1795000000123456 w1\n{...}"), so that a watcher need not
 // read them back (a heartbeat costs each watcher no command), and knows how
-// old the report is when it has it. An older watcher, which knows no "report" notice, reads
-// everything instead.
+// old the report is when it has it. An older watcher, which knows no
+// "report" notice, reads everything instead.
 constexpr char kPutWorkerScript[] = R"lua(
 local inc = redis.call('HGET', KEYS[1], 'incarnation')
 if inc and ARGV[1] < inc then return -1 end
@@ -37,8 +37,9 @@ redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('SADD', KEYS[2], ARGV[5])
 local g = redis.call('INCR', KEYS[3])
 local t = redis.call('TIME')
-redis.call('PUBLISH', ARGV[6], g .. ' report ' .. ARGV[4] .. ' ' .. t[1] .. string.format('%06d', tonumber(t[2])) ..
-                               ' ' .. ARGV[5] .. '\n' .. ARGV[3])
+local written_us = t[1] .. string.format('%06d', tonumber(t[2]))
+redis.call('PUBLISH', ARGV[6],
+           g .. ' report ' .. ARGV[4] .. ' ' .. written_us .. ' ' .. ARGV[5] .. '\n' .. ARGV[3])
 return g
 )lua";
 
