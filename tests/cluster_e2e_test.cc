@@ -139,6 +139,31 @@ TEST_F(ClusterE2eTest, ARoutersActionsAreTheLeadersAndItsDecisionsShowActualLate
   EXPECT_GT(decisions[0].value("actual_latency_ms", -1.0), 0.0) << d->body;
 }
 
+// How stale a view gets is on the metrics of every process that keeps one:
+// the router and the controller time each report a heartbeat's notice
+// brought, from its write in Redis to their view holding it.
+TEST_F(ClusterE2eTest, RouterAndControllerTimeHowStaleTheirViewIs) {
+  auto count_of = [](int port, const std::string& process_prefix) -> double {
+    httplib::Client m("127.0.0.1", port);
+    auto r = m.Get("/metrics");
+    if (!r || r->status != 200) return -1;
+    const std::string name = "somm_cluster_view_lag_seconds_count{process=\"" + process_prefix;
+    const size_t at = r->body.find(name);
+    if (at == std::string::npos) return -1;
+    const size_t value = r->body.find("} ", at);
+    return value == std::string::npos ? -1 : std::stod(r->body.substr(value + 2));
+  };
+  // Heartbeats come every second: a few seconds bring some.
+  double router = -1, controller = -1;
+  for (int i = 0; i < 100 && (router <= 0 || controller <= 0); ++i) {
+    router = count_of(cluster_->routers()[0].metrics_port, "router:");
+    controller = count_of(cluster_->controller_metrics_port(0), "controller:");
+    if (router <= 0 || controller <= 0) std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_GT(router, 0) << "no timed report on the router's metrics";
+  EXPECT_GT(controller, 0) << "no timed report on the controller's metrics";
+}
+
 // Last: it kills a worker.
 TEST_F(ClusterE2eTest, ZKillingAWorkerUnderLoadLosesNoQuery) {
   // Open-loop load on two models from four clients; one worker is killed

@@ -867,8 +867,13 @@ int RunController(const ControllerProcessOptions& o) {
   const std::string advertise =
       o.advertise.empty() ? DialHost(o.address) + ":" + std::to_string(port) : o.advertise;
   const std::string holder = id + "|" + advertise;
+  // The controller keeps the same view as a router: how stale it gets.
+  MetricsAccess metrics_access;
+  metrics_access.extra_text = [store, process = "controller:" + id] {
+    return store->ViewLagMetricsText(process);
+  };
   auto endpoint = MetricsEndpoint::Start(metrics, o.address, o.metrics_port, [] { return true; },
-                                         {}, *tls);
+                                         std::move(metrics_access), *tls);
   if (!endpoint.ok()) {
     spdlog::error("{}", endpoint.status().message());
     return 2;
