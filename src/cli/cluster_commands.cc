@@ -701,10 +701,8 @@ int RunRouter(const RouterProcessOptions& o) {
   go.guard = guard->get();
   go.inflight_limit = &inflight_limit;
   go.tls = o.tls;
-  go.infer_threads =
-      o.grpc_threads > 0
-          ? o.grpc_threads
-          : std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / 2, 2, 4);
+  go.infer_threads = o.grpc_threads;
+  go.min_infer_threads = 2;
   auto grpc = GrpcFrontend::Start(router, go);
   if (!grpc.ok()) {
     spdlog::error("gRPC frontend: {}", grpc.status().message());

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -333,6 +334,18 @@ std::map<std::string, std::string> CatalogOf(const RedisReply& r) {
   return catalog;
 }
 
+// A worker's report as written (`text`), or nothing (with a warning) when it
+// does not parse: the view keeps what it had of that worker.
+std::optional<WorkerReport> ReportOf(const std::string& worker, const std::string& text,
+                                     cluster::TimePoint now) {
+  StatusOr<WorkerReport> report = cluster::WorkerReportFromJson(text, now);
+  if (!report.ok()) {
+    spdlog::warn("cluster state: worker {}: {}", worker, report.status().ToString());
+    return std::nullopt;
+  }
+  return std::move(report).value();
+}
+
 }  // namespace
 
 void RedisClusterStateStore::Changes::Add(const std::string& notice) {
@@ -405,12 +418,9 @@ Status RedisClusterStateStore::Refresh() {
       lapsed.push_back(worker_ids[i]);
       continue;
     }
-    StatusOr<WorkerReport> report = cluster::WorkerReportFromJson(v.str, now);
-    if (!report.ok()) {
-      spdlog::warn("cluster state: worker {}: {}", worker_ids[i], report.status().ToString());
-      continue;
-    }
-    workers.emplace(worker_ids[i], std::move(report).value());
+    std::optional<WorkerReport> report = ReportOf(worker_ids[i], v.str, now);
+    if (!report) continue;
+    workers.emplace(worker_ids[i], std::move(*report));
     NoteExpiry(worker_ids[i], values[2 * i + 1], read_at);
   }
   std::map<std::string, std::vector<ModelDemand>> demand;
@@ -513,12 +523,9 @@ Status RedisClusterStateStore::ApplyLocked(const Changes& changes) {
   // (the notice left Redis a moment after the lease was set, so the view
   // keeps the worker that moment longer at most).
   for (const auto& [id, sent] : changes.reports) {
-    StatusOr<WorkerReport> report = cluster::WorkerReportFromJson(sent.report, now);
-    if (!report.ok()) {
-      spdlog::warn("cluster state: worker {}: {}", id, report.status().ToString());
-      continue;
-    }
-    reports_[id] = std::move(report).value();
+    std::optional<WorkerReport> report = ReportOf(id, sent.report, now);
+    if (!report) continue;
+    reports_[id] = std::move(*report);
     expires_[id] = read_at + std::chrono::milliseconds(sent.lease_ms);
     NoteLag(sent.written_us);
   }
@@ -539,12 +546,9 @@ Status RedisClusterStateStore::ApplyLocked(const Changes& changes) {
       expires_.erase(id);
       continue;
     }
-    StatusOr<WorkerReport> report = cluster::WorkerReportFromJson(v.str, now);
-    if (!report.ok()) {
-      spdlog::warn("cluster state: worker {}: {}", id, report.status().ToString());
-      continue;
-    }
-    reports_[id] = std::move(report).value();
+    std::optional<WorkerReport> report = ReportOf(id, v.str, now);
+    if (!report) continue;
+    reports_[id] = std::move(*report);
     NoteExpiry(id, ttl, read_at);
   }
   for (const std::string& id : changes.routers) {

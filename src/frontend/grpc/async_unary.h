@@ -128,12 +128,12 @@ class OneShot final : public Tag {
 // Starts a unary client call on `queue`, whose threads then take its answer:
 // `prepare(cq)` is a stub's PrepareAsyncX bound to `context` and a request;
 // once the call has ended (`status` and `response` filled), one of the
-// queue's threads runs `done()`, which may free the context. A process that serves gRPC and calls other
-// servers (a router) puts both on one queue, so that the thread that wakes
-// for an answer is the one that handles it: with a second queue, or gRPC's
-// callback threads, polling beside it, gRPC's poller hands wake-ups from
-// one thread to another (docs/cluster.md, the router hop). False: the
-// queue is closed and nothing was started.
+// queue's threads runs `done()`, which may free the context. A process that
+// serves gRPC and calls other servers (a router) puts both on one queue, so
+// that the thread that wakes for an answer is the one that handles it: with
+// a second queue, or gRPC's callback threads, polling beside it, gRPC's
+// poller hands wake-ups from one thread to another (docs/cluster.md, the
+// router hop). False: the queue is closed and nothing was started.
 template <typename Prepare, typename Response, typename Done>
 bool StartClientCall(CallQueue& queue, grpc::ClientContext* context, Prepare prepare,
                      Response* response, grpc::Status* status, Done done) {

@@ -501,7 +501,7 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& ser
   const int threads = options.infer_threads > 0
                           ? options.infer_threads
                           : std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / 2,
-                                       1, 4);
+                                       options.min_infer_threads, 4);
   for (int i = 0; i < threads; ++i) {
     impl->infer_queue->Ask<InferCall>(&impl->service, impl->infer_queue.get());
   }

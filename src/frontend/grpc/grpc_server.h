@@ -65,9 +65,12 @@ struct GrpcFrontendOptions {
   // asked. Null = no bound. Must outlive the frontend.
   InflightLimit* inflight_limit = nullptr;
   // Threads that poll the completion queue: they decode, admit and hand
-  // each query on, and answer the other methods; 0 = half the cores, 1 to 4
-  // (as the REST I/O loops).
+  // each query on, and answer the other methods; 0 = half the cores,
+  // min_infer_threads to 4 (as the REST I/O loops).
   int infer_threads = 0;
+  // The least that 0 picks: a router, whose queue also takes its workers'
+  // answers, wants 2 (docs/cluster.md, the router hop).
+  int min_infer_threads = 1;
 };
 
 class GrpcFrontend {
