@@ -37,13 +37,6 @@ LINE = re.compile(r'^(\d+\.\d+) \[\d+ ([^\]]+)\] "([^"]*)"(.*)$')
 ARG = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 
-def pct(values, q):
-    if not values:
-        return None
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))]
-
-
 def read_clients(path):
     """addr -> client name (CLIENT LIST)."""
     names = {}
@@ -164,7 +157,7 @@ def _ms(v):
     return None if v is None else round(v * 1000, 2)
 
 
-def mean_over(rows, kind, key, sub=None):
+def mean_over(rows, kind, key, sub=None, digits=1):
     vals = []
     for name, p in rows.items():
         if not name.startswith(kind + ":"):
@@ -172,7 +165,7 @@ def mean_over(rows, kind, key, sub=None):
         v = p[key] if sub is None else p[key][sub]
         if v is not None:
             vals.append(v)
-    return round(statistics.mean(vals), 1) if vals else None
+    return round(statistics.mean(vals), digits) if vals else None
 
 
 def max_over(rows, kind, key, sub):
@@ -201,7 +194,7 @@ def report(args):
             "per_router_refreshes_per_s": mean_over(p, "router", "refreshes_per_s"),
             "total_commands_per_s": round(total, 1),
             "script_commands_per_s": round(inside, 1),
-            "router_propagation_p50_ms": mean_over(p, "router", "propagation_ms", "p50"),
+            "router_propagation_p50_ms": mean_over(p, "router", "propagation_ms", "p50", digits=2),
             "router_propagation_p99_ms": max_over(p, "router", "propagation_ms", "p99"),
             "router_propagation_max_ms": max_over(p, "router", "propagation_ms", "max"),
             "router_view_mean_gap_ms": mean_over(p, "router", "view_age_ms", "mean_gap"),
