@@ -21,7 +21,72 @@ void EncodeTensor(Tensor&& in, pb::Tensor* out) {
   out->set_data(std::move(in.data));
 }
 
+// A protobuf base-128 varint.
+void AppendVarint(uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  for (; v >= 0x80; v >>= 7) ++n;
+  return n;
+}
+
+// A length-delimited field's key (wire type 2).
+constexpr uint32_t LengthDelimitedKey(uint32_t field) { return (field << 3) | 2; }
+
 }  // namespace
+
+ExecuteRequestWire EncodeExecuteRequestWire(const ExecuteRequest& in) {
+  // Protobuf writes a message's fields in field order, and the data are
+  // the last field of a Tensor: so every byte but the data comes from
+  // protobuf itself, and only the two lengths that frame the data are
+  // written here. The result is byte for byte what EncodeExecuteRequest's
+  // message serializes to (cluster_codec_test.cc).
+  using Request = pb::ExecuteRequest;
+  static_assert(Request::kGroupFieldNumber < Request::kInputsFieldNumber &&
+                Request::kInstanceIdFieldNumber < Request::kInputsFieldNumber &&
+                Request::kInputsFieldNumber < Request::kBestEffortFieldNumber);
+  static_assert(pb::Tensor::kDataFieldNumber > pb::Tensor::kShapeFieldNumber &&
+                pb::Tensor::kDataFieldNumber > pb::Tensor::kDatatypeFieldNumber &&
+                pb::Tensor::kDataFieldNumber > pb::Tensor::kNameFieldNumber);
+  constexpr uint32_t kInputKey = LengthDelimitedKey(Request::kInputsFieldNumber);
+  constexpr uint32_t kDataKey = LengthDelimitedKey(pb::Tensor::kDataFieldNumber);
+  const std::vector<Tensor>& inputs = in.Inputs();
+  ExecuteRequestWire wire;
+  wire.heads.resize(inputs.size() + 1);
+  Request fields;
+  fields.set_group(in.group);
+  fields.set_instance_id(in.instance_id);
+  fields.SerializeToString(&wire.heads[0]);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    pb::Tensor meta;
+    meta.set_name(t.name);
+    meta.set_datatype(DataTypeName(t.datatype));
+    meta.mutable_shape()->Add(t.shape.begin(), t.shape.end());
+    const std::string meta_bytes = meta.SerializeAsString();
+    // Proto3 leaves an empty bytes field out.
+    const size_t data_field =
+        t.data.empty() ? 0 : VarintSize(kDataKey) + VarintSize(t.data.size()) + t.data.size();
+    std::string& head = wire.heads[i];
+    AppendVarint(kInputKey, &head);
+    AppendVarint(meta_bytes.size() + data_field, &head);
+    head += meta_bytes;
+    if (!t.data.empty()) {
+      AppendVarint(kDataKey, &head);
+      AppendVarint(t.data.size(), &head);
+    }
+  }
+  Request tail;
+  tail.set_best_effort(in.best_effort);
+  tail.AppendToString(&wire.heads.back());
+  return wire;
+}
 
 void EncodeExecuteRequest(const ExecuteRequest& in, pb::ExecuteRequest* out) {
   out->set_group(in.group);

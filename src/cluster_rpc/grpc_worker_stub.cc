@@ -1,9 +1,12 @@
 #include "cluster_rpc/grpc_worker_stub.h"
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <type_traits>
+#include <vector>
 #include <utility>
 
 #include "cluster/cluster_state_json.h"
@@ -55,15 +58,20 @@ struct GrpcWorkerStub::Impl {
   };
 
   // Starts `call` on the options' queue (`prepare`: the stub's
-  // PrepareAsyncX); `finish(call, status)` then runs on one of its threads.
-  // False: no queue, or it is closed; nothing was started.
+  // PrepareAsyncX, or a function of the queue); `finish(call, status)` then
+  // runs on one of its threads. False: no queue, or it is closed; nothing
+  // was started.
   template <typename Call, typename Prepare, typename Finish>
   bool StartOnQueue(Call* call, Prepare prepare, Finish finish) {
     if (!options.queue) return false;
     return grpc_async::StartClientCall(
         *options.queue, &call->context,
         [&](grpc::CompletionQueue* cq) {
-          return (stub.get()->*prepare)(&call->context, call->request, cq);
+          if constexpr (std::is_member_function_pointer_v<Prepare>) {
+            return (stub.get()->*prepare)(&call->context, call->request, cq);
+          } else {
+            return prepare(cq);
+          }
         },
         &call->response, &call->status, [call, finish] { finish(call, call->status); });
   }
@@ -100,7 +108,41 @@ struct GrpcWorkerStub::Impl {
   std::string address;
   GrpcWorkerStubOptions options;
   std::unique_ptr<pb::SommWorker::Stub> stub;  // thread-safe; holds the one channel
+  // Execute on the same channel, its request as bytes (ExecuteRequestBytes).
+  std::unique_ptr<grpc::TemplatedGenericStub<grpc::ByteBuffer, pb::ExecuteResponse>> execute_stub;
 };
+
+namespace {
+
+const std::string kExecuteMethod = "/somm.cluster.SommWorker/Execute";
+
+// The Execute request's bytes without a copy of the input data: each
+// input's data is a slice of the router's shared inputs, and the slice
+// holds a reference to them until gRPC has sent it
+// (cluster_codec::EncodeExecuteRequestWire).
+grpc::ByteBuffer ExecuteRequestBytes(const ExecuteRequest& request) {
+  using SharedInputs = std::shared_ptr<const std::vector<Tensor>>;
+  cluster_codec::ExecuteRequestWire wire = cluster_codec::EncodeExecuteRequestWire(request);
+  const std::vector<Tensor>& inputs = request.Inputs();
+  std::vector<grpc::Slice> slices;
+  slices.reserve(2 * inputs.size() + 1);
+  for (size_t i = 0; i < wire.heads.size(); ++i) {
+    if (!wire.heads[i].empty()) slices.emplace_back(wire.heads[i]);
+    if (i == inputs.size() || inputs[i].data.empty()) continue;
+    const std::string& data = inputs[i].data;
+    if (request.shared_inputs == nullptr) {  // the request's own: copied
+      slices.emplace_back(data);
+      continue;
+    }
+    slices.emplace_back(
+        const_cast<char*>(data.data()), data.size(),
+        [](void* keep) { delete static_cast<SharedInputs*>(keep); },
+        new SharedInputs(request.shared_inputs));
+  }
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+}  // namespace
 
 void GrpcWorkerStub::ImplRelease::operator()(Impl* impl) const { Impl::Release(impl); }
 
@@ -136,8 +178,11 @@ GrpcWorkerStub::GrpcWorkerStub(std::string worker, std::string address,
     spdlog::error("worker {}: {}", impl_->worker, credentials.status().message());
     credentials = grpc::SslCredentials(grpc::SslCredentialsOptions{});
   }
-  impl_->stub = pb::SommWorker::NewStub(
-      grpc::CreateCustomChannel(impl_->address, *credentials, args));
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(impl_->address, *credentials, args);
+  impl_->stub = pb::SommWorker::NewStub(channel);
+  impl_->execute_stub =
+      std::make_unique<grpc::TemplatedGenericStub<grpc::ByteBuffer, pb::ExecuteResponse>>(channel);
 }
 
 GrpcWorkerStub::~GrpcWorkerStub() = default;
@@ -147,10 +192,10 @@ const std::string& GrpcWorkerStub::id() const { return impl_->worker; }
 const std::string& GrpcWorkerStub::address() const { return impl_->address; }
 
 Status GrpcWorkerStub::Execute(ExecuteRequest& request, ExecuteCallback done) {
-  using ExecuteCall = Impl::Call<pb::ExecuteRequest, pb::ExecuteResponse, ExecuteCallback>;
+  using ExecuteCall = Impl::Call<grpc::ByteBuffer, pb::ExecuteResponse, ExecuteCallback>;
   auto owned = std::make_unique<ExecuteCall>(impl_.get());
   owned->done = std::move(done);
-  cluster_codec::EncodeExecuteRequest(request, &owned->request);
+  owned->request = ExecuteRequestBytes(request);
   std::chrono::system_clock::time_point deadline;
   // A best-effort query is answered late rather than not at all, so its SLO
   // cannot be the call's deadline: it travels without one (its batcher then
@@ -168,11 +213,13 @@ Status GrpcWorkerStub::Execute(ExecuteRequest& request, ExecuteCallback done) {
     owned.reset();
     done(std::move(result));
   };
-  if (impl_->StartOnQueue(call, &pb::SommWorker::Stub::PrepareAsyncExecute, finish)) {
-    return Status::Ok();
-  }
-  impl_->stub->async()->Execute(&call->context, &call->request, &call->response,
-                                [call, finish](grpc::Status status) { finish(call, status); });
+  auto* stub = impl_->execute_stub.get();
+  auto prepare = [stub, call](grpc::CompletionQueue* cq) {
+    return stub->PrepareUnaryCall(&call->context, kExecuteMethod, call->request, cq);
+  };
+  if (impl_->StartOnQueue(call, prepare, finish)) return Status::Ok();
+  stub->UnaryCall(&call->context, kExecuteMethod, grpc::StubOptions(), &call->request,
+                  &call->response, [call, finish](grpc::Status status) { finish(call, status); });
   return Status::Ok();
 }
 

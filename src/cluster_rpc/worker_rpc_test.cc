@@ -184,6 +184,32 @@ TEST_F(ClusterRpcTest, LoadThenExecuteEchoesAndLeavesTheInputs) {
   EXPECT_TRUE(Execute(no_deadline).ok());
 }
 
+// A router shares its inputs with the stub (ExecuteRequest::shared_inputs),
+// which sends their bytes from where they lie: the stub's reference alone
+// keeps them until gRPC has sent them, and it lets go of them afterwards.
+TEST_F(ClusterRpcTest, SharedInputsAreKeptUntilSentThenReleased) {
+  ASSERT_TRUE(Apply(LoadOf("echo")).ok());
+  ExecuteRequest request = QueryFor("echo");
+  const std::string bytes = request.inputs[0].data;
+  auto shared = std::make_shared<const std::vector<Tensor>>(std::move(request.inputs));
+  std::weak_ptr<const std::vector<Tensor>> watch = shared;
+  request.inputs.clear();
+  request.shared_inputs = std::move(shared);
+  auto p = std::make_shared<std::promise<StatusOr<ExecuteResult>>>();
+  std::future<StatusOr<ExecuteResult>> f = p->get_future();
+  ASSERT_TRUE(
+      stub_->Execute(request, [p](StatusOr<ExecuteResult> r) { p->set_value(std::move(r)); }).ok());
+  request.shared_inputs.reset();  // the stub's reference is the only one left
+  ASSERT_EQ(f.wait_for(kFailAfter), std::future_status::ready);
+  StatusOr<ExecuteResult> r = f.get();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->outputs.size(), 1u);
+  EXPECT_EQ(r->outputs[0].data, bytes);
+  // gRPC drops the sent bytes' slices when the call is done with them.
+  for (int i = 0; i < 500 && !watch.expired(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(watch.expired()) << "the stub still holds the inputs after the answer";
+}
+
 TEST_F(ClusterRpcTest, ConcurrentQueriesShareTheStubAndEachGetsItsOwnAnswer) {
   ASSERT_TRUE(Apply(LoadOf("echo")).ok());
   constexpr int kQueries = 64;

@@ -75,6 +75,9 @@ struct Router::Query {
   double zone_queue_ms = 0;     // kZoneBusier: predicted queue in the router's zone
   double other_queue_ms = 0;    // kZoneBusier: and at the holder taken instead
   std::vector<Tensor> inputs;  // checked, in model order
+  // The inputs, moved here when the query first goes to a remote worker:
+  // its stub sends them from here, and a retry elsewhere sends them again.
+  std::shared_ptr<const std::vector<Tensor>> sent_inputs;
   std::vector<bool> keep;      // outputs asked for
   int64_t samples = 1;
   DecisionRecord decision;
@@ -882,11 +885,17 @@ void Router::Dispatch(std::shared_ptr<Query> q, bool retry_on_missing) {
   ExecuteRequest r;
   r.group = std::move(group);
   r.instance_id = q->instance_id;
-  // A remote worker's stub copies the inputs onto the wire: the query keeps
-  // its own, for a retry elsewhere.
+  // A remote worker's stub sends the inputs from where they lie, and may
+  // hold them after a failure: the query shares them, for a retry
+  // elsewhere, and never changes them again.
   q->remote = !stub->local();
   if (q->remote) {
-    r.borrowed_inputs = &q->inputs;
+    if (!q->sent_inputs) {
+      q->sent_inputs = std::make_shared<const std::vector<Tensor>>(std::move(q->inputs));
+    }
+    r.shared_inputs = q->sent_inputs;
+  } else if (q->sent_inputs) {
+    r.inputs = *q->sent_inputs;  // a retry onto this process's own worker
   } else {
     r.inputs = std::move(q->inputs);
   }

@@ -143,8 +143,8 @@ Status Worker::Execute(ExecuteRequest& request, ExecuteCallback done) {
   }
   auto chosen = std::make_shared<int64_t>(-1);
   BatchTask task;
-  task.inputs = request.borrowed_inputs != nullptr ? *request.borrowed_inputs
-                                                   : std::move(request.inputs);
+  task.inputs = request.shared_inputs != nullptr ? *request.shared_inputs
+                                                 : std::move(request.inputs);
   task.deadline = request.deadline;
   task.best_effort = request.best_effort;
   task.done = [done, chosen, device = std::move(device)](Status s, std::vector<Tensor> outputs,

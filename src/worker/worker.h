@@ -83,14 +83,14 @@ struct ExecuteRequest {
   int64_t instance_id = -1;   // -1: the least loaded
   std::vector<Tensor> inputs; // checked (input_check.h), in model order
   // Set instead of `inputs` when the caller keeps its inputs (a router, to
-  // retry a remote dispatch elsewhere): valid only until Execute returns, so
-  // a stub that sends them copies them out before (the wire's copy is then
-  // the only one).
-  const std::vector<Tensor>* borrowed_inputs = nullptr;
+  // retry a remote dispatch elsewhere). Nobody changes them any more: a stub
+  // that sends them keeps a reference until its wire is done with the bytes,
+  // and sends them from where they lie; a local worker copies them.
+  std::shared_ptr<const std::vector<Tensor>> shared_inputs;
   SteadyClock::time_point deadline = SteadyClock::time_point::max();
   bool best_effort = false;
   const std::vector<Tensor>& Inputs() const {
-    return borrowed_inputs != nullptr ? *borrowed_inputs : inputs;
+    return shared_inputs != nullptr ? *shared_inputs : inputs;
   }
 };
 

@@ -86,9 +86,9 @@ class FakeWorkerStub : public WorkerStub {
       }
       Group& g = it->second;
       executed_.push_back(request);
-      if (request.borrowed_inputs != nullptr) {  // the caller's, only for this call
-        executed_.back().inputs = *request.borrowed_inputs;
-        executed_.back().borrowed_inputs = nullptr;
+      if (request.shared_inputs != nullptr) {  // the caller's: kept as they are now
+        executed_.back().inputs = *request.shared_inputs;
+        executed_.back().shared_inputs = nullptr;
       }
       refused = refusal_;
       if (refused.ok()) {
