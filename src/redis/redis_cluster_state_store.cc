@@ -59,12 +59,15 @@ return g
 )lua";
 
 // KEYS: demand key, routers set, generation. ARGV: demand JSON, ttl ms,
-// router id, channel.
+// router id, channel. The notice carries the demand ("18 router-demand r1\n
+// [...]"), as a heartbeat's carries its report: every router writes its
+// demand each second, and each watcher would otherwise read every one back.
+// An older watcher, which knows no "router-demand" notice, reads everything.
 constexpr char kPutDemandScript[] = R"lua(
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 redis.call('SADD', KEYS[2], ARGV[3])
 local g = redis.call('INCR', KEYS[3])
-redis.call('PUBLISH', ARGV[4], g .. ' demand ' .. ARGV[3])
+redis.call('PUBLISH', ARGV[4], g .. ' router-demand ' .. ARGV[3] .. '\n' .. ARGV[1])
 return g
 )lua";
 
@@ -283,10 +286,10 @@ struct Notice {
   std::string kind;
   std::string id;
   // "report" notices: the lease in ms, Redis's clock at the write (us since
-  // the epoch) and the report as written.
+  // the epoch) and the report as written; "router-demand": the demand.
   int64_t lease_ms = -1;
   int64_t written_us = 0;
-  std::string report;
+  std::string body;
 };
 
 Notice ParseNotice(const std::string& text) {
@@ -297,6 +300,17 @@ Notice ParseNotice(const std::string& text) {
   const size_t b = text.find(' ', a + 1);
   n.kind = text.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1);
   if (b == std::string::npos) return n;
+  if (n.kind == "router-demand") {
+    // "<router id>\n<demand>": the id never holds a newline.
+    const size_t d = text.find('\n', b + 1);
+    if (d == std::string::npos) {
+      n.kind = "malformed demand";  // read everything
+      return n;
+    }
+    n.id = text.substr(b + 1, d - b - 1);
+    n.body = text.substr(d + 1);
+    return n;
+  }
   if (n.kind != "report") {
     n.id = text.substr(b + 1);
     return n;
@@ -313,7 +327,7 @@ Notice ParseNotice(const std::string& text) {
   n.lease_ms = std::strtoll(text.substr(b + 1, c - b - 1).c_str(), nullptr, 10);
   n.written_us = std::strtoll(text.substr(c + 1, c2 - c - 1).c_str(), nullptr, 10);
   n.id = text.substr(c2 + 1, d - c2 - 1);
-  n.report = text.substr(d + 1);
+  n.body = text.substr(d + 1);
   return n;
 }
 
@@ -363,10 +377,14 @@ void RedisClusterStateStore::Changes::Add(const std::string& notice) {
     workers.insert(n.id);
     reports.erase(n.id);
   } else if (n.kind == "report" && !n.id.empty() && n.lease_ms >= 0) {
-    reports[n.id] = {n.lease_ms, n.written_us, std::move(n.report)};
+    reports[n.id] = {n.lease_ms, n.written_us, std::move(n.body)};
     workers.erase(n.id);
   } else if (n.kind == "demand" && !n.id.empty()) {
     routers.insert(n.id);
+    demands.erase(n.id);
+  } else if (n.kind == "router-demand" && !n.id.empty()) {
+    demands[n.id] = std::move(n.body);
+    routers.erase(n.id);
   } else if (n.kind == "catalog") {
     catalog = true;
   } else if (n.kind == "leader") {
@@ -377,8 +395,8 @@ void RedisClusterStateStore::Changes::Add(const std::string& notice) {
 }
 
 bool RedisClusterStateStore::Changes::empty() const {
-  return workers.empty() && reports.empty() && routers.empty() && !catalog && !leader &&
-         !everything;
+  return workers.empty() && reports.empty() && routers.empty() && demands.empty() && !catalog &&
+         !leader && !everything;
 }
 
 Status RedisClusterStateStore::Refresh() {
@@ -550,6 +568,14 @@ Status RedisClusterStateStore::ApplyLocked(const Changes& changes) {
     if (!report) continue;
     reports_[id] = std::move(*report);
     NoteExpiry(id, ttl, read_at);
+  }
+  for (const auto& [id, sent] : changes.demands) {
+    StatusOr<std::vector<ModelDemand>> rows = cluster::DemandFromJson(sent);
+    if (rows.ok()) {
+      demand_[id] = std::move(rows).value();
+    } else {
+      spdlog::warn("cluster state: demand of router {}: {}", id, rows.status().ToString());
+    }
   }
   for (const std::string& id : changes.routers) {
     const RedisReply& v = values[i++];

@@ -27,7 +27,8 @@
 // watchers cost Redis in proportion to its size, not to its square. A
 // heartbeat's notice carries the report itself ("17 report 3000
 // 1795000000123456 w1\n{...}": its lease in ms, Redis's clock at the write in
-// microseconds, the worker, the report), so it costs a watcher no read at all. Every
+// microseconds, the worker, the report), so it costs a watcher no read at all;
+// so does a router's demand ("18 router-demand r1\n[...]"). Every
 // `repoll` the watcher checks two keys (the generation counter and the
 // leader), reads again the workers whose key should have expired by now (it
 // reads each key's TTL with the report: a lapsed lease sends no notice, and
@@ -169,6 +170,8 @@ class RedisClusterStateStore : public cluster::ClusterStateStore {
       std::string report;
     };
     std::map<std::string, SentReport> reports;
+    // Routers whose notice carried their demand (JSON; no read needed).
+    std::map<std::string, std::string> demands;
     bool catalog = false, leader = false, everything = false;
   };
   void Watch();

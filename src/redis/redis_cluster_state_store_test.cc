@@ -113,11 +113,12 @@ class RedisStoreTest : public ::testing::Test {
   }
   std::unique_ptr<RedisClusterStateStore> Open(std::chrono::milliseconds lease = 3000ms,
                                                bool watch = true,
-                                               std::chrono::milliseconds full_repoll = 10000ms) {
+                                               std::chrono::milliseconds full_repoll = 10000ms,
+                                               std::chrono::milliseconds repoll = 100ms) {
     RedisStoreOptions o;
     o.endpoint = server_->endpoint();
     o.lease = lease;
-    o.repoll = 100ms;
+    o.repoll = repoll;
     o.full_repoll = full_repoll;
     o.watch = watch;
     auto s = RedisClusterStateStore::Open(o);
@@ -314,6 +315,49 @@ TEST_F(RedisStoreTest, AHeartbeatCostsAWatcherNoRead) {
   EXPECT_NE(lag.find("somm_cluster_view_lag_seconds_bucket{process=\"router:t\",le=\"+Inf\"}"),
             std::string::npos)
       << lag;
+}
+
+// Every router writes its demand each second; the notice carries it, so a
+// watcher reads none back (with R routers that was R reads a second for
+// each of them).
+TEST_F(RedisStoreTest, ARoutersDemandCostsAWatcherNoRead) {
+  auto writer = Open(3000ms, /*watch=*/false);
+  // No re-poll either (its GETs of the generation and the leader would
+  // count with the demands').
+  auto reader = Open(3000ms, /*watch=*/true, /*full_repoll=*/60000ms, /*repoll=*/60000ms);
+  // Without a re-poll, a notice sent before the reader listens is lost.
+  RedisConnection stats(server_->endpoint());
+  ASSERT_TRUE(Eventually([&] {
+    auto r = stats.Command({"PUBSUB", "NUMSUB", "somm:changes"});
+    return r.ok() && r->elements.size() == 2 && r->elements[1].integer == 1;
+  }));
+  cluster::ModelDemand d;
+  d.model = "m";
+  d.latency_slo_ms = 20;
+  d.arrivals_total = 1;
+  writer->PutDemand("router-a", {d});
+  ASSERT_TRUE(Eventually([&] { return reader->Read()->demand.size() == 1; }));
+  ASSERT_TRUE(stats.Command({"CONFIG", "RESETSTAT"}).ok());
+  const auto before = reader->read_counts();
+  // Ten demands of two routers, each waited for: each shows in the view
+  // with what it said, and none is read back.
+  std::map<std::string, int64_t> last = {{"router-a", 1}};
+  for (int64_t n = 2; n <= 11; ++n) {
+    const std::string router = n % 2 == 0 ? "router-a" : "router-b";
+    d.arrivals_total = n;
+    writer->PutDemand(router, {d});
+    last[router] = n;
+    const int64_t sum = last["router-a"] + last["router-b"];  // the view sums the routers
+    ASSERT_TRUE(Eventually([&] {
+      const auto s = reader->Read();
+      return s->demand.size() == 1 && s->demand[0].arrivals_total == sum;
+    })) << "demand " << n;
+  }
+  const auto after = reader->read_counts();
+  EXPECT_EQ(after.full, before.full) << "a demand made the reader read the whole state";
+  EXPECT_EQ(after.partial, before.partial) << "a demand made the reader read it back";
+  EXPECT_EQ(CommandCalls(stats, "get"), 0);
+  EXPECT_EQ(reader->Read()->demand[0].latency_slo_ms, 20);
 }
 
 // A notice that names a worker without its report (a removal, or a writer
