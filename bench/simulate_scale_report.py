@@ -26,11 +26,12 @@ END = "<!-- simulate.sh scale: end -->"
 
 # docs/cluster.md, "Steady-state cost of the cluster state": a worker sends
 # one command a second (its heartbeat, whose notice carries the report, so a
-# watcher reads nothing back for it); a watcher (each router and the
-# controller) reads a router's demand (1 command) per demand write, coalesced
-# when notices come together; 2 commands per re-poll (every 0.5 s); and the
-# whole state (5 + 2K + R commands) every 10 s. Redis also delivers each
-# heartbeat's notice to every watcher: K x (R + 1) messages a second.
+# watcher reads nothing back for it); a router writes its demand once a
+# second (its notice carries the demand: nothing is read back for it
+# either); a watcher (each router and the controller) sends 2 commands per
+# re-poll (every 0.5 s) and reads the whole state (5 + 2K + R commands)
+# every 10 s. Redis also delivers each heartbeat's and each demand's notice
+# to every watcher: (K + R) x (R + 1) messages a second.
 WORKER_CMDS_PER_S = 1.0
 REDIS_OPS_PER_CORE = 100_000
 
@@ -166,10 +167,11 @@ def failure_plot(runs, base, fail_at):
 
 
 def control_plane(workers, routers):
+    """Commands a second per watcher and in all, and notices delivered a second."""
     k, r = workers, routers
-    watcher = r + 1 + 2 / 0.5 + (5 + 2 * k + r) / 10
+    watcher = 1 + 2 / 0.5 + (5 + 2 * k + r) / 10
     total = k * WORKER_CMDS_PER_S + (r + 1) * watcher
-    return watcher, total
+    return watcher, total, (k + r) * (r + 1)
 
 
 def quality_rows(somm, others, variants=()):
@@ -345,14 +347,15 @@ def report(d):
                          f"| {run['rejections']} | {run['instance_seconds']:.0f} |")
         lines += ["", "![attainment around the failure](simulation-failure.svg)", ""]
     lines += ["### Control plane at 1,000 workers and 20 routers", ""]
-    watcher, total = control_plane(1000, 20)
+    watcher, total, delivered = control_plane(1000, 20)
     lines += [
         "Extrapolated from the live per-process figures of docs/cluster.md (\"Steady-state cost "
         "of the cluster state\"): a worker sends 1 command/s (its heartbeat, whose change "
-        "notice carries the report, so no watcher reads it back); each watcher (a router, and "
-        "the controller) reads a router's demand per demand write, checks two keys every 0.5 s, "
-        "and reads the whole state every 10 s: about R + 5 + (2K + R + 5)/10 commands a "
-        "second. Redis also delivers every heartbeat's notice to every watcher: K x (R + 1) "
+        "notice carries the report, so no watcher reads it back); a router writes its demand "
+        "once a second (its notice carries the demand, so none is read back either); each "
+        "watcher (a router, and the controller) checks two keys every 0.5 s and reads the whole "
+        "state every 10 s: about 5 + (2K + R + 5)/10 commands a second. Redis also delivers "
+        "every heartbeat's and every demand's notice to every watcher: (K + R) x (R + 1) "
         "messages a second.",
         "",
         "| workers K | routers R | per watcher cmds/s | all cmds/s | notices delivered/s "
@@ -360,22 +363,24 @@ def report(d):
         "|---:|---:|---:|---:|---:|---:|",
     ]
     for k, r in [(4, 2), (100, 5), (1000, 20), (4000, 20)]:
-        w_, t_ = control_plane(k, r)
-        lines.append(f"| {k} | {r} | {w_:,.0f} | {t_:,.0f} | {k * (r + 1):,} "
-                     f"| {(t_ + k * (r + 1)) / REDIS_OPS_PER_CORE:,.2f} |")
+        w_, t_, d_ = control_plane(k, r)
+        lines.append(f"| {k} | {r} | {w_:,.0f} | {t_:,.0f} | {d_:,} "
+                     f"| {(t_ + d_) / REDIS_OPS_PER_CORE:,.2f} |")
     # Where commands and deliveries together fill one core, at 20 routers.
     full_at = next(k for k in range(100, 100_000, 100)
-                   if control_plane(k, 20)[1] + k * 21 >= REDIS_OPS_PER_CORE)
+                   if sum(control_plane(k, 20)[1:]) >= REDIS_OPS_PER_CORE)
     lines += [
         "",
-        f"At 1,000 workers and 20 routers that is {total / 1e3:,.1f} k commands/s and 21 k "
-        f"notices delivered a second, {(total + 21_000) / REDIS_OPS_PER_CORE:.2f} of what one "
-        "Redis core serves if a delivery costs it what a command does. The design before, "
-        "where each watcher read every heartbeat's report back, needed 48 k commands/s "
-        "besides the same deliveries (0.69 of a core), and the one before that, which re-read "
-        "the whole state per notice, about 22 M. The cost still grows with workers x watchers "
+        f"At 1,000 workers and 20 routers that is {total / 1e3:,.1f} k commands/s and "
+        f"{delivered / 1e3:,.1f} k notices delivered a second, "
+        f"{(total + delivered) / REDIS_OPS_PER_CORE:.2f} of what one "
+        "Redis core serves if a delivery costs it what a command does. Reading every router's "
+        "demand back cost each watcher R commands a second more (5.8 k in all), reading every "
+        "heartbeat's report back too 48 k (0.69 of a core), and re-reading the whole "
+        "state per notice about 22 M. The cost still grows with workers x watchers "
         f"(the notices, and the full re-read every 10 s): one core is full at about "
-        f"{full_at:,} workers with 20 routers (about 1,450 before); past that, the routers "
+        f"{full_at:,} workers with 20 routers (about 1,450 when the reports were read back); "
+        "past that, the routers "
         "would have to be fed by a fan-out tier. Staleness: a write reaches a view in about a millisecond (the "
         "simulator's `--view-lag-ms 1`), and what a view knows of queues is as old as the last "
         "heartbeat (1 s) at any scale, as long as Redis keeps up; past its capacity the "
