@@ -5,7 +5,6 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
-#include <type_traits>
 #include <vector>
 #include <utility>
 
@@ -57,23 +56,16 @@ struct GrpcWorkerStub::Impl {
     Done done;
   };
 
-  // Starts `call` on the options' queue (`prepare`: the stub's
-  // PrepareAsyncX, or a function of the queue); `finish(call, status)` then
-  // runs on one of its threads. False: no queue, or it is closed; nothing
-  // was started.
+  // Starts `call` on the options' queue (`prepare(cq)`: a stub's
+  // PrepareAsyncX bound to the call); `finish(call, status)` then runs on
+  // one of its threads. False: no queue, or it is closed; nothing was
+  // started.
   template <typename Call, typename Prepare, typename Finish>
   bool StartOnQueue(Call* call, Prepare prepare, Finish finish) {
     if (!options.queue) return false;
-    return grpc_async::StartClientCall(
-        *options.queue, &call->context,
-        [&](grpc::CompletionQueue* cq) {
-          if constexpr (std::is_member_function_pointer_v<Prepare>) {
-            return (stub.get()->*prepare)(&call->context, call->request, cq);
-          } else {
-            return prepare(cq);
-          }
-        },
-        &call->response, &call->status, [call, finish] { finish(call, call->status); });
+    return grpc_async::StartClientCall(*options.queue, &call->context, prepare, &call->response,
+                                       &call->status,
+                                       [call, finish] { finish(call, call->status); });
   }
 
   static void Release(Impl* impl) {
@@ -236,7 +228,11 @@ void GrpcWorkerStub::Apply(WorkerAction action, std::function<void(Status)> done
     owned.reset();
     done(std::move(result));
   };
-  if (impl_->StartOnQueue(call, &pb::SommWorker::Stub::PrepareAsyncApply, finish)) return;
+  auto* stub = impl_->stub.get();
+  auto prepare = [stub, call](grpc::CompletionQueue* cq) {
+    return stub->PrepareAsyncApply(&call->context, call->request, cq);
+  };
+  if (impl_->StartOnQueue(call, prepare, finish)) return;
   impl_->stub->async()->Apply(&call->context, &call->request, &call->response,
                               [call, finish](grpc::Status status) { finish(call, status); });
 }

@@ -360,6 +360,18 @@ std::optional<WorkerReport> ReportOf(const std::string& worker, const std::strin
   return std::move(report).value();
 }
 
+// A router's demand as written, or nothing (with a warning) when it does not
+// parse: the view keeps what it had of that router.
+std::optional<std::vector<ModelDemand>> DemandOf(const std::string& router,
+                                                 const std::string& text) {
+  StatusOr<std::vector<ModelDemand>> rows = cluster::DemandFromJson(text);
+  if (!rows.ok()) {
+    spdlog::warn("cluster state: demand of router {}: {}", router, rows.status().ToString());
+    return std::nullopt;
+  }
+  return std::move(rows).value();
+}
+
 }  // namespace
 
 void RedisClusterStateStore::Changes::Add(const std::string& notice) {
@@ -449,8 +461,8 @@ Status RedisClusterStateStore::Refresh() {
       gone_routers.push_back(router_ids[i]);
       continue;
     }
-    StatusOr<std::vector<ModelDemand>> rows = cluster::DemandFromJson(v.str);
-    if (rows.ok()) demand.emplace(router_ids[i], std::move(rows).value());
+    std::optional<std::vector<ModelDemand>> rows = DemandOf(router_ids[i], v.str);
+    if (rows) demand.emplace(router_ids[i], std::move(*rows));
   }
   // Anyone who notices a lapsed lease prunes it (idempotent, and only if the
   // worker has not come back meanwhile).
@@ -570,12 +582,8 @@ Status RedisClusterStateStore::ApplyLocked(const Changes& changes) {
     NoteExpiry(id, ttl, read_at);
   }
   for (const auto& [id, sent] : changes.demands) {
-    StatusOr<std::vector<ModelDemand>> rows = cluster::DemandFromJson(sent);
-    if (rows.ok()) {
-      demand_[id] = std::move(rows).value();
-    } else {
-      spdlog::warn("cluster state: demand of router {}: {}", id, rows.status().ToString());
-    }
+    std::optional<std::vector<ModelDemand>> rows = DemandOf(id, sent);
+    if (rows) demand_[id] = std::move(*rows);
   }
   for (const std::string& id : changes.routers) {
     const RedisReply& v = values[i++];
@@ -583,8 +591,8 @@ Status RedisClusterStateStore::ApplyLocked(const Changes& changes) {
       demand_.erase(id);
       continue;
     }
-    StatusOr<std::vector<ModelDemand>> rows = cluster::DemandFromJson(v.str);
-    if (rows.ok()) demand_[id] = std::move(rows).value();
+    std::optional<std::vector<ModelDemand>> rows = DemandOf(id, v.str);
+    if (rows) demand_[id] = std::move(*rows);
   }
   std::optional<std::map<std::string, std::string>> catalog;
   if (changes.catalog) catalog = CatalogOf(values[i++]);
