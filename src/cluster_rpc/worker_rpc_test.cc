@@ -3,6 +3,7 @@
 // GrpcWorkerStub.
 #include <gtest/gtest.h>
 
+#include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
 #include <pthread.h>
 
@@ -11,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "cluster_rpc/grpc_worker_stub.h"
@@ -424,6 +427,87 @@ TEST_F(ClusterRpcTest, StubOnAServersQueueIsAnsweredByItsThreads) {
   auto f = p->get_future();
   ASSERT_EQ(f.wait_for(kFailAfter), std::future_status::ready);
   EXPECT_TRUE(f.get().ok());
+}
+
+// With gRPC 1.51's epoll poller, every thread waiting on a queue takes turns
+// at epoll_wait and hands the turn on with a futex each time it wakes; a
+// router's gRPC query paid four such hand-offs at concurrency 1 (the router
+// hop in docs/cluster.md). So a queue's second thread waits on gRPC only
+// while calls overlap, or while a call started off the queue's threads (a
+// REST query's) is in flight: calls that follow one another, each started by
+// the answer to the one before, are all answered by the first thread.
+TEST_F(ClusterRpcTest, QueueHelpersWaitOnGrpcOnlyWhileCallsOverlap) {
+  ASSERT_TRUE(Apply(LoadOf("echo")).ok());
+  ServerQueue served(2);
+  ASSERT_NE(served.server, nullptr);
+  grpc_async::CallQueue& queue = *served.queue;
+  GrpcWorkerStubOptions options;
+  options.queue = served.queue;
+  GrpcWorkerStub stub("w1", address_, options);
+  auto helpers_polling_becomes = [&queue](int n) {
+    const auto until = std::chrono::steady_clock::now() + kFailAfter;
+    while (queue.HelpersPolling() != n && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(1ms);
+    }
+    return queue.HelpersPolling() == n;
+  };
+  EXPECT_TRUE(helpers_polling_becomes(0));
+
+  // A call from this thread (as a REST query's) and two more overlapping it:
+  // the helper polls until they have ended.
+  backend_.delay_ms = 300;
+  std::vector<ExecuteRequest> requests(3, QueryFor("echo"));
+  auto answered = std::make_shared<std::atomic<int>>(0);
+  for (ExecuteRequest& r : requests) {
+    ASSERT_TRUE(stub.Execute(r, [answered](StatusOr<ExecuteResult> x) {
+                      if (x.ok()) answered->fetch_add(1);
+                    }).ok());
+  }
+  EXPECT_TRUE(helpers_polling_becomes(1)) << "three calls in flight, and the helper waits";
+  EXPECT_TRUE(helpers_polling_becomes(0)) << "the calls ended, and the helper still polls";
+  EXPECT_EQ(answered->load(), 3);
+  backend_.delay_ms = 0;
+
+  // Twenty calls one after another, each started on a queue thread by the
+  // answer to the one before (as a gRPC query's worker call is): one thread
+  // takes every answer. An alarm starts the first on a queue thread.
+  struct Chain {
+    GrpcWorkerStub* stub;
+    int left = 20;
+    ExecuteRequest request;
+    std::mutex mu;
+    std::set<std::thread::id> threads;
+    std::promise<Status> done;
+    void Next() {
+      request = QueryFor("echo");
+      Status taken = stub->Execute(request, [this](StatusOr<ExecuteResult> r) {
+        {
+          std::lock_guard lock(mu);
+          threads.insert(std::this_thread::get_id());
+        }
+        if (!r.ok()) return done.set_value(r.status());
+        if (--left == 0) return done.set_value(Status::Ok());
+        Next();
+      });
+      if (!taken.ok()) done.set_value(taken);
+    }
+  };
+  Chain chain{&stub};
+  auto finished = chain.done.get_future();
+  grpc::Alarm alarm;
+  ASSERT_TRUE(queue.OnOpenQueue([&] {
+    alarm.Set(queue.cq(), std::chrono::system_clock::now(),
+              new grpc_async::OneShot([&chain](bool) { chain.Next(); }));
+  }));
+  ASSERT_EQ(finished.wait_for(kFailAfter), std::future_status::ready);
+  EXPECT_TRUE(finished.get().ok());
+  {
+    std::lock_guard lock(chain.mu);
+    EXPECT_EQ(chain.threads.size(), 1u) << "answers to calls that never overlapped were handed "
+                                           "between the queue's threads";
+  }
+  served.server->Shutdown();
+  served.queue->Close();
 }
 
 // A router's stop closes its queue once its frontends have waited for their

@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 
+#include <algorithm>
+
 namespace somm::grpc_async {
 
 void CallQueue::Begin() {
@@ -24,12 +26,84 @@ void CallQueue::Untrack(grpc::ClientContext* call) {
   client_calls_.erase(call);
 }
 
+namespace {
+thread_local bool on_queue_thread = false;
+}
+bool CallQueue::OnQueueThread() { return on_queue_thread; }
+
+namespace {
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+void CallQueue::CallStarted(bool started_off_queue) {
+  calls_.fetch_add(1);
+  if (started_off_queue) calls_off_queue_.fetch_add(1);
+  if (!Overlapping()) return;
+  last_overlap_ns_.store(SteadyNowNs(), std::memory_order_relaxed);
+  if (parked_.load() > 0) {
+    MutexLock lock(&park_mu_);
+    park_cv_.notify_all();
+  }
+}
+
+void CallQueue::CallEnded(bool started_off_queue) {
+  if (started_off_queue) calls_off_queue_.fetch_sub(1);
+  calls_.fetch_sub(1);
+}
+
+bool CallQueue::Overlapping() const {
+  return calls_.load() >= kOverlapFrom || calls_off_queue_.load() > 0;
+}
+
 void CallQueue::StartThreads(int n, const char* name) {
-  for (int i = 0; i < n; ++i) threads_.emplace_back([this, name] { Poll(name); });
+  helpers_.fetch_add(std::max(n - 1, 0));
+  for (int i = 0; i < n; ++i) {
+    threads_.emplace_back([this, name, i] { i == 0 ? Poll(name) : Help(name); });
+  }
+}
+
+void CallQueue::Help(const char* name) {
+  pthread_setname_np(pthread_self(), name);
+  on_queue_thread = true;
+  void* tag;
+  bool ok;
+  while (true) {
+    {
+      MutexLock lock(&park_mu_);
+      // parked_ before the test, as CallStarted counts before it looks
+      // (both seq_cst): one of the two sees the other, so no wake is lost.
+      parked_.fetch_add(1);
+      while (!closing_ && !Overlapping()) park_cv_.wait(park_mu_.native());
+      parked_.fetch_sub(1);
+    }
+    // Back to the park once calls have not overlapped for kLinger: a
+    // router under steady REST load keeps its helper on gRPC, as it would
+    // be with every thread polling, instead of waking it for each query.
+    // The deadline bounds how long that takes when no event comes.
+    do {
+      const auto deadline = std::chrono::system_clock::now() + kLinger;
+      switch (cq_->AsyncNext(&tag, &ok, deadline)) {
+        case grpc::CompletionQueue::SHUTDOWN:
+          return;
+        case grpc::CompletionQueue::GOT_EVENT:
+          static_cast<Tag*>(tag)->Proceed(ok);
+          break;
+        case grpc::CompletionQueue::TIMEOUT:
+          break;
+      }
+    } while (Overlapping() ||
+             SteadyNowNs() - last_overlap_ns_.load(std::memory_order_relaxed) <
+                 std::chrono::nanoseconds(kLinger).count());
+  }
 }
 
 void CallQueue::Poll(const char* name) {
   pthread_setname_np(pthread_self(), name);
+  on_queue_thread = true;
   void* tag;
   bool ok;
   while (cq_->Next(&tag, &ok)) static_cast<Tag*>(tag)->Proceed(ok);
@@ -55,6 +129,11 @@ void CallQueue::Close() {
       for (grpc::ClientContext* call : client_calls_) call->TryCancel();
     }
     if (cq_) cq_->Shutdown();
+    {
+      MutexLock lock(&park_mu_);
+      closing_ = true;
+      park_cv_.notify_all();
+    }
     for (std::thread& t : threads_) t.join();
     threads_.clear();
     // Whatever no thread took (none started: the server failed to start).

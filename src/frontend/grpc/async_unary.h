@@ -30,6 +30,9 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -80,8 +83,21 @@ class CallQueue {
   void Begin();
   void End();
 
-  // `n` threads poll the queue, named `name` (as seen in top -H).
+  // `n` threads poll the queue, named `name` (as seen in top -H). The
+  // first always waits on it; the others only while calls overlap (below).
   void StartThreads(int n, const char* name);
+
+  // Calls the queue's threads have in hand: a served call from the offer's
+  // answer until its answer has gone, a client call from its start to its
+  // end (Call and StartClientCall count them). `started_off_queue`: started
+  // by a thread that does not poll the queue (a REST query's worker call).
+  void CallStarted(bool started_off_queue = false);
+  void CallEnded(bool started_off_queue = false);
+  // Whether this thread is one of a queue's pollers.
+  static bool OnQueueThread();
+
+  // How many threads past the first wait on gRPC now (for tests).
+  int HelpersPolling() const { return helpers_.load() - parked_.load(); }
   void Close();
 
   // Client calls started on the queue and not yet ended (StartClientCall):
@@ -91,6 +107,29 @@ class CallQueue {
 
  private:
   void Poll(const char* name);
+  void Help(const char* name);
+
+  // With gRPC 1.51's epoll poller one thread at a time waits in epoll_wait;
+  // each time it wakes it hands that turn to another thread waiting on the
+  // queue, with a futex. With two threads waiting, a router's gRPC query
+  // made six context switches at concurrency 1 against 1.6 with one thread,
+  // and its p50 was 40 us longer. So the threads past the first (helpers)
+  // wait on gRPC only while queries overlap: a query holds at most two calls
+  // (its own and its worker's), so a third means another is under way.
+  // A call started off the queue's threads counts as overlap too: with the
+  // first thread alone, a REST query through a router took 55-65 us more at
+  // concurrency 1 (docs/cluster.md, "One thread waits on gRPC at a time").
+  static constexpr int kOverlapFrom = 3;
+  static constexpr std::chrono::milliseconds kLinger{2};
+  bool Overlapping() const;
+  std::atomic<int> calls_{0};
+  std::atomic<int> calls_off_queue_{0};
+  std::atomic<int64_t> last_overlap_ns_{0};  // steady clock
+  std::atomic<int> helpers_{0};
+  std::atomic<int> parked_{0};
+  Mutex park_mu_;
+  std::condition_variable_any park_cv_;
+  bool closing_ SOMM_GUARDED_BY(park_mu_) = false;
 
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   std::vector<std::thread> threads_;
@@ -139,12 +178,15 @@ bool StartClientCall(CallQueue& queue, grpc::ClientContext* context, Prepare pre
                      Response* response, grpc::Status* status, Done done) {
   return queue.OnOpenQueue([&] {
     queue.Track(context);
+    const bool off_queue = !CallQueue::OnQueueThread();
+    queue.CallStarted(off_queue);
     // The reader lives in the call's arena: dropping the pointer frees nothing.
     auto reader = prepare(queue.cq());
     reader->StartCall();
     reader->Finish(response, status,
-                   new OneShot([&queue, context, done = std::move(done)](bool) mutable {
+                   new OneShot([&queue, context, off_queue, done = std::move(done)](bool) mutable {
                      queue.Untrack(context);
+                     queue.CallEnded(off_queue);
                      done();
                    }));
   });
@@ -154,6 +196,10 @@ bool StartClientCall(CallQueue& queue, grpc::ClientContext* context, Prepare pre
 // the queue; it frees itself after the second.
 class Call : public Tag {
  public:
+  explicit Call(CallQueue* queue) : queue_(queue) {}
+  ~Call() override {
+    if (answering_) queue_->CallEnded();
+  }
   // `ok` false: the offer failed (the server is shutting down) or the answer
   // was not sent (the client went away); either way nothing is left to do.
   void Proceed(bool ok) override {
@@ -162,6 +208,7 @@ class Call : public Tag {
       return;
     }
     answering_ = true;  // before Handle: the answer may come on another thread
+    queue_->CallStarted();
     AskNext();
     Handle();
   }
@@ -170,6 +217,8 @@ class Call : public Tag {
   virtual void AskNext() = 0;
   virtual void Handle() = 0;
 
+  CallQueue* const queue_;
+
  private:
   bool answering_ = false;
 };
@@ -177,7 +226,7 @@ class Call : public Tag {
 template <typename Request, typename Response>
 class UnaryCall : public Call {
  protected:
-  explicit UnaryCall(CallQueue* queue) : queue_(queue) {}
+  explicit UnaryCall(CallQueue* queue) : Call(queue) {}
 
   // Answers the call (response_ when `status` is OK); the answer's
   // completion frees it, or, once the queue is closed, this does.
@@ -192,7 +241,6 @@ class UnaryCall : public Call {
     if (!written) delete this;
   }
 
-  CallQueue* const queue_;
   grpc::ServerContext context_;
   Request request_;
   Response response_;
