@@ -83,9 +83,12 @@ void CallQueue::Help(const char* name) {
     // Back to the park once calls have not overlapped for kLinger: a
     // router under steady REST load keeps its helper on gRPC, as it would
     // be with every thread polling, instead of waking it for each query.
-    // The deadline bounds how long that takes when no event comes.
+    // The deadline bounds how long that takes when no event comes; while
+    // calls overlap it is long, or a helper under slow queries (resnet18's
+    // take 20 ms) would wake 500 times a second only to look.
     do {
-      const auto deadline = std::chrono::system_clock::now() + kLinger;
+      const auto deadline =
+          std::chrono::system_clock::now() + (Overlapping() ? kOverlapWait : kLinger);
       switch (cq_->AsyncNext(&tag, &ok, deadline)) {
         case grpc::CompletionQueue::SHUTDOWN:
           return;

@@ -121,6 +121,7 @@ class CallQueue {
   // concurrency 1 (docs/cluster.md, "One thread waits on gRPC at a time").
   static constexpr int kOverlapFrom = 3;
   static constexpr std::chrono::milliseconds kLinger{2};
+  static constexpr std::chrono::milliseconds kOverlapWait{100};
   bool Overlapping() const;
   std::atomic<int> calls_{0};
   std::atomic<int> calls_off_queue_{0};
