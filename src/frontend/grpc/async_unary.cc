@@ -27,17 +27,17 @@ void CallQueue::Untrack(grpc::ClientContext* call) {
 }
 
 namespace {
-thread_local bool on_queue_thread = false;
-}
-bool CallQueue::OnQueueThread() { return on_queue_thread; }
+// The queue whose thread this is, if it is one.
+thread_local const CallQueue* polled_queue = nullptr;
 
-namespace {
 int64_t SteadyNowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 }  // namespace
+
+bool CallQueue::PolledByThisThread() const { return polled_queue == this; }
 
 void CallQueue::CallStarted(bool started_off_queue) {
   calls_.fetch_add(1);
@@ -68,7 +68,7 @@ void CallQueue::StartThreads(int n, const char* name) {
 
 void CallQueue::Help(const char* name) {
   pthread_setname_np(pthread_self(), name);
-  on_queue_thread = true;
+  polled_queue = this;
   void* tag;
   bool ok;
   while (true) {
@@ -106,7 +106,7 @@ void CallQueue::Help(const char* name) {
 
 void CallQueue::Poll(const char* name) {
   pthread_setname_np(pthread_self(), name);
-  on_queue_thread = true;
+  polled_queue = this;
   void* tag;
   bool ok;
   while (cq_->Next(&tag, &ok)) static_cast<Tag*>(tag)->Proceed(ok);

@@ -93,8 +93,8 @@ class CallQueue {
   // by a thread that does not poll the queue (a REST query's worker call).
   void CallStarted(bool started_off_queue = false);
   void CallEnded(bool started_off_queue = false);
-  // Whether this thread is one of a queue's pollers.
-  static bool OnQueueThread();
+  // Whether the calling thread is one of this queue's.
+  bool PolledByThisThread() const;
 
   // How many threads past the first wait on gRPC now (for tests).
   int HelpersPolling() const { return helpers_.load() - parked_.load(); }
@@ -179,7 +179,7 @@ bool StartClientCall(CallQueue& queue, grpc::ClientContext* context, Prepare pre
                      Response* response, grpc::Status* status, Done done) {
   return queue.OnOpenQueue([&] {
     queue.Track(context);
-    const bool off_queue = !CallQueue::OnQueueThread();
+    const bool off_queue = !queue.PolledByThisThread();
     queue.CallStarted(off_queue);
     // The reader lives in the call's arena: dropping the pointer frees nothing.
     auto reader = prepare(queue.cq());
