@@ -7,13 +7,13 @@
 #include <atomic>
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <random>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "common/testing/thread_names.h"
 #include "e2e_fixture.h"
 #include "proto/inference.grpc.pb.h"
 
@@ -186,19 +186,6 @@ TEST_F(GrpcE2ETest, EachBadInputGetsItsOwnCodeAndMessageThenServingGoesOn) {
 
 // 8 clients x 500 queries, half over REST and half over gRPC, against a
 // batching model: every answer must be right, and batches must have formed.
-// The names of the server's threads now (/proc/PID/task/*/comm).
-std::vector<std::string> ThreadNames(pid_t pid) {
-  std::vector<std::string> names;
-  const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
-  for (const auto& task : std::filesystem::directory_iterator(tasks)) {
-    std::ifstream comm(task.path() / "comm");
-    std::string name;
-    std::getline(comm, name);
-    names.push_back(name);
-  }
-  return names;
-}
-
 // Every completion of gRPC, the server's own calls and (through a router) its
 // calls to the workers alike, is taken by the threads of somm's one completion
 // queue: gRPC's callback API, whose "nexting" threads would poll the sockets
@@ -217,7 +204,7 @@ TEST_F(GrpcE2ETest, EveryGrpcCompletionIsTakenBySommsQueueThreads) {
     auto r = http.Post("/v2/models/digits-mlp/infer", body.dump(), "application/json");
     ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
   }
-  const std::vector<std::string> names = ThreadNames(server_->pid());
+  const std::vector<std::string> names = testing::ThreadNames(server_->pid());
   EXPECT_EQ(std::count(names.begin(), names.end(), "nexting_thread"), 0);
   // A router serves its frontend and takes its workers' answers on the same
   // queue: at least two threads on it (--grpc-threads).

@@ -65,6 +65,10 @@ namespace somm {
 
 using SteadyClock = std::chrono::steady_clock;
 
+// BatcherOptions::inline_min_gap_us unless set; the worker's options and the
+// `somm worker` flag start from it too.
+inline constexpr double kDefaultInlineMinGapUs = 120;
+
 struct BatcherOptions {
   // Names the instance in errors and the worker thread, e.g. "digits-mlp:1#0".
   std::string name;
@@ -95,7 +99,7 @@ struct BatcherOptions {
   // needed to take in the next queries, which batch, and a query run inline
   // would hold them. Between the two: a lone client through a router leaves
   // about 200 us between its queries on loopback, 16 clients about 60 us.
-  double inline_min_gap_us = 120;
+  double inline_min_gap_us = kDefaultInlineMinGapUs;
   // Every time the batcher reads (enqueue, execution, deadlines) and its
   // waits for the queue delay; must outlive the Batcher. null = Clock::Real().
   // Task deadlines are points on this clock.

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "batching/batcher.h"
 #include "crypto/tls_files.h"
 
 namespace somm {
@@ -81,7 +82,7 @@ struct WorkerProcessOptions {
   // ... while its queries come at least this many microseconds apart on
   // average (closer is load, which its batcher thread takes so that queries
   // batch).
-  double inline_min_gap_us = 120;
+  double inline_min_gap_us = kDefaultInlineMinGapUs;
   int lease_ms = 3000;                // its report's TTL in Redis
   int heartbeat_ms = 1000;            // how often it renews it
   double background_duty = 0.15;

@@ -7,10 +7,9 @@
 #include <grpcpp/grpcpp.h>
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <future>
 #include <mutex>
 #include <set>
@@ -19,6 +18,7 @@
 #include "cluster_rpc/grpc_worker_stub.h"
 #include "cluster_rpc/worker_pool.h"
 #include "cluster_rpc/worker_service.h"
+#include "common/testing/thread_names.h"
 #include "frontend/grpc/async_unary.h"
 #include "metrics/serving_metrics.h"
 
@@ -364,13 +364,8 @@ std::string ThisThreadName() {
 }
 
 bool AnyThreadNamed(const std::string& wanted) {
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream comm(task.path() / "comm");
-    std::string name;
-    std::getline(comm, name);
-    if (name == wanted) return true;
-  }
-  return false;
+  const std::vector<std::string> names = testing::ThreadNames();
+  return std::find(names.begin(), names.end(), wanted) != names.end();
 }
 
 // A gRPC server with no service, whose one completion queue `threads`

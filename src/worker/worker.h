@@ -62,7 +62,7 @@ struct WorkerOptions {
   double inline_max_compute_us = 0;
   // ... while its queries come at least this many microseconds apart on
   // average (BatcherOptions::inline_min_gap_us).
-  double inline_min_gap_us = 120;
+  double inline_min_gap_us = kDefaultInlineMinGapUs;
 };
 
 // An action as the worker receives it: the policy's typed Action, plus the

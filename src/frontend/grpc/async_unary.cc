@@ -16,16 +16,6 @@ void CallQueue::End() {
   if (--pending_ == 0) idle_.notify_all();
 }
 
-void CallQueue::Track(grpc::ClientContext* call) {
-  MutexLock lock(&client_mu_);
-  client_calls_.insert(call);
-}
-
-void CallQueue::Untrack(grpc::ClientContext* call) {
-  MutexLock lock(&client_mu_);
-  client_calls_.erase(call);
-}
-
 namespace {
 // The queue whose thread this is, if it is one.
 thread_local const CallQueue* polled_queue = nullptr;
@@ -37,11 +27,27 @@ int64_t SteadyNowNs() {
 }
 }  // namespace
 
-bool CallQueue::PolledByThisThread() const { return polled_queue == this; }
+bool CallQueue::ClientCallStarted(grpc::ClientContext* call) {
+  {
+    MutexLock lock(&client_mu_);
+    client_calls_.insert(call);
+  }
+  const bool off_queue = polled_queue != this;
+  Started(off_queue);
+  return off_queue;
+}
 
-void CallQueue::CallStarted(bool started_off_queue) {
+void CallQueue::ClientCallEnded(grpc::ClientContext* call, bool started_off_queue) {
+  {
+    MutexLock lock(&client_mu_);
+    client_calls_.erase(call);
+  }
+  Ended(started_off_queue);
+}
+
+void CallQueue::Started(bool off_queue) {
   calls_.fetch_add(1);
-  if (started_off_queue) calls_off_queue_.fetch_add(1);
+  if (off_queue) calls_off_queue_.fetch_add(1);
   if (!Overlapping()) return;
   last_overlap_ns_.store(SteadyNowNs(), std::memory_order_relaxed);
   if (parked_.load() > 0) {
@@ -50,8 +56,8 @@ void CallQueue::CallStarted(bool started_off_queue) {
   }
 }
 
-void CallQueue::CallEnded(bool started_off_queue) {
-  if (started_off_queue) calls_off_queue_.fetch_sub(1);
+void CallQueue::Ended(bool off_queue) {
+  if (off_queue) calls_off_queue_.fetch_sub(1);
   calls_.fetch_sub(1);
 }
 
@@ -74,7 +80,7 @@ void CallQueue::Help(const char* name) {
   while (true) {
     {
       MutexLock lock(&park_mu_);
-      // parked_ before the test, as CallStarted counts before it looks
+      // parked_ before the test, as Started counts before it looks
       // (both seq_cst): one of the two sees the other, so no wake is lost.
       parked_.fetch_add(1);
       while (!closing_ && !Overlapping()) park_cv_.wait(park_mu_.native());

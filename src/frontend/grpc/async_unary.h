@@ -32,8 +32,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdint>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -88,24 +88,23 @@ class CallQueue {
   void StartThreads(int n, const char* name);
 
   // Calls the queue's threads have in hand: a served call from the offer's
-  // answer until its answer has gone, a client call from its start to its
-  // end (Call and StartClientCall count them). `started_off_queue`: started
-  // by a thread that does not poll the queue (a REST query's worker call).
-  void CallStarted(bool started_off_queue = false);
-  void CallEnded(bool started_off_queue = false);
-  // Whether the calling thread is one of this queue's.
-  bool PolledByThisThread() const;
+  // answer until its answer has gone (Call counts it), a client call from
+  // its start to its end (StartClientCall). A client call is also cancelled
+  // by Close until it ends. ClientCallStarted returns whether the call was
+  // started off the queue's threads (a REST query's worker call), which its
+  // ClientCallEnded is given back.
+  void CallStarted() { Started(false); }
+  void CallEnded() { Ended(false); }
+  bool ClientCallStarted(grpc::ClientContext* call);
+  void ClientCallEnded(grpc::ClientContext* call, bool started_off_queue);
 
   // How many threads past the first wait on gRPC now (for tests).
   int HelpersPolling() const { return helpers_.load() - parked_.load(); }
   void Close();
 
-  // Client calls started on the queue and not yet ended (StartClientCall):
-  // Close cancels them.
-  void Track(grpc::ClientContext* call);
-  void Untrack(grpc::ClientContext* call);
-
  private:
+  void Started(bool off_queue);
+  void Ended(bool off_queue);
   void Poll(const char* name);
   void Help(const char* name);
 
@@ -178,16 +177,13 @@ template <typename Prepare, typename Response, typename Done>
 bool StartClientCall(CallQueue& queue, grpc::ClientContext* context, Prepare prepare,
                      Response* response, grpc::Status* status, Done done) {
   return queue.OnOpenQueue([&] {
-    queue.Track(context);
-    const bool off_queue = !queue.PolledByThisThread();
-    queue.CallStarted(off_queue);
+    const bool off_queue = queue.ClientCallStarted(context);
     // The reader lives in the call's arena: dropping the pointer frees nothing.
     auto reader = prepare(queue.cq());
     reader->StartCall();
     reader->Finish(response, status,
                    new OneShot([&queue, context, off_queue, done = std::move(done)](bool) mutable {
-                     queue.Untrack(context);
-                     queue.CallEnded(off_queue);
+                     queue.ClientCallEnded(context, off_queue);
                      done();
                    }));
   });

@@ -8,12 +8,11 @@
 
 #include <algorithm>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <random>
 #include <thread>
 
+#include "common/testing/thread_names.h"
 #include "frontend/grpc/grpc_codec.h"
 #include "proto/inference.grpc.pb.h"
 #include "proto/somm.grpc.pb.h"
@@ -618,18 +617,6 @@ TEST_F(GrpcFrontendTest, RepositoryIndexLoadUnload) {
   EXPECT_EQ(calls.unloaded, std::vector<std::string>{"x"});
 }
 
-// This process's threads, by name (/proc/self/task/*/comm).
-std::vector<std::string> ThreadNames() {
-  std::vector<std::string> names;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream comm(task.path() / "comm");
-    std::string name;
-    std::getline(comm, name);
-    names.push_back(name);
-  }
-  return names;
-}
-
 // Every method is served from the frontend's own completion queue. gRPC's
 // callback API, whose "nexting" threads would poll the process's sockets
 // beside the queue's threads and hand answers over between threads
@@ -663,7 +650,7 @@ TEST_F(GrpcFrontendTest, EveryMethodIsServedByTheQueueThreadsAlone) {
   EXPECT_TRUE(Call(control.get(), &somm::SommControl::Stub::RecentDecisions,
                    somm::RecentDecisionsRequest()));
 
-  const std::vector<std::string> names = ThreadNames();
+  const std::vector<std::string> names = testing::ThreadNames();
   EXPECT_EQ(std::count(names.begin(), names.end(), "nexting_thread"), 0);
   EXPECT_GE(std::count(names.begin(), names.end(), "somm-grpc-infer"), 1);
 }
