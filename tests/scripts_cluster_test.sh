@@ -48,7 +48,7 @@ session_commands() { ps -s "$SID" -o args= 2>/dev/null | grep -E "somm (router|w
 # run_once STOP: starts the cluster, checks it, stops it with STOP (term or
 # ctrl-c) and checks that it is all gone within 20 s.
 run_once() {
-  local stop="$1" base started ready_s code cmds n stop_start stopped_s
+  local stop="$1" base started ready_s code cmds n metrics stop_start stopped_s
   base="$(pick_base)" || fail "no free base port"
   started=$SECONDS
   # env --default-signal: a script's background job starts with SIGINT
@@ -70,8 +70,10 @@ run_once() {
       "http://127.0.0.1:$((base + 10 * i))/v2/models/digits-mlp/infer" -d @"$REPO/.examples/digit_3.json")"
     [[ "$code" == 200 ]] || fail "router $i answered $code: $(head -c 300 "$TMP/answer")"
     grep -q '"outputs"' "$TMP/answer" || fail "router $i's answer has no outputs"
-    curl -sf "http://127.0.0.1:$((base + 10 * i + 2))/metrics" | grep -q '^somm_' ||
-      fail "router $i's metrics port serves no somm metrics"
+    # Read whole before grep: `grep -q` stops at the first match, and under
+    # pipefail curl's write into the closed pipe would fail the pipeline.
+    metrics="$(curl -sf "http://127.0.0.1:$((base + 10 * i + 2))/metrics")"
+    grep -q '^somm_' <<<"$metrics" || fail "router $i's metrics port serves no somm metrics"
   done
   cmds="$(session_commands)"
   for role in "somm router" "somm worker" "somm controller"; do
