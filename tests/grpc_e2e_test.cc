@@ -184,8 +184,6 @@ TEST_F(GrpcE2ETest, EachBadInputGetsItsOwnCodeAndMessageThenServingGoesOn) {
   }
 }
 
-// 8 clients x 500 queries, half over REST and half over gRPC, against a
-// batching model: every answer must be right, and batches must have formed.
 // Every completion of gRPC, the server's own calls and (through a router) its
 // calls to the workers alike, is taken by the threads of somm's one completion
 // queue: gRPC's callback API, whose "nexting" threads would poll the sockets
@@ -213,6 +211,8 @@ TEST_F(GrpcE2ETest, EveryGrpcCompletionIsTakenBySommsQueueThreads) {
   EXPECT_GE(std::count(names.begin(), names.end(), "somm-grpc-infer"), through_router ? 2 : 1);
 }
 
+// 8 clients x 500 queries, half over REST and half over gRPC, against a
+// batching model: every answer must be right, and batches must have formed.
 TEST_F(GrpcE2ETest, EightConcurrentClientsGetCorrectAnswersAndBatchesForm) {
   const auto& px = digits_->pixels;
   const auto expected = TorchReference(*demo_ + "/digits-mlp/1/model.pt", px);
