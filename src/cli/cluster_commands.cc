@@ -732,11 +732,10 @@ int RunRouter(const RouterProcessOptions& o) {
   }
   MetricsAccess metrics_access;
   metrics_access.authorize = [g = guard->get()](const std::string& a) { return g->AdmitMetrics(a); };
+  metrics_access.extra_text = [g = guard->get()] { return g->MetricsText(); };
   // How stale its view of the cluster gets (docs/cluster.md, "Steady-state
   // cost of the cluster state").
-  metrics_access.extra_text = [g = guard->get(), store, process = "router:" + rto.id] {
-    return g->MetricsText() + store->ViewLagMetricsText(process);
-  };
+  store->SetOnViewLag(metrics.ViewLagRecorder("router:" + rto.id));
   auto endpoint = MetricsEndpoint::Start(metrics, o.address, o.metrics_port, nullptr,
                                          std::move(metrics_access), *tls);
   if (!endpoint.ok()) {
@@ -866,12 +865,9 @@ int RunController(const ControllerProcessOptions& o) {
       o.advertise.empty() ? DialHost(o.address) + ":" + std::to_string(port) : o.advertise;
   const std::string holder = id + "|" + advertise;
   // The controller keeps the same view as a router: how stale it gets.
-  MetricsAccess metrics_access;
-  metrics_access.extra_text = [store, process = "controller:" + id] {
-    return store->ViewLagMetricsText(process);
-  };
+  store->SetOnViewLag(metrics.ViewLagRecorder("controller:" + id));
   auto endpoint = MetricsEndpoint::Start(metrics, o.address, o.metrics_port, [] { return true; },
-                                         std::move(metrics_access), *tls);
+                                         MetricsAccess{}, *tls);
   if (!endpoint.ok()) {
     spdlog::error("{}", endpoint.status().message());
     return 2;

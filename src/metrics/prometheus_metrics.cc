@@ -291,6 +291,15 @@ struct PrometheusMetrics::ScalerFamilies {
   prometheus::Gauge& desired;
 };
 
+struct PrometheusMetrics::ViewLagFamily {
+  explicit ViewLagFamily(prometheus::Registry& r)
+      : lag(prometheus::BuildHistogram()
+                .Name("somm_cluster_view_lag_seconds")
+                .Help("From a worker's report written in Redis to this process's view holding it")
+                .Register(r)) {}
+  prometheus::Family<prometheus::Histogram>& lag;
+};
+
 PrometheusMetrics::~PrometheusMetrics() = default;
 
 PrometheusMetrics::ScalerFamilies& PrometheusMetrics::Scaler() {
@@ -308,6 +317,20 @@ void PrometheusMetrics::SetWorkers(int current, int desired) {
   ScalerFamilies& f = Scaler();
   f.workers.Set(current);
   f.desired.Set(desired);
+}
+
+std::function<void(double seconds)> PrometheusMetrics::ViewLagRecorder(const std::string& process) {
+  // From a quarter of a millisecond (a view on the same host as Redis) to a
+  // second (a lost notice, caught by the re-poll).
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {
+      250e-6, 500e-6, 1e-3, 2e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 1};
+  prometheus::Histogram* lag;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!view_lag_) view_lag_ = std::make_unique<ViewLagFamily>(*registry_);
+    lag = &view_lag_->lag.Add({{"process", process}}, kBuckets);
+  }
+  return [lag](double seconds) { lag->Observe(seconds); };
 }
 
 ModelMetrics* PrometheusMetrics::ForModel(const std::string& model, const std::string& version) {

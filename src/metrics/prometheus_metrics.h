@@ -3,8 +3,8 @@
 // prometheus_metrics.cc.
 #pragma once
 
-#include <map>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -52,6 +52,11 @@ class PrometheusMetrics : public ServingMetrics {
   // somm_workers_desired.
   void RecordWorkerScaleStep(const std::string& direction, const std::string& reason);
   void SetWorkers(int current, int desired);
+  // What records into somm_cluster_view_lag_seconds{process=`process`}: how
+  // stale the cluster view of a router or controller gets, from a worker's
+  // report written in Redis to the view holding it (the Redis store's
+  // SetOnViewLag). The histogram exists, at 0, from this call on.
+  std::function<void(double seconds)> ViewLagRecorder(const std::string& process);
   // The Prometheus text exposition of every metric.
   std::string Serialize() const;
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
@@ -64,6 +69,8 @@ class PrometheusMetrics : public ServingMetrics {
   struct ScalerFamilies;  // made on first use, under mu_
   std::unique_ptr<ScalerFamilies> scaler_;
   ScalerFamilies& Scaler();
+  struct ViewLagFamily;  // made on first use, under mu_
+  std::unique_ptr<ViewLagFamily> view_lag_;
   std::mutex mu_;
   std::map<std::pair<std::string, std::string>, std::unique_ptr<ModelMetrics>> models_;
 };

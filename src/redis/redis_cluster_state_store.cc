@@ -607,49 +607,16 @@ Status RedisClusterStateStore::ApplyLocked(const Changes& changes) {
 }
 
 void RedisClusterStateStore::NoteLag(int64_t written_us) {
+  if (!on_view_lag_) return;
   const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
-  const double lag_ms = std::max<int64_t>(0, now_us - written_us) / 1000.0;
-  size_t bucket = 0;
-  while (bucket < std::size(kLagBucketsMs) && lag_ms > kLagBucketsMs[bucket]) ++bucket;
-  ++lag_counts_[bucket];
-  lag_sum_s_ += lag_ms / 1000.0;
+  on_view_lag_(static_cast<double>(std::max<int64_t>(0, now_us - written_us)) / 1e6);
 }
 
-std::string RedisClusterStateStore::ViewLagMetricsText(const std::string& process) const {
-  std::array<int64_t, std::size(kLagBucketsMs) + 1> counts;
-  double sum_s;
-  {
-    MutexLock refresh(&refresh_mu_);
-    counts = lag_counts_;
-    sum_s = lag_sum_s_;
-  }
-  const std::string label = "process=\"" + process + "\"";
-  std::string out =
-      "# HELP somm_cluster_view_lag_seconds From a worker's report written in Redis to this "
-      "process's view holding it.\n# TYPE somm_cluster_view_lag_seconds histogram\n";
-  int64_t cumulative = 0;
-  char line[160];
-  for (size_t i = 0; i < counts.size(); ++i) {
-    cumulative += counts[i];
-    if (i < std::size(kLagBucketsMs)) {
-      std::snprintf(line, sizeof line, "somm_cluster_view_lag_seconds_bucket{%s,le=\"%g\"} %" PRId64 "\n",
-                    label.c_str(), kLagBucketsMs[i] / 1000.0, cumulative);
-    } else {
-      std::snprintf(line, sizeof line,
-                    "somm_cluster_view_lag_seconds_bucket{%s,le=\"+Inf\"} %" PRId64 "\n",
-                    label.c_str(), cumulative);
-    }
-    out += line;
-  }
-  std::snprintf(line, sizeof line, "somm_cluster_view_lag_seconds_sum{%s} %.6f\n", label.c_str(),
-                sum_s);
-  out += line;
-  std::snprintf(line, sizeof line, "somm_cluster_view_lag_seconds_count{%s} %" PRId64 "\n",
-                label.c_str(), cumulative);
-  out += line;
-  return out;
+void RedisClusterStateStore::SetOnViewLag(std::function<void(double seconds)> on_lag) {
+  MutexLock refresh(&refresh_mu_);
+  on_view_lag_ = std::move(on_lag);
 }
 
 void RedisClusterStateStore::NoteExpiry(const std::string& worker, const RedisReply& pttl,

@@ -56,8 +56,6 @@
 // view_mu_ (the snapshot); no lock is held while waiting for a change notice.
 #pragma once
 
-#include <array>
-#include <iterator>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -118,13 +116,12 @@ class RedisClusterStateStore : public cluster::ClusterStateStore {
     int64_t partial = 0;
   };
   ReadCounts read_counts() const;
-  // How stale the view gets: from each report written in Redis (Redis's
-  // clock, carried by its notice) to this view holding it (this host's
-  // clock, so clock skew between hosts adds to it), as a Prometheus
-  // histogram somm_cluster_view_lag_seconds{process="<process>"}.
-  std::string ViewLagMetricsText(const std::string& process) const;
-  // The lag bounds of that histogram, in milliseconds.
-  static constexpr double kLagBucketsMs[] = {0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 1000};
+  // How stale the view gets: `on_lag(seconds)` runs, on the watch thread,
+  // for each report that came with its notice, from its write in Redis
+  // (Redis's clock, carried by the notice) to this view holding it (this
+  // host's clock, so clock skew between hosts adds to it). A process records
+  // it in somm_cluster_view_lag_seconds (PrometheusMetrics::ViewLagRecorder).
+  void SetOnViewLag(std::function<void(double seconds)> on_lag);
   // The latest report of each worker in the view (address, zone, ...).
   std::map<std::string, cluster::WorkerReport> Workers() const;
   // Called after every refresh that changed the view, on the watch thread.
@@ -182,7 +179,8 @@ class RedisClusterStateStore : public cluster::ClusterStateStore {
   // The re-poll: reads everything when needed, and the workers whose lease
   // should have lapsed.
   Status Poll();
-  // Adds the lag of a report written at `written_us` (Redis's clock).
+  // Tells on_view_lag_ the lag of a report written at `written_us` (Redis's
+  // clock).
   void NoteLag(int64_t written_us) SOMM_REQUIRES(refresh_mu_);
   void NoteExpiry(const std::string& worker, const RedisReply& pttl,
                   std::chrono::steady_clock::time_point read_at) SOMM_REQUIRES(refresh_mu_);
@@ -211,9 +209,7 @@ class RedisClusterStateStore : public cluster::ClusterStateStore {
   std::chrono::steady_clock::time_point next_full_ SOMM_GUARDED_BY(refresh_mu_){};
   int64_t full_reads_ SOMM_GUARDED_BY(refresh_mu_) = 0;
   int64_t partial_reads_ SOMM_GUARDED_BY(refresh_mu_) = 0;
-  // The view-lag histogram: counts per bucket (the last is +Inf), their sum.
-  std::array<int64_t, std::size(kLagBucketsMs) + 1> lag_counts_ SOMM_GUARDED_BY(refresh_mu_){};
-  double lag_sum_s_ SOMM_GUARDED_BY(refresh_mu_) = 0;
+  std::function<void(double seconds)> on_view_lag_ SOMM_GUARDED_BY(refresh_mu_);
 
   mutable Mutex view_mu_;
   std::map<std::string, cluster::WorkerReport> workers_ SOMM_GUARDED_BY(view_mu_);

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <functional>
 #include <thread>
 
@@ -274,8 +275,15 @@ int64_t CommandCalls(RedisConnection& c, const std::string& command) {
 // second Redis does not serve (docs/cluster.md, "Steady-state cost").
 TEST_F(RedisStoreTest, AHeartbeatCostsAWatcherNoRead) {
   auto writer = Open(3000ms, /*watch=*/false);
+  // Declared before the reader, whose watch thread reports into them.
+  std::atomic<int> lags{0};
+  std::atomic<double> longest_lag_s{0};
   // Only the full re-read every minute would read them all.
   auto reader = Open(3000ms, /*watch=*/true, /*full_repoll=*/60000ms);
+  reader->SetOnViewLag([&](double seconds) {
+    ++lags;  // one watch thread: no other writer races the maximum
+    if (seconds > longest_lag_s.load()) longest_lag_s.store(seconds);
+  });
   constexpr int kWorkers = 40;
   std::vector<std::string> incarnations;
   for (int i = 0; i < kWorkers; ++i) {
@@ -307,14 +315,8 @@ TEST_F(RedisStoreTest, AHeartbeatCostsAWatcherNoRead) {
   EXPECT_EQ(reader->Workers().size(), static_cast<size_t>(kWorkers));
   // Each report that came with its notice was timed from its write (Redis's
   // clock) to the view: 40 first reports and 10 heartbeats.
-  const std::string lag = reader->ViewLagMetricsText("router:t");
-  const std::string count_line = "somm_cluster_view_lag_seconds_count{process=\"router:t\"} ";
-  const size_t at = lag.find(count_line);
-  ASSERT_NE(at, std::string::npos) << lag;
-  EXPECT_GE(std::stoll(lag.substr(at + count_line.size())), 10) << lag;
-  EXPECT_NE(lag.find("somm_cluster_view_lag_seconds_bucket{process=\"router:t\",le=\"+Inf\"}"),
-            std::string::npos)
-      << lag;
+  EXPECT_GE(lags.load(), 10);
+  EXPECT_LT(longest_lag_s.load(), 5.0) << "a report reached the view later than its TTL";
 }
 
 // Every router writes its demand each second; the notice carries it, so a
