@@ -201,9 +201,9 @@ Status GrpcWorkerStub::Execute(ExecuteRequest& request, ExecuteCallback done) {
   auto finish = [](ExecuteCall* call, const grpc::Status& status) {
     std::unique_ptr<ExecuteCall> owned(call);
     StatusOr<ExecuteResult> result = owned->impl->ExecuteResultOf(status, &owned->response);
-    ExecuteCallback done = std::move(owned->done);
-    owned.reset();
-    done(std::move(result));
+    // The answer first: the call is freed (its context, the gRPC call under
+    // it) once the query's client has been answered, not before.
+    owned->done(std::move(result));
   };
   auto* stub = impl_->execute_stub.get();
   auto prepare = [stub, call](grpc::CompletionQueue* cq) {
