@@ -35,7 +35,7 @@ except ImportError:
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEPLOY = os.path.dirname(HERE)
 # Flags the chart may add that the plain manifests do not have.
-CHART_ONLY_FLAGS = {"worker": {"--device"}}
+CHART_ONLY_FLAGS = {"worker": {"--device"}, "router": {"--tls-cert", "--tls-key"}}
 
 
 def merge(base, override):

@@ -19,7 +19,102 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end }}
 
-{{/* Redis as host:port, for --redis. */}}
+{{/* Redis as a URL, for --redis; the password comes from SOMM_REDIS_PASSWORD_FILE. */}}
 {{- define "somm.redis" -}}
-{{ .Release.Name }}-redis:6379
+redis://{{ .Release.Name }}-redis:6379
+{{- end }}
+
+{{/* The Secrets the pods mount (NOTES.txt names each). */}}
+{{- define "somm.apiKeysSecret" -}}
+{{ .Values.auth.existingSecret | default (printf "%s-api-keys" .Release.Name) }}
+{{- end }}
+{{- define "somm.tlsSecret" -}}
+{{ .Values.tls.existingSecret | default (printf "%s-cluster-tls" .Release.Name) }}
+{{- end }}
+{{- define "somm.redisSecret" -}}
+{{ .Values.redis.auth.existingSecret | default (printf "%s-redis-auth" .Release.Name) }}
+{{- end }}
+{{- define "somm.metricsTokenSecret" -}}
+{{ .Values.metrics.podMonitor.tokenSecret.name | default (printf "%s-metrics-token" .Release.Name) }}
+{{- end }}
+{{- define "somm.routerTlsSecret" -}}
+{{ .Values.router.tls.existingSecret | default (include "somm.tlsSecret" .) }}
+{{- end }}
+
+{{/* A restricted pod: non-root (the image's user 10001), seccomp RuntimeDefault. */}}
+{{- define "somm.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: {{ .uid }}
+runAsGroup: {{ .uid }}
+fsGroup: {{ .uid }}
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{/* A restricted container: read-only root, no privilege escalation, no capabilities. */}}
+{{- define "somm.containerSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: {{ .uid }}
+runAsGroup: {{ .uid }}
+readOnlyRootFilesystem: true
+allowPrivilegeEscalation: false
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{/* Env of every somm container: Redis's password, read from a file. */}}
+{{- define "somm.redisPasswordEnv" -}}
+- name: SOMM_REDIS_PASSWORD_FILE
+  value: /etc/somm/redis/password
+{{- end }}
+
+{{/* The Secret volumes every somm pod mounts (keys, cluster TLS, Redis password) and /tmp. */}}
+{{- define "somm.secretVolumes" -}}
+- name: api-keys
+  secret:
+    secretName: {{ include "somm.apiKeysSecret" . }}
+    defaultMode: 0440
+- name: cluster-tls
+  secret:
+    secretName: {{ include "somm.tlsSecret" . }}
+    defaultMode: 0440
+- name: redis-auth
+  secret:
+    secretName: {{ include "somm.redisSecret" . }}
+    defaultMode: 0440
+    items:
+      - key: password
+        path: password
+{{- end }}
+
+{{- define "somm.secretVolumeMounts" -}}
+- name: api-keys
+  mountPath: /etc/somm/keys
+  readOnly: true
+- name: cluster-tls
+  mountPath: /etc/somm/tls
+  readOnly: true
+- name: redis-auth
+  mountPath: /etc/somm/redis
+  readOnly: true
+- name: tmp
+  mountPath: /tmp
+{{- end }}
+
+{{/* nodeSelector, tolerations and affinity of a component's values. */}}
+{{- define "somm.placement" -}}
+{{- with .nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end }}
