@@ -88,7 +88,10 @@ std::string RedisClientName(const std::string& role, const std::string& given_id
 StatusOr<std::unique_ptr<RedisClusterStateStore>> OpenStore(const std::string& address,
                                                              int lease_ms, bool watch,
                                                              const std::string& client_name) {
-  SOMM_ASSIGN_OR_RETURN(redis::RedisEndpoint endpoint, redis::ParseRedisEndpoint(address));
+  // The password comes from the environment, never argv (redis/redis_endpoint.h).
+  SOMM_ASSIGN_OR_RETURN(
+      redis::RedisEndpoint endpoint,
+      redis::ParseRedisEndpoint(address, [](const char* n) { return std::getenv(n); }));
   endpoint.client_name = client_name;
   redis::RedisStoreOptions o;
   o.endpoint = endpoint;

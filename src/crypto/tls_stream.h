@@ -86,6 +86,9 @@ class TlsStream {
 
  private:
   friend class TlsServerContext;
+  // The client side (crypto/tls_client_context.h) makes streams too, and
+  // drives their handshake.
+  friend class TlsClientContext;
   TlsStream(ssl_st* ssl, int fd) : ssl_(ssl), fd_(fd) {}
   ssize_t Result(int ret, const char* what);
 

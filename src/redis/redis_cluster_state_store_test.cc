@@ -424,15 +424,5 @@ TEST_F(RedisStoreTest, UnreachableRedisIsUnavailableNamingTheAddress) {
   EXPECT_NE(s.status().message().find(o.endpoint.ToString()), std::string::npos);
 }
 
-TEST(RedisEndpointTest, ParsesAndNamesMistakes) {
-  auto e = ParseRedisEndpoint("redis://cache.local:6380");
-  ASSERT_TRUE(e.ok());
-  EXPECT_EQ(e->host, "cache.local");
-  EXPECT_EQ(e->port, 6380);
-  EXPECT_EQ(ParseRedisEndpoint("h").value().port, 6379);
-  EXPECT_NE(ParseRedisEndpoint("h:99999").status().message().find("1..65535"), std::string::npos);
-  EXPECT_FALSE(ParseRedisEndpoint(":6379").ok());
-}
-
 }  // namespace
 }  // namespace somm::redis

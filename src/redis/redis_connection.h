@@ -10,36 +10,38 @@
 // only WaitMessage may be called; it re-subscribes by itself after a
 // reconnect.
 //
+// Each connect, the first and every reconnect, begins with AUTH (when the
+// endpoint has a password), SELECT (a db other than 0), CLIENT SETNAME (a
+// client name) and PING, in one round trip: a refused password is
+// UNAUTHENTICATED and a refused SELECT INVALID_ARGUMENT, both naming the
+// endpoint and never the password, and a server that wants a password none
+// was given for is told apart by the PING. The bytes travel over a
+// RedisTransport (redis_transport.h), plaintext or TLS: hiredis formats the
+// commands and parses the replies, and nothing here depends on which.
+//
 // Thread-safety: none; a connection belongs to one thread at a time (callers
 // hold one per thread or guard it).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "redis/redis_endpoint.h"
 
-struct redisContext;
+struct redisReader;
+
+namespace somm::crypto {
+class TlsClientContext;
+}  // namespace somm::crypto
 
 namespace somm::redis {
 
-struct RedisEndpoint {
-  std::string host = "127.0.0.1";
-  int port = 6379;
-  // Connecting, and each command's round trip, fail after this long.
-  std::chrono::milliseconds timeout{1000};
-  // Given to Redis (CLIENT SETNAME) after each connect, so that CLIENT LIST
-  // and MONITOR tell which process sent what (bench/cluster_state_cost.sh
-  // attributes commands by it). Empty: none. No spaces.
-  std::string client_name;
-  std::string ToString() const { return host + ":" + std::to_string(port); }
-};
-
-// "host:port" or "redis://host:port"; InvalidArgument names what is wrong.
-StatusOr<RedisEndpoint> ParseRedisEndpoint(const std::string& text);
+class RedisTransport;
 
 struct RedisReply {
   enum class Type { kNil, kString, kStatus, kInteger, kArray, kError };
@@ -60,7 +62,9 @@ class RedisConnection {
   const RedisEndpoint& endpoint() const { return endpoint_; }
 
   // One command. A Redis error reply is a reply (kError), not a Status;
-  // UNAVAILABLE means Redis could not be reached or the connection broke.
+  // UNAVAILABLE means Redis could not be reached or the connection broke;
+  // UNAUTHENTICATED and INVALID_ARGUMENT that the connect's AUTH or SELECT
+  // was refused (see above).
   StatusOr<RedisReply> Command(const std::vector<std::string>& argv);
   // Several commands in one round trip; one reply each, in order.
   StatusOr<std::vector<RedisReply>> Pipeline(const std::vector<std::vector<std::string>>& commands);
@@ -74,12 +78,22 @@ class RedisConnection {
 
  private:
   Status EnsureConnected();
+  // Sends AUTH, SELECT, CLIENT SETNAME and PING on a new transport.
+  Status Introduce();
+  // Writes the commands, formatted, in one write.
+  Status Send(const std::vector<std::vector<std::string>>& commands);
+  // The next reply; nullopt when none came within `wait`.
+  StatusOr<std::optional<RedisReply>> Receive(std::chrono::milliseconds wait);
+  // Drops the transport (the next call connects again) and returns `status`.
+  Status Drop(Status status);
   Status Broken(const std::string& what);
 
   const RedisEndpoint endpoint_;
-  redisContext* context_ = nullptr;
+  std::shared_ptr<const crypto::TlsClientContext> tls_;  // rediss://, made on first connect
+  std::unique_ptr<RedisTransport> transport_;
+  redisReader* reader_ = nullptr;      // the current transport's replies
   std::vector<std::string> channels_;  // subscribed, for re-subscribing
-  bool subscribed_ = false;            // the current context has subscribed
+  bool subscribed_ = false;            // the current transport has subscribed
 };
 
 }  // namespace somm::redis
