@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
 
   CLI::App app{"somm: managed, model-less inference serving"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("somm ") + SOMM_VERSION);
 
   somm::ServeOptions serve;
   auto* serve_cmd = app.add_subcommand("serve", "Serve a model repository over REST and gRPC "

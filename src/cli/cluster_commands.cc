@@ -28,6 +28,7 @@
 #include "cluster_rpc/grpc_control_client.h"
 #include "cluster_rpc/worker_pool.h"
 #include "cluster_rpc/worker_service.h"
+#include "common/install_paths.h"
 #include "controller/controller.h"
 #include "controller/worker_scaler.h"
 #include "crypto/tls_stream.h"
@@ -124,8 +125,7 @@ StatusOr<ProcessParts> StartParts(const std::string& repository, const std::stri
   // the leader controller runs one (ControlClient::StartVariantJob), as
   // `somm serve` does.
   ro.hardware = DefaultHardware(*parts.backend);
-  const char* tools = std::getenv("SOMM_TOOLS_DIR");
-  ro.tools_dir = tools ? tools : SOMM_DEFAULT_TOOLS_DIR;
+  ro.tools_dir = ToolsDir(SOMM_DEFAULT_TOOLS_DIR);  // common/install_paths.h
   parts.registry = std::make_unique<ModelRegistry>(ro, *parts.backend);
   return parts;
 }

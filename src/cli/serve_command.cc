@@ -13,6 +13,7 @@
 #include "repository/repository_poller.h"
 #include "cli/commands.h"
 #include "cli/device_flag.h"
+#include "common/install_paths.h"
 #include "crypto/tls_stream.h"
 #include "frontend/grpc/grpc_server.h"
 #include "frontend/http/http_frontend.h"
@@ -87,10 +88,9 @@ int RunServe(const ServeOptions& options) {
   EmbeddedServerOptions mo;
   mo.repository_path = options.model_repository;
   mo.device = *device;
-  // tools/quantize_dynamic.py makes int8 variants; SOMM_TOOLS_DIR overrides
-  // the source tree's tools/ (the build records where that is).
-  const char* tools = std::getenv("SOMM_TOOLS_DIR");
-  mo.tools_dir = tools ? tools : SOMM_DEFAULT_TOOLS_DIR;
+  // tools/quantize_dynamic.py makes int8 variants; common/install_paths.h
+  // says where the folder is looked for (SOMM_TOOLS_DIR first).
+  mo.tools_dir = ToolsDir(SOMM_DEFAULT_TOOLS_DIR);
   mo.auto_variants = options.auto_variants;
   mo.managed = options.managed;
   mo.compact_explanation = options.explain == "compact";
