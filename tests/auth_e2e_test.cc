@@ -655,5 +655,103 @@ TEST(AuthE2EStartTest, NoAuthBeyondLoopbackRefusesToStart) {
   fs::remove_all(repo);
 }
 
+// Keys are replaced without downtime: `somm keys rotate` adds a key of the
+// same tenant and role and the running server, with no restart, takes both
+// until the old one's grace ends, then only the new one. An expired key is
+// refused naming its id and expiry, never its secret.
+TEST_F(AuthE2ETest, RotatedKeysBothWorkThroughTheGraceThenOnlyTheNewOne) {
+  httplib::Client c("127.0.0.1", server_->http_port());
+  // A public model: another test unloads the private one.
+  const std::string path = "/v2/models/digits-mlp";
+  const auto get = [&](const std::string& key) {
+    return c.Get(path, {{"Authorization", "Bearer " + key}});
+  };
+  const auto status_of = [&](const std::string& key) {
+    auto r = get(key);
+    return r ? r->status : -1;
+  };
+  const auto id_of = [](const std::string& key) { return key.substr(5, 16); };
+  const std::string rotate = SommBinary() + " keys rotate --repo " + *repo_ + " ";
+  const std::string old_key = MakeKey("a", "user");
+  ASSERT_FALSE(old_key.empty());
+  EXPECT_EQ(status_of(old_key), 200);
+
+  int code = 0;
+  const std::string first = LastLine(rotate + id_of(old_key) + " --grace 1h 2>/dev/null", &code);
+  ASSERT_EQ(code, 0);
+  ASSERT_EQ(first.rfind("somm_", 0), 0u) << first;
+  EXPECT_NE(id_of(first), id_of(old_key));
+  EXPECT_EQ(status_of(old_key), 200) << "the old key works through its grace";
+  EXPECT_EQ(status_of(first), 200) << "the new key works at once";
+  // Same tenant: the index shows the new key tenant a's private model.
+  auto index = c.Post("/v2/repository/index", {{"Authorization", "Bearer " + first}}, "{}",
+                      "application/json");
+  ASSERT_TRUE(index);
+  EXPECT_NE(index->body.find(kPrivate), std::string::npos) << index->body;
+
+  // No grace: the rotated key ends now and its successor takes over.
+  const std::string second = LastLine(rotate + id_of(first) + " --grace 0s 2>/dev/null", &code);
+  ASSERT_EQ(code, 0);
+  ASSERT_EQ(second.rfind("somm_", 0), 0u) << second;
+  auto r = get(first);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  EXPECT_EQ(Message(r).rfind("API key " + id_of(first) + " expired at ", 0), 0u) << r->body;
+  EXPECT_EQ(r->body.find(first.substr(22)), std::string::npos) << "the secret in an answer";
+  EXPECT_EQ(status_of(second), 200);
+  EXPECT_EQ(status_of(old_key), 200) << "still within its hour";
+
+  // `somm keys list` says so; an ended, revoked or unknown key cannot be rotated.
+  const std::string list = SommBinary() + " keys list --repo " + *repo_ + " 2>/dev/null | grep ";
+  EXPECT_NE(LastLine(list + id_of(first), &code).find("EXPIRED"), std::string::npos);
+  EXPECT_NE(LastLine(list + id_of(second), &code).find("never"), std::string::npos);
+  for (const std::string& id : {id_of(first), id_of(*revoked_), std::string("ffffffffffffffff")}) {
+    LastLine(rotate + id + " 2>/dev/null", &code);
+    EXPECT_TRUE(WIFEXITED(code) && WEXITSTATUS(code) == 1) << id;
+  }
+
+  std::ifstream in(fs::path(*repo_) / ".somm" / "audit.log");
+  bool rotated = false;
+  for (std::string line; std::getline(in, line);) {
+    auto j = json::parse(line, nullptr, false);
+    rotated |= j.is_object() && j["action"] == "key_rotate" && j["target"] == id_of(old_key) &&
+               j["outcome"] == "ok" &&
+               j["detail"].get<std::string>().find("new_key=" + id_of(first)) != std::string::npos;
+  }
+  EXPECT_TRUE(rotated) << "no key_rotate record for " << id_of(old_key);
+}
+
+// `somm keys create --expires`: the key works until then, and the running
+// server refuses it from then on with no change to the key file.
+TEST_F(AuthE2ETest, KeyCreatedWithAnExpiryIsRefusedOnceItHasPassed) {
+  httplib::Client c("127.0.0.1", server_->http_port());
+  // A public model: another test unloads the private one.
+  const std::string path = "/v2/models/digits-mlp";
+  const std::string create =
+      SommBinary() + " keys create --repo " + *repo_ + " --tenant a --role user --expires ";
+  int code = 0;
+  LastLine(create + "2000-01-01 2>/dev/null", &code);
+  EXPECT_TRUE(WIFEXITED(code) && WEXITSTATUS(code) != 0) << "an expiry in the past";
+  LastLine(create + "soon 2>/dev/null", &code);
+  EXPECT_TRUE(WIFEXITED(code) && WEXITSTATUS(code) == 2) << "a malformed expiry";
+
+  // Whole seconds: "4s" lives between 3 and 4 seconds.
+  const std::string key = LastLine(create + "4s 2>/dev/null", &code);
+  ASSERT_EQ(code, 0);
+  ASSERT_EQ(key.rfind("somm_", 0), 0u) << key;
+  auto r = c.Get(path, {{"Authorization", "Bearer " + key}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  int status = 200;
+  while (status == 200 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    r = c.Get(path, {{"Authorization", "Bearer " + key}});
+    status = r ? r->status : -1;
+  }
+  EXPECT_EQ(status, 401);
+  EXPECT_NE(Message(r).find("expired at"), std::string::npos) << (r ? r->body : "");
+}
+
 }  // namespace
 }  // namespace somm::testing

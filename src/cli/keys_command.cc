@@ -30,6 +30,30 @@ void Audit(const KeysOptions& o, const std::string& action, const std::string& t
                outcome.ok() ? detail : outcome.message()});
 }
 
+// --expires as unix seconds (0 = never); a usage error is printed here.
+bool ExpiryOf(const KeysOptions& o, const auth::KeyStore& store, int64_t* out) {
+  *out = 0;
+  if (o.expires.empty()) return true;
+  StatusOr<int64_t> at = auth::ParseExpiry(o.expires, store.Now());
+  if (!at.ok()) {
+    std::fprintf(stderr, "error: --expires: %s\n", at.status().message().c_str());
+    return false;
+  }
+  *out = *at;
+  return true;
+}
+
+std::string ExpiryText(int64_t expires_unix) {
+  return expires_unix == 0 ? "never" : auth::FormatUtc(expires_unix);
+}
+
+void ShowNewKey(const auth::NewKey& made) {
+  std::fprintf(stderr,
+               "it is shown only now; clients send it as SOMM_API_KEY or "
+               "'Authorization: Bearer <key>'\n");
+  std::printf("%s\n", made.key.c_str());
+}
+
 int Create(const KeysOptions& o) {
   StatusOr<auth::Role> role = auth::ParseRole(o.role);
   if (!role.ok()) {
@@ -37,21 +61,64 @@ int Create(const KeysOptions& o) {
     return 2;
   }
   auth::KeyStore store(KeysPath(o));
-  StatusOr<auth::NewKey> made = store.Create(o.tenant, *role);
+  int64_t expires = 0;
+  if (!ExpiryOf(o, store, &expires)) return 2;
+  StatusOr<auth::NewKey> made = store.Create(o.tenant, *role, expires);
   if (!made.ok()) {
     Audit(o, "key_create", "", made.status(), "");
     std::fprintf(stderr, "error: %s\n", made.status().message().c_str());
     return 1;
   }
   Audit(o, "key_create", made->record.id, Status::Ok(),
-        "tenant=" + o.tenant + " role=" + auth::RoleName(*role));
-  std::fprintf(stderr, "created key %s for tenant %s, role %s, in %s\n", made->record.id.c_str(),
-               o.tenant.c_str(), auth::RoleName(*role), store.path().c_str());
-  std::fprintf(stderr,
-               "it is shown only now; clients send it as SOMM_API_KEY or "
-               "'Authorization: Bearer <key>'\n");
-  std::printf("%s\n", made->key.c_str());
+        "tenant=" + o.tenant + " role=" + auth::RoleName(*role) +
+            (expires == 0 ? "" : " expires=" + auth::FormatUtc(expires)));
+  std::fprintf(stderr, "created key %s for tenant %s, role %s, expiring %s, in %s\n",
+               made->record.id.c_str(), o.tenant.c_str(), auth::RoleName(*role),
+               ExpiryText(expires).c_str(), store.path().c_str());
+  ShowNewKey(*made);
   return 0;
+}
+
+int Rotate(const KeysOptions& o) {
+  StatusOr<int64_t> grace = auth::ParseDurationSeconds(o.grace);
+  if (!grace.ok()) {
+    std::fprintf(stderr, "error: --grace: %s\n", grace.status().message().c_str());
+    return 2;
+  }
+  auth::KeyStore store(KeysPath(o));
+  int64_t expires = 0;
+  if (!ExpiryOf(o, store, &expires)) return 2;
+  StatusOr<auth::Rotation> done = store.Rotate(o.id, *grace, expires);
+  if (!done.ok()) {
+    Audit(o, "key_rotate", o.id, done.status(), "");
+    std::fprintf(stderr, "error: %s\n", done.status().message().c_str());
+    return 1;
+  }
+  const auth::KeyRecord& fresh = done->fresh.record;
+  // Target is the old key, as for revoke; the new id is in the detail so
+  // the log links the two.
+  Audit(o, "key_rotate", o.id, Status::Ok(),
+        "new_key=" + fresh.id + " tenant=" + fresh.tenant + " role=" + auth::RoleName(fresh.role) +
+            " old_expires=" + auth::FormatUtc(done->old.expires_unix) +
+            (expires == 0 ? "" : " new_expires=" + auth::FormatUtc(expires)));
+  std::fprintf(stderr,
+               "rotated key %s: new key %s for tenant %s, role %s, expiring %s, in %s\n"
+               "the old key %s %s %s\n",
+               o.id.c_str(), fresh.id.c_str(), fresh.tenant.c_str(), auth::RoleName(fresh.role),
+               ExpiryText(expires).c_str(), store.path().c_str(), o.id.c_str(),
+               done->old.ExpiredAt(store.Now()) ? "expired at" : "keeps working until",
+               auth::FormatUtc(done->old.expires_unix).c_str());
+  ShowNewKey(done->fresh);
+  return 0;
+}
+
+// "2026-03-01 12:00:00", the list's columns.
+std::string Utc(int64_t unix_seconds) {
+  char out[32] = "?";
+  const std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  if (gmtime_r(&t, &tm) != nullptr) std::strftime(out, sizeof out, "%Y-%m-%d %H:%M:%S", &tm);
+  return out;
 }
 
 int List(const KeysOptions& o) {
@@ -61,15 +128,15 @@ int List(const KeysOptions& o) {
     std::fprintf(stderr, "error: %s\n", keys.status().message().c_str());
     return 1;
   }
-  std::printf("%-16s  %-20s  %-7s  %-20s  %s\n", "ID", "TENANT", "ROLE", "CREATED (UTC)", "STATE");
+  const int64_t now = store.Now();
+  std::printf("%-16s  %-20s  %-7s  %-20s  %-20s  %s\n", "ID", "TENANT", "ROLE", "CREATED (UTC)",
+              "EXPIRES (UTC)", "STATE");
   for (const auth::KeyRecord& k : *keys) {
-    char created[32] = "?";
-    const std::time_t t = static_cast<std::time_t>(k.created_unix);
-    std::tm tm{};
-    if (gmtime_r(&t, &tm) != nullptr)
-      std::strftime(created, sizeof created, "%Y-%m-%d %H:%M:%S", &tm);
-    std::printf("%-16s  %-20s  %-7s  %-20s  %s\n", k.id.c_str(), k.tenant.c_str(),
-                auth::RoleName(k.role), created, k.revoked ? "revoked" : "active");
+    // Revoked outranks expired: it is the operator's act, and final.
+    const char* state = k.revoked ? "revoked" : k.ExpiredAt(now) ? "EXPIRED" : "active";
+    std::printf("%-16s  %-20s  %-7s  %-20s  %-20s  %s\n", k.id.c_str(), k.tenant.c_str(),
+                auth::RoleName(k.role), Utc(k.created_unix).c_str(),
+                k.expires_unix == 0 ? "never" : Utc(k.expires_unix).c_str(), state);
   }
   return 0;
 }
@@ -89,24 +156,42 @@ int Revoke(const KeysOptions& o) {
 }  // namespace
 
 CLI::App* AddKeysCommand(CLI::App& app, KeysOptions* o) {
-  auto* keys = app.add_subcommand("keys", "Create, list and revoke API keys (docs/security.md)");
+  auto* keys =
+      app.add_subcommand("keys", "Create, list, rotate and revoke API keys (docs/security.md)");
   keys->require_subcommand(1);
-  for (const char* name : {"create", "list", "revoke"}) {
+  for (const std::string name : {"create", "list", "rotate", "revoke"}) {
     const std::string what =
-        name == std::string("create") ? "Create a key; prints it as the last line"
-        : name == std::string("list") ? "List keys (ids, tenants, roles; never keys)"
-                                      : "Revoke a key by its id";
+        name == "create" ? "Create a key; prints it as the last line"
+        : name == "list" ? "List keys (ids, tenants, roles, expiry; never keys)"
+        : name == "rotate"
+            ? "Replace a key: a new one (printed as the last line) for the same tenant and "
+              "role; the old one works until the grace period ends"
+            : "Revoke a key by its id";
     auto* sub = keys->add_subcommand(name, what);
     sub->add_option("--repo,--model-repository", o->repository,
                     "Model repository; keys live in <repo>/.somm/keys");
     sub->add_option("--keys-file", o->keys_file, "Key file (default <repo>/.somm/keys)");
-    if (name == std::string("create")) {
+    if (name == "create") {
       sub->add_option("--tenant", o->tenant, "Tenant the key acts for")->required();
       sub->add_option("--role", o->role, "admin, user or metrics")
           ->capture_default_str()
           ->check(CLI::IsMember({"admin", "user", "metrics"}));
     }
-    if (name == std::string("revoke")) sub->add_option("id", o->id, "The key's id")->required();
+    if (name == "create" || name == "rotate") {
+      sub->add_option(
+          "--expires", o->expires,
+          std::string(name == "rotate" ? "When the new key expires: " : "When it expires: ") +
+              "a duration (90d, 12h, 30m) or a UTC date (YYYY-MM-DD, RFC 3339); "
+              "default never");
+    }
+    if (name == "rotate") {
+      sub->add_option("id", o->id, "The id of the key to replace")->required();
+      sub->add_option("--grace", o->grace,
+                      "How long the old key keeps working (e.g. 24h, 7d; 0s ends it now); an "
+                      "earlier expiry it has stands")
+          ->capture_default_str();
+    }
+    if (name == "revoke") sub->add_option("id", o->id, "The key's id")->required();
   }
   return keys;
 }
@@ -120,6 +205,7 @@ int RunKeys(const CLI::App& keys_command, const KeysOptions& o) {
   }
   if (keys_command.get_subcommand("create")->parsed()) return Create(o);
   if (keys_command.get_subcommand("list")->parsed()) return List(o);
+  if (keys_command.get_subcommand("rotate")->parsed()) return Rotate(o);
   if (keys_command.get_subcommand("revoke")->parsed()) return Revoke(o);
   return 2;
 }
