@@ -236,8 +236,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   batch_submit->add_option("--max-cost", batch.max_cost, "Cost ceiling per item, USD");
   batch_submit->add_option("--input", batch.input, "A folder of OIP request bodies (*.json) or a "
-                                                   "JSONL file of them")->required();
-  batch_submit->add_option("--output", batch.output, "The folder for the answers")->required();
+                                                   "JSONL file of them, in this key's batch folder "
+                                                   "on the server (relative to it)")->required();
+  batch_submit->add_option("--output", batch.output, "The folder for the answers, in this key's "
+                                                     "batch folder on the server")->required();
   batch_submit->add_option("--concurrency", batch.concurrency, "Items in flight at most")
       ->capture_default_str()->check(CLI::Range(1, 1024));
   batch_submit->add_flag("--wait", batch.wait, "Then show its progress until it ends");
@@ -366,7 +368,11 @@ int main(int argc, char** argv) {
   auto* router_cmd = app.add_subcommand(
       "router", "Cluster router: the Open Inference Protocol (REST and gRPC) in front of the workers");
   router_cmd->add_option("--model-repository,--repo", router.model_repository,
-                         "Shared model repository folder")->required();
+                         "Shared model repository folder (optional: a router serves the "
+                         "cluster's catalog)");
+  router_cmd->add_option("--state-dir", router.state_dir,
+                         "Its audit log, quota file, default key file and batch jobs (default "
+                         "<repo>/.somm, or $HOME/.somm without a repository)");
   router_cmd->add_option("--redis", router.redis, "host:port of the cluster's Redis")->capture_default_str();
   router_cmd->add_option("--address", router.address, "Address to listen on (beyond loopback needs --auth keys)")->capture_default_str();
   router_cmd->add_option("--auth", router.auth, "keys: every call but health probes needs an API key (somm keys); none: loopback only")
@@ -435,6 +441,59 @@ int main(int argc, char** argv) {
   controller_cmd->add_option("--k8s-namespace", ctl.k8s_namespace, "kubernetes: the worker Deployment's namespace (default: the pod's)");
   controller_cmd->add_option("--k8s-deployment", ctl.k8s_deployment, "kubernetes: the worker Deployment")->capture_default_str();
   controller_cmd->add_option("--log-level", ctl.log_level, "trace, debug, info, warn, error")->capture_default_str();
+
+  // Worker and controller: who may read /metrics; router: its client side
+  // toward them.
+  worker_cmd->add_option("--keys-file", worker.keys_file,
+                         "/metrics needs a metrics or admin key from this file (required beyond "
+                         "loopback)")->check(CLI::ExistingFile);
+  controller_cmd->add_option("--keys-file", ctl.keys_file,
+                             "/metrics needs a metrics or admin key from this file (required "
+                             "beyond loopback)")->check(CLI::ExistingFile);
+  router_cmd->add_option("--cluster-tls-cert", router.cluster_tls.cert_file,
+                         "Its client certificate toward workers and the controller (default: "
+                         "--tls-cert when --tls-client-ca is given)")->check(CLI::ExistingFile);
+  router_cmd->add_option("--cluster-tls-key", router.cluster_tls.key_file,
+                         "Private key of --cluster-tls-cert")->check(CLI::ExistingFile);
+  router_cmd->add_option("--cluster-tls-ca", router.cluster_tls.ca_file,
+                         "The CA of the cluster's certificates")->check(CLI::ExistingFile);
+  for (auto [cmd, flag] : {std::pair{serve_cmd, &serve.check_args}, std::pair{worker_cmd, &worker.check_args},
+                           std::pair{router_cmd, &router.check_args}, std::pair{controller_cmd, &ctl.check_args}}) {
+    cmd->add_flag("--check-args", *flag,
+                  "Check the flags as a start would (addresses, TLS, keys, Redis), print ok, and "
+                  "stop");
+  }
+
+  serve_cmd->add_option("--strict-readiness", serve.strict_readiness,
+                        "Ready once every model is available and its configured instances "
+                        "loaded (false: once the server is up)")->capture_default_str();
+  for (auto [cmd, origins] : {std::pair{serve_cmd, &serve.cors_origins}, std::pair{router_cmd, &router.cors_origins}}) {
+    cmd->add_option("--cors-origin", *origins,
+                    "A browser origin (https://app.example) allowed to call the REST port "
+                    "cross-origin (repeatable; '*' = any); none = CORS off");
+  }
+
+  for (auto [cmd, limits] : {std::pair{serve_cmd, &serve.connections}, std::pair{router_cmd, &router.connections}}) {
+    cmd->add_option("--header-timeout-s", limits->header_timeout_s,
+                    "A request's head must arrive within this many seconds of its first byte")
+        ->capture_default_str()->check(CLI::Range(1, 3600));
+    cmd->add_option("--body-timeout-s", limits->body_timeout_s,
+                    "A body must arrive within this many seconds, plus 1 s per MiB it declares")
+        ->capture_default_str()->check(CLI::Range(1, 3600));
+    cmd->add_option("--max-connections-per-address", limits->max_connections_per_address,
+                    "Open REST connections from one client address (0 = no cap)")
+        ->capture_default_str()->check(CLI::NonNegativeNumber);
+  }
+
+  // Batch jobs' folders (docs/lifecycle.md, "Batch jobs").
+  for (auto [cmd, flags] : {std::pair{serve_cmd, &serve.batch}, std::pair{router_cmd, &router.batch}}) {
+    cmd->add_option("--batch-root", flags->root,
+                    "Batch jobs read and write only in <root>/<tenant>/ (default "
+                    "<state dir>/batch-files)");
+    cmd->add_option("--batch-admin-root", flags->admin_roots,
+                    "More folders admin keys' batch jobs may use (repeatable)")
+        ->check(CLI::ExistingDirectory);
+  }
 
   // TLS (docs/security.md): the servers' ports, and the clients toward them.
   auto add_tls_server_flags = [](CLI::App* cmd, somm::crypto::TlsServerFiles* tls) {

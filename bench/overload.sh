@@ -63,8 +63,10 @@ body.setdefault("parameters", {})["latency_slo_ms"] = float(slo)
 json.dump(body, open(out, "w"))
 PY
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+# Every sender comes from 127.0.0.1: the per-address connection cap (1,024 by
+# default) would refuse what this bench means to offer.
 start_somm_serve overload build/somm "$OUT/serve" --repo "$OUT/repo" --log-level warn \
-  ${SERVE_ARGS[@]+"${SERVE_ARGS[@]}"}
+  --max-connections-per-address 0 ${SERVE_ARGS[@]+"${SERVE_ARGS[@]}"}
 pid=$SERVED_PID http=$SERVED_HTTP_PORT metrics=$SERVED_METRICS_PORT
 case "$PROTOCOL" in
   http) target=(-u "127.0.0.1:$http" -i http) ;;

@@ -48,8 +48,10 @@ class BatchE2ETest : public ::testing::Test {
   void SetUp() override {
     ASSERT_GE(digits_->pixels.size(), 300u) << "no held-out digits (run scripts/setup first)";
     ASSERT_TRUE(Server().ok()) << "server did not start; log: " << Server().log();
-    work_ = fs::path(*repo_).parent_path() / ("somm_batch_work_" + std::to_string(getpid()) + "_" +
-                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    // Jobs read and write in the caller's batch folder: with no keys,
+    // <repo>/.somm/batch-files/default/ (the router's repository mount too).
+    work_ = fs::path(*repo_) / ".somm" / "batch-files" / "default" /
+            ::testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(work_);
     fs::create_directories(work_);
   }
@@ -173,11 +175,25 @@ TEST_F(BatchE2ETest, AFolderJobWritesAnItemsErrorBesideTheOthersAnswers) {
   EXPECT_NE(e.value("error", "").find("pixels"), std::string::npos) << e.dump();
   EXPECT_EQ(e.value("code", ""), "INVALID_ARGUMENT");
   // Bad submissions name the problem.
-  r = c.Post("/v2/somm/batch", R"({"model": "digits-mlp", "input": "relative", "output": "/tmp/x"})",
+  r = c.Post("/v2/somm/batch", R"({"model": "digits-mlp", "input": "no-such-input", "output": "out"})",
              "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);
-  EXPECT_NE(r->body.find("absolute path"), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("does not exist"), std::string::npos) << r->body;
+  // Nothing outside the caller's batch folder: not a server file, not the
+  // repository (the review read /etc/passwd and wrote into a model's folder).
+  for (const json& outside :
+       {json{{"model", "digits-mlp"}, {"input", "/etc/passwd"}, {"output", "out"}},
+        json{{"model", "digits-mlp"}, {"input", "../../keys"}, {"output", "out"}},
+        json{{"model", "digits-mlp"}, {"input", (work_ / "in").string()},
+             {"output", (fs::path(*repo_) / "digits-mlp").string()}},
+        json{{"model", "digits-mlp"}, {"input", (work_ / "in").string()}, {"output", "../../../digits-mlp/9"}}}) {
+    r = c.Post("/v2/somm/batch", outside.dump(), "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 403) << outside.dump() << ": " << r->body;
+    EXPECT_NE(r->body.find("outside this key's batch folder"), std::string::npos) << r->body;
+  }
+  EXPECT_FALSE(fs::exists(fs::path(*repo_) / "digits-mlp" / "9"));
   r = c.Post("/v2/somm/batch", json{{"model", "no-such-model"}, {"input", (work_ / "in").string()},
                                     {"output", (work_ / "out2").string()}}.dump(),
              "application/json");

@@ -431,6 +431,42 @@ TEST(ClusterVariantJobTest, AJobTheDeadLeaderDidNotFinishIsRedoneByTheNewOne) {
   std::filesystem::remove_all(repo);
 }
 
+// Readiness that means "can serve": a router said ready with no worker left
+// to run anything (and, at start, before it knew any model: its first
+// metadata read answered 404). Now it is ready only while it sees the leader
+// and a live worker and holds the repository's models in its catalog, and a
+// worker only while it is registered.
+TEST(ClusterReadinessTest, ARouterIsReadyOnlyWhileItCanServe) {
+  const std::string repo = MakeTestRepository(DemoRepository(), "cluster-ready");
+  ClusterOptions o;
+  o.workers = 1;
+  auto cluster = std::make_unique<ClusterProcesses>(SommBinary(), repo, o);
+  ASSERT_TRUE(cluster->ok()) << cluster->error() << "\n" << cluster->Logs();
+  httplib::Client c("127.0.0.1", cluster->http_port());
+  c.set_read_timeout(10, 0);
+  auto ready = [&] {
+    auto r = c.Get("/v2/health/ready");
+    return r ? r->status : 0;
+  };
+  ASSERT_EQ(ready(), 200);
+  auto metadata = c.Get("/v2/models/digits-mlp");
+  ASSERT_TRUE(metadata);
+  EXPECT_EQ(metadata->status, 200) << metadata->body;
+  ASSERT_EQ(kill(cluster->workers()[0].pid, SIGKILL), 0);
+  // The worker's lease is 1.5 s: within a few seconds the router has no one
+  // to send a query to, and says so.
+  int status = 200;
+  const auto killed = std::chrono::steady_clock::now();
+  while (status == 200 && std::chrono::steady_clock::now() - killed < 15s) {
+    std::this_thread::sleep_for(100ms);
+    status = ready();
+  }
+  EXPECT_NE(status, 200) << "a router with no live worker said ready\n" << cluster->Logs();
+  EXPECT_EQ(c.Get("/v2/health/live")->status, 200) << "liveness stays cheap and true";
+  cluster.reset();
+  std::filesystem::remove_all(repo);
+}
+
 // Zones: worker-0 in zone b (with more memory, so the repository's models
 // start there unless worker-1 registers first), worker-1 in zone a, and a
 // router in zone a. Whichever worker holds digits-mlp, every answer names

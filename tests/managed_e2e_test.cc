@@ -20,7 +20,10 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-// A repository with the given demo models copied under the given names.
+// A repository with the given demo models copied under the given names,
+// their model.yaml without `instance_count`: configured instances are a floor
+// that idle unloading keeps (docs/managed.md), and these tests are about the
+// managed replicas around it.
 std::string MakeRepo(const std::string& tag,
                      const std::vector<std::pair<std::string, std::string>>& models) {
   const fs::path repo = fs::temp_directory_path() /
@@ -32,6 +35,7 @@ std::string MakeRepo(const std::string& tag,
     std::ifstream in(fs::path(DemoRepository()) / from / "model.yaml");
     std::ofstream out(repo / as / "model.yaml");
     for (std::string line; std::getline(in, line);) {
+      if (line.rfind("instance_count:", 0) == 0) continue;
       out << (line.rfind("name:", 0) == 0 ? "name: " + as : line) << "\n";
     }
     fs::copy_file(fs::path(DemoRepository()) / from / "1" / "model.pt", repo / as / "1" / "model.pt");

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -38,7 +41,11 @@ class RestE2ETest : public DemoServerSuite<RestE2ETest> {
 TEST_F(RestE2ETest, HealthAndMetadata) {
   auto c = Client();
   EXPECT_EQ(c.Get("/v2/health/live")->status, 200);
-  EXPECT_EQ(c.Get("/v2/health/ready")->status, 200);
+  // Strict readiness (Triton's): this repository holds models that cannot
+  // load (broken-config), so `somm serve` is up but not ready
+  // (RestReadinessTest covers both ways). A router is ready when it can
+  // serve: it sees the leader and a worker and holds the catalog.
+  EXPECT_EQ(c.Get("/v2/health/ready")->status, IsClusterTopology() ? 200 : 400);
   auto server = json::parse(c.Get("/v2")->body);
   EXPECT_EQ(server["name"], "somm");
   EXPECT_TRUE(server["extensions"].is_array());
@@ -242,6 +249,52 @@ TEST_F(RestE2ETest, RepositoryIndexLoadAndUnload) {
   EXPECT_EQ(back->status, 200) << back->body;
   auto missing = c.Post("/v2/repository/models/nope/load", "", "application/json");
   EXPECT_EQ(missing->status, 404) << missing->body;
+}
+
+// Without keys, somm serves loopback only; a web page could still make a
+// browser POST to it (unload a model) and a rebound DNS name could read it.
+TEST_F(RestE2ETest, WithoutKeysBrowserPagesAndRebindingAreRefused) {
+  if (IsClusterTopology()) GTEST_SKIP() << "the cluster fixture's router runs the same code";
+  auto c = Client();
+  auto rebound = c.Get("/v2/models/digits-mlp", {{"Host", "attacker.example:8000"}});
+  ASSERT_TRUE(rebound);
+  EXPECT_EQ(rebound->status, 403) << rebound->body;
+  auto page = c.Post("/v2/repository/models/digits-mlp/unload",
+                     {{"Origin", "https://attacker.example"}}, "{}", "text/plain");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 403) << page->body;
+  EXPECT_FALSE(page->has_header("Access-Control-Allow-Origin"));
+  EXPECT_EQ(c.Get("/v2/models/digits-mlp/ready")->status, 200) << "still loaded";
+  // The dashboard's own page, same-origin, and clients with no Origin work.
+  const std::string self = "http://127.0.0.1:" + std::to_string(server_->http_port());
+  auto own = c.Post("/v2/repository/index", {{"Origin", self}}, "{}", "application/json");
+  ASSERT_TRUE(own);
+  EXPECT_EQ(own->status, 200) << own->body;
+}
+
+// Triton's strict readiness: `somm serve` said ready while a model of its
+// repository had failed to load, and before its configured instances were
+// up. --strict-readiness false keeps the old meaning, "the server is up".
+TEST(RestReadinessTest, ServeIsReadyOnlyWhenEveryModelIsAvailable) {
+  if (IsClusterTopology()) GTEST_SKIP() << "a `somm serve` flag";
+  const std::string repo = MakeOneModelRepository(DemoRepository(), "digits-mlp", "strict-ready");
+  std::filesystem::create_directories(std::filesystem::path(repo) / "broken" / "1");
+  std::ofstream(std::filesystem::path(repo) / "broken" / "model.yaml") << "max_batch_size: [not a number\n";
+  for (const bool strict : {true, false}) {
+    ServerProcess server(SommBinary(), repo, {"--strict-readiness", strict ? "true" : "false"});
+    ASSERT_TRUE(server.ok()) << server.log();
+    httplib::Client c("127.0.0.1", server.http_port());
+    int ready = 0;
+    for (int i = 0; i < 50 && ready != 200; ++i) {
+      if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      ready = c.Get("/v2/health/ready")->status;
+    }
+    EXPECT_EQ(ready, strict ? 400 : 200) << (strict ? "strict" : "relaxed");
+    EXPECT_EQ(c.Get("/v2/health/live")->status, 200);
+    auto mlp = c.Get("/v2/models/digits-mlp/ready");
+    EXPECT_EQ(mlp->status, 200) << "the good model serves either way";
+  }
+  std::filesystem::remove_all(repo);
 }
 
 }  // namespace

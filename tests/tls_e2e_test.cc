@@ -11,11 +11,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <memory>
 #include <string>
 
 #include "cluster_process.h"
 #include "e2e_fixture.h"
+#include "proto/cluster.grpc.pb.h"
 #include "proto/inference.grpc.pb.h"
 
 namespace somm::testing {
@@ -27,6 +30,13 @@ struct CommandResult {
   int exit_code = -1;
   std::string output;  // stdout and stderr
 };
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 CommandResult Shell(const std::string& command) {
   CommandResult run;
@@ -218,8 +228,65 @@ TEST(TlsClusterE2eTest, ProcessesAuthenticateEachOtherWithMutualTls) {
   auto no_cert = grpc::CreateChannel(worker, grpc::SslCredentials(ca_only));
   EXPECT_FALSE(
       no_cert->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(3)));
+  // A user's certificate from the same CA (client.pem) reaches the routers
+  // only: a worker answers it UNAUTHENTICATED, and the cluster's own
+  // certificate (server.pem) gets through. It used to reach Execute, which
+  // runs any model, another tenant's private ones included.
+  auto report_with = [&](const std::string& pair) {
+    grpc::SslCredentialsOptions o = ca_only;
+    o.pem_cert_chain = ReadText(certs + "/" + pair + ".pem");
+    o.pem_private_key = ReadText(certs + "/" + pair + ".key");
+    auto stub = somm::cluster::SommWorker::NewStub(grpc::CreateChannel(worker, grpc::SslCredentials(o)));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    somm::cluster::ReportResponse out;
+    return stub->Report(&ctx, somm::cluster::ReportRequest(), &out);
+  };
+  const grpc::Status user = report_with("client");
+  EXPECT_EQ(user.error_code(), grpc::StatusCode::UNAUTHENTICATED) << user.error_message();
+  EXPECT_NE(user.error_message().find("cluster's own processes"), std::string::npos)
+      << user.error_message();
+  const grpc::Status peer = report_with("server");
+  EXPECT_TRUE(peer.ok()) << peer.error_message();
   EXPECT_EQ(cluster.Terminate(), 0);
   fs::remove_all(repo);
+  fs::remove_all(certs);
+}
+
+// A worker or a controller beyond loopback needs mutual TLS and a metrics
+// key file: with the shipped manifests they listened on every address in
+// plaintext, so anyone who reached one could load and run any model.
+TEST(TlsClusterE2eTest, WorkersAndControllersRefuseToListenBeyondLoopbackWithoutMutualTls) {
+  const std::string certs =
+      (fs::temp_directory_path() / ("somm-tls-refuse-" + std::to_string(getpid()))).string();
+  ASSERT_EQ(std::system((std::string(SOMM_SOURCE_DIR) + "/scripts/make-certs " + certs +
+                         " >/dev/null").c_str()), 0);
+  const std::string keys = certs + "/keys";
+  std::system(("touch " + keys).c_str());
+  const std::string mtls = " --tls-cert " + certs + "/server.pem --tls-key " + certs +
+                           "/server.key --tls-client-ca " + certs + "/ca.pem";
+  for (const char* role : {"worker", "controller"}) {
+    const std::string base = SommBinary() + " " + role + " --model-repository " + certs +
+                             " --redis 127.0.0.1:1 --address 0.0.0.0 --check-args";
+    CommandResult plain = Shell(base);
+    EXPECT_EQ(plain.exit_code, 2) << role << ": " << plain.output;
+    EXPECT_NE(plain.output.find("without mutual TLS"), std::string::npos) << plain.output;
+    EXPECT_NE(plain.output.find("scripts/make-certs"), std::string::npos) << plain.output;
+    // Server TLS alone is not enough: callers must be the cluster's.
+    CommandResult one_way = Shell(base + " --tls-cert " + certs + "/server.pem --tls-key " + certs +
+                                  "/server.key");
+    EXPECT_NE(one_way.exit_code, 0) << role << ": " << one_way.output;
+    CommandResult no_keys = Shell(base + mtls);
+    EXPECT_EQ(no_keys.exit_code, 2) << role << ": " << no_keys.output;
+    EXPECT_NE(no_keys.output.find("--keys-file"), std::string::npos) << no_keys.output;
+    CommandResult ok = Shell(base + mtls + " --keys-file " + keys);
+    EXPECT_EQ(ok.exit_code, 0) << role << ": " << ok.output;
+    EXPECT_NE(ok.output.find("ok"), std::string::npos) << ok.output;
+    // Loopback, as scripts/cluster --plaintext-cluster and the tests run, stays open.
+    CommandResult loopback = Shell(SommBinary() + " " + role + " --model-repository " + certs +
+                                   " --redis 127.0.0.1:1 --check-args");
+    EXPECT_EQ(loopback.exit_code, 0) << role << ": " << loopback.output;
+  }
   fs::remove_all(certs);
 }
 

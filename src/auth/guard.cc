@@ -5,7 +5,10 @@
 #include <strings.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <utility>
 
 #include "auth/roles.h"
 
@@ -16,6 +19,10 @@ namespace {
 // The text ModelRegistry::UnknownModel gives; the tenant e2e tests check
 // that both answers are the same.
 Status UnknownModel(const std::string& name) { return NotFound("unknown model '" + name + "'"); }
+
+bool IsMutation(Operation op);
+
+}  // namespace
 
 bool IsLoopback(const std::string& address) {
   if (address == "localhost") return true;
@@ -28,8 +35,31 @@ bool IsLoopback(const std::string& address) {
   return false;
 }
 
+Status CheckClusterListenAddress(const std::string& address, const crypto::TlsServerFiles& tls,
+                                 const std::string& keys_file) {
+  if (IsLoopback(address)) return Status::Ok();
+  if (!tls.enabled() || tls.client_ca_file.empty()) {
+    return InvalidArgument(
+        "refusing to listen on --address " + address +
+        " without mutual TLS: anyone who could reach this port could load and run any tenant's "
+        "model, or act as the cluster's controller. Pass --tls-cert, --tls-key and "
+        "--tls-client-ca (scripts/make-certs DIR makes a CA and the cluster's certificate) or "
+        "listen on loopback (--address 127.0.0.1)");
+  }
+  if (keys_file.empty()) {
+    return InvalidArgument("refusing to serve /metrics on --address " + address +
+                           " to anyone: it names every model, private ones too. Pass --keys-file "
+                           "(a metrics or admin key, as 'somm keys create --role metrics' makes, "
+                           "then reads it)");
+  }
+  return Status::Ok();
+}
+
+namespace {
+
 bool IsMutation(Operation op) {
-  return op == Operation::kLoad || op == Operation::kUnload || op == Operation::kRegister;
+  return op == Operation::kLoad || op == Operation::kUnload || op == Operation::kRegister ||
+         op == Operation::kRollout;
 }
 
 bool IsQuery(Operation op) { return op == Operation::kInfer || op == Operation::kTaskInfer; }
@@ -53,9 +83,19 @@ Status CheckListenAddress(AuthMode mode, const std::string& address, const std::
 }
 
 StatusOr<std::unique_ptr<Guard>> Guard::Create(GuardOptions options) {
-  if (options.keys_path.empty()) options.keys_path = KeyStore::DefaultPath(options.repository);
-  if (options.tenants_path.empty()) options.tenants_path = DefaultQuotaPath(options.repository);
-  if (options.audit_path.empty()) options.audit_path = AuditLog::DefaultPath(options.repository);
+  const fs::path state(options.state_dir);
+  const bool own_state = !options.state_dir.empty();
+  if (options.keys_path.empty()) {
+    options.keys_path = own_state ? (state / "keys").string() : KeyStore::DefaultPath(options.repository);
+  }
+  if (options.tenants_path.empty()) {
+    options.tenants_path =
+        own_state ? (state / "tenants.yaml").string() : DefaultQuotaPath(options.repository);
+  }
+  if (options.audit_path.empty()) {
+    options.audit_path =
+        own_state ? (state / "audit.log").string() : AuditLog::DefaultPath(options.repository);
+  }
   if (options.clock == nullptr) options.clock = &Clock::Real();
   SOMM_ASSIGN_OR_RETURN(QuotaConfig quotas, LoadQuotaConfig(options.tenants_path));
   return std::unique_ptr<Guard>(new Guard(std::move(options), std::move(quotas)));
@@ -64,12 +104,14 @@ StatusOr<std::unique_ptr<Guard>> Guard::Create(GuardOptions options) {
 StatusOr<std::unique_ptr<Guard>> Guard::ForServer(const std::string& auth_flag,
                                                   const std::string& address,
                                                   const std::string& repository,
-                                                  const std::string& keys_file) {
+                                                  const std::string& keys_file,
+                                                  const std::string& state_dir) {
   SOMM_ASSIGN_OR_RETURN(AuthMode mode, ParseAuthMode(auth_flag));
   SOMM_RETURN_IF_ERROR(CheckListenAddress(mode, address, "--address"));
   GuardOptions o;
   o.mode = mode;
   o.repository = repository;
+  o.state_dir = state_dir;
   o.keys_path = keys_file;
   SOMM_ASSIGN_OR_RETURN(std::unique_ptr<Guard> guard, Create(std::move(o)));
   if (mode == AuthMode::kKeys) {
@@ -102,32 +144,67 @@ Guard::Guard(GuardOptions options, QuotaConfig quotas)
 Admission Guard::Admit(const CallInfo& call) {
   Admission a = Decide(call);
   // A refused repository change is audited too: who tried, and why not.
-  if (!a.status.ok() && IsMutation(call.op)) {
+  // Callers with no valid key are audited at a bounded rate (anyone can
+  // send those), and what was left out is counted in the next record.
+  if (!a.status.ok() && IsMutation(call.op) &&
+      (a.caller.authenticated || AdmitAnonymousRecord())) {
     audit_.Record({a.caller.key_id, a.caller.tenant, OperationName(call.op), call.model,
                    StatusCodeName(a.status.code()), a.status.message()});
   }
   return a;
 }
 
-Admission Guard::Decide(const CallInfo& call) {
-  Admission a;
-  if (options_.mode == AuthMode::kNone) return a;
-  std::string_view auth = call.authorization;
+bool Guard::AdmitAnonymousRecord() {
+  int64_t suppressed = 0;
+  {
+    MutexLock lock(&anonymous_mu_);
+    const double now_s =
+        std::chrono::duration<double>(options_.clock->Now().time_since_epoch()).count();
+    anonymous_tokens_ = std::min(kAnonymousAuditBurst,
+                                 anonymous_tokens_ + (now_s - anonymous_refill_s_) * kAnonymousAuditPerS);
+    anonymous_refill_s_ = now_s;
+    if (anonymous_tokens_ < 1) {
+      ++anonymous_suppressed_;
+      return false;
+    }
+    anonymous_tokens_ -= 1;
+    suppressed = std::exchange(anonymous_suppressed_, 0);
+  }
+  if (suppressed > 0) {
+    audit_.Record({"", "", "refused_unauthenticated", "", "suppressed",
+                   std::to_string(suppressed) +
+                       " refused call(s) without a valid key were not recorded one by one "
+                       "(at most " + std::to_string(static_cast<int>(kAnonymousAuditPerS)) +
+                       " a second are)"});
+  }
+  return true;
+}
+
+StatusOr<KeyRecord> Guard::KeyOf(std::string_view auth) {
   if (auth.empty()) {
-    a.status = Unauthenticated(
+    return Unauthenticated(
         "missing API key: send 'Authorization: Bearer <key>' (keys are made with 'somm keys "
         "create')");
-    return a;
   }
   constexpr std::string_view kBearer = "bearer ";
   if (auth.size() <= kBearer.size() ||
       strncasecmp(auth.data(), kBearer.data(), kBearer.size()) != 0) {
-    a.status = Unauthenticated("the Authorization value must be 'Bearer <key>'");
-    return a;
+    return Unauthenticated("the Authorization value must be 'Bearer <key>'");
   }
   auth.remove_prefix(kBearer.size());
   while (!auth.empty() && auth.front() == ' ') auth.remove_prefix(1);
-  StatusOr<KeyRecord> key = keys_.Verify(auth);
+  return keys_.Verify(auth);
+}
+
+Status Guard::Authenticate(const std::string& authorization) {
+  if (options_.mode == AuthMode::kNone) return Status::Ok();
+  return KeyOf(authorization).status();
+}
+
+Admission Guard::Decide(const CallInfo& call) {
+  Admission a;
+  if (options_.mode == AuthMode::kNone) return a;
+  StatusOr<KeyRecord> key = KeyOf(call.authorization);
   if (!key.ok()) {
     a.status = key.status();
     return a;
@@ -154,6 +231,7 @@ Status Guard::CheckTenantRules(const Caller& caller, const CallInfo& call) {
     case Operation::kLoad:
     case Operation::kUnload:
     case Operation::kRegister:
+    case Operation::kRollout:
       break;
     default:
       return Status::Ok();  // queries: the router; lists: MaySee
@@ -170,11 +248,12 @@ Status Guard::CheckTenantRules(const Caller& caller, const CallInfo& call) {
   switch (call.op) {
     case Operation::kLoad:
     case Operation::kUnload:
+    case Operation::kRollout:
       if (o.exists && o.owner.empty()) {
         return PermissionDenied(std::string("a user key may not ") + OperationName(call.op) +
                                 " public model '" + call.model + "'; that needs an admin key");
       }
-      if (call.op == Operation::kLoad && o.exists) {
+      if ((call.op == Operation::kLoad || call.op == Operation::kRollout) && o.exists) {
         return quotas_.CheckPrivateMemory(caller.tenant, PrivateBytes(caller.tenant));
       }
       return Status::Ok();
@@ -237,6 +316,8 @@ Guard::Ownership Guard::OwnerOf(const std::string& model) const {
       return o;
     }
   }
+  // No repository mounted (a router): the catalog is all there is.
+  if (options_.repository.empty()) return o;
   const fs::path dir = fs::path(options_.repository) / name;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return o;
@@ -254,6 +335,7 @@ Guard::Ownership Guard::OwnerOf(const std::string& model) const {
 int64_t Guard::PrivateBytes(const std::string& tenant) const {
   int64_t total = 0;
   std::error_code ec;
+  if (options_.repository.empty()) return 0;
   for (const auto& entry : fs::directory_iterator(options_.repository, ec)) {
     const std::string name = entry.path().filename().string();
     if (!entry.is_directory() || name.empty() || name[0] == '.') continue;

@@ -29,6 +29,8 @@
 #include "auth/key_store.h"
 #include "auth/quota.h"
 #include "common/clock.h"
+#include "common/mutex.h"
+#include "crypto/tls_files.h"
 #include "serving/call_guard.h"
 
 namespace somm::auth {
@@ -36,6 +38,15 @@ namespace somm::auth {
 enum class AuthMode { kNone, kKeys };
 
 StatusOr<AuthMode> ParseAuthMode(const std::string& text);
+
+// Whether `address` (a literal, or "localhost") is a loopback one.
+bool IsLoopback(const std::string& address);
+
+// What a worker or a controller must have to listen beyond loopback: mutual
+// TLS on its service port (only the cluster's own certificates may call
+// it), and a key file for its /metrics (a metrics or admin key).
+Status CheckClusterListenAddress(const std::string& address, const crypto::TlsServerFiles& tls,
+                                 const std::string& keys_file);
 
 // Refuses `--auth none` on an address beyond loopback, with a message that
 // names --auth and `somm keys`.
@@ -45,9 +56,12 @@ struct GuardOptions {
   AuthMode mode = AuthMode::kNone;
   // The model repository: model owners, and the default files below.
   std::string repository;
-  std::string keys_path;         // "" = <repo>/.somm/keys
-  std::string tenants_path;      // "" = <repo>/.somm/tenants.yaml (read at start)
-  std::string audit_path;        // "" = <repo>/.somm/audit.log
+  // Where the files below are by default: "" = <repo>/.somm (a router with
+  // no repository mounted names its own, --state-dir).
+  std::string state_dir;
+  std::string keys_path;         // "" = <state_dir>/keys
+  std::string tenants_path;      // "" = <state_dir>/tenants.yaml (read at start)
+  std::string audit_path;        // "" = <state_dir>/audit.log
   const Clock* clock = nullptr;  // null = Clock::Real()
 };
 
@@ -56,12 +70,14 @@ class Guard : public CallGuard {
   // Fails on a malformed tenants.yaml.
   static StatusOr<std::unique_ptr<Guard>> Create(GuardOptions options);
   // What `somm serve` and `somm router` do with their flags: parses --auth,
-  // refuses `none` beyond loopback, and creates the guard for `repository`.
-  // `keys_file` "" = <repo>/.somm/keys.
+  // refuses `none` beyond loopback, and creates the guard for `repository`
+  // ("" = none mounted) with its files in `state_dir` ("" = <repo>/.somm).
+  // `keys_file` "" = <state_dir>/keys.
   static StatusOr<std::unique_ptr<Guard>> ForServer(const std::string& auth_flag,
                                                     const std::string& address,
                                                     const std::string& repository,
-                                                    const std::string& keys_file);
+                                                    const std::string& keys_file,
+                                                    const std::string& state_dir = "");
 
   // Where a model's owner comes from first: the registry's view of the
   // model (a cluster's router builds it from the leader's catalog, and in
@@ -74,9 +90,14 @@ class Guard : public CallGuard {
   // GET /metrics on the metrics port: OK for an admin or metrics key.
   Status AdmitMetrics(const std::string& authorization);
 
+  Status Authenticate(const std::string& authorization) override;
   Admission Admit(const CallInfo& call) override;
   void Done(const Caller& caller, const CallInfo& call, const Status& outcome) override;
   bool MaySee(const Caller& caller, const std::string& model) override;
+
+  // Writes one record to the audit log (what other components audit through
+  // the guard: batch jobs' submissions, cancellations and ends).
+  void Audit(const AuditEvent& event) { audit_.Record(event); }
 
   // The per-tenant quota metrics, appended to /metrics.
   std::string MetricsText() const;
@@ -90,14 +111,28 @@ class Guard : public CallGuard {
   };
   Guard(GuardOptions options, QuotaConfig quotas);
   Admission Decide(const CallInfo& call);
+  // The key an Authorization value ("Bearer <key>") carries, verified.
+  StatusOr<KeyRecord> KeyOf(std::string_view authorization);
   Ownership OwnerOf(const std::string& model) const;
   bool Visible(const Caller& caller, const Ownership& o) const;
   // Bytes of the model files of `tenant`'s private models in the repository.
   int64_t PrivateBytes(const std::string& tenant) const;
   Status CheckTenantRules(const Caller& caller, const CallInfo& call);
 
+  // Whether a refused call without a valid key may be audited now: at most
+  // kAnonymousAuditPerS a second (burst kAnonymousAuditBurst), so nobody
+  // can grow the audit log without limit; the ones left out are counted in
+  // a record of their own.
+  bool AdmitAnonymousRecord();
+  static constexpr double kAnonymousAuditPerS = 10;
+  static constexpr double kAnonymousAuditBurst = 20;
+
   const GuardOptions options_;
   OwnerLookup owner_lookup_;
+  Mutex anonymous_mu_;
+  double anonymous_tokens_ SOMM_GUARDED_BY(anonymous_mu_) = kAnonymousAuditBurst;
+  double anonymous_refill_s_ SOMM_GUARDED_BY(anonymous_mu_) = 0;
+  int64_t anonymous_suppressed_ SOMM_GUARDED_BY(anonymous_mu_) = 0;
   KeyStore keys_;
   TenantQuotas quotas_;
   AuditLog audit_;

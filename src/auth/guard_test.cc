@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -165,6 +167,30 @@ TEST(AuthModeTest, NoneRefusesNonLoopbackAndNamesTheWayOut) {
   EXPECT_NE(s.message().find("--auth"), std::string::npos);
   EXPECT_NE(s.message().find("somm keys"), std::string::npos);
   EXPECT_FALSE(ParseAuthMode("maybe").ok());
+}
+
+// Anyone can send refused calls; the audit log must not grow with them
+// without limit. Callers with a valid key are audited in full.
+TEST_F(GuardTest, RefusedCallsWithoutAKeyAreAuditedAtABoundedRate) {
+  auto lines = [this] {
+    const std::string text = AuditText();
+    return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+  };
+  const size_t before = lines();
+  for (int i = 0; i < 1000; ++i) {
+    EXPECT_EQ(Admit(Operation::kUnload, "pub", "Bearer somm_0000000000000000_nope").code(),
+              StatusCode::kUnauthenticated);
+  }
+  const size_t burst = lines() - before;
+  EXPECT_GE(burst, 1u);
+  EXPECT_LE(burst, 20u);
+  clock_.Advance(std::chrono::seconds(1));
+  EXPECT_EQ(Admit(Operation::kUnload, "pub", "").code(), StatusCode::kUnauthenticated);
+  EXPECT_NE(AuditText().find("not recorded one by one"), std::string::npos) << AuditText();
+  // A known key's refused change is always recorded.
+  const size_t known_before = lines();
+  for (int i = 0; i < 50; ++i) (void)Admit(Operation::kUnload, "pub", metrics_);
+  EXPECT_EQ(lines() - known_before, 50u);
 }
 
 }  // namespace

@@ -50,7 +50,11 @@ bool IsItemId(const std::string& s) {
 }
 
 // The items of a folder of *.json (by name) or of a JSONL file (by line).
-StatusOr<std::vector<Item>> ListItems(const std::string& input) {
+// `input` is resolved; messages quote `given`, the caller's name for it.
+// `inside` says whether an entry of a folder (resolved, so a link is
+// followed) still lies in the caller's batch folders.
+StatusOr<std::vector<Item>> ListItems(const std::string& input, const std::string& given,
+                                      const std::function<bool(const std::string&)>& inside) {
   std::vector<Item> items;
   std::error_code ec;
   if (fs::is_directory(input, ec)) {
@@ -58,6 +62,10 @@ StatusOr<std::vector<Item>> ListItems(const std::string& input) {
       const fs::path p = e.path();
       if (!e.is_regular_file() || p.extension() != ".json") continue;
       const std::string id = p.stem().string();
+      if (!inside(p.string())) {
+        return PermissionDenied("batch input '" + given + "': item '" + p.filename().string() +
+                                "' links outside this key's batch folder");
+      }
       if (!IsItemId(id)) {
         return InvalidArgument("batch input: file name '" + p.filename().string() +
                                "' is not a usable item id (letters, digits, '-', '_', '.')");
@@ -67,7 +75,7 @@ StatusOr<std::vector<Item>> ListItems(const std::string& input) {
     std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.id < b.id; });
   } else {
     std::ifstream in(input, std::ios::binary);
-    if (!in) return InvalidArgument("batch input '" + input + "' is neither a folder nor a readable file");
+    if (!in) return InvalidArgument("batch input '" + given + "' is neither a folder nor a readable file");
     std::set<std::string> seen;
     std::string line;
     uint64_t offset = 0;
@@ -87,12 +95,12 @@ StatusOr<std::vector<Item>> ListItems(const std::string& input) {
         id = buf;
       }
       if (!seen.insert(id).second) {
-        return InvalidArgument("batch input '" + input + "': item id '" + id + "' appears twice");
+        return InvalidArgument("batch input '" + given + "': item id '" + id + "' appears twice");
       }
       items.push_back({id, input, at, length});
     }
   }
-  if (items.empty()) return InvalidArgument("batch input '" + input + "' holds no items");
+  if (items.empty()) return InvalidArgument("batch input '" + given + "' holds no items");
   return items;
 }
 
@@ -129,9 +137,23 @@ StatusOr<bool> WriteOnce(const fs::path& final, const std::string& bytes) {
   return Internal("cannot write " + final.string() + ": " + std::strerror(err));
 }
 
+Caller CallerOf(const BatchJobSpec& spec) {
+  Caller caller;
+  caller.authenticated = spec.authenticated;
+  caller.key_id = spec.key_id;
+  caller.tenant = spec.tenant;
+  caller.admin = spec.admin;
+  return caller;
+}
+
+std::string TargetOf(const BatchJobSpec& spec) {
+  return spec.model.empty() ? "task " + spec.task : "model " + spec.model;
+}
+
 json SpecToJson(const BatchJobSpec& s) {
   json j = {{"input", s.input}, {"output", s.output}, {"concurrency", s.concurrency},
-            {"tenant", s.tenant}, {"authenticated", s.authenticated}, {"admin", s.admin}};
+            {"key_id", s.key_id}, {"tenant", s.tenant}, {"authenticated", s.authenticated},
+            {"admin", s.admin}};
   if (!s.model.empty()) j["model"] = s.model;
   if (!s.version.empty()) j["version"] = s.version;
   if (!s.task.empty()) j["task"] = s.task;
@@ -167,11 +189,11 @@ StatusOr<BatchJobSpec> BatchJobSpecFromJson(const std::string& text) {
   if (s.model.empty() == s.task.empty()) {
     return InvalidArgument("batch job: give one of 'model' and 'task'");
   }
-  if (s.input.empty() || s.input[0] != '/') {
-    return InvalidArgument("batch job: 'input' must be an absolute path on the server");
+  if (s.input.empty()) {
+    return InvalidArgument("batch job: 'input' is required: a path in the caller's batch folder");
   }
-  if (s.output.empty() || s.output[0] != '/') {
-    return InvalidArgument("batch job: 'output' must be an absolute path on the server");
+  if (s.output.empty()) {
+    return InvalidArgument("batch job: 'output' is required: a path in the caller's batch folder");
   }
   if (j.contains("concurrency")) {
     if (!j["concurrency"].is_number_integer() || j["concurrency"].get<int64_t>() < 1 ||
@@ -233,6 +255,7 @@ StatusOr<BatchJobStatus> BatchJobStatusFromJson(const std::string& text) {
     p.input = spec.at("input").get<std::string>();
     p.output = spec.at("output").get<std::string>();
     p.concurrency = spec.at("concurrency").get<int>();
+    p.key_id = spec.value("key_id", "");
     p.tenant = spec.value("tenant", "");
     p.authenticated = spec.value("authenticated", false);
     p.admin = spec.value("admin", false);
@@ -268,6 +291,11 @@ struct BatchJobs::Job {
   std::deque<Answer> answered;  // guarded by mu: answered, not yet written
   std::atomic<bool> cancel{false};
   std::thread thread;
+  std::string output_path;  // guarded by mu: the output folder, resolved
+  std::string OutputPath() const {
+    std::lock_guard lock(mu);
+    return output_path;
+  }
   BatchJobStatus Snapshot() const {
     std::lock_guard lock(mu);
     BatchJobStatus s = status;
@@ -313,18 +341,29 @@ void BatchJobs::Save(const Job& job) {
 }
 
 StatusOr<BatchJobStatus> BatchJobs::Submit(BatchJobSpec spec, const Caller& caller) {
-  if (stopping_) return Unavailable("server is shutting down");
-  spec.concurrency = std::clamp(spec.concurrency, 1, options_.max_concurrency);
+  spec.key_id = caller.key_id;
   spec.tenant = caller.tenant;
   spec.authenticated = caller.authenticated;
   spec.admin = caller.admin;
-  SOMM_ASSIGN_OR_RETURN(std::vector<Item> items, ListItems(spec.input));
-  std::error_code ec;
-  fs::create_directories(spec.output, ec);
-  if (ec || !fs::is_directory(spec.output, ec)) {
-    return InvalidArgument("batch output '" + spec.output + "' is not a folder the server can make");
+  const BatchJobSpec asked = spec;
+  StatusOr<BatchJobStatus> status = SubmitChecked(std::move(spec), caller);
+  if (status.ok()) {
+    Audit(asked, "batch_submit", status->id, "ok", TargetOf(asked));
+  } else {
+    Audit(asked, "batch_submit", "", StatusCodeName(status.status().code()),
+          status.status().message());
   }
-  if (::access(spec.output.c_str(), W_OK) != 0) {
+  return status;
+}
+
+StatusOr<BatchJobStatus> BatchJobs::SubmitChecked(BatchJobSpec spec, const Caller& caller) {
+  if (stopping_) return Unavailable("server is shutting down");
+  if (!options_.paths) return FailedPrecondition("batch jobs have no batch root on this server");
+  spec.concurrency = std::clamp(spec.concurrency, 1, options_.max_concurrency);
+  SOMM_ASSIGN_OR_RETURN(std::string input, options_.paths->Input(caller, spec.input));
+  SOMM_ASSIGN_OR_RETURN(std::vector<Item> items, ListItems(input, spec.input, Inside(caller)));
+  SOMM_ASSIGN_OR_RETURN(std::string output, options_.paths->Output(caller, spec.output));
+  if (::access(output.c_str(), W_OK) != 0) {
     return InvalidArgument("batch output '" + spec.output + "' is not writable by the server");
   }
   if (!spec.model.empty()) {
@@ -340,22 +379,22 @@ StatusOr<BatchJobStatus> BatchJobs::Submit(BatchJobSpec spec, const Caller& call
     MutexLock lock(&mu_);
     for (const auto& [_, other] : jobs_) {
       const BatchJobStatus o = other->Snapshot();
-      if ((o.state == "RUNNING" || o.state == "QUEUED") &&
-          fs::equivalent(o.spec.output, spec.output, ec)) {
+      if ((o.state == "RUNNING" || o.state == "QUEUED") && other->OutputPath() == output) {
         return FailedPrecondition("batch output '" + spec.output + "' belongs to job " + o.id +
                                   ", still " + o.state);
       }
     }
     job->status.id = id;
     job->status.spec = std::move(spec);
+    job->output_path = output;
     job->status.state = "QUEUED";
     job->status.total = static_cast<int64_t>(items.size());
     job->status.created_unix_ms = UnixMs();
     jobs_[id] = job;
   }
   Save(*job);
-  spdlog::info("batch job {}: {} items of {} to {}", id, items.size(), job->status.spec.input,
-               job->status.spec.output);
+  spdlog::info("batch job {}: {} items of {} to {} (tenant '{}')", id, items.size(),
+               job->status.spec.input, job->status.spec.output, job->status.spec.tenant);
   job->thread = std::thread([this, job] { Run(job); });
   return job->Snapshot();
 }
@@ -375,19 +414,29 @@ void BatchJobs::Run(std::shared_ptr<Job> job) {
     spec = job->status.spec;
     job->status.state = "RUNNING";
   }
-  auto items = ListItems(spec.input);
-  if (!items.ok()) {
+  const Caller caller = CallerOf(spec);
+  // Resolved again: a resumed job is held to the folders as they are now.
+  StatusOr<std::vector<Item>> items = FailedPrecondition("batch jobs have no batch root");
+  StatusOr<std::string> output = items.status();
+  if (options_.paths) {
+    StatusOr<std::string> input = options_.paths->Input(caller, spec.input);
+    items = input.ok() ? ListItems(*input, spec.input, Inside(caller)) : input.status();
+    output = options_.paths->Output(caller, spec.output);
+  }
+  const Status usable = !items.ok() ? items.status() : output.status();
+  if (!usable.ok()) {
     std::lock_guard lock(job->mu);
     job->status.state = "FAILED";
-    job->status.message = items.status().message();
+    job->status.message = usable.message();
   }
+  if (!usable.ok()) Ended(*job, "FAILED");
   Save(*job);
-  if (!items.ok()) return;
-  const fs::path out(spec.output);
-  Caller caller;
-  caller.authenticated = spec.authenticated;
-  caller.tenant = spec.tenant;
-  caller.admin = spec.admin;
+  if (!usable.ok()) return;
+  const fs::path out(*output);
+  {
+    std::lock_guard lock(job->mu);
+    job->output_path = *output;
+  }
   // What an earlier run wrote is done: counted, and skipped below.
   std::vector<const Item*> todo;
   int64_t succeeded = 0;
@@ -479,7 +528,12 @@ void BatchJobs::Run(std::shared_ptr<Job> job) {
     }
     const size_t index = next++;
     const Item& item = *todo[index];
-    StatusOr<std::string> body = ReadBody(item);
+    // Resolved just before it is read: a link swapped in since the listing
+    // is refused.
+    StatusOr<std::string> body = options_.paths->Contains(caller, item.path)
+                                     ? ReadBody(item)
+                                     : PermissionDenied("item '" + item.id +
+                                                        "' links outside this key's batch folder");
     StatusOr<InferenceRequest> request =
         body.ok() ? oip::DecodeInferRequest(*body, std::nullopt) : StatusOr<InferenceRequest>(body.status());
     if (!request.ok()) {
@@ -515,21 +569,41 @@ void BatchJobs::Run(std::shared_ptr<Job> job) {
     job->cv.wait_for(lock, std::chrono::milliseconds(50),
                      [&] { return !job->answered.empty() || job->status.in_flight == 0; });
   }
+  // Stopping: it stays RUNNING on disk, and the next start resumes it.
+  // Otherwise its end is audited before anyone can see it ended.
+  const char* final_state = job->cancel ? "CANCELLED" : stopping_ ? nullptr : "DONE";
+  if (final_state != nullptr) Ended(*job, final_state);
   {
     std::unique_lock lock(job->mu);
     update_rate();
-    if (job->cancel) {
-      job->status.state = "CANCELLED";
-    } else if (!stopping_) {
-      job->status.state = "DONE";
-    }
-    // Stopping: it stays RUNNING on disk, and the next start resumes it.
+    if (final_state != nullptr) job->status.state = final_state;
   }
   Save(*job);
   const BatchJobStatus s = job->Snapshot();
   spdlog::info("batch job {}: {} ({} succeeded, {} failed of {}, {:.1f} items/s)", s.id, s.state,
                s.succeeded, s.failed, s.total, s.items_per_s);
 }
+
+void BatchJobs::Ended(const Job& job, const std::string& state) const {
+  BatchJobStatus s = job.Snapshot();
+  s.state = state;
+  Audit(s.spec, "batch_end", s.id, s.state,
+        TargetOf(s.spec) + ": " + std::to_string(s.succeeded) + " succeeded, " +
+            std::to_string(s.failed) + " failed of " + std::to_string(s.total) +
+            (s.message.empty() ? "" : "; " + s.message));
+}
+
+void BatchJobs::Audit(const BatchJobSpec& spec, const char* action, const std::string& job,
+                      const std::string& outcome, const std::string& detail) const {
+  if (options_.audit) options_.audit({spec.key_id, spec.tenant, action, job, outcome, detail});
+}
+
+std::function<bool(const std::string&)> BatchJobs::Inside(const Caller& caller) const {
+  return [this, caller](const std::string& path) {
+    return options_.paths && options_.paths->Contains(caller, path);
+  };
+}
+
 
 StatusOr<std::shared_ptr<BatchJobs::Job>> BatchJobs::Visible(const std::string& id,
                                                               const Caller& caller) const {
@@ -561,17 +635,28 @@ std::vector<BatchJobStatus> BatchJobs::List(const Caller& caller) const {
 }
 
 StatusOr<BatchJobStatus> BatchJobs::Cancel(const std::string& id, const Caller& caller) {
-  SOMM_ASSIGN_OR_RETURN(std::shared_ptr<Job> job, Visible(id, caller));
+  BatchJobSpec who;
+  who.key_id = caller.key_id;
+  who.tenant = caller.tenant;
+  StatusOr<std::shared_ptr<Job>> job = Visible(id, caller);
+  if (!job.ok()) {
+    Audit(who, "batch_cancel", id, StatusCodeName(job.status().code()), job.status().message());
+    return job.status();
+  }
   {
-    std::lock_guard lock(job->mu);
-    if (job->status.state != "RUNNING" && job->status.state != "QUEUED") {
-      return FailedPrecondition("batch job " + id + " is " + job->status.state + ", not running");
+    std::lock_guard lock((*job)->mu);
+    if ((*job)->status.state != "RUNNING" && (*job)->status.state != "QUEUED") {
+      const Status refused =
+          FailedPrecondition("batch job " + id + " is " + (*job)->status.state + ", not running");
+      Audit(who, "batch_cancel", id, StatusCodeName(refused.code()), refused.message());
+      return refused;
     }
   }
-  job->cancel = true;
-  job->cv.notify_all();
-  if (job->thread.joinable()) job->thread.join();
-  return job->Snapshot();
+  Audit(who, "batch_cancel", id, "ok", "");
+  (*job)->cancel = true;
+  (*job)->cv.notify_all();
+  if ((*job)->thread.joinable()) (*job)->thread.join();
+  return (*job)->Snapshot();
 }
 
 void BatchJobs::ResumeAll() {

@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "batch/batch_paths.h"
 #include "common/mutex.h"
 #include "common/status.h"
 #include "serving/caller.h"
@@ -44,10 +45,13 @@ struct BatchJobSpec {
   std::string task;
   std::optional<double> min_accuracy;
   std::optional<double> max_cost_usd;
-  std::string input;   // absolute: a folder of *.json or a .jsonl file
-  std::string output;  // absolute: a folder (created)
+  // As the caller named them: relative to its batch folder, or absolute
+  // inside it (batch/batch_paths.h); resolved again at every run.
+  std::string input;   // a folder of *.json or a .jsonl file
+  std::string output;  // a folder (created)
   int concurrency = 2;
   // Who submitted it: its items run as this caller (its tenant's models).
+  std::string key_id;
   std::string tenant;
   bool authenticated = false;
   bool admin = false;
@@ -75,10 +79,26 @@ StatusOr<BatchJobSpec> BatchJobSpecFromJson(const std::string& text);
 std::string BatchJobStatusToJson(const BatchJobStatus& status);
 StatusOr<BatchJobStatus> BatchJobStatusFromJson(const std::string& text);
 
+// One audit record's worth: who, what, which job, and how it went.
+struct BatchEvent {
+  std::string key_id;
+  std::string tenant;
+  std::string action;  // batch_submit, batch_cancel, batch_end
+  std::string job;     // "" for a refused submission
+  std::string outcome;  // "ok", a status code's name, or the job's final state
+  std::string detail;   // the error, or "<model or task>: <done> of <total>"
+};
+
 class BatchJobs {
  public:
   struct Options {
     std::string state_dir;  // <repo>/.somm/batch
+    // Where jobs may read and write; required (null: every submission is
+    // refused).
+    std::shared_ptr<const BatchPaths> paths;
+    // Called for every submission (refused ones too), cancellation and end:
+    // the audit log's feed. Null = none.
+    std::function<void(const BatchEvent&)> audit;
     // The server's queries in flight now (the router's count, this job's
     // own included); a job waits while the others reach busy_inflight.
     std::function<int64_t()> inflight;
@@ -88,13 +108,16 @@ class BatchJobs {
   BatchJobs(Options options, InferenceServer& server);
   ~BatchJobs();  // Shutdown()
 
-  // Checks the spec (the input readable, the output writable, the target
-  // known to the caller) and starts the job.
+  // Checks the spec (the input and output inside the caller's batch folder,
+  // the input readable, the output writable, the target known to the
+  // caller) and starts the job.
   StatusOr<BatchJobStatus> Submit(BatchJobSpec spec, const Caller& caller);
   // NOT_FOUND for a job the caller may not see (another tenant's).
   StatusOr<BatchJobStatus> Get(const std::string& id, const Caller& caller) const;
   std::vector<BatchJobStatus> List(const Caller& caller) const;
   StatusOr<BatchJobStatus> Cancel(const std::string& id, const Caller& caller);
+  // Where jobs may read and write; null when none is configured.
+  const BatchPaths* paths() const { return options_.paths.get(); }
   // Runs again every job the state folder says was running.
   void ResumeAll();
   // Stops every job after its items in flight; they stay RUNNING on disk,
@@ -105,6 +128,13 @@ class BatchJobs {
   struct Job;
   void Run(std::shared_ptr<Job> job);
   void Save(const Job& job);
+  StatusOr<BatchJobStatus> SubmitChecked(BatchJobSpec spec, const Caller& caller);
+  void Audit(const BatchJobSpec& spec, const char* action, const std::string& job,
+             const std::string& outcome, const std::string& detail) const;
+  // Audits the job's end, in `state`.
+  void Ended(const Job& job, const std::string& state) const;
+  // Whether a resolved path lies in `caller`'s batch folders.
+  std::function<bool(const std::string&)> Inside(const Caller& caller) const;
   StatusOr<std::shared_ptr<Job>> Visible(const std::string& id, const Caller& caller) const;
 
   const Options options_;

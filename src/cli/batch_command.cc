@@ -63,10 +63,9 @@ int RunBatch(const BatchOptions& o) {
       std::fprintf(stderr, "error: give one of --model and --task\n");
       return 2;
     }
-    // Paths as the server reads them: this machine's, made absolute.
-    json body = {{"input", std::filesystem::absolute(o.input).lexically_normal().string()},
-                 {"output", std::filesystem::absolute(o.output).lexically_normal().string()},
-                 {"concurrency", o.concurrency}};
+    // Paths on the server, in this key's batch folder there (relative to
+    // it, or absolute inside it): sent as given.
+    json body = {{"input", o.input}, {"output", o.output}, {"concurrency", o.concurrency}};
     if (!o.model.empty()) body["model"] = o.model;
     if (!o.version.empty()) body["version"] = o.version;
     if (!o.task.empty()) body["task"] = o.task;

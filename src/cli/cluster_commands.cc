@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "batch/batch_jobs.h"
+#include "cli/batch_setup.h"
 #include "auth/guard.h"
 #include "repository/repository_poller.h"
 #include "cli/commands.h"
@@ -413,12 +414,14 @@ StatusOr<std::unique_ptr<Provisioner>> MakeProvisioner(const ControllerProcessOp
     lo.worker_args = {"--model-repository", o.model_repository, "--redis", o.redis};
     std::istringstream extra(o.local_worker_args);
     for (std::string arg; extra >> arg;) lo.worker_args.push_back(arg);
-    // Its workers speak the cluster's TLS: this controller's files.
+    // Its workers speak the cluster's TLS and read its metrics keys: this
+    // controller's files.
     if (o.tls.enabled()) {
       lo.worker_args.insert(lo.worker_args.end(),
                             {"--tls-cert", o.tls.cert_file, "--tls-key", o.tls.key_file,
                              "--tls-client-ca", o.tls.client_ca_file});
     }
+    if (!o.keys_file.empty()) lo.worker_args.insert(lo.worker_args.end(), {"--keys-file", o.keys_file});
     // Unique across controllers: a standby that takes over starts its own.
     lo.id_prefix = controller_id + "-worker-";
     lo.base_port = o.local_worker_base_port;
@@ -531,6 +534,15 @@ auth::Guard::OwnerLookup RegistryOwner(const ModelRegistry& registry) {
   };
 }
 
+std::string RouterStateDir(const RouterProcessOptions& o) {
+  if (!o.state_dir.empty()) return o.state_dir;
+  if (!o.model_repository.empty()) {
+    return (std::filesystem::path(o.model_repository) / ".somm").string();
+  }
+  const char* home = std::getenv("HOME");
+  return (std::filesystem::path(home != nullptr && *home != '\0' ? home : ".") / ".somm").string();
+}
+
 // A cluster process's TLS context (null = plaintext). In a cluster TLS is
 // mutual or nothing: the client CA is also what each process checks its
 // peers' certificates against, and the certificate is also its client one.
@@ -544,15 +556,104 @@ StatusOr<std::shared_ptr<const crypto::TlsServerContext>> ClusterTls(
   return crypto::TlsServerContext::CreateIfEnabled(files);
 }
 
+// The TLS of a worker's or a controller's metrics port: its certificate,
+// and no client certificate asked for, so that kubelet's probes (which
+// present none) and Prometheus (a bearer key) reach it; null = plaintext.
+StatusOr<std::shared_ptr<const crypto::TlsServerContext>> MetricsPortTls(
+    const crypto::TlsServerFiles& files) {
+  crypto::TlsServerFiles server_only = files;
+  server_only.client_ca_file.clear();
+  return crypto::TlsServerContext::CreateIfEnabled(server_only);
+}
+
+// Who may read a worker's or a controller's /metrics: with --keys-file, a
+// metrics or admin key from it (private models' names are in there);
+// without, anyone (loopback only: CheckClusterListenAddress).
+StatusOr<std::pair<std::unique_ptr<auth::Guard>, MetricsAccess>> MetricsKeys(
+    const std::string& keys_file) {
+  std::pair<std::unique_ptr<auth::Guard>, MetricsAccess> out;
+  if (keys_file.empty()) return out;
+  auth::GuardOptions go;
+  go.mode = auth::AuthMode::kKeys;
+  go.keys_path = keys_file;
+  go.state_dir = std::filesystem::path(keys_file).parent_path().string();
+  SOMM_ASSIGN_OR_RETURN(out.first, auth::Guard::Create(std::move(go)));
+  out.second.authorize = [g = out.first.get()](const std::string& a) { return g->AdmitMetrics(a); };
+  return out;
+}
+
+// The client side of a router toward workers and the controller: its
+// --cluster-tls-* files, else its own server files when they are mutual.
+crypto::TlsClientFiles RouterPeerFiles(const RouterProcessOptions& o) {
+  return o.cluster_tls.enabled() ? o.cluster_tls : crypto::PeerClientFiles(o.tls);
+}
+
+// What every cluster process checks of its --redis before it starts: the
+// form, and the password's file or variable.
+Status CheckRedisFlag(const std::string& address) {
+  return redis::ParseRedisEndpoint(address, [](const char* n) { return std::getenv(n); }).status();
+}
+
+// A worker's and a controller's checks of their own flags: where they may
+// listen, their TLS files, their metrics keys, their Redis.
+Status CheckServiceArgs(const std::string& address, const crypto::TlsServerFiles& tls,
+                        const std::string& keys_file, const std::string& redis) {
+  SOMM_RETURN_IF_ERROR(auth::CheckClusterListenAddress(address, tls, keys_file));
+  SOMM_RETURN_IF_ERROR(ClusterTls(tls).status());
+  SOMM_RETURN_IF_ERROR(MetricsPortTls(tls).status());
+  SOMM_RETURN_IF_ERROR(MetricsKeys(keys_file).status());
+  return CheckRedisFlag(redis);
+}
+
+// Prints the verdict of --check-args; true when the process should stop
+// here (the check was asked for, or failed).
+bool ReportArgs(const char* command, const Status& checked, bool check_only) {
+  if (!checked.ok()) {
+    std::fprintf(stderr, "somm %s: %s\n", command, checked.message().c_str());
+    return true;
+  }
+  if (check_only) std::printf("ok\n");
+  return check_only;
+}
+
 }  // namespace
 
-int RunWorker(const WorkerProcessOptions& o) {
-  sigset_t stop = SetUpProcess(o.log_level);
-  auto tls = ClusterTls(o.tls);
-  if (!tls.ok()) {
-    spdlog::error("{}", tls.status().message());
-    return 2;
+Status CheckWorkerArgs(const WorkerProcessOptions& o) {
+  return CheckServiceArgs(o.address, o.tls, o.keys_file, o.redis);
+}
+
+Status CheckControllerArgs(const ControllerProcessOptions& o) {
+  SOMM_RETURN_IF_ERROR(CheckServiceArgs(o.address, o.tls, o.keys_file, o.redis));
+  if (o.provisioner != "none" && o.provisioner != "local" && o.provisioner != "kubernetes") {
+    return InvalidArgument("--provisioner must be none, local or kubernetes, not '" +
+                           o.provisioner + "'");
   }
+  if (o.min_workers < 0 || o.max_workers < o.min_workers) {
+    return InvalidArgument("--min-workers and --max-workers: need 0 <= min <= max");
+  }
+  return Status::Ok();
+}
+
+Status CheckRouterArgs(const RouterProcessOptions& o) {
+  SOMM_ASSIGN_OR_RETURN(auth::AuthMode mode, auth::ParseAuthMode(o.auth));
+  SOMM_RETURN_IF_ERROR(auth::CheckListenAddress(mode, o.address, "--address"));
+  SOMM_RETURN_IF_ERROR(ClusterTls(o.tls).status());
+  SOMM_RETURN_IF_ERROR(o.cluster_tls.Validate());
+  if (mode == auth::AuthMode::kKeys && !o.keys_file.empty() &&
+      !std::filesystem::is_regular_file(o.keys_file)) {
+    return InvalidArgument("--keys-file " + o.keys_file + " is not a file");
+  }
+  return CheckRedisFlag(o.redis);
+}
+
+int RunWorker(const WorkerProcessOptions& o) {
+  if (const Status checked = CheckWorkerArgs(o); ReportArgs("worker", checked, o.check_args)) {
+    return checked.ok() ? 0 : 2;
+  }
+  sigset_t stop = SetUpProcess(o.log_level);
+  auto tls = MetricsPortTls(o.tls);
+  auto metrics_keys = MetricsKeys(o.keys_file);
+  if (!tls.ok() || !metrics_keys.ok()) return 2;  // checked above
   PrometheusMetrics metrics;
   TorchBackendOptions backend_options;
   backend_options.background_pacer = std::make_shared<DutyCyclePacer>(o.background_duty);
@@ -601,6 +702,8 @@ int RunWorker(const WorkerProcessOptions& o) {
   const std::string incarnation = redis::NewIncarnation();
   int64_t sequence = 0;
   bool warned = false;
+  // Ready once its report is in Redis (routers can find it), until it drains.
+  std::atomic<bool> registered{false};
   heartbeat = std::make_unique<Ticker>(std::chrono::milliseconds(o.heartbeat_ms), [&] {
     if (draining) return;
     cluster::WorkerReport report = worker->Report();
@@ -609,12 +712,16 @@ int RunWorker(const WorkerProcessOptions& o) {
     report.address = advertise;
     report.zone = o.zone;
     const Status s = store->WriteWorker(report);
+    registered = s.ok();
     if (!s.ok() && !warned) spdlog::warn("worker {}: heartbeat not written: {}", id, s.message());
     if (s.ok() && warned) spdlog::info("worker {}: heartbeats are written again", id);
     warned = !s.ok();
   });
   auto endpoint = MetricsEndpoint::Start(metrics, o.address, o.metrics_port,
-                                         [&draining] { return !draining.load(); }, {}, *tls);
+                                         [&draining, &registered] {
+                                           return registered.load() && !draining.load();
+                                         },
+                                         metrics_keys->second, *tls);
   if (!endpoint.ok()) {
     spdlog::error("{}", endpoint.status().message());
     return 2;
@@ -641,14 +748,20 @@ int RunWorker(const WorkerProcessOptions& o) {
 }
 
 int RunRouter(const RouterProcessOptions& o) {
+  if (const Status checked = CheckRouterArgs(o); ReportArgs("router", checked, o.check_args)) {
+    return checked.ok() ? 0 : 2;
+  }
   sigset_t stop = SetUpProcess(o.log_level);
   auto tls = ClusterTls(o.tls);
   if (!tls.ok()) {
     spdlog::error("{}", tls.status().message());
     return 2;
   }
+  // Its own files (audit log, quota file, default key file, batch jobs):
+  // --state-dir, else the repository's .somm/, else $HOME/.somm.
+  const std::string state_dir = RouterStateDir(o);
   // The router is the cluster's front door: keys are checked here.
-  auto guard = auth::Guard::ForServer(o.auth, o.address, o.model_repository, o.keys_file);
+  auto guard = auth::Guard::ForServer(o.auth, o.address, o.model_repository, o.keys_file, state_dir);
   if (!guard.ok()) {
     spdlog::error("{}", guard.status().message());
     return 2;
@@ -670,10 +783,11 @@ int RunRouter(const RouterProcessOptions& o) {
   store->SetOnChange([&catalog, store] { catalog.Sync(store->Catalog()); });
 
   GrpcWorkerPoolOptions pool_options;
-  pool_options.stub.tls = crypto::PeerClientFiles(o.tls);
+  pool_options.stub.tls = crypto::ForPeer(RouterPeerFiles(o), "somm-worker");
   GrpcWorkerPool workers(AddressesOf(*store), pool_options);
   GrpcControlClient leader([store] { return LeaderAddress(*store); }, device,
-                           std::chrono::minutes(5), crypto::PeerClientFiles(o.tls));
+                           std::chrono::minutes(5),
+                           crypto::ForPeer(RouterPeerFiles(o), "somm-controller"));
   CatalogFollowingControl control(leader, catalog, registry);
   DecisionLog log(1000);
   RouterOptions rto;
@@ -682,18 +796,28 @@ int RunRouter(const RouterProcessOptions& o) {
   rto.compact_explanation = o.explain == "compact";
   rto.zone = o.zone;
   rto.cross_zone_rtt_ms = o.cross_zone_rtt_ms;
+  // Ready means able to serve: the catalog is here, a leader controller and
+  // a live worker are seen (a query before that was answered 404 or 503).
+  // With a repository mounted, its models must be in the catalog too (an
+  // empty catalog is a cluster that serves nothing yet, ready to register).
+  rto.ready = [store, &workers, &registry] {
+    if (LeaderAddress(*store).empty() || workers.Ids().empty()) return false;
+    return !store->Catalog().empty() || registry.ListModelFolders().empty();
+  };
   Router router(rto, registry, *store, workers, control, metrics, log);
   Ticker demand(std::chrono::milliseconds(1000), [&router] { router.PublishDemand(); });
   // Offline batch jobs run on the router that took them, beside its queries;
-  // their state is kept under the router's repository mount, so a restarted
-  // router resumes them. A router with no repository mounted takes none.
-  std::unique_ptr<BatchJobs> batch;
-  if (!o.model_repository.empty()) {
-    BatchJobs::Options bo;
-    bo.state_dir = (std::filesystem::path(o.model_repository) / ".somm" / "batch" / rto.id).string();
-    bo.inflight = [&router] { return router.InflightQueries(); };
-    batch = std::make_unique<BatchJobs>(std::move(bo), router);
+  // their state is kept in its state folder, so a restarted router resumes
+  // them when that folder outlives it.
+  auto bo = BatchSetup(o.batch, state_dir, rto.id, o.model_repository, guard->get());
+  if (!bo.ok()) {
+    spdlog::error("{}", bo.status().message());
+    return 2;
   }
+  bo->inflight = [&router] { return router.InflightQueries(); };
+  auto batch = std::make_unique<BatchJobs>(std::move(bo).value(), router);
+  spdlog::info("router {}: audit log, quota file and batch jobs in {}; batch files under {}",
+               rto.id, state_dir, batch->paths()->root());
 
   // One bound for both frontends, as in `somm serve`.
   InflightLimit inflight_limit(InflightLimit::Options{o.max_inflight, 1, &metrics});
@@ -727,6 +851,11 @@ int RunRouter(const RouterProcessOptions& o) {
   ho.io_threads = o.http_threads;
   ho.metrics_text = [&metrics] { return metrics.Serialize(); };
   ho.guard = guard->get();
+  ho.origin_policy.loopback_hosts_only = (*guard)->mode() == auth::AuthMode::kNone;
+  ho.origin_policy.cors_origins = o.cors_origins;
+  ho.header_timeout_s = o.connections.header_timeout_s;
+  ho.body_timeout_s = o.connections.body_timeout_s;
+  ho.max_connections_per_address = static_cast<size_t>(o.connections.max_connections_per_address);
   ho.tls = *tls;
   auto http = HttpFrontend::Start(router, ho);
   if (!http.ok()) {
@@ -768,12 +897,13 @@ int RunRouter(const RouterProcessOptions& o) {
 }
 
 int RunController(const ControllerProcessOptions& o) {
-  sigset_t stop = SetUpProcess(o.log_level);
-  auto tls = ClusterTls(o.tls);
-  if (!tls.ok()) {
-    spdlog::error("{}", tls.status().message());
-    return 2;
+  if (const Status checked = CheckControllerArgs(o); ReportArgs("controller", checked, o.check_args)) {
+    return checked.ok() ? 0 : 2;
   }
+  sigset_t stop = SetUpProcess(o.log_level);
+  auto tls = MetricsPortTls(o.tls);
+  auto metrics_keys = MetricsKeys(o.keys_file);
+  if (!tls.ok() || !metrics_keys.ok()) return 2;  // checked above
   PrometheusMetrics metrics;
   TorchBackendOptions backend_options;
   auto parts = StartParts(o.model_repository, o.device, o.redis, 3000, /*watch=*/true,
@@ -786,7 +916,7 @@ int RunController(const ControllerProcessOptions& o) {
   RedisClusterStateStore* store = parts->store.get();
   ModelRegistry& registry = *parts->registry;
   GrpcWorkerPoolOptions pool_options;
-  pool_options.stub.tls = crypto::PeerClientFiles(o.tls);
+  pool_options.stub.tls = crypto::ForPeer(crypto::PeerClientFiles(o.tls), "somm-worker");
   GrpcWorkerPool workers(AddressesOf(*store), pool_options);
   DecisionLog log(1000);
   ControllerOptions co;
@@ -869,8 +999,12 @@ int RunController(const ControllerProcessOptions& o) {
   const std::string holder = id + "|" + advertise;
   // The controller keeps the same view as a router: how stale it gets.
   store->SetOnViewLag(metrics.ViewLagRecorder("controller:" + id));
-  auto endpoint = MetricsEndpoint::Start(metrics, o.address, o.metrics_port, [] { return true; },
-                                         MetricsAccess{}, *tls);
+  // Ready while it holds the leader lease or sees who does (a standby that
+  // follows); not while Redis is out of reach.
+  auto endpoint = MetricsEndpoint::Start(
+      metrics, o.address, o.metrics_port,
+      [&leader, store] { return leader.load() || !LeaderAddress(*store).empty(); },
+      metrics_keys->second, *tls);
   if (!endpoint.ok()) {
     spdlog::error("{}", endpoint.status().message());
     return 2;
@@ -927,6 +1061,10 @@ int RunController(const ControllerProcessOptions& o) {
           if (registry.IsPublished(name)) continue;
           const Status s = controller.LoadModel(name, /*startup=*/true);
           if (!s.ok()) spdlog::error("model {}: {}", name, s.message());
+          // At once, not at the next lease tick: a router that sees the
+          // model queues its queries behind the load instead of answering
+          // 404 for a second.
+          publish_catalog();
         }
         if (o.auto_variants) {
           // Variant jobs run on the leader and live in its memory: one that a

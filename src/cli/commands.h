@@ -7,9 +7,27 @@
 #include <vector>
 
 #include "batching/batcher.h"
+#include "common/status.h"
 #include "crypto/tls_files.h"
 
 namespace somm {
+
+// Where offline batch jobs may read and write (batch/batch_paths.h).
+struct BatchRootFlags {
+  // --batch-root: the per-tenant folders' parent; "" = <state dir>/batch-files.
+  std::string root;
+  // --batch-admin-root (repeatable): more roots admin keys may use as they are.
+  std::vector<std::string> admin_roots;
+};
+
+// The REST port's limits on slow and numerous clients
+// (frontend/http/http_server.h): --header-timeout-s, --body-timeout-s,
+// --max-connections-per-address.
+struct ConnectionLimitFlags {
+  int header_timeout_s = 10;
+  int body_timeout_s = 30;
+  int64_t max_connections_per_address = 1024;  // 0 = no cap
+};
 
 struct ServeOptions {
   std::string model_repository;
@@ -59,7 +77,19 @@ struct ServeOptions {
   // TLS on the REST, gRPC and metrics ports (--tls-cert, --tls-key;
   // --tls-client-ca for mutual TLS); not enabled = plaintext.
   crypto::TlsServerFiles tls;
+  BatchRootFlags batch;
+  ConnectionLimitFlags connections;
+  // --cors-origin (repeatable): browser origins allowed to call the REST
+  // port cross-origin (frontend/http/origin_policy.h); none = CORS off.
+  std::vector<std::string> cors_origins;
+  // --strict-readiness (Triton's): ready once every model is available and
+  // its configured instances loaded; false = once the server is up.
+  bool strict_readiness = true;
+  // --check-args: check the flags as a start would, print "ok", and stop.
+  bool check_args = false;
 };
+// The checks a start makes of its flags before anything listens or loads.
+Status CheckServeArgs(const ServeOptions& options);
 int RunServe(const ServeOptions& options);
 
 // The cluster's processes (docs/cluster.md): they share state through one
@@ -87,14 +117,27 @@ struct WorkerProcessOptions {
   int heartbeat_ms = 1000;            // how often it renews it
   double background_duty = 0.15;
   std::string log_level = "info";
-  // Its service and metrics ports' TLS. With a client CA it is mutual, and
-  // the same files are its client side toward the other processes.
+  // Its service port's TLS, mutual with a client CA, and the same files are
+  // its client side toward the other processes. Its metrics port takes the
+  // certificate and asks for no client one (probes present none).
   crypto::TlsServerFiles tls;
+  // --keys-file: /metrics needs a metrics or admin key from it; required
+  // beyond loopback (as is mutual TLS).
+  std::string keys_file;
+  // --check-args: check the flags as a start would, print "ok", and stop.
+  bool check_args = false;
 };
+// The checks a start makes of its flags before anything listens or loads
+// (--check-args runs them alone: deploy/'s manifests are checked with them).
+Status CheckWorkerArgs(const WorkerProcessOptions& options);
 int RunWorker(const WorkerProcessOptions& options);
 
 struct RouterProcessOptions {
+  // Optional: a router serves what the cluster's catalog publishes.
   std::string model_repository;
+  // Its audit log, quota file (tenants.yaml), default key file and batch
+  // jobs; "" = <repo>/.somm, or $HOME/.somm without a repository.
+  std::string state_dir;
   std::string redis = "127.0.0.1:6379";
   std::string address = "127.0.0.1";
   std::string auth = "none";  // as ServeOptions::auth
@@ -124,9 +167,19 @@ struct RouterProcessOptions {
   std::string explain = "compact";  // as somm serve's --explain
   std::string log_level = "info";
   // TLS on its REST, gRPC and metrics ports; with a client CA, mutual TLS,
-  // and it dials workers and the controller with the same certificate.
+  // and it dials workers and the controller with the same certificate
+  // unless cluster_tls names another.
   crypto::TlsServerFiles tls;
+  // --cluster-tls-cert, --cluster-tls-key, --cluster-tls-ca: its client side
+  // toward workers and the controller (mutual TLS), when its user-facing
+  // ports use other files or none.
+  crypto::TlsClientFiles cluster_tls;
+  BatchRootFlags batch;
+  ConnectionLimitFlags connections;
+  std::vector<std::string> cors_origins;  // as somm serve's
+  bool check_args = false;  // as the worker's
 };
+Status CheckRouterArgs(const RouterProcessOptions& options);
 int RunRouter(const RouterProcessOptions& options);
 
 struct ControllerProcessOptions {
@@ -177,7 +230,10 @@ struct ControllerProcessOptions {
   // As the worker's: its control service and metrics ports, and its calls
   // to workers.
   crypto::TlsServerFiles tls;
+  std::string keys_file;  // as the worker's
+  bool check_args = false;  // as the worker's
 };
+Status CheckControllerArgs(const ControllerProcessOptions& options);
 int RunController(const ControllerProcessOptions& options);
 
 struct ClientOptions {

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "batch/batch_jobs.h"
+#include "cli/batch_setup.h"
 #include "auth/guard.h"
 #include "repository/repository_poller.h"
 #include "cli/commands.h"
@@ -47,7 +48,28 @@ std::string DialHost(const std::string& address) {
   return address == "0.0.0.0" || address == "::" ? "127.0.0.1" : address;
 }
 
+Status CheckServeArgs(const ServeOptions& options) {
+  SOMM_RETURN_IF_ERROR(
+      auth::Guard::ForServer(options.auth, options.address, options.model_repository,
+                             options.keys_file)
+          .status());
+  SOMM_RETURN_IF_ERROR(crypto::TlsServerContext::CreateIfEnabled(options.tls).status());
+  if (!std::filesystem::is_directory(options.model_repository)) {
+    return InvalidArgument("--model-repository " + options.model_repository + " is not a folder");
+  }
+  return Status::Ok();
+}
+
 int RunServe(const ServeOptions& options) {
+  if (options.check_args) {
+    const Status checked = CheckServeArgs(options);
+    if (!checked.ok()) {
+      std::fprintf(stderr, "somm serve: %s\n", checked.message().c_str());
+      return 2;
+    }
+    std::printf("ok\n");
+    return 0;
+  }
   // Logs go to stderr; stdout carries only the banner that scripts read.
   spdlog::set_default_logger(spdlog::stderr_color_mt("somm"));
   spdlog::set_level(spdlog::level::from_str(options.log_level));
@@ -98,6 +120,7 @@ int RunServe(const ServeOptions& options) {
   mo.memory_budget_bytes = static_cast<int64_t>(options.memory_budget_mb * 1024 * 1024);
   mo.idle_unload_s = options.idle_unload_s;
   mo.background_pacer = backend_options.background_pacer;
+  mo.strict_readiness = options.strict_readiness;
   EmbeddedServer manager(mo, *backend, metrics);
   if (Status s = manager.Start(); !s.ok()) {
     spdlog::error("{}", s.message());
@@ -105,10 +128,15 @@ int RunServe(const ServeOptions& options) {
   }
 
   // Offline batch jobs (docs/lifecycle.md): low priority beside the queries.
-  BatchJobs::Options bo;
-  bo.state_dir = (std::filesystem::path(options.model_repository) / ".somm" / "batch").string();
-  bo.inflight = [&manager] { return manager.router().InflightQueries(); };
-  BatchJobs batch(std::move(bo), manager.router());
+  auto bo = BatchSetup(options.batch,
+                       (std::filesystem::path(options.model_repository) / ".somm").string(), "",
+                       options.model_repository, guard->get());
+  if (!bo.ok()) {
+    spdlog::error("{}", bo.status().message());
+    return 2;
+  }
+  bo->inflight = [&manager] { return manager.router().InflightQueries(); };
+  BatchJobs batch(std::move(bo).value(), manager.router());
 
   // One bound for both frontends: an overloaded server sheds whichever
   // protocol the excess comes by.
@@ -122,6 +150,11 @@ int RunServe(const ServeOptions& options) {
   ho.max_body_bytes = static_cast<size_t>(options.max_body_bytes);
   ho.io_threads = options.http_threads;
   ho.guard = guard->get();
+  ho.origin_policy.loopback_hosts_only = (*guard)->mode() == auth::AuthMode::kNone;
+  ho.origin_policy.cors_origins = options.cors_origins;
+  ho.header_timeout_s = options.connections.header_timeout_s;
+  ho.body_timeout_s = options.connections.body_timeout_s;
+  ho.max_connections_per_address = static_cast<size_t>(options.connections.max_connections_per_address);
   ho.metrics_text = [&metrics] { return metrics.Serialize(); };
   ho.tls = *tls;
   auto http = HttpFrontend::Start(manager.router(), ho);

@@ -71,6 +71,10 @@ struct VariantOption {
   // model so that an explicit request can still name them; no policy picks one.
   bool usable = true;
   std::string unusable_reason;
+  // Replicas of this option that idle unloading keeps: the configured
+  // instances (model.yaml's instance_count) of the as-registered variant;
+  // 0 = none kept.
+  int floor_replicas = 0;
 };
 
 // A loaded (or loading) instance group: `replicas` instances of one option.

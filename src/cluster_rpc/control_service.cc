@@ -171,7 +171,7 @@ StatusOr<std::unique_ptr<ControlService>> ControlService::Start(
   auto impl = std::make_unique<Impl>(controller, std::move(resolve), std::move(is_leader));
   const std::string where = options.address + ":" + std::to_string(options.port);
   grpc::ServerBuilder builder;
-  auto credentials = grpc_tls::ServerCredentials(options.tls);
+  auto credentials = grpc_tls::ClusterServerCredentials(options.tls);
   if (!credentials.ok()) return credentials.status();
   builder.AddListeningPort(where, *credentials, &impl->port);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);

@@ -71,7 +71,9 @@ StatusOr<std::shared_ptr<GrpcControlClient::Channel>> GrpcControlClient::Leader(
     c->address = address;
     auto credentials = grpc_tls::ChannelCredentials(tls_);
     if (!credentials.ok()) return credentials.status();
-    c->channel = grpc::CreateChannel(address, *credentials);
+    grpc::ChannelArguments args;
+    if (tls_.enabled() && !tls_.server_name.empty()) args.SetSslTargetNameOverride(tls_.server_name);
+    c->channel = grpc::CreateCustomChannel(address, *credentials, args);
     c->stub = pb::SommControl::NewStub(c->channel);
     channel_ = std::move(c);
   }

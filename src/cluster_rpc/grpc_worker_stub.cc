@@ -163,6 +163,9 @@ GrpcWorkerStub::GrpcWorkerStub(std::string worker, std::string address,
   // compressed on this hop. Each call then passes two filters fewer.
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
   args.SetInt(GRPC_ARG_ENABLE_PER_MESSAGE_COMPRESSION, 0);
+  if (options.tls.enabled() && !options.tls.server_name.empty()) {
+    args.SetSslTargetNameOverride(options.tls.server_name);
+  }
   auto credentials = grpc_tls::ChannelCredentials(options.tls);
   if (!credentials.ok()) {
     // The files were checked at the process's start; one gone since fails

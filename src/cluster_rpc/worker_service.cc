@@ -178,7 +178,7 @@ StatusOr<std::unique_ptr<WorkerService>> WorkerService::Start(Worker& worker, Re
   auto impl = std::make_unique<Impl>(worker, std::move(resolve));
   const std::string where = HostPort(options.address, options.port);
   grpc::ServerBuilder builder;
-  auto credentials = grpc_tls::ServerCredentials(options.tls);
+  auto credentials = grpc_tls::ClusterServerCredentials(options.tls);
   if (!credentials.ok()) return credentials.status();
   builder.AddListeningPort(where, *credentials, &impl->port);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);

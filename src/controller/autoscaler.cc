@@ -201,6 +201,16 @@ Action MakeAction(Action::Kind kind, const GroupState& g, std::string reason,
   return a;
 }
 
+// The replicas of g's option that idle unloading keeps (floor_replicas).
+int FloorOf(const ClusterState& state, const GroupState& g) {
+  for (const VariantOption& o : state.options) {
+    if (o.model == g.model && o.version == g.version && o.variant == g.variant) {
+      return o.floor_replicas;
+    }
+  }
+  return 0;
+}
+
 // One tick's work. Decide() below builds it and runs it; each method fits on
 // a screen.
 class Tick {
@@ -406,6 +416,22 @@ void Tick::UnloadIdle(View& view) {
     const GroupState* other = nullptr;
     if (idle_s < config_.idle_unload_s || (busy && (other = serving(i)) == nullptr)) {
       kept.push_back(i);
+      continue;
+    }
+    // Configured instances stay: idle, the group goes down to them, not away.
+    if (const int floor = FloorOf(state_, g); floor > 0) {
+      kept.push_back(i);
+      if (g.replicas > floor && Evictable(g)) {
+        if (DeviceState* d = proj_.Device(g.device)) {
+          d->used_bytes -= static_cast<int64_t>(g.replicas - floor) * g.memory_bytes;
+        }
+        proj_.SetReplicas(i, floor);
+        out_.actions.push_back(MakeAction(
+            Action::kSetReplicas, proj_.groups[i],
+            "idle " + Fmt("%.0f s", idle_s) + ": down to its " + std::to_string(floor) +
+                " configured instance(s) (model.yaml instance_count), which stay loaded",
+            Action::Cause::kIdle));
+      }
       continue;
     }
     if (!Evictable(g)) {

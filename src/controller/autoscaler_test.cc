@@ -320,6 +320,28 @@ TEST(AutoscalerTest, UnloadsIdleModelsButNotPinnedOrBusyOnes) {
   EXPECT_THAT(d.notes, ::testing::Contains(HasSubstr("busy:1:ts-fp32@cpu1: idle 40 s but")));
 }
 
+// Configured instances (model.yaml instance_count) were unloaded after 30 s
+// idle, and the next query paid a cold start; now they are a floor.
+TEST(AutoscalerTest, IdleUnloadingKeepsConfiguredInstancesAndTrimsReplicasAboveThem) {
+  Sim sim;
+  VariantOption kept = Opt("ts-fp32", Cpu(1), 0.9, 10, 0, 1, 500, "configured");
+  kept.floor_replicas = 2;
+  VariantOption trimmed = Opt("ts-fp32", Cpu(1), 0.9, 10, 0, 1, 500, "scaled");
+  trimmed.floor_replicas = 1;
+  VariantOption gone = Opt("ts-fp32", Cpu(1), 0.9, 10, 0, 1, 500, "unconfigured");
+  sim.state.options = {kept, trimmed, gone};
+  sim.state.groups = {GroupFor(kept, 2, kT0 - 600s), GroupFor(trimmed, 3, kT0 - 600s),
+                      GroupFor(gone, 1, kT0 - 600s)};
+  AutoscalerDecision d = Decide(sim.state, {}, kT0, sim.config);
+  ASSERT_EQ(d.actions.size(), 2u);
+  EXPECT_EQ(d.actions[0].kind, Action::kSetReplicas);
+  EXPECT_EQ(d.actions[0].model, "scaled");
+  EXPECT_EQ(d.actions[0].replicas, 1);
+  EXPECT_THAT(d.actions[0].reason, HasSubstr("configured instance"));
+  EXPECT_EQ(d.actions[1].kind, Action::kUnload);
+  EXPECT_EQ(d.actions[1].model, "unconfigured");
+}
+
 TEST(AutoscalerTest, UnloadsABusyModelsIdleGroupOnlyWhileAnotherOfItsGroupsServes) {
   // The selector put model m's queries on int8; the fp32 group sat unused.
   Sim sim;

@@ -39,6 +39,10 @@ struct TlsClientFiles {
   std::string ca_file;    // the CA that signed the server's certificate
   std::string cert_file;  // a client certificate for mutual TLS; optional
   std::string key_file;
+  // The name the server's certificate must carry; "" = the host dialed. A
+  // cluster's processes dial each other by pod IP, which no certificate
+  // names, and check the role's name instead (somm-worker, somm-controller).
+  std::string server_name;
 
   bool enabled() const { return !ca_file.empty(); }
   Status Validate() const {
@@ -57,7 +61,15 @@ struct TlsClientFiles {
 // checked against (scripts/make-certs makes one CA for the whole cluster).
 inline TlsClientFiles PeerClientFiles(const TlsServerFiles& server) {
   if (!server.enabled() || server.client_ca_file.empty()) return {};
-  return TlsClientFiles{server.client_ca_file, server.cert_file, server.key_file};
+  return TlsClientFiles{server.client_ca_file, server.cert_file, server.key_file, ""};
+}
+
+// `files` checking the peer's certificate for `peer_name` (scripts/make-certs
+// puts somm-router, somm-worker and somm-controller in every certificate it
+// makes) whatever address is dialed.
+inline TlsClientFiles ForPeer(TlsClientFiles files, const std::string& peer_name) {
+  if (files.enabled()) files.server_name = peer_name;
+  return files;
 }
 
 }  // namespace somm::crypto

@@ -32,6 +32,12 @@ Status FileError(const std::string& flag, const std::string& path, const std::st
 // is not TLS (an HTTP request line starts with a letter).
 constexpr unsigned char kTlsHandshakeRecord = 0x16;
 
+// What TLS 1.2 may negotiate: ECDHE key exchange, AES-GCM or ChaCha20-Poly1305.
+constexpr char kTls12Ciphers[] =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+
 }  // namespace
 
 StatusOr<std::shared_ptr<const TlsServerContext>> TlsServerContext::Create(
@@ -50,6 +56,12 @@ StatusOr<std::shared_ptr<const TlsServerContext>> TlsServerContext::Create(
   if (ctx == nullptr) return Internal("TLS: cannot create a context: " + TakeOpenSslError());
   std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> owned(ctx, &SSL_CTX_free);
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  // TLS 1.2 offers forward-secret key exchange with AEAD ciphers only (TLS
+  // 1.3's suites are all of that kind already): no RSA key exchange, no CBC.
+  if (SSL_CTX_set_cipher_list(ctx, kTls12Ciphers) != 1) {
+    return Internal("TLS: cannot set the cipher list: " + TakeOpenSslError());
+  }
+  SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_RENEGOTIATION);
   // Partial writes: a large response goes out record by record as the
   // socket takes it; a retried write may come from another buffer (the HTTP
   // server copies what is left into the connection's out buffer).

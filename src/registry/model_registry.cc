@@ -55,6 +55,9 @@ void AppendOptions(const VersionRecord& v, std::vector<cluster::VariantOption>* 
       o.load_ms = hp.load_time_ms;
       o.usable = p.usable;
       o.unusable_reason = p.unusable_reason;
+      if (p.variant == kAsRegistered && v.config.instance_count_configured) {
+        o.floor_replicas = v.config.instance_count;
+      }
       out->push_back(std::move(o));
     }
   }
@@ -92,6 +95,7 @@ void ModelRegistry::Shutdown() {
 std::vector<std::string> ModelRegistry::ListModelFolders() const {
   std::vector<std::string> names;
   std::error_code ec;
+  if (options_.repository_path.empty()) return names;  // none mounted (a router)
   for (const auto& e : fs::directory_iterator(options_.repository_path, ec)) {
     const std::string name = e.path().filename().string();
     if (e.is_directory() && IsValidModelName(name)) names.push_back(name);
@@ -103,6 +107,11 @@ std::vector<std::string> ModelRegistry::ListModelFolders() const {
 std::vector<VersionPtr> ModelRegistry::Read(const std::string& name,
                                             std::vector<RepositoryEntry>* problems) const {
   std::vector<VersionPtr> out;
+  if (options_.repository_path.empty()) {
+    // A router with no repository mounted knows models from the catalog only.
+    problems->push_back({name, "", "UNAVAILABLE", "not in the cluster's catalog"});
+    return out;
+  }
   const fs::path dir = fs::path(options_.repository_path) / name;
   auto config = LoadModelConfig(dir.string());
   if (!config.ok()) {

@@ -310,6 +310,7 @@ StatusOr<ModelConfig> ParseModelConfig(const std::string& yaml_text, const std::
       if (c.instance_count < 1 || c.instance_count > 64) {
         return err.Field("instance_count", "must be between 1 and 64");
       }
+      c.instance_count_configured = true;
     }
     if (root["intra_op_threads"]) {
       SOMM_RETURN_IF_ERROR(ReadScalar(root["intra_op_threads"], "intra_op_threads", err, &c.intra_op_threads));

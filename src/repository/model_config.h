@@ -67,6 +67,9 @@ struct ModelConfig {
   std::vector<TensorSpec> outputs;
   std::optional<DynamicBatchingOptions> dynamic_batching;
   int instance_count = 1;
+  // instance_count was written in model.yaml: then it is a floor that idle
+  // unloading keeps loaded (docs/managed.md), as Triton keeps its instances.
+  bool instance_count_configured = false;
   int intra_op_threads = 1;
   VersionPolicy version_policy;
   std::optional<ImagePreprocessing> image_preprocessing;

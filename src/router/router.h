@@ -49,6 +49,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -83,6 +84,10 @@ struct RouterOptions {
   // The clock of arrivals, SLO deadlines and the selector; null = the real
   // one (common/clock.h). Must outlive the router.
   const Clock* clock = nullptr;
+  // What "ready" means beyond not shutting down (/v2/health/ready, gRPC
+  // ServerReady): a cluster router's view of the cluster, `somm serve`'s
+  // configured instances loaded. Null = up is ready.
+  std::function<bool()> ready;
   // This router's zone ("" = zones not used: every worker is near). Among
   // the workers that hold a query's group it prefers those of its zone.
   std::string zone;
@@ -115,7 +120,9 @@ class Router : public InferenceServer {
   ~Router() override;
 
   bool IsLive() const override { return true; }
-  bool IsReady() const override { return !shutting_down_.load(); }
+  bool IsReady() const override {
+    return !shutting_down_.load() && (!options_.ready || options_.ready());
+  }
   ServerMetadata GetServerMetadata() const override;
   StatusOr<ModelMetadata> GetModelMetadata(const std::string& name,
                                            const std::string& version) const override;

@@ -35,6 +35,7 @@ enum class Operation {
   kLoad,
   kUnload,
   kRegister,
+  kRollout,  // a canary's start, step, promotion or rollback: as a load
   kMetrics,
   kOperator,  // the operator's views (overview, workers, actions): admin only
 };
@@ -60,6 +61,11 @@ struct Admission {
 class CallGuard {
  public:
   virtual ~CallGuard() = default;
+  // Whether the Authorization value names a valid key, and nothing else (no
+  // role, tenant or quota rule): what a frontend asks as soon as a
+  // request's head is read, so that an unknown caller's body is never read
+  // or decoded. OK without authentication.
+  virtual Status Authenticate(const std::string& authorization) { return Status::Ok(); }
   virtual Admission Admit(const CallInfo& call) = 0;
   virtual void Done(const Caller& caller, const CallInfo& call, const Status& outcome) = 0;
   virtual bool MaySee(const Caller& caller, const std::string& model) = 0;
@@ -85,6 +91,8 @@ inline const char* OperationName(Operation op) {
       return "unload";
     case Operation::kRegister:
       return "register";
+    case Operation::kRollout:
+      return "rollout";
     case Operation::kMetrics:
       return "metrics";
     case Operation::kOperator:

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "variants/variant_pipeline.h"
@@ -49,6 +50,7 @@ EmbeddedServer::EmbeddedServer(EmbeddedServerOptions options, Backend& backend,
   rto.managed = options_.managed;
   rto.compact_explanation = options_.compact_explanation;
   rto.prices = options_.prices;
+  rto.ready = [this] { return started_.load() && (!options_.strict_readiness || ConfiguredInstancesLoaded()); };
   router_ = std::make_unique<Router>(rto, *registry_, store_, *directory_, *controller_, metrics,
                                      log_);
 }
@@ -73,7 +75,24 @@ Status EmbeddedServer::Start() {
     }
   }
   controller_->Start();
+  started_ = true;
   return Status::Ok();
+}
+
+bool EmbeddedServer::ConfiguredInstancesLoaded() const {
+  for (const RepositoryEntry& row : registry_->Index(/*ready_only=*/false)) {
+    if (row.state == "UNAVAILABLE") return false;  // a model that failed to load
+  }
+  const auto state = store_.Read();
+  for (const VersionPtr& v : registry_->All()) {
+    if (!v->config.instance_count_configured) continue;
+    const bool loaded = std::any_of(state->groups.begin(), state->groups.end(), [&](const auto& g) {
+      return g.model == v->config.name && g.version == v->version && g.variant == kAsRegistered &&
+             !g.loading;
+    });
+    if (!loaded) return false;
+  }
+  return true;
 }
 
 void EmbeddedServer::Shutdown() {

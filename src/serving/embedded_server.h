@@ -13,6 +13,7 @@
 // Thread-safety: every method may be called concurrently after Start().
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,6 +60,10 @@ struct EmbeddedServerOptions {
   double idle_unload_s = 0;
   // Paces background loads (--background-duty). Null: unpaced.
   std::shared_ptr<DutyCyclePacer> background_pacer;
+  // Triton's --strict-readiness: ready (/v2/health/ready) once every model
+  // in the repository is available and the configured instances
+  // (instance_count written in model.yaml) are loaded; false = ready once up.
+  bool strict_readiness = true;
 };
 
 class EmbeddedServer : public InferenceServer {
@@ -144,6 +149,9 @@ class EmbeddedServer : public InferenceServer {
   std::unique_ptr<Controller> controller_;
   std::unique_ptr<Router> router_;
   bool stopped_ = false;
+  std::atomic<bool> started_{false};
+  // Strict readiness (EmbeddedServerOptions::strict_readiness).
+  bool ConfiguredInstancesLoaded() const;
 };
 
 }  // namespace somm

@@ -19,7 +19,9 @@ const QPS_WINDOW_S = 10;
 const WINDOW_S = 60;
 
 const state = {
-  key: localStorage.getItem("somm-api-key") || "",
+  // The key lives as long as the tab (sessionStorage), never on disk for
+  // every later visitor of this browser profile to find (localStorage).
+  key: sessionStorage.getItem("somm-api-key") || "",
   history: [],  // {t: seconds, o: overview}
   actions: [],
   decisions: [],
@@ -578,7 +580,7 @@ function start() {
   document.getElementById("key-form").addEventListener("submit", (e) => {
     e.preventDefault();
     state.key = document.getElementById("api-key").value.trim();
-    localStorage.setItem("somm-api-key", state.key);
+    sessionStorage.setItem("somm-api-key", state.key);
     state.history = [];
     show(state.page);
   });

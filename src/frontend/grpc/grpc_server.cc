@@ -408,16 +408,20 @@ class SommControlService final {
     if (request.model_name().empty()) {
       return answer(InvalidArgument("rollout request names no model (model_name)"));
     }
-    Admission a = AdmitCall(guard_, &context, Operation::kLoad, request.model_name());
+    Admission a = AdmitCall(guard_, &context, Operation::kRollout, request.model_name());
     if (!a.status.ok()) return answer(a.status);
     StatusOr<RolloutChange> change =
         RolloutChangeFromJson(request.model_name(), request.change_json());
-    if (!change.ok()) return answer(change.status());
+    if (!change.ok()) {
+      FinishCall(guard_, a.caller, Operation::kRollout, request.model_name(), change.status());
+      return answer(change.status());
+    }
     // A started canary loads: on the control thread, as a load is.
     control_.Post([this, answer = std::move(answer), response,
                    change = std::move(change).value(), caller = std::move(a.caller)] {
       StatusOr<RolloutView> view = server_.ChangeRollout(change, caller);
       if (view.ok()) response->set_rollout_json(RolloutViewToJson(*view));
+      FinishCall(guard_, caller, Operation::kRollout, change.model, view.status());
       answer(view.status());
     });
   }

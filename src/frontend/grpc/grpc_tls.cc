@@ -1,5 +1,8 @@
 #include "frontend/grpc/grpc_tls.h"
 
+#include <grpc/grpc_security_constants.h>
+#include <grpcpp/security/auth_metadata_processor.h>
+
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -18,7 +21,33 @@ StatusOr<std::string> ReadPem(const char* flag, const std::string& path) {
   return pem;
 }
 
+// Admits a call whose client certificate names a cluster process.
+class ClusterPeerCheck : public grpc::AuthMetadataProcessor {
+ public:
+  bool IsBlocking() const override { return false; }
+  grpc::Status Process(const InputMetadata&, grpc::AuthContext* context, OutputMetadata*,
+                       OutputMetadata*) override {
+    for (const grpc::string_ref& name :
+         context->FindPropertyValues(GRPC_X509_SAN_PROPERTY_NAME)) {
+      for (const char* peer : {"somm-router", "somm-worker", "somm-controller"}) {
+        if (name == peer) return grpc::Status::OK;
+      }
+    }
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "this port serves the cluster's own processes: the client certificate "
+                        "names none of somm-router, somm-worker, somm-controller");
+  }
+};
+
 }  // namespace
+
+StatusOr<std::shared_ptr<grpc::ServerCredentials>> ClusterServerCredentials(
+    const crypto::TlsServerFiles& files) {
+  auto credentials = ServerCredentials(files);
+  if (!credentials.ok() || !files.enabled() || files.client_ca_file.empty()) return credentials;
+  (*credentials)->SetAuthMetadataProcessor(std::make_shared<ClusterPeerCheck>());
+  return credentials;
+}
 
 StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(
     const crypto::TlsServerFiles& files) {

@@ -24,6 +24,15 @@ namespace somm::grpc_tls {
 StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(
     const crypto::TlsServerFiles& files);
 
+// ServerCredentials for a cluster's internal service (a worker's, the
+// controller's): with a client CA, a call is also refused (UNAUTHENTICATED)
+// unless the client's certificate names one of the cluster's processes
+// (somm-router, somm-worker, somm-controller) - a user's client certificate
+// from the same CA (scripts/make-certs' client.pem) reaches the routers
+// only.
+StatusOr<std::shared_ptr<grpc::ServerCredentials>> ClusterServerCredentials(
+    const crypto::TlsServerFiles& files);
+
 // SslCredentials trusting files.ca_file, presenting the client certificate
 // when given.
 StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentials(

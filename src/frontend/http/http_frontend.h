@@ -49,6 +49,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "frontend/http/origin_policy.h"
 #include "serving/call_guard.h"
 #include "serving/inflight_limit.h"
 #include "serving/inference_server.h"
@@ -88,6 +89,11 @@ struct HttpFrontendOptions {
   // client has not taken after write_timeout_s closes the connection.
   int read_timeout_s = 30;
   int write_timeout_s = 30;
+  // Absolute deadlines for a request's head and body, and the cap of open
+  // connections per client address (http::ServerOptions has the rules).
+  int header_timeout_s = 10;
+  int body_timeout_s = 30;
+  size_t max_connections_per_address = 1024;
   // The process's Prometheus exposition (what /metrics serves on the metrics
   // port): GET /v2/somm/overview sums its counters, so that the dashboard
   // shows the very counters a scrape sees. Null = the overview has no
@@ -103,6 +109,10 @@ struct HttpFrontendOptions {
   // Offline batch jobs (batch/batch_jobs.h) behind /v2/somm/batch; null =
   // those endpoints answer 501. Must outlive the frontend.
   BatchJobs* batch = nullptr;
+  // Which browsers' requests are served (frontend/http/origin_policy.h):
+  // loopback Host names only without authentication, cross-origin changes
+  // refused, CORS for the origins named (--cors-origin).
+  http::OriginPolicy origin_policy;
   // The bound on inference requests in flight (serving/inflight_limit.h),
   // shared with the gRPC frontend; null = no bound. Must outlive the frontend.
   InflightLimit* inflight_limit = nullptr;

@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -111,6 +112,9 @@ struct Connection {
   bool close_after_write = false;
   bool write_shut = false;   // FIN sent; draining the client's last bytes
   bool epollout = false;
+  // Headers the handler added for the current request's answer, whichever
+  // response it sends (Responder::AddHeader).
+  std::vector<std::pair<std::string, std::string>> answer_headers;
   // TLS (ServerOptions::tls): the stream, and a read that waits for the
   // socket to be writable (a handshake's reply did not fit).
   std::unique_ptr<crypto::TlsStream> tls;
@@ -131,6 +135,12 @@ struct Connection {
   bool reading_paused = false;
   int requests = 0;
   Clock::time_point last_read = Clock::now();
+  // The current request's deadlines (ServerOptions::header_timeout_s, ...):
+  // timing from its first byte; then the body's deadline.
+  bool timing = false;
+  Clock::time_point request_started;
+  Clock::time_point body_deadline;
+  std::string peer;  // the client's address, for the per-address cap
 };
 
 Responder MakeResponder(std::shared_ptr<Connection> connection) {
@@ -193,6 +203,8 @@ class Loop {
   TlsRead ReadTls(Connection& connection);
   void ProcessInput(const std::shared_ptr<Connection>& connection);
   void Reject(const std::shared_ptr<Connection>& connection, const HttpError& error);
+  // Answers `response` and closes the connection, reading nothing more.
+  void Refuse(const std::shared_ptr<Connection>& connection, Response response);
   void Dispatch(const std::shared_ptr<Connection>& connection, Request request, bool keep_alive);
   void Close(Connection& connection);
   void Sweep(Clock::time_point now, bool stopping);
@@ -220,6 +232,23 @@ struct Server::Impl {
   int listen_fd = -1;
   int port = 0;
   std::atomic<size_t> open_connections{0};
+  // Open connections per client address (max_connections_per_address).
+  std::mutex peers_mu;
+  std::unordered_map<std::string, size_t> peers;  // guarded by peers_mu
+  bool TakePeer(const std::string& peer) {
+    if (options.max_connections_per_address == 0) return true;
+    std::lock_guard<std::mutex> lock(peers_mu);
+    size_t& n = peers[peer];
+    if (n >= options.max_connections_per_address) return false;
+    ++n;
+    return true;
+  }
+  void ReleasePeer(const std::string& peer) {
+    if (options.max_connections_per_address == 0) return;
+    std::lock_guard<std::mutex> lock(peers_mu);
+    auto it = peers.find(peer);
+    if (it != peers.end() && --it->second == 0) peers.erase(it);
+  }
   std::vector<std::unique_ptr<Loop>> loops;
   std::vector<std::thread> threads;
   std::mutex shutdown_mu;
@@ -230,6 +259,17 @@ struct Server::Impl {
 };
 
 namespace {
+
+// The client's address without its port ("127.0.0.1", "::1").
+std::string PeerAddress(const sockaddr_storage& from) {
+  char text[INET6_ADDRSTRLEN] = {0};
+  if (from.ss_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(from).sin_addr, text, sizeof text);
+  } else if (from.ss_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(from).sin6_addr, text, sizeof text);
+  }
+  return text;
+}
 
 Response Loop::ErrorResponse(int status, std::string_view message) {
   return server_.error_responder(status, message);
@@ -349,25 +389,36 @@ void Loop::Run() {
 
 void Loop::Accept() {
   // One per wake-up, so that a burst of connections spreads over the loops.
-  const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  sockaddr_storage from{};
+  socklen_t from_len = sizeof from;
+  const int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&from), &from_len,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
   if (fd < 0) return;
-  if (server_.open_connections >= server_.options.max_connections) {
-    const Response busy = server_.error_responder(
-        503, "too many open connections (limit " +
-                 std::to_string(server_.options.max_connections) + ")");
+  auto refuse = [this, fd](const std::string& why) {
+    const Response busy = server_.error_responder(503, why);
     const std::string head = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: " +
                              std::to_string(busy.body.size()) + "\r\nConnection: close\r\n\r\n";
     const std::string_view parts[2] = {head, busy.body};
     WriteSome(fd, parts, 2);
     close(fd);
-    return;
+  };
+  if (server_.open_connections >= server_.options.max_connections) {
+    return refuse("too many open connections (limit " +
+                  std::to_string(server_.options.max_connections) + ")");
+  }
+  const std::string peer = PeerAddress(from);
+  if (!server_.TakePeer(peer)) {
+    return refuse("too many open connections from this address (limit " +
+                  std::to_string(server_.options.max_connections_per_address) + ")");
   }
   int yes = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
   auto connection = std::make_shared<Connection>(this, fd);
+  connection->peer = peer;
   if (server_.options.tls) {
     connection->tls = server_.options.tls->NewStream(fd);
     if (!connection->tls) {
+      server_.ReleasePeer(peer);
       close(fd);
       return;
     }
@@ -376,6 +427,7 @@ void Loop::Accept() {
   ev.events = EPOLLIN;
   ev.data.ptr = connection.get();
   if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    server_.ReleasePeer(peer);
     close(fd);
     return;
   }
@@ -392,7 +444,11 @@ void Loop::Close(Connection& connection) {
       connection.fd = -1;
     }
   }
-  if (connections_.erase(&connection) > 0) --server_.open_connections;
+  const std::string peer = connection.peer;
+  if (connections_.erase(&connection) > 0) {
+    --server_.open_connections;
+    server_.ReleasePeer(peer);
+  }
 }
 
 bool Loop::OnWritable(const std::shared_ptr<Connection>& connection) {
@@ -564,6 +620,10 @@ void Loop::ProcessInput(const std::shared_ptr<Connection>& connection) {
     std::string_view input = std::string_view(c.in).substr(c.in_offset);
     if (c.reading == Connection::Reading::kHead) {
       if (input.empty()) return;
+      if (!c.timing) {
+        c.timing = true;
+        c.request_started = Clock::now();
+      }
       HeadResult result = ParseRequestHead(input, options.head_limits);
       if (result.error) return Reject(connection, *result.error);
       if (!result.parsed) return;  // wait for the rest of the head
@@ -574,8 +634,20 @@ void Loop::ProcessInput(const std::shared_ptr<Connection>& connection) {
       if (auto error = DecideBodyFraming(c.head, options.max_body_bytes, &framing)) {
         return Reject(connection, *error);
       }
+      if (framing.kind != BodyFraming::kNone && options.head_check) {
+        if (std::optional<Response> refused = options.head_check(c.head)) {
+          return Refuse(connection, std::move(*refused));
+        }
+      }
       c.body.clear();
       c.continue_sent = false;
+      {
+        const uint64_t declared =
+            framing.kind == BodyFraming::kLength ? framing.length : options.max_body_bytes;
+        const uint64_t rate = std::max<uint64_t>(options.min_body_bytes_per_s, 1);
+        c.body_deadline = Clock::now() + std::chrono::seconds(options.body_timeout_s) +
+                          std::chrono::seconds(declared / rate);
+      }
       c.reading = Connection::Reading::kBodyDone;
       if (framing.kind == BodyFraming::kLength) {
         c.reading = Connection::Reading::kLengthBody;
@@ -613,6 +685,7 @@ void Loop::ProcessInput(const std::shared_ptr<Connection>& connection) {
       }
     }
     c.reading = Connection::Reading::kHead;
+    c.timing = false;
     Request request;
     request.head = std::move(c.head);
     request.body = std::move(c.body);
@@ -651,14 +724,18 @@ void Loop::Dispatch(const std::shared_ptr<Connection>& connection, Request reque
 }
 
 void Loop::Reject(const std::shared_ptr<Connection>& connection, const HttpError& error) {
+  Refuse(connection, server_.error_responder(error.status, error.message));
+}
+
+void Loop::Refuse(const std::shared_ptr<Connection>& connection, Response response) {
   Connection& c = *connection;
-  // The framing is not trustworthy any more: answer, then close.
+  // The framing is not trustworthy any more (or the body is not to be
+  // read): answer, then close; what was buffered goes now.
   c.reading = Connection::Reading::kHead;
   c.chunked.reset();
-  c.in.clear();
+  std::string().swap(c.in);
   c.in_offset = 0;
   Dispatch(connection, {}, false);
-  Response response = server_.error_responder(error.status, error.message);
   response.close_connection = true;
   std::lock_guard<std::mutex> lock(c.mu);
   SendLocked(c, std::move(response));
@@ -683,6 +760,13 @@ void Loop::SendLocked(Connection& c, Response response) {
     head += value;
     head += "\r\n";
   }
+  for (const auto& [name, value] : c.answer_headers) {
+    head += name;
+    head += ": ";
+    head += value;
+    head += "\r\n";
+  }
+  c.answer_headers.clear();
   if (close_after) {
     head += "Connection: close\r\n";
   } else {
@@ -730,7 +814,7 @@ void Loop::SendLocked(Connection& c, Response response) {
 void Loop::Sweep(Clock::time_point now, bool stopping) {
   const ServerOptions& options = server_.options;
   std::vector<Connection*> to_close;
-  std::vector<std::shared_ptr<Connection>> timed_out;
+  std::vector<std::pair<std::shared_ptr<Connection>, std::string>> timed_out;
   for (auto& [raw, connection] : connections_) {
     Connection& c = *connection;
     std::lock_guard<std::mutex> lock(c.mu);
@@ -751,20 +835,29 @@ void Loop::Sweep(Clock::time_point now, bool stopping) {
     }
     const bool partial = c.in.size() > c.in_offset || c.reading != Connection::Reading::kHead;
     const auto idle = now - std::max(c.last_read, c.last_write);
+    const bool in_head = c.reading == Connection::Reading::kHead;
     if (stopping && !partial) {
       to_close.push_back(raw);
+    } else if (partial && in_head && c.timing &&
+               now - c.request_started > std::chrono::seconds(options.header_timeout_s)) {
+      timed_out.emplace_back(connection, "the request's head did not arrive within " +
+                                             std::to_string(options.header_timeout_s) + " s");
+    } else if (partial && !in_head && now > c.body_deadline) {
+      timed_out.emplace_back(connection, "the request's body did not arrive in time (" +
+                                             std::to_string(options.body_timeout_s) +
+                                             " s, plus 1 s per " +
+                                             std::to_string(options.min_body_bytes_per_s) +
+                                             " bytes it declares)");
     } else if (partial && (idle > std::chrono::seconds(options.read_timeout_s) ||
                            (stopping && now > stop_deadline_))) {
-      timed_out.push_back(connection);
+      timed_out.emplace_back(connection, "the request did not arrive in full within " +
+                                             std::to_string(options.read_timeout_s) + " s");
     } else if (!partial && idle > std::chrono::seconds(options.keep_alive_timeout_s)) {
       to_close.push_back(raw);
     }
   }
   for (Connection* raw : to_close) Close(*raw);
-  for (auto& connection : timed_out) {
-    Reject(connection, HttpError{408, "the request did not arrive in full within " +
-                                          std::to_string(options.read_timeout_s) + " s"});
-  }
+  for (auto& [connection, why] : timed_out) Reject(connection, HttpError{408, why});
 }
 
 }  // namespace
@@ -780,6 +873,12 @@ Responder& Responder::operator=(Responder&& other) noexcept {
 Responder::~Responder() { Finish(std::nullopt); }
 
 void Responder::Send(Response response) { Finish(std::move(response)); }
+
+void Responder::AddHeader(std::string name, std::string value) {
+  if (!connection_) return;
+  std::lock_guard<std::mutex> lock(connection_->mu);
+  connection_->answer_headers.emplace_back(std::move(name), std::move(value));
+}
 
 void Responder::Finish(std::optional<Response> response) noexcept {
   if (!connection_) return;

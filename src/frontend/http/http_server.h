@@ -82,6 +82,9 @@ class Responder {
   ~Responder();
 
   void Send(Response response);
+  // A header for the answer, whichever Send() brings it (CORS headers, set
+  // before the request is routed). Before Send(), from the handling thread.
+  void AddHeader(std::string name, std::string value);
   // Whether Send() is still to be called.
   bool pending() const { return connection_ != nullptr; }
 
@@ -106,10 +109,29 @@ struct ServerOptions {
   int keep_alive_max_requests = 100000;
   int read_timeout_s = 30;
   int write_timeout_s = 30;
+  // Absolute deadlines, whatever the client trickles: a request's head must
+  // be in within header_timeout_s of its first byte, and its body within
+  // body_timeout_s plus one second per min_body_bytes_per_s it declares
+  // (a large body gets time by its size), from the end of its head. Past
+  // either, 408 and the connection closes. (read_timeout_s alone restarts
+  // at every byte: a head dripped a byte every 10 s stayed open for hours.)
+  int header_timeout_s = 10;
+  int body_timeout_s = 30;
+  size_t min_body_bytes_per_s = 1 << 20;
   // Connections open at once; the next one is answered 503 and closed.
   size_t max_connections = 4096;
+  // Connections open at once from one client address; the next one from it
+  // is answered 503 and closed. 0 = no cap.
+  size_t max_connections_per_address = 1024;
   // How long Shutdown() waits for requests already being handled.
   int shutdown_grace_s = 5;
+  // Called on the loop thread as soon as the head of a request that has a
+  // body is parsed, before a byte of the body is read or any room is made
+  // for it: a Response refuses the request (sent, then the connection
+  // closes, the body never read); nullopt lets it in. Must be cheap: it is
+  // how a frontend checks who is calling before the body costs anything.
+  // Null = every request is read whole.
+  std::function<std::optional<Response>(const RequestHead& head)> head_check;
   // TLS on every connection; null = plaintext. A handshake still unfinished
   // after keep_alive_timeout_s is closed like an idle connection.
   std::shared_ptr<const crypto::TlsServerContext> tls;

@@ -288,6 +288,70 @@ TEST_F(HttpServerTest, ConnectionsOverTheLimitGet503) {
   EXPECT_NE(responses[0].find("limit 2"), std::string::npos);
 }
 
+// The review dripped a head one byte every 10 s and kept the connection for
+// minutes: read_timeout_s restarted at every byte. Now a head has an
+// absolute deadline from its first byte, and a body one by its size.
+TEST_F(HttpServerTest, AHeadDrippedByteByByteGets408AtItsDeadline) {
+  ServerOptions options;
+  options.header_timeout_s = 1;
+  options.read_timeout_s = 30;
+  Start(Echo(), options);
+  RawConnection c(server_->port());
+  const std::string head = "GET /slow HTTP/1.1\r\nHost: h\r\nX-Padding: ";
+  const auto start = std::chrono::steady_clock::now();
+  std::string answer;
+  for (size_t i = 0; i < 40 && answer.empty(); ++i) {
+    c.Send(std::string(1, head[i % head.size()]));
+    answer = c.ReadUntil([](const std::string& b) { return !b.empty(); }, 200ms);
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(answer.rfind("HTTP/1.1 408", 0), 0u) << answer;
+  EXPECT_NE(answer.find("head did not arrive within 1 s"), std::string::npos) << answer;
+  EXPECT_LT(s, 4.0);
+}
+
+TEST_F(HttpServerTest, ABodyTrickledSlowerThanItsSizeAllowsGets408) {
+  ServerOptions options;
+  options.body_timeout_s = 1;
+  options.min_body_bytes_per_s = 1 << 20;  // 100 bytes: 1 s in all
+  options.read_timeout_s = 30;
+  Start(Echo(), options);
+  RawConnection c(server_->port());
+  c.Send("POST /slow HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\n");
+  std::string answer;
+  for (int i = 0; i < 40 && answer.empty(); ++i) {
+    c.Send("x");
+    answer = c.ReadUntil([](const std::string& b) { return !b.empty(); }, 200ms);
+  }
+  EXPECT_EQ(answer.rfind("HTTP/1.1 408", 0), 0u) << answer;
+  EXPECT_NE(answer.find("body did not arrive in time"), std::string::npos) << answer;
+}
+
+TEST_F(HttpServerTest, ConnectionsFromOneAddressOverItsCapGet503) {
+  ServerOptions options;
+  options.max_connections_per_address = 2;
+  Start(Echo(), options);
+  auto a = std::make_unique<RawConnection>(server_->port());
+  RawConnection b(server_->port());
+  a->Send("GET /a HTTP/1.1\r\nHost: h\r\n\r\n");
+  b.Send("GET /b HTTP/1.1\r\nHost: h\r\n\r\n");
+  ASSERT_EQ(a->Responses(1).size(), 1u);
+  ASSERT_EQ(b.Responses(1).size(), 1u);
+  RawConnection third(server_->port());
+  const auto refused = third.Responses(1);
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].rfind("HTTP/1.1 503", 0), 0u);
+  EXPECT_NE(refused[0].find("from this address (limit 2)"), std::string::npos) << refused[0];
+  // A connection that closes gives its place back.
+  a.reset();
+  std::this_thread::sleep_for(300ms);
+  RawConnection again(server_->port());
+  again.Send("GET /again HTTP/1.1\r\nHost: h\r\n\r\n");
+  const auto served = again.Responses(1);
+  ASSERT_EQ(served.size(), 1u);
+  EXPECT_EQ(served[0].rfind("HTTP/1.1 200", 0), 0u) << served[0];
+}
+
 TEST_F(HttpServerTest, AClientThatLeavesMidRequestCostsNoOtherQuery) {
   Start(Echo(100ms));
   {

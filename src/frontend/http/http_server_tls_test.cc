@@ -131,6 +131,20 @@ TEST_F(HttpServerTlsTest, ServesHttpsWithTheCa) {
   EXPECT_EQ(fs::file_size(*dir_ / "big.out"), size_t{2} << 20);
 }
 
+// TLS 1.2 offers ECDHE with AEAD ciphers only: a client that offers only a
+// CBC suite (or no forward secrecy) gets no handshake.
+TEST_F(HttpServerTlsTest, Tls12OffersOnlyForwardSecretAeadCiphers) {
+  Start(false);
+  for (const char* weak : {"ECDHE-ECDSA-AES128-SHA", "ECDHE-ECDSA-AES256-SHA384", "AES128-GCM-SHA256"}) {
+    CurlResult r = Curl(CaArg() + "--tls-max 1.2 --ciphers " + weak + " " + Url("https", "/hello"));
+    EXPECT_NE(r.exit_code, 0) << weak << ": " << r.output;
+  }
+  CurlResult aead =
+      Curl(CaArg() + "--tls-max 1.2 --ciphers ECDHE-ECDSA-AES128-GCM-SHA256 " + Url("https", "/hello"));
+  EXPECT_EQ(aead.exit_code, 0) << aead.output;
+  EXPECT_EQ(aead.output, "/hello 0\n200");
+}
+
 TEST_F(HttpServerTlsTest, RefusesAClientThatDoesNotTrustItsCa) {
   Start(false);
   CurlResult wrong_ca = Curl("--cacert " + File("b", "ca.pem") + " " + Url("https", "/hello"));

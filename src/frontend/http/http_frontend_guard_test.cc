@@ -1,0 +1,108 @@
+// Who calls is checked before the body costs anything (security review): a
+// request without a valid key is refused as soon as its head is read, its
+// body never read, on a raw socket that declares 60 MiB and sends none of it.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "frontend/http/http_frontend.h"
+#include "serving/testing/holding_inference_server.h"
+
+namespace somm {
+namespace {
+
+// Knows one key, "good"; counts what reaches the full admission.
+class OneKeyGuard : public CallGuard {
+ public:
+  std::atomic<int> admitted{0};
+  Status Authenticate(const std::string& authorization) override {
+    return authorization == "Bearer good" ? Status::Ok() : Unauthenticated("unknown API key");
+  }
+  Admission Admit(const CallInfo& call) override {
+    ++admitted;
+    Admission a;
+    a.status = Authenticate(call.authorization);
+    a.caller.authenticated = a.status.ok();
+    return a;
+  }
+  void Done(const Caller&, const CallInfo&, const Status&) override {}
+  bool MaySee(const Caller&, const std::string&) override { return true; }
+};
+
+class HttpGuardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HttpFrontendOptions options;
+    options.address = "127.0.0.1";
+    options.port = 0;
+    options.guard = &guard_;
+    options.max_body_bytes = 64 << 20;
+    auto frontend = HttpFrontend::Start(server_, options);
+    ASSERT_TRUE(frontend.ok()) << frontend.status().ToString();
+    frontend_ = std::move(frontend).value();
+  }
+  // Sends `head` on a new connection and returns what arrives within
+  // `wait_ms` ("" = nothing).
+  std::string SendHead(const std::string& head, int wait_ms) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(frontend_->port()));
+    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_EQ(write(fd, head.data(), head.size()), static_cast<ssize_t>(head.size()));
+    std::string got;
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, wait_ms) == 1) {
+      char buf[4096];
+      const ssize_t n = read(fd, buf, sizeof buf);
+      if (n > 0) got.assign(buf, static_cast<size_t>(n));
+    }
+    close(fd);
+    return got;
+  }
+
+  testing::HoldingInferenceServer server_;
+  OneKeyGuard guard_;
+  std::unique_ptr<HttpFrontend> frontend_;
+};
+
+TEST_F(HttpGuardTest, AnUnknownCallerIsRefusedBeforeItsBodyIsRead) {
+  for (const char* path : {"/v2/repository/models/big/register", "/v2/models/echo/infer",
+                           "/v2/somm/batch"}) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::string answer = SendHead(std::string("POST ") + path +
+                                            " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                            "Content-Length: 62914560\r\n\r\n",
+                                        5000);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(answer.rfind("HTTP/1.1 401", 0), 0u) << path << ": " << answer;
+    EXPECT_NE(answer.find("WWW-Authenticate: Bearer"), std::string::npos) << answer;
+    EXPECT_LT(ms, 1000) << path << ": answered only after waiting for the body";
+  }
+  EXPECT_EQ(guard_.admitted.load(), 0) << "nothing reached the full admission";
+}
+
+TEST_F(HttpGuardTest, AKnownCallersBodyIsReadAsBefore) {
+  // With the key, the server waits for the 60 MiB it was promised.
+  const std::string answer = SendHead(
+      "POST /v2/models/echo/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer good\r\n"
+      "Content-Length: 62914560\r\n\r\n",
+      300);
+  EXPECT_EQ(answer, "");
+  // Health probes carry no key and are answered.
+  const std::string health =
+      SendHead("GET /v2/health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 5000);
+  EXPECT_EQ(health.rfind("HTTP/1.1 200", 0), 0u) << health;
+}
+
+}  // namespace
+}  // namespace somm
