@@ -13,7 +13,8 @@ flag combination or a file the binary refuses (deploy/README.md):
       deploy/make-secrets (made here, in a temporary folder: real keys and
       certificates of a throw-away CA) or from the render itself, an emptyDir
       an empty folder, the model repository models/demo (or an empty one);
-      paths under a mount in args and env are rewritten to that folder;
+      paths under a mount in args and env (alone, or inside a value such as
+      --flag=PATH or rediss://...?ca=PATH) are rewritten to that folder;
     - `somm ARGS... --check-args` runs with the container's env, and must
       exit 0 (it prints `ok`); any refusal fails the check.
 
@@ -123,11 +124,8 @@ def rewrite_path(text, mounts):
 
 
 def rewrite(text, mounts):
-    # A path alone, or the value of --flag=PATH.
-    if "=" in text and text.startswith("--"):
-        flag, value = text.split("=", 1)
-        return f"{flag}={rewrite_path(value, mounts)}"
-    return rewrite_path(text, mounts)
+    # A path alone, or inside a value: --flag=PATH, a URL's ?ca=PATH&key=PATH.
+    return re.sub(r"(^|[=?&,])(/[^=?&,\s]*)", lambda m: m.group(1) + rewrite_path(m.group(2), mounts), text)
 
 
 def check_workload(source, obj, volumes, somm):

@@ -337,9 +337,10 @@ function checkPodSpec(spec, ns, index, where, secretRefs) {
       }
     }
     errors.push(...checkRestricted(spec, c, at));
-    // A file named in args or env under a Secret's mount is one of its keys.
-    for (const text of texts) {
-      if (typeof text !== "string" || !text.startsWith("/")) continue;
+    // A file named in args or env under a Secret's mount is one of its keys:
+    // a path alone, or inside a value (--flag=PATH, a URL's ?ca=PATH&key=PATH).
+    const paths = texts.flatMap((t) => [...String(t).matchAll(/(?:^|[=?&,])(\/[^=?&,\s]*)/g)].map((m) => m[1]));
+    for (const text of paths) {
       const m = mountOf(c, text);
       const v = m && volumes.get(m.name);
       if (!v?.secret?.secretName || text === m.mountPath) continue;

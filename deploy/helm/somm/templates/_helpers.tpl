@@ -19,9 +19,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end }}
 
-{{/* Redis as a URL, for --redis; the password comes from SOMM_REDIS_PASSWORD_FILE. */}}
+{{/*
+Redis as a URL, for --redis: TLS checked against the cluster CA (the
+certificate must name <release>-redis), with the pod's client certificate;
+the password comes from SOMM_REDIS_PASSWORD_FILE.
+*/}}
 {{- define "somm.redis" -}}
-redis://{{ .Release.Name }}-redis:6379
+rediss://{{ .Release.Name }}-redis:6379?ca=/etc/somm/tls/ca.pem&cert=/etc/somm/tls/server.pem&key=/etc/somm/tls/server.key
 {{- end }}
 
 {{/* The Secrets the pods mount (NOTES.txt names each). */}}
