@@ -556,6 +556,14 @@ StatusOr<std::shared_ptr<const crypto::TlsServerContext>> ClusterTls(
   return crypto::TlsServerContext::CreateIfEnabled(files);
 }
 
+// A router's own ports' TLS: one-way TLS is allowed when its client side
+// toward the cluster has files of its own (--cluster-tls-*); otherwise its
+// files are also its peer identity, and mutual or nothing (ClusterTls).
+StatusOr<std::shared_ptr<const crypto::TlsServerContext>> RouterTls(const RouterProcessOptions& o) {
+  if (o.cluster_tls.enabled()) return crypto::TlsServerContext::CreateIfEnabled(o.tls);
+  return ClusterTls(o.tls);
+}
+
 // The TLS of a worker's or a controller's metrics port: its certificate,
 // and no client certificate asked for, so that kubelet's probes (which
 // present none) and Prometheus (a bearer key) reach it; null = plaintext.
@@ -637,7 +645,7 @@ Status CheckControllerArgs(const ControllerProcessOptions& o) {
 Status CheckRouterArgs(const RouterProcessOptions& o) {
   SOMM_ASSIGN_OR_RETURN(auth::AuthMode mode, auth::ParseAuthMode(o.auth));
   SOMM_RETURN_IF_ERROR(auth::CheckListenAddress(mode, o.address, "--address"));
-  SOMM_RETURN_IF_ERROR(ClusterTls(o.tls).status());
+  SOMM_RETURN_IF_ERROR(RouterTls(o).status());
   SOMM_RETURN_IF_ERROR(o.cluster_tls.Validate());
   if (mode == auth::AuthMode::kKeys && !o.keys_file.empty() &&
       !std::filesystem::is_regular_file(o.keys_file)) {
@@ -752,7 +760,7 @@ int RunRouter(const RouterProcessOptions& o) {
     return checked.ok() ? 0 : 2;
   }
   sigset_t stop = SetUpProcess(o.log_level);
-  auto tls = ClusterTls(o.tls);
+  auto tls = RouterTls(o);
   if (!tls.ok()) {
     spdlog::error("{}", tls.status().message());
     return 2;

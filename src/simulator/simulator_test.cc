@@ -74,6 +74,8 @@ std::string WriteRepository(const std::string& name) {
   const fs::path root = fs::path(::testing::TempDir()) / ("somm-sim-" + name);
   fs::remove_all(root);
   fs::create_directories(root / "m" / "1");
+  // No instance_count: written, it would be a floor idle unloading keeps
+  // (docs/managed.md), and these tests follow the managed replicas.
   std::ofstream(root / "m" / "model.yaml") << R"(name: m
 platform: torchscript
 max_batch_size: 8
@@ -85,7 +87,6 @@ outputs:
 - name: y
   datatype: FP32
   shape: [2]
-instance_count: 1
 intra_op_threads: 1
 )";
   const fs::path variant = root / ".somm" / "variants" / "m" / "1" / "ts-fp32";

@@ -356,7 +356,89 @@ bool AllTaken(const std::optional<BinarySection>& binary) {
   return !binary || binary->taken == binary->bytes.size();
 }
 
+// The leaves of a 'data' value as the general decoder counts them (an
+// array's elements, recursively; anything else is one), without keeping any
+// of them; false when it is not JSON or nests past kMaxDataDepth.
+bool CountLeaves(od::value value, int depth, int64_t* count) {
+  if (depth > kMaxDataDepth) return false;
+  od::json_type type;
+  if (value.type().get(type)) return false;
+  if (type != od::json_type::array) {
+    ++*count;
+    return SkipValue(value, depth);
+  }
+  od::array array;
+  if (value.get_array().get(array)) return false;
+  for (auto element : array) {
+    od::value v;
+    if (element.get(v) || !CountLeaves(v, depth + 1, count)) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+std::optional<Status> DataCountMismatch(std::string_view body,
+                                        std::optional<size_t> header_length) {
+  std::optional<BinarySection> binary;
+  if (!SplitBody(&body, header_length, &binary)) return std::nullopt;
+  std::optional<Status> mismatch;
+  WithDocument(body, [&](od::value root) {
+    return Object(root, [&](std::string_view key, od::value value) {
+      if (key != "inputs") return SkipValue(value, 1);
+      od::array inputs;
+      if (value.get_array().get(inputs)) return false;
+      for (auto element : inputs) {
+        od::value input;
+        if (element.get(input)) return false;
+        std::string name, datatype;
+        Shape shape;
+        bool has_shape = false;
+        // Only the plain form (name, datatype, shape, then data; no
+        // parameters): anything else is the general decoder's to judge.
+        const bool plain = Object(input, [&](std::string_view k, od::value v) {
+          if (k == "name") return String(v, &name);
+          if (k == "datatype") return String(v, &datatype);
+          if (k == "shape") {
+            od::array dims;
+            if (v.get_array().get(dims)) return false;
+            for (auto dim : dims) {
+              int64_t d;
+              if (dim.get_int64().get(d) || d < 0 || d > (int64_t{1} << 40)) return false;
+              shape.push_back(d);
+            }
+            has_shape = true;
+            return true;
+          }
+          if (k == "data") {
+            if (!has_shape || name.empty() || DataTypeFromString(datatype) == DataType::kInvalid) {
+              return false;
+            }
+            int64_t declared = 1;
+            for (const int64_t dim : shape) {
+              if (dim != 0 && declared > (int64_t{1} << 40) / dim) return false;
+              declared *= dim;
+            }
+            int64_t held = 0;
+            if (!CountLeaves(v, 0, &held)) return false;
+            if (held != declared) {
+              mismatch = InvalidArgument("input '" + name + "' has shape " + ShapeToString(shape) +
+                                         " (" + std::to_string(declared) +
+                                         " elements) but 'data' holds " + std::to_string(held) +
+                                         " elements");
+              return false;
+            }
+            return true;
+          }
+          return false;
+        });
+        if (!plain) return false;
+      }
+      return true;
+    });
+  });
+  return mismatch;
+}
 
 std::optional<InferenceRequest> FastDecodeInferRequest(std::string_view body,
                                                       std::optional<size_t> header_length) {

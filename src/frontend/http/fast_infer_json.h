@@ -19,6 +19,7 @@
 #include <optional>
 #include <string_view>
 
+#include "common/status.h"
 #include "serving/inference.h"
 
 namespace somm::oip::internal {
@@ -28,6 +29,13 @@ namespace somm::oip::internal {
 // parameters.binary_data_size says); nullopt = all JSON.
 std::optional<InferenceRequest> FastDecodeInferRequest(
     std::string_view body, std::optional<size_t> header_length = std::nullopt);
+// The error the general decoder gives a request whose plain-form input
+// ({name, datatype, shape, data} in that order) holds more or fewer 'data'
+// elements than its shape declares, found by counting them without keeping
+// one; nullopt when none is found that way. The general decoder would build
+// a tree of every number first: a 60 MB body of mismatched data cost 1.6 GB.
+std::optional<Status> DataCountMismatch(std::string_view body,
+                                        std::optional<size_t> header_length = std::nullopt);
 std::optional<InferenceResponse> FastDecodeInferResponse(
     std::string_view body, std::optional<size_t> header_length = std::nullopt);
 

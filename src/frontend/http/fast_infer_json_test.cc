@@ -267,5 +267,38 @@ TEST(FastInferJsonTest, ResponsesMatchTheGeneralDecoderIncludingMutations) {
   EXPECT_EQ(fast_binary->parameters, response.parameters);
 }
 
+// The security review's body: well-formed JSON whose 'data' holds far more
+// numbers than its shape declares. The general decoder built a tree of every
+// number first (a 60 MB body raised the RSS by 1.6 GB); now the mismatch is
+// found by counting, with the general decoder's own message.
+TEST(FastInferJsonTest, DataThatDoesNotMatchItsShapeIsRefusedByCountingWithTheGeneralMessage) {
+  for (const std::string& data : {std::string("1,2,3"), std::string("[1,2],[3,4],[5,6]"),
+                                  std::string("\"a\",\"b\",true")}) {
+    const std::string body = R"({"id":"x","inputs":[{"name":"a","datatype":"FP32","shape":[1,2],"data":[1,2]},)"
+                             R"({"name":"pixels","datatype":"INT64","shape":[1,2],"data":[)" + data + "]}]}";
+    const std::optional<Status> counted = internal::DataCountMismatch(body);
+    const StatusOr<InferenceRequest> general = internal::GeneralDecodeInferRequest(body, std::nullopt);
+    ASSERT_TRUE(counted.has_value()) << data;
+    ASSERT_FALSE(general.ok());
+    EXPECT_EQ(counted->message(), general.status().message()) << data;
+    EXPECT_EQ(DecodeInferRequest(body, std::nullopt).status().message(), general.status().message());
+  }
+  // A matching body, and one the plain form does not cover, are left alone.
+  EXPECT_FALSE(internal::DataCountMismatch(
+                   R"({"inputs":[{"name":"a","datatype":"INT64","shape":[2],"data":[1,2]}]})")
+                   .has_value());
+  EXPECT_FALSE(internal::DataCountMismatch(
+                   R"({"inputs":[{"name":"a","datatype":"INT64","data":[1,2,3],"shape":[2]}]})")
+                   .has_value());
+  // Three million numbers against a shape of 64: refused without the tree.
+  std::string big = R"({"inputs":[{"name":"pixels","datatype":"FP32","shape":[1,64],"data":[)";
+  for (int i = 0; i < 3000000; ++i) big += i ? ",0.5" : "0.5";
+  big += "]}]}";
+  const StatusOr<InferenceRequest> refused = DecodeInferRequest(big, std::nullopt);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("but 'data' holds 3000000 elements"), std::string::npos)
+      << refused.status().message();
+}
+
 }  // namespace
 }  // namespace somm::oip

@@ -260,6 +260,11 @@ StatusOr<InferenceRequest> DecodeInferRequest(std::string_view body,
     SOMM_RETURN_IF_ERROR(BinaryOutputs::FromRequest(*fast).status());
     return std::move(*fast);
   }
+  // The general decoder keeps a tree of every number: a body whose data does
+  // not match its shape is refused from a count first (fast_infer_json.h).
+  if (std::optional<Status> mismatch = internal::DataCountMismatch(body, header_length)) {
+    return *mismatch;
+  }
   return internal::GeneralDecodeInferRequest(body, header_length);
 }
 
