@@ -383,7 +383,7 @@ std::optional<Status> DataCountMismatch(std::string_view body,
   std::optional<BinarySection> binary;
   if (!SplitBody(&body, header_length, &binary)) return std::nullopt;
   std::optional<Status> mismatch;
-  WithDocument(body, [&](od::value root) {
+  const bool walked = WithDocument(body, [&](od::value root) {
     return Object(root, [&](std::string_view key, od::value value) {
       if (key != "inputs") return SkipValue(value, 1);
       od::array inputs;
@@ -421,12 +421,14 @@ std::optional<Status> DataCountMismatch(std::string_view body,
             }
             int64_t held = 0;
             if (!CountLeaves(v, 0, &held)) return false;
-            if (held != declared) {
+            // The first mismatch is the general decoder's error, but only
+            // if the whole document is walked: a repeated key, say, would
+            // have the general decoder read another value.
+            if (held != declared && !mismatch) {
               mismatch = InvalidArgument("input '" + name + "' has shape " + ShapeToString(shape) +
                                          " (" + std::to_string(declared) +
                                          " elements) but 'data' holds " + std::to_string(held) +
                                          " elements");
-              return false;
             }
             return true;
           }
@@ -437,6 +439,7 @@ std::optional<Status> DataCountMismatch(std::string_view body,
       return true;
     });
   });
+  if (!walked) return std::nullopt;
   return mismatch;
 }
 

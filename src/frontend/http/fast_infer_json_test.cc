@@ -290,6 +290,12 @@ TEST(FastInferJsonTest, DataThatDoesNotMatchItsShapeIsRefusedByCountingWithTheGe
   EXPECT_FALSE(internal::DataCountMismatch(
                    R"({"inputs":[{"name":"a","datatype":"INT64","data":[1,2,3],"shape":[2]}]})")
                    .has_value());
+  // A repeated key: the general decoder reads the last value, so the count
+  // of the first one decides nothing.
+  EXPECT_FALSE(internal::DataCountMismatch(
+                   R"({"inputs":[{"name":"a","datatype":"INT64","shape":[2],"data":[1,2,3]}],)"
+                   R"("inputs":[{"name":"a","datatype":"INT64","shape":[2],"data":[1,2]}]})")
+                   .has_value());
   // Three million numbers against a shape of 64: refused without the tree.
   std::string big = R"({"inputs":[{"name":"pixels","datatype":"FP32","shape":[1,64],"data":[)";
   for (int i = 0; i < 3000000; ++i) big += i ? ",0.5" : "0.5";
