@@ -230,44 +230,52 @@ Status Guard::CheckTenantRules(const Caller& caller, const CallInfo& call) {
     case Operation::kModelMetadata:
     case Operation::kLoad:
     case Operation::kUnload:
-    case Operation::kRegister:
     case Operation::kRollout:
       break;
+    case Operation::kInfer:
+      if (call.model.empty()) return Status::Ok();  // a batch job's task form
+      break;
+    case Operation::kRegister:
+      return CheckRegistration(caller, call);
     default:
-      return Status::Ok();  // queries: the router; lists: MaySee
+      return Status::Ok();  // task queries: the router; lists: MaySee
   }
+  if (caller.admin) return Status::Ok();
+  // The one check of a user's call that names a model, before anything
+  // else about the call (its version, its body, its parameters) is looked
+  // at: a model the caller may not see and a model that does not exist get
+  // the same answer, so no later check can tell them apart.
   const Ownership o = OwnerOf(call.model);
-  if (!Visible(caller, o)) return UnknownModel(call.model);
-  if (caller.admin) {
-    if (call.op == Operation::kRegister && call.private_model) {
-      return quotas_.CheckPrivateMemory(
-          caller.tenant, PrivateBytes(caller.tenant) + static_cast<int64_t>(call.payload_bytes));
-    }
-    return Status::Ok();
-  }
+  if (!o.exists || !Visible(caller, o)) return UnknownModel(call.model);
   switch (call.op) {
     case Operation::kLoad:
     case Operation::kUnload:
     case Operation::kRollout:
-      if (o.exists && o.owner.empty()) {
+      if (o.owner.empty()) {
         return PermissionDenied(std::string("a user key may not ") + OperationName(call.op) +
                                 " public model '" + call.model + "'; that needs an admin key");
       }
-      if ((call.op == Operation::kLoad || call.op == Operation::kRollout) && o.exists) {
+      if (call.op == Operation::kLoad || call.op == Operation::kRollout) {
         return quotas_.CheckPrivateMemory(caller.tenant, PrivateBytes(caller.tenant));
       }
       return Status::Ok();
-    case Operation::kRegister:
-      if (!call.private_model) {
-        return PermissionDenied(
-            "a user key registers private models only (somm register --private); public "
-            "models need an admin key");
-      }
-      return quotas_.CheckPrivateMemory(
-          caller.tenant, PrivateBytes(caller.tenant) + static_cast<int64_t>(call.payload_bytes));
     default:
       return Status::Ok();
   }
+}
+
+Status Guard::CheckRegistration(const Caller& caller, const CallInfo& call) {
+  // The name is not looked at here: a name another tenant's private model
+  // holds is answered as a new name is, by the registry, which checks the
+  // registration first and the name last (ModelRegistry::Register).
+  if (!caller.admin && !call.private_model) {
+    return PermissionDenied(
+        "a user key registers private models only (somm register --private); public "
+        "models need an admin key");
+  }
+  if (!call.private_model) return Status::Ok();
+  return quotas_.CheckPrivateMemory(
+      caller.tenant, PrivateBytes(caller.tenant) + static_cast<int64_t>(call.payload_bytes));
 }
 
 void Guard::Done(const Caller& caller, const CallInfo& call, const Status& outcome) {

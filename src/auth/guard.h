@@ -4,14 +4,16 @@
 // audit record of a repository change (auth/audit_log.h).
 //
 // Tenant rules (docs/security.md): a model whose model.yaml names
-// `owner_tenant` is private to that tenant. Any other tenant's call that
-// names it - metadata, ready, variants, load, unload, register over it - is
-// answered with the very NOT_FOUND an unknown model gets, so existence is
-// not revealed; the index leaves it out (MaySee). Queries are checked by the
-// router, which has the configs in memory (InferenceRequest::caller). The
-// owner is read from the repository on each control call: those calls are
-// rare, and reading keeps every router of a cluster in step with the shared
-// repository.
+// `owner_tenant` is private to that tenant. A user key's call that names a
+// model - metadata, ready, variants, rollout, infer, load, unload - is
+// checked first, before its version, body or parameters: a model the caller
+// may not see, or one that does not exist, gets the very NOT_FOUND an
+// unknown model gets, so existence is not revealed; the index leaves it out
+// (MaySee). A registration over a hidden name is answered as one of a new
+// name (ModelRegistry::Register). Task queries are checked by the router,
+// which has the configs in memory (InferenceRequest::caller). The owner
+// comes from the registry in memory (SetOwnerLookup), else from the
+// repository's model.yaml.
 //
 // With AuthMode::kNone every call is admitted as an unauthenticated Caller
 // (today's behaviour, loopback only: CheckListenAddress), quotas do not
@@ -118,6 +120,7 @@ class Guard : public CallGuard {
   // Bytes of the model files of `tenant`'s private models in the repository.
   int64_t PrivateBytes(const std::string& tenant) const;
   Status CheckTenantRules(const Caller& caller, const CallInfo& call);
+  Status CheckRegistration(const Caller& caller, const CallInfo& call);
 
   // Whether a refused call without a valid key may be audited now: at most
   // kAnonymousAuditPerS a second (burst kAnonymousAuditBurst), so nobody

@@ -84,12 +84,22 @@ TEST_F(GuardTest, RolesFollowTheTable) {
 }
 
 TEST_F(GuardTest, AnotherTenantsPrivateModelLooksUnknown) {
-  for (Operation op :
-       {Operation::kModelMetadata, Operation::kLoad, Operation::kUnload, Operation::kRegister}) {
-    Status s = Admit(op, "priv", user_b_, true);
-    EXPECT_EQ(s.code(), StatusCode::kNotFound) << OperationName(op);
-    EXPECT_EQ(s.message(), "unknown model 'priv'");
+  // Refused before anything else about the call, exactly as a model that
+  // does not exist is: no later check (version, body) tells them apart.
+  for (Operation op : {Operation::kModelMetadata, Operation::kInfer, Operation::kLoad,
+                       Operation::kUnload, Operation::kRollout}) {
+    for (const std::string model : {"priv", "nope"}) {
+      Status s = Admit(op, model, user_b_, true);
+      EXPECT_EQ(s.code(), StatusCode::kNotFound) << OperationName(op) << " " << model;
+      EXPECT_EQ(s.message(), "unknown model '" + model + "'");
+    }
   }
+  // A registration over it is admitted as one of a new name is: the
+  // registry answers both alike (ModelRegistry::Register).
+  EXPECT_TRUE(Admit(Operation::kRegister, "priv", user_b_, true).ok());
+  EXPECT_TRUE(Admit(Operation::kRegister, "nope", user_b_, true).ok());
+  // An admin is told what the server says of a missing model.
+  EXPECT_TRUE(Admit(Operation::kModelMetadata, "nope", admin_).ok());
   EXPECT_TRUE(Admit(Operation::kModelMetadata, "priv", user_a_).ok());
   EXPECT_TRUE(Admit(Operation::kUnload, "priv", user_a_).ok());
   EXPECT_TRUE(Admit(Operation::kModelMetadata, "priv:1:ts-fp32", admin_).ok());

@@ -126,6 +126,11 @@ int RunServe(const ServeOptions& options) {
     spdlog::error("{}", s.message());
     return 2;
   }
+  // The guard checks the model of every query a user key names (a hidden
+  // one answers as a missing one): its owner comes from memory, not disk.
+  (*guard)->SetOwnerLookup([&registry = manager.registry()](const std::string& model) {
+    return registry.OwnerOf(model);
+  });
 
   // Offline batch jobs (docs/lifecycle.md): low priority beside the queries.
   auto bo = BatchSetup(options.batch,

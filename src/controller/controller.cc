@@ -753,7 +753,7 @@ Status Controller::LoadModel(const std::string& name, bool startup) {
   std::error_code ec;
   const std::string& repo = registry_.options().repository_path;
   if (!std::filesystem::is_directory(std::filesystem::path(repo) / name, ec)) {
-    return NotFound("model '" + name + "' not found in repository " + repo);
+    return ModelRegistry::UnknownModel(name);  // names no folder of this machine
   }
   std::vector<RepositoryEntry> problems;
   std::vector<VersionPtr> versions = registry_.Read(name, &problems);
@@ -804,7 +804,10 @@ Status Controller::LoadModel(const std::string& name, bool startup) {
                    v->profiles.size());
       loaded.push_back(v);
     } else {
-      problems.push_back({name, v->version_str, "UNAVAILABLE", s.message()});
+      // The reason goes to clients (the index, the load's answer): without
+      // the repository's path.
+      problems.push_back(
+          {name, v->version_str, "UNAVAILABLE", registry_.WithoutPaths(s.message())});
     }
   }
   std::string why;

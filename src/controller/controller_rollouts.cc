@@ -154,8 +154,8 @@ StatusOr<RolloutView> Controller::ChangeRollout(const RolloutChange& change) {
   std::error_code ec;
   const auto folder = std::filesystem::path(repo) / name / std::to_string(canary);
   if (!std::filesystem::is_directory(folder, ec)) {
-    return NotFound("model '" + name + "' has no version " + std::to_string(canary) + " (" +
-                    folder.string() + " is missing)");
+    return NotFound("model '" + name + "' has no version " + std::to_string(canary) + " (" + name +
+                    "/" + std::to_string(canary) + " is missing)");
   }
   Rollout r;
   r.model = name;

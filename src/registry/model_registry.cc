@@ -82,6 +82,34 @@ Status ModelRegistry::UnknownModel(const std::string& name) {
   return NotFound("unknown model '" + name + "'");
 }
 
+std::optional<std::string> ModelRegistry::OwnerOf(const std::string& name) const {
+  ReaderLock lock(&mu_);
+  auto it = by_name_.find(name);
+  if (it == by_name_.end() || !it->second->config) return std::nullopt;
+  return it->second->config->owner_tenant;
+}
+
+std::string ModelRegistry::WithoutPaths(std::string message) const {
+  if (options_.repository_path.empty()) return message;
+  // The folder as given and as an absolute path: messages name either.
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(options_.repository_path, ec).lexically_normal();
+  for (std::string repo : {ec ? std::string() : absolute.string(), options_.repository_path}) {
+    while (repo.size() > 1 && repo.back() == '/') repo.pop_back();
+    if (repo.empty() || repo == "." || repo == "/") continue;
+    const std::string folder = repo + "/";
+    for (size_t at = message.find(folder); at != std::string::npos; at = message.find(folder, at)) {
+      message.erase(at, folder.size());
+    }
+  }
+  return message;
+}
+
+Status ModelRegistry::WithoutPaths(const Status& status) const {
+  if (status.ok()) return status;
+  return Status(status.code(), WithoutPaths(status.message()));
+}
+
 void ModelRegistry::Shutdown() {
   shutting_down_ = true;
   std::vector<std::thread> jobs;
@@ -115,7 +143,7 @@ std::vector<VersionPtr> ModelRegistry::Read(const std::string& name,
   const fs::path dir = fs::path(options_.repository_path) / name;
   auto config = LoadModelConfig(dir.string());
   if (!config.ok()) {
-    problems->push_back({name, "", "UNAVAILABLE", config.status().message()});
+    problems->push_back({name, "", "UNAVAILABLE", WithoutPaths(config.status().message())});
     return out;
   }
   std::vector<int64_t> present;
@@ -126,21 +154,20 @@ std::vector<VersionPtr> ModelRegistry::Read(const std::string& name,
   }
   if (present.empty()) {
     problems->push_back({name, "", "UNAVAILABLE",
-                         dir.string() + ": no version folders (expected " + name +
-                             "/<N>/model.pt)"});
+                         name + ": no version folders (expected " + name + "/<N>/model.pt)"});
     return out;
   }
   std::vector<int64_t> selected = SelectVersions(config->version_policy, present);
   // A rollout serves its versions whatever the policy says (rollout.h).
   auto rollout = LoadRollout(options_.repository_path, name);
   if (!rollout.ok()) {
-    problems->push_back({name, "", "UNAVAILABLE", rollout.status().message()});
+    problems->push_back({name, "", "UNAVAILABLE", WithoutPaths(rollout.status().message())});
   } else if (rollout->has_value()) {
     for (int64_t pinned : (*rollout)->PinnedVersions()) {
       if (std::find(present.begin(), present.end(), pinned) == present.end()) {
         problems->push_back({name, std::to_string(pinned), "UNAVAILABLE",
                              "the rollout serves version " + std::to_string(pinned) + " but " +
-                                 (dir / std::to_string(pinned)).string() + " is missing"});
+                                 name + "/" + std::to_string(pinned) + " is missing"});
       } else if (std::find(selected.begin(), selected.end(), pinned) == selected.end()) {
         selected.push_back(pinned);
       }
@@ -382,7 +409,7 @@ void ModelRegistry::RunVariantJob(ModelConfig config, int64_t version) {
   auto& job = jobs_[config.name];
   if (!result.ok()) {
     job.state = "FAILED";
-    job.message = result.status().message();
+    job.message = WithoutPaths(result.status().message());
     spdlog::error("variant generation for {} failed: {}", config.name, job.message);
     return;
   }

@@ -116,6 +116,14 @@ class ModelRegistry {
   // The answer for a model that is not there; also what a caller gets for a
   // model it may not see (docs/security.md), so existence is not revealed.
   static Status UnknownModel(const std::string& name);
+  // The owner tenant of a published model ("" = public), from memory;
+  // nullopt when no config of it is published.
+  std::optional<std::string> OwnerOf(const std::string& name) const;
+  // `message` with the repository's path taken out ("<repo>/m/1/model.pt"
+  // says "m/1/model.pt"): what reaches a client names no folder of this
+  // machine.
+  std::string WithoutPaths(std::string message) const;
+  Status WithoutPaths(const Status& status) const;
   Status SetProfiles(const std::string& name, int64_t version, std::vector<VariantProfile> profiles);
 
   // Registration (see above). On success the model's files are in the
@@ -136,6 +144,9 @@ class ModelRegistry {
     std::shared_ptr<const Rollout> rollout;
   };
   void RunVariantJob(ModelConfig config, int64_t version);
+  StatusOr<ModelConfig> RegisterChecked(const RegistrationRequest& request);
+  // Whether `caller` may see the model in the repository folder `name`.
+  bool MaySee(const Caller& caller, const std::string& name) const;
   std::string VariantsRoot() const { return options_.repository_path + "/.somm/variants"; }
 
   const RegistryOptions options_;

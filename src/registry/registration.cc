@@ -130,24 +130,50 @@ Status WriteFile(const fs::path& path, const std::string& bytes) {
 
 }  // namespace
 
+bool ModelRegistry::MaySee(const Caller& caller, const std::string& name) const {
+  if (!caller.authenticated || caller.admin) return true;
+  if (std::optional<std::string> owner = OwnerOf(name)) return caller.MayUse(*owner);
+  // Not published: its model.yaml says. One that does not parse has no
+  // known owner, and only an admin sees it (as auth::Guard has it).
+  auto config = LoadModelConfig((fs::path(options_.repository_path) / name).string());
+  return config.ok() && caller.MayUse(config->owner_tenant);
+}
+
 StatusOr<ModelConfig> ModelRegistry::Register(const RegistrationRequest& r) {
+  // Errors name the model's files from its own folder, never the server's.
+  StatusOr<ModelConfig> config = RegisterChecked(r);
+  if (!config.ok()) return WithoutPaths(config.status());
+  return config;
+}
+
+StatusOr<ModelConfig> ModelRegistry::RegisterChecked(const RegistrationRequest& r) {
   if (shutting_down_) return Unavailable("server is shutting down");
   SOMM_RETURN_IF_ERROR(CheckRegistration(r));
   const fs::path repo(options_.repository_path);
   std::error_code ec;
-  if (fs::exists(repo / r.name, ec)) {
-    return AlreadyExists("model '" + r.name + "' already exists in the repository");
-  }
+  // A name the registrant may see is refused at once. One it may not see
+  // (another tenant's private model) is answered as a new name is, through
+  // every check below, and refused only where the model would move in: so
+  // no answer tells a hidden model apart from none (docs/security.md).
+  const bool taken = fs::exists(repo / r.name, ec);
+  const Status name_taken =
+      AlreadyExists("model '" + r.name + "' already exists in the repository");
+  if (taken && MaySee(r.caller, r.name)) return name_taken;
   {
     // A task's queries are checked against one signature (task_catalog.h):
-    // a model that takes other inputs would never fit them.
+    // a model that takes other inputs would never fit them. Only the models
+    // the registrant may use count: those are the only ones its tenant's
+    // task queries share candidates with, and the message quotes them.
     ModelConfig candidate;
     candidate.name = r.name;
     candidate.task = r.task;
     candidate.inputs = r.inputs;
     candidate.outputs = r.outputs;
     candidate.max_batch_size = r.max_batch_size;
-    SOMM_RETURN_IF_ERROR(CheckTaskSignature(candidate, All()));
+    std::vector<VersionPtr> visible = All();
+    std::erase_if(visible,
+                  [&](const VersionPtr& v) { return !r.caller.MayUse(v->config.owner_tenant); });
+    SOMM_RETURN_IF_ERROR(CheckTaskSignature(candidate, visible));
   }
   // Stage everything beside the repository, check it, then move it in with
   // one rename: a broken registration leaves nothing behind.
@@ -162,21 +188,36 @@ StatusOr<ModelConfig> ModelRegistry::Register(const RegistrationRequest& r) {
       fs::remove_all(path, e);
     }
   } cleanup{staging};
-  SOMM_RETURN_IF_ERROR(WriteFile(dir / "model.yaml", ConfigYaml(r)));
-  SOMM_RETURN_IF_ERROR(WriteFile(dir / "1" / "model.pt", r.model_bytes));
+  // The staged files are named as the model's own ("m/1/model.pt").
+  const auto staged = [&](const std::string& message) {
+    std::string out = message;
+    const std::string from = dir.string();
+    for (size_t at = out.find(from); at != std::string::npos;
+         at = out.find(from, at + r.name.size())) {
+      out.replace(at, from.size(), r.name);
+    }
+    return out;
+  };
+  const auto write = [&](const fs::path& path, const std::string& bytes) {
+    const Status written = WriteFile(path, bytes);
+    return written.ok() ? written : Status(written.code(), staged(written.message()));
+  };
+  SOMM_RETURN_IF_ERROR(write(dir / "model.yaml", ConfigYaml(r)));
+  SOMM_RETURN_IF_ERROR(write(dir / "1" / "model.pt", r.model_bytes));
   if (r.validation_count > 0) {
-    SOMM_RETURN_IF_ERROR(WriteFile(dir / "1" / "validation" / "inputs.bin", r.validation_inputs));
-    SOMM_RETURN_IF_ERROR(WriteFile(dir / "1" / "validation" / "labels.bin", r.validation_labels));
+    SOMM_RETURN_IF_ERROR(write(dir / "1" / "validation" / "inputs.bin", r.validation_inputs));
+    SOMM_RETURN_IF_ERROR(write(dir / "1" / "validation" / "labels.bin", r.validation_labels));
     std::ostringstream meta;
     meta << "{\"count\": " << r.validation_count << ", \"input\": \"" << r.inputs[0].name
          << "\", \"datatype\": \"" << DataTypeName(r.inputs[0].datatype)
          << "\", \"shape\": " << YamlList(r.inputs[0].shape)
          << ", \"labels_datatype\": \"INT64\", \"source\": \"somm register\"}\n";
-    SOMM_RETURN_IF_ERROR(WriteFile(dir / "1" / "validation" / "meta.json", meta.str()));
+    SOMM_RETURN_IF_ERROR(write(dir / "1" / "validation" / "meta.json", meta.str()));
   }
   auto config = LoadModelConfig(dir.string());
   if (!config.ok()) {
-    return InvalidArgument("registration of '" + r.name + "': " + config.status().message());
+    return InvalidArgument("registration of '" + r.name +
+                           "': " + staged(config.status().message()));
   }
   // Loading runs the model once on zeros of the declared signature: a model
   // that does not load or does not match its signature is refused here.
@@ -189,8 +230,10 @@ StatusOr<ModelConfig> ModelRegistry::Register(const RegistrationRequest& r) {
   lo.outputs = config->outputs;
   auto probe = backend_.Load(lo);
   if (!probe.ok()) {
-    return InvalidArgument("registration of '" + r.name + "' refused: " + probe.status().message());
+    return InvalidArgument("registration of '" + r.name +
+                           "' refused: " + staged(probe.status().message()));
   }
+  if (taken || fs::exists(repo / r.name, ec)) return name_taken;
   fs::rename(dir, repo / r.name, ec);
   if (ec) return Internal("cannot move '" + r.name + "' into the repository: " + ec.message());
   spdlog::info("registered model {} for task {}", r.name, r.task);

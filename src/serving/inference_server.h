@@ -92,6 +92,10 @@ struct RegistrationRequest {
   // sets owner_tenant to the caller's tenant; "" = public.
   bool private_model = false;
   std::string owner_tenant;
+  // Who registers, as the frontend's guard admitted them: the task check
+  // and a name that is taken are judged by the models this caller may see,
+  // so a registration never tells another tenant's model apart from none.
+  Caller caller;
 };
 
 // Progress and outcome of variant generation for one registered model.

@@ -356,6 +356,7 @@ class SommControlService final {
                             registration.private_model, registration.model_bytes.size());
     if (!a.status.ok()) return answer(a.status);
     if (registration.private_model) registration.owner_tenant = a.caller.tenant;
+    registration.caller = a.caller;
     // Registration writes the model to the repository and validates it, which
     // may take a while: it runs on the control thread, like a model load.
     control_.Post([this, answer = std::move(answer), response, r = std::move(registration),

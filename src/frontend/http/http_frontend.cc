@@ -589,6 +589,7 @@ Response HttpFrontend::Impl::RegisterHandler(const oip::RestRoute& route, const 
     caller = std::move(a.caller);
   }
   if (request->private_model) request->owner_tenant = caller.tenant;
+  request->caller = caller;
   const bool private_model = request->private_model;
   const Status status = server.RegisterModel(std::move(request).value());
   if (options.guard != nullptr) {
