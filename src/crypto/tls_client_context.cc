@@ -8,18 +8,12 @@
 
 #include <filesystem>
 
+#include "crypto/openssl_error.h"
+
 namespace somm::crypto {
 namespace {
 
-// The first error on this thread's OpenSSL queue, as its reason text, and
-// the queue emptied.
-std::string TakeOpenSslError() {
-  const unsigned long code = ERR_get_error();
-  ERR_clear_error();
-  if (code == 0) return "unknown TLS error";
-  const char* reason = ERR_reason_error_string(code);
-  return reason != nullptr ? reason : "TLS error " + std::to_string(code);
-}
+using internal::TakeOpenSslError;
 
 Status FileError(const std::string& what, const std::string& path, const std::string& why) {
   return InvalidArgument("TLS " + what + " " + path + ": " + why);

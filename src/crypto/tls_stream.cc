@@ -11,18 +11,12 @@
 #include <cstring>
 #include <filesystem>
 
+#include "crypto/openssl_error.h"
+
 namespace somm::crypto {
 namespace {
 
-// The first error on this thread's OpenSSL queue, as its reason text
-// ("certificate verify failed"), and the queue emptied.
-std::string TakeOpenSslError() {
-  const unsigned long code = ERR_get_error();
-  ERR_clear_error();
-  if (code == 0) return "unknown TLS error";
-  const char* reason = ERR_reason_error_string(code);
-  return reason != nullptr ? reason : "TLS error " + std::to_string(code);
-}
+using internal::TakeOpenSslError;
 
 Status FileError(const std::string& flag, const std::string& path, const std::string& what) {
   return InvalidArgument(flag + " " + path + ": " + what);
