@@ -232,9 +232,7 @@ TEST(AutoscaleE2eTest, ALoadStepStartsAThirdWorkerThatServesAndAFallDrainsOneWit
   light->Stop();
   const double total_s = Seconds(SteadyClock::now() - t0);
 
-  httplib::Client metrics("127.0.0.1", cluster.controller_metrics_port(0));
-  auto exposition = metrics.Get("/metrics");
-  const std::string text = exposition ? exposition->body : "";
+  const std::string text = cluster.Metrics(cluster.controller_metrics_port(0));
   const double outs =
       MetricValue(text, "somm_worker_scale_steps_total{direction=\"out\",reason=\"placement\"}");
   const double ins =

@@ -15,7 +15,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <regex>
+#include <string_view>
 #include <sstream>
 #include <thread>
 
@@ -101,6 +103,20 @@ bool WaitFor(const std::string& path, const std::regex& pattern, std::string* te
 pid_t ClusterProcesses::Spawn(const std::vector<std::string>& args, const std::string& name) {
   const std::string out = dir_ + "/" + name + ".stdout";
   const std::string err = dir_ + "/" + name + ".stderr";
+  // The environment is made before fork (the child may only make
+  // async-signal-safe calls): this process's, with Redis's password file.
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (!std::string_view(*e).starts_with("SOMM_REDIS_PASSWORD")) env.emplace_back(*e);
+  }
+  if (!redis_password_file_.empty()) env.push_back("SOMM_REDIS_PASSWORD_FILE=" + redis_password_file_);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> copy = args;
+  std::vector<char*> argv;
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
   const pid_t pid = fork();
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -108,11 +124,7 @@ pid_t ClusterProcesses::Spawn(const std::vector<std::string>& args, const std::s
     const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     dup2(o, STDOUT_FILENO);
     dup2(e, STDERR_FILENO);
-    std::vector<std::string> copy = args;
-    std::vector<char*> argv;
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execvp(argv[0], argv.data());
+    execvpe(argv[0], argv.data(), envp.data());
     _exit(127);
   }
   pids_.push_back(pid);
@@ -122,7 +134,11 @@ pid_t ClusterProcesses::Spawn(const std::vector<std::string>& args, const std::s
 
 std::string ClusterProcesses::Redis(const std::string& command) const {
   std::string out;
-  FILE* p = popen(("redis-cli -p " + std::to_string(redis_port_) + " " + command + " 2>/dev/null").c_str(), "r");
+  // REDISCLI_AUTH keeps the password off redis-cli's command line.
+  const std::string auth =
+      redis_password_.empty() ? "" : "REDISCLI_AUTH=" + redis_password_ + " ";
+  FILE* p = popen((auth + "redis-cli -p " + std::to_string(redis_port_) + " " + command +
+                   " 2>/dev/null").c_str(), "r");
   if (!p) return out;
   char line[512];
   while (fgets(line, sizeof line, p)) out += line;
@@ -131,7 +147,13 @@ std::string ClusterProcesses::Redis(const std::string& command) const {
 }
 
 bool ClusterProcesses::StartRedis() {
-  redis_pid_ = Spawn({"redis-server", "--port", std::to_string(redis_port_), "--bind",
+  // The password goes in a config file, not on redis-server's command line.
+  const std::string config = dir_ + "/redis.conf";
+  {
+    std::ofstream out(config);
+    if (!redis_password_.empty()) out << "requirepass " << redis_password_ << "\n";
+  }
+  redis_pid_ = Spawn({"redis-server", config, "--port", std::to_string(redis_port_), "--bind",
                       "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning"},
                      "redis");
   for (int i = 0; i < 200; ++i) {
@@ -158,16 +180,43 @@ bool ClusterProcesses::RestartRedis() {
 
 ClusterProcesses::ClusterProcesses(const std::string& binary, const std::string& repo,
                                    ClusterOptions options) {
-  if (!options.tls_dir.empty()) {
-    const std::vector<std::string> tls = {"--tls-cert", options.tls_dir + "/server.pem",
-                                          "--tls-key", options.tls_dir + "/server.key",
-                                          "--tls-client-ca", options.tls_dir + "/ca.pem"};
-    for (auto* args : {&options.controller_args, &options.worker_args, &options.router_args}) {
-      args->insert(args->end(), tls.begin(), tls.end());
-    }
-  }
   std::string tmpl = (std::filesystem::temp_directory_path() / "somm_cluster_XXXXXX").string();
   dir_ = mkdtemp(tmpl.data()) ? tmpl : std::filesystem::temp_directory_path().string();
+  const bool secure = options.secure || !options.tls_dir.empty();
+  certs_ = options.tls_dir;
+  if (certs_.empty() && secure) {
+    certs_ = dir_ + "/certs";
+    if (std::system((std::string(SOMM_SOURCE_DIR) + "/scripts/make-certs " + certs_ +
+                     " >/dev/null 2>&1").c_str()) != 0) {
+      error_ = "scripts/make-certs did not make the cluster's certificates";
+      return;
+    }
+  }
+  if (!certs_.empty()) {
+    const std::vector<std::string> tls = {"--tls-cert", certs_ + "/server.pem", "--tls-key",
+                                          certs_ + "/server.key", "--tls-client-ca",
+                                          certs_ + "/ca.pem"};
+    for (auto* args : {&options.controller_args, &options.worker_args}) {
+      args->insert(args->end(), tls.begin(), tls.end());
+    }
+    if (!options.tls_dir.empty()) {
+      options.router_args.insert(options.router_args.end(), tls.begin(), tls.end());
+    } else {
+      options.router_args.insert(options.router_args.end(),
+                                 {"--cluster-tls-cert", certs_ + "/server.pem", "--cluster-tls-key",
+                                  certs_ + "/server.key", "--cluster-tls-ca", certs_ + "/ca.pem"});
+    }
+  }
+  if (secure) {
+    std::random_device random;
+    char hex[33];
+    std::snprintf(hex, sizeof hex, "%08x%08x%08x%08x", random(), random(), random(), random());
+    redis_password_ = hex;
+    redis_password_file_ = dir_ + "/redis-password";
+    std::ofstream(redis_password_file_) << redis_password_;
+    std::filesystem::permissions(redis_password_file_, std::filesystem::perms::owner_read |
+                                                           std::filesystem::perms::owner_write);
+  }
   redis_port_ = FreePort();
   if (!StartRedis()) {
     error_ = "redis-server did not start (is it installed? scripts/setup)";
@@ -243,6 +292,7 @@ ClusterProcesses::ClusterProcesses(const std::string& binary, const std::string&
       return;
     }
     controller_metrics_ports_.push_back(std::stoi(m[2]));
+    if (!certs_.empty()) tls_ports_.push_back(std::stoi(m[2]));
   }
   for (size_t i = 0; i < routers_.size(); ++i) {
     if (!WaitFor(dir_ + "/router-" + std::to_string(i) + ".stdout",
@@ -254,6 +304,7 @@ ClusterProcesses::ClusterProcesses(const std::string& binary, const std::string&
     routers_[i].http_port = std::stoi(m[1]);
     routers_[i].grpc_port = std::stoi(m[2]);
     routers_[i].metrics_port = std::stoi(m[3]);
+    if (!options.tls_dir.empty()) tls_ports_.push_back(routers_[i].metrics_port);
   }
   // Ready once the leader has loaded the repository and every router's
   // catalog lists a ready model. With nothing to load: once every worker
@@ -350,6 +401,26 @@ std::string ClusterProcesses::Leader() const {
   while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\r')) holder.pop_back();
   const auto bar = holder.find('|');
   return bar == std::string::npos ? "" : holder.substr(0, bar);
+}
+
+std::string ClusterProcesses::Metrics(int port) const {
+  if (std::find(tls_ports_.begin(), tls_ports_.end(), port) == tls_ports_.end()) {
+    httplib::Client c("127.0.0.1", port);
+    auto res = c.Get("/metrics");
+    return res && res->status == 200 ? res->body : "";
+  }
+  // httplib here speaks plaintext only. The metrics ports ask for no client
+  // certificate (kubelet's probes have none); on loopback, for no key.
+  const std::string command = "curl -sf --max-time 5 --cacert " + certs_ +
+                              "/ca.pem https://localhost:" + std::to_string(port) +
+                              "/metrics 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return "";
+  std::string out;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
+  return pclose(pipe) == 0 ? out : "";
 }
 
 std::string ClusterProcesses::Logs() const {

@@ -31,8 +31,16 @@ struct ClusterOptions {
   // A folder made by scripts/make-certs: every process gets --tls-cert,
   // --tls-key (its server.pem) and --tls-client-ca (ca.pem), so they talk
   // mutual TLS to each other, and the readiness probes go through curl with
-  // client.pem. "" = plaintext.
+  // client.pem. "" = see secure.
   std::string tls_dir;
+  // Without tls_dir: the cluster's own traffic as scripts/cluster runs it by
+  // default (docs/cluster.md). A CA and server.pem are made in the log folder
+  // (scripts/make-certs); controllers and workers serve mutual TLS and their
+  // /metrics over TLS; routers dial them with --cluster-tls-* and keep their
+  // own ports plaintext on loopback. Redis has a random password, which every
+  // process reads from SOMM_REDIS_PASSWORD_FILE. false = all plaintext, no
+  // password. With tls_dir, Redis has the password too.
+  bool secure = true;
 };
 
 class ClusterProcesses {
@@ -58,6 +66,9 @@ class ClusterProcesses {
   };
   const std::vector<Router>& routers() const { return routers_; }
   const std::vector<pid_t>& controllers() const { return controllers_; }
+  // The body of GET /metrics on a port of this cluster (over TLS with the
+  // cluster's CA where that port serves TLS), "" when none came.
+  std::string Metrics(int port) const;
   // Controller c's /metrics port.
   int controller_metrics_port(size_t c) const {
     return c < controller_metrics_ports_.size() ? controller_metrics_ports_[c] : -1;
@@ -93,6 +104,13 @@ class ClusterProcesses {
   bool StartRedis();
   std::string Redis(const std::string& command) const;
   std::string dir_;
+  // Where the cluster's CA and certificates are; "" when plaintext.
+  std::string certs_;
+  // Ports that serve TLS (the secure cluster's controllers' and workers').
+  std::vector<int> tls_ports_;
+  // Redis's password ("" = none) and the file the processes read it from.
+  std::string redis_password_;
+  std::string redis_password_file_;
   pid_t redis_pid_ = -1;
   std::vector<Router> routers_;
   std::vector<pid_t> controllers_;
