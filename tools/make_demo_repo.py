@@ -6,7 +6,7 @@
 Run it with Debian's /usr/bin/python3 (python3-torch, python3-torchvision,
 python3-sklearn); no network access is needed.
 
-Layout written (see docs/architecture.md, "Model repository"):
+Layout written (see README.md, "Model repository"):
 
     <out>/<model>/model.yaml
     <out>/<model>/1/model.pt                  TorchScript

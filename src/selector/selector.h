@@ -1,7 +1,7 @@
 // The selector: which variant, on which hardware, on which instance serves a
 // query. A pure function of the query's requirements, a snapshot of the
 // cluster state and the time, so live serving and the simulator run the same
-// code (DESIGN.md, "the control loop").
+// code (docs/architecture.md, "The flow of one query").
 //
 // Rules, in order:
 //   1. A candidate below `min_accuracy` is never chosen (unknown accuracy
