@@ -4,20 +4,22 @@
 
 namespace somm {
 
-SerialExecutor::SerialExecutor(std::string name) : name_(std::move(name)) {
+SerialExecutor::SerialExecutor(std::string name, size_t max_queued)
+    : name_(std::move(name)), max_queued_(max_queued) {
   thread_ = std::thread([this] { Run(); });
 }
 
 SerialExecutor::~SerialExecutor() { Shutdown(); }
 
-bool SerialExecutor::Post(std::function<void()> work) {
+SerialExecutor::Posted SerialExecutor::TryPost(std::function<void()> work) {
   {
     MutexLock lock(&mu_);
-    if (stopping_) return false;
+    if (stopping_) return Posted::kStopped;
+    if (max_queued_ > 0 && queue_.size() >= max_queued_) return Posted::kFull;
     queue_.push_back(std::move(work));
   }
   cv_.notify_one();
-  return true;
+  return Posted::kQueued;
 }
 
 void SerialExecutor::Shutdown() {

@@ -170,15 +170,23 @@ struct PrometheusMetrics::Families {
                      .Help("Queries accepted and not yet answered")
                      .Register(r)
                      .Add({})),
+        inflight_bytes(prometheus::BuildGauge()
+                           .Name("somm_inflight_bytes")
+                           .Help("Bytes of request bodies and decoded tensors held by requests "
+                                 "in flight (--max-inflight-bytes bounds them)")
+                           .Register(r)
+                           .Add({})),
         shed(prometheus::BuildCounter()
                  .Name("somm_shed_total")
-                 .Help("Inference requests refused before their body was decoded (HTTP 429, "
-                       "gRPC RESOURCE_EXHAUSTED), by protocol and reason")
+                 .Help("Requests refused before their body was decoded (HTTP 429, gRPC "
+                       "RESOURCE_EXHAUSTED), by protocol and reason (inflight, bytes)")
                  .Register(r)),
         instance_seconds_total(instance_seconds.Add({})) {
     // Present from the start, at 0: an alert on its rate needs the series.
     for (const char* protocol : {"rest", "grpc"}) {
-      shed.Add({{"protocol", protocol}, {"reason", "inflight"}});
+      for (const char* reason : {"inflight", "bytes"}) {
+        shed.Add({{"protocol", protocol}, {"reason", reason}});
+      }
     }
   }
 
@@ -213,6 +221,7 @@ struct PrometheusMetrics::Families {
   prometheus::Family<prometheus::Gauge>& forecast_rate;
   prometheus::Gauge& slowdown;
   prometheus::Gauge& inflight;
+  prometheus::Gauge& inflight_bytes;
   prometheus::Family<prometheus::Counter>& shed;
   prometheus::Counter& instance_seconds_total;
 };
@@ -422,6 +431,10 @@ void PrometheusMetrics::SetSlowdown(double factor) { families_->slowdown.Set(fac
 
 void PrometheusMetrics::AddInflightQueries(int64_t delta) {
   families_->inflight.Increment(static_cast<double>(delta));
+}
+
+void PrometheusMetrics::AddInflightBytes(int64_t delta) {
+  families_->inflight_bytes.Increment(static_cast<double>(delta));
 }
 
 std::string PrometheusMetrics::Serialize() const {

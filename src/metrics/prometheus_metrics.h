@@ -31,6 +31,7 @@ class PrometheusMetrics : public ServingMetrics {
   ModelMetrics* ForModel(const std::string& model, const std::string& version) override;
   void RecordDecision(const std::string& outcome) override;
   void AddInflightQueries(int64_t delta) override;
+  void AddInflightBytes(int64_t delta) override;
   void SetReplicas(const std::string& model, const std::string& version,
                    const std::string& variant, const std::string& hardware, int64_t replicas,
                    int64_t memory_bytes_each) override;

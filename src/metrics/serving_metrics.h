@@ -20,9 +20,12 @@
 // somm_inflight_queries (gauge, no labels): queries a router accepted and has
 //   not answered yet, queued and executing alike, whatever their model; the
 //   per-pod metric a HorizontalPodAutoscaler scales routers on (deploy/).
-// somm_shed_total{protocol,reason} (counter): inference requests a frontend
-//   refused before decoding them (serving/inflight_limit.h): protocol rest or
-//   grpc, reason inflight (the server's --max-inflight was reached).
+// somm_shed_total{protocol,reason} (counter): requests a frontend refused
+//   before decoding them: protocol rest or grpc, reason inflight (the
+//   server's --max-inflight was reached, serving/inflight_limit.h) or bytes
+//   (its --max-inflight-bytes would be passed, serving/byte_budget.h).
+// somm_inflight_bytes (gauge, no labels): the bytes of request bodies and
+//   decoded tensors requests hold now (serving/byte_budget.h).
 // The managed runtime's families (see docs/managed.md):
 //   somm_instances{model,version,variant,hardware} (gauge, loaded replicas),
 //   somm_instance_memory_bytes{model,version,variant,hardware} (gauge, all replicas),
@@ -89,11 +92,14 @@ class ServingMetrics {
                                 int64_t evicted) {
     (void)model, (void)bytes, (void)entries, (void)evicted;
   }
-  // An inference request refused before it was decoded: `protocol` is rest
-  // or grpc, `reason` why (inflight). A default, so that fakes need not care.
+  // A request refused before it was decoded: `protocol` is rest or grpc,
+  // `reason` why (inflight, bytes). A default, so that fakes need not care.
   virtual void RecordShed(const std::string& protocol, const std::string& reason) {
     (void)protocol, (void)reason;
   }
+  // somm_inflight_bytes += delta (serving/byte_budget.h). A default, so
+  // that fakes need not care.
+  virtual void AddInflightBytes(int64_t delta) { (void)delta; }
   // A rollout step of `model` (rollout/rollout.h): `event` is started, set,
   // advanced, promoted or rolled_back; the canary's share after it.
   // somm_canary_{rollbacks,promotions}_total and somm_canary_percent.

@@ -3,16 +3,16 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
-#include <condition_variable>
-#include <deque>
 #include <functional>
 #include <mutex>
 #include <thread>
 #include <utility>
 
+#include "common/serial_executor.h"
 #include "frontend/grpc/async_unary.h"
 #include "frontend/grpc/grpc_codec.h"
 #include "frontend/grpc/grpc_tls.h"
+#include "frontend/grpc/key_first.h"
 #include "frontend/grpc/somm_codec.h"
 #include "frontend/grpc/task_codec.h"
 #include "proto/inference.grpc.pb.h"
@@ -23,57 +23,69 @@ namespace {
 
 using grpc_async::Answer;
 
-// Runs slow control calls (model load and unload) one after another on one
-// thread of its own. The threads that poll gRPC must not block for seconds, and
-// one thread, unlike a thread per call, cannot be multiplied by a client
-// that floods load requests. Serial loads also spare the InferenceServer
-// racing loads and unloads of one model.
-class ControlThread {
- public:
-  ControlThread() : thread_([this] { Loop(); }) {}
-  ~ControlThread() { Stop(); }
+// Slow control calls (registration, model load and unload, a rollout's
+// start) run one after another on a lane of their own: the threads that poll
+// gRPC must not block for seconds, and one thread, unlike a thread per call,
+// cannot be multiplied by a client that floods them. Serial loads also spare
+// the InferenceServer racing loads and unloads of one model. Past
+// kControlQueue calls waiting, the next is answered UNAVAILABLE at once.
+constexpr size_t kControlQueue = 16;
 
-  void Post(std::function<void()> job) {
-    std::lock_guard lock(mu_);
-    jobs_.push_back(std::move(job));
-    cv_.notify_one();
+// Runs `job` on `lane` with the call's answer, taken from `answer`; or,
+// when the lane is full, leaves `answer` to the caller and returns why.
+Status PostControl(SerialExecutor& lane, Answer& answer, std::function<void(const Answer&)> job) {
+  auto shared = std::make_shared<Answer>(std::move(answer));
+  if (lane.TryPost([shared, job = std::move(job)] { job(*shared); }) ==
+      SerialExecutor::Posted::kQueued) {
+    return Status::Ok();
   }
-
-  // Runs every job already posted, then joins. Idempotent.
-  void Stop() {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-      cv_.notify_one();
-    }
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  void Loop() {
-    std::unique_lock lock(mu_);
-    while (true) {
-      cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
-      if (jobs_.empty()) return;  // stopping, and nothing left
-      std::function<void()> job = std::move(jobs_.front());
-      jobs_.pop_front();
-      lock.unlock();
-      job();
-      lock.lock();
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_;  // guarded by mu_
-  bool stopping_ = false;                   // guarded by mu_
-  std::thread thread_;                      // last: starts once the rest exists
-};
+  answer = std::move(*shared);  // the job never ran: nobody else holds it
+  return Unavailable("server busy: " + std::to_string(lane.max_queued()) +
+                     " registrations and repository changes are waiting already; retry later");
+}
 
 std::string AuthorizationOf(const grpc::ServerContextBase* context) {
   const auto& metadata = context->client_metadata();
   auto it = metadata.find("authorization");
   return it == metadata.end() ? std::string() : std::string(it->second.data(), it->second.size());
+}
+
+// What every call passes before its message is read and parsed
+// (frontend/grpc/key_first.h): the key, from the metadata alone, as REST's
+// head check does; then the byte budget, spent already or passed by the
+// message that arrived. Health probes pass freely.
+class FrontendGate final : public grpc_async::CallGate {
+ public:
+  FrontendGate(CallGuard* guard, ByteBudget* budget) : guard_(guard), budget_(budget) {}
+
+  Status BeforeRead(const grpc::ServerContext& context, bool open) override {
+    if (open) return Status::Ok();
+    if (guard_ != nullptr) SOMM_RETURN_IF_ERROR(guard_->Authenticate(AuthorizationOf(&context)));
+    if (budget_ != nullptr && budget_->Exhausted()) return budget_->Refusal(-1);
+    return Status::Ok();
+  }
+  StatusOr<std::shared_ptr<void>> OnArrival(size_t bytes, bool open) override {
+    if (budget_ == nullptr || open) return std::shared_ptr<void>();
+    StatusOr<ByteBudget::Reservation> held =
+        budget_->Reserve(static_cast<int64_t>(bytes), "grpc");
+    if (!held.ok()) return held.status();
+    return std::shared_ptr<void>(std::make_shared<ByteBudget::Reservation>(std::move(held).value()));
+  }
+
+  CallGuard* guard() const { return guard_; }
+  ByteBudget* budget() const { return budget_; }
+
+ private:
+  CallGuard* const guard_;   // null = no keys
+  ByteBudget* const budget_;  // null = no budget
+};
+
+// A method's path, as gRPC names it: "/inference.GRPCInferenceService/ModelInfer".
+std::string OipPath(const char* method) {
+  return std::string("/") + inference::GRPCInferenceService::service_full_name() + "/" + method;
+}
+std::string SommPath(const char* method) {
+  return std::string("/") + somm::SommControl::service_full_name() + "/" + method;
 }
 
 // Asks the guard (when there is one) whether this call may go on.
@@ -86,6 +98,13 @@ Admission AdmitCall(CallGuard* guard, const grpc::ServerContextBase* context, Op
 void FinishCall(CallGuard* guard, const Caller& caller, Operation op, const std::string& model,
                 const Status& outcome, bool private_model = false) {
   if (guard != nullptr) guard->Done(caller, CallInfo{op, model, {}, private_model, 0}, outcome);
+}
+
+// A control call the lane refused: ended with the guard, answered.
+void RefuseControl(CallGuard* guard, const Caller& caller, Operation op, const std::string& model,
+                   const Status& why, const Answer& answer, bool private_model = false) {
+  FinishCall(guard, caller, op, model, why, private_model);
+  answer(why);
 }
 
 // Load parameters Triton defines that somm does not implement. Failing is
@@ -102,55 +121,70 @@ Status CheckLoadParameters(const inference::RepositoryModelLoadRequest& request)
 }
 
 // The OIP methods. Every one is served from the frontend's completion queue
-// by its threads (frontend/grpc/async_unary.h): ModelInfer by InferCall
-// below, the rest through a MethodTable by the handlers here, which answer
-// at once or, for loads and unloads, from the control thread.
-using oip_grpc = inference::GRPCInferenceService;
-
+// by its threads, its caller checked before its message is read
+// (frontend/grpc/key_first.h): ModelInfer by InferCall below, the rest
+// through a KeyFirstTable by the handlers here, which answer at once or,
+// for loads and unloads, from the control lane.
 class OipService final {
  public:
-  OipService(InferenceServer& server, ControlThread& control, CallGuard* guard,
+  OipService(InferenceServer& server, SerialExecutor& control, FrontendGate& gate,
              InflightLimit* inflight_limit)
-      : server_(server), control_(control), guard_(guard), inflight_limit_(inflight_limit) {}
+      : server_(server),
+        control_(control),
+        gate_(gate),
+        guard_(gate.guard()),
+        inflight_limit_(inflight_limit) {}
 
-  oip_grpc::AsyncService& async() { return async_; }
   InferenceServer& server() const { return server_; }
   CallGuard* guard() const { return guard_; }
+  ByteBudget* budget() const { return gate_.budget(); }
   InflightLimit* inflight_limit() const { return inflight_limit_; }
+  grpc_async::KeyFirstService* methods() const { return methods_; }
+  int infer_method() const { return infer_method_; }
 
-  // Offers every method but ModelInfer on `queue`.
-  void Serve(grpc_async::CallQueue* queue, grpc_async::MethodTable& table) {
-    table.Serve(queue, &async_, &oip_grpc::AsyncService::RequestServerLive,
-                [this](const grpc::ServerContext&, const inference::ServerLiveRequest&,
-                       inference::ServerLiveResponse* response, Answer answer) {
-                  response->set_live(server_.IsLive());
-                  answer(Status::Ok());
-                });
-    table.Serve(queue, &async_, &oip_grpc::AsyncService::RequestServerReady,
-                [this](const grpc::ServerContext&, const inference::ServerReadyRequest&,
-                       inference::ServerReadyResponse* response, Answer answer) {
-                  response->set_ready(server_.IsReady());
-                  answer(Status::Ok());
-                });
-    table.Serve(queue, &async_, &oip_grpc::AsyncService::RequestModelReady,
-                std::bind_front(&OipService::ModelReady, this));
-    table.Serve(queue, &async_, &oip_grpc::AsyncService::RequestServerMetadata,
-                [this](const grpc::ServerContext& context, const inference::ServerMetadataRequest&,
-                       inference::ServerMetadataResponse* response, Answer answer) {
-                  Admission a = AdmitCall(guard_, &context, Operation::kServerMetadata, "");
-                  if (a.status.ok()) {
-                    grpc_codec::EncodeServerMetadata(server_.GetServerMetadata(), response);
-                  }
-                  answer(a.status);
-                });
-    table.Serve(queue, &async_, &oip_grpc::AsyncService::RequestModelMetadata,
-                std::bind_front(&OipService::ModelMetadata, this));
-    table.Serve(queue, &async_, &oip_grpc::AsyncService::RequestRepositoryIndex,
-                std::bind_front(&OipService::RepositoryIndex, this));
-    table.Serve(queue, &async_, &oip_grpc::AsyncService::RequestRepositoryModelLoad,
-                std::bind_front(&OipService::Load, this));
-    table.Serve(queue, &async_, &oip_grpc::AsyncService::RequestRepositoryModelUnload,
-                std::bind_front(&OipService::Unload, this));
+  // Declares every method in `methods`, ModelInfer's for InferCall, the
+  // rest in `table`: before the server is built.
+  void Declare(grpc_async::CallQueue* queue, grpc_async::KeyFirstService* methods,
+               grpc_async::KeyFirstTable& table) {
+    using namespace inference;
+    methods_ = methods;
+    infer_method_ = methods->Add(OipPath("ModelInfer"));
+    table.Serve<ServerLiveRequest, ServerLiveResponse>(
+        queue, methods, OipPath("ServerLive"), /*open=*/true,
+        [this](const grpc::ServerContext&, const ServerLiveRequest&, ServerLiveResponse* response,
+               Answer answer) {
+          response->set_live(server_.IsLive());
+          answer(Status::Ok());
+        });
+    table.Serve<ServerReadyRequest, ServerReadyResponse>(
+        queue, methods, OipPath("ServerReady"), /*open=*/true,
+        [this](const grpc::ServerContext&, const ServerReadyRequest&,
+               ServerReadyResponse* response, Answer answer) {
+          response->set_ready(server_.IsReady());
+          answer(Status::Ok());
+        });
+    table.Serve<ModelReadyRequest, ModelReadyResponse>(
+        queue, methods, OipPath("ModelReady"), false, std::bind_front(&OipService::ModelReady, this));
+    table.Serve<ServerMetadataRequest, ServerMetadataResponse>(
+        queue, methods, OipPath("ServerMetadata"), false,
+        [this](const grpc::ServerContext& context, const ServerMetadataRequest&,
+               ServerMetadataResponse* response, Answer answer) {
+          Admission a = AdmitCall(guard_, &context, Operation::kServerMetadata, "");
+          if (a.status.ok()) grpc_codec::EncodeServerMetadata(server_.GetServerMetadata(), response);
+          answer(a.status);
+        });
+    table.Serve<ModelMetadataRequest, ModelMetadataResponse>(
+        queue, methods, OipPath("ModelMetadata"), false,
+        std::bind_front(&OipService::ModelMetadata, this));
+    table.Serve<RepositoryIndexRequest, RepositoryIndexResponse>(
+        queue, methods, OipPath("RepositoryIndex"), false,
+        std::bind_front(&OipService::RepositoryIndex, this));
+    table.Serve<RepositoryModelLoadRequest, RepositoryModelLoadResponse>(
+        queue, methods, OipPath("RepositoryModelLoad"), false,
+        std::bind_front(&OipService::Load, this));
+    table.Serve<RepositoryModelUnloadRequest, RepositoryModelUnloadResponse>(
+        queue, methods, OipPath("RepositoryModelUnload"), false,
+        std::bind_front(&OipService::Unload, this));
   }
 
  private:
@@ -205,12 +239,13 @@ class OipService final {
       FinishCall(guard_, a.caller, Operation::kLoad, request.model_name(), params);
       return answer(params);
     }
-    control_.Post([this, answer = std::move(answer), name = request.model_name(),
-                   caller = std::move(a.caller)] {
-      const Status status = server_.LoadModel(name);
-      FinishCall(guard_, caller, Operation::kLoad, name, status);
-      answer(status);
-    });
+    const Status posted = PostControl(
+        control_, answer, [this, name = request.model_name(), caller = a.caller](const Answer& answer) {
+          const Status status = server_.LoadModel(name);
+          FinishCall(guard_, caller, Operation::kLoad, name, status);
+          answer(status);
+        });
+    if (!posted.ok()) RefuseControl(guard_, a.caller, Operation::kLoad, request.model_name(), posted, answer);
   }
 
   void Unload(const grpc::ServerContext& context,
@@ -223,65 +258,103 @@ class OipService final {
     // which somm does not have; it is accepted and has nothing to do.
     Admission a = AdmitCall(guard_, &context, Operation::kUnload, request.model_name());
     if (!a.status.ok()) return answer(a.status);
-    control_.Post([this, answer = std::move(answer), name = request.model_name(),
-                   caller = std::move(a.caller)] {
-      const Status status = server_.UnloadModel(name);
-      FinishCall(guard_, caller, Operation::kUnload, name, status);
-      answer(status);
-    });
+    const Status posted = PostControl(
+        control_, answer, [this, name = request.model_name(), caller = a.caller](const Answer& answer) {
+          const Status status = server_.UnloadModel(name);
+          FinishCall(guard_, caller, Operation::kUnload, name, status);
+          answer(status);
+        });
+    if (!posted.ok()) {
+      RefuseControl(guard_, a.caller, Operation::kUnload, request.model_name(), posted, answer);
+    }
   }
 
   InferenceServer& server_;
-  ControlThread& control_;
+  SerialExecutor& control_;
+  FrontendGate& gate_;
   CallGuard* const guard_;               // null = no checks
   InflightLimit* const inflight_limit_;  // null = no bound
-  oip_grpc::AsyncService async_;
+  grpc_async::KeyFirstService* methods_ = nullptr;
+  int infer_method_ = -1;
 };
 
-// One ModelInfer call (frontend/grpc/async_unary.h).
+// One ModelInfer call (frontend/grpc/key_first.h): the key is checked from
+// the metadata, the message sized against the byte budget before it is
+// parsed, and the decoded tensors reserve their bytes too.
 class InferCall final
-    : public grpc_async::UnaryCall<inference::ModelInferRequest, inference::ModelInferResponse> {
+    : public grpc_async::KeyFirstCall<inference::ModelInferRequest, inference::ModelInferResponse> {
  public:
   InferCall(OipService* service, grpc_async::CallQueue* queue)
-      : UnaryCall(queue), service_(service) {}
-  void Ask() {
-    service_->async().RequestModelInfer(&context_, &request_, &responder_, queue_->cq(),
-                                        queue_->cq(), this);
-  }
+      : KeyFirstCall(queue, service->methods(), service->infer_method()), service_(service) {}
 
  private:
   void AskNext() override { queue_->Ask<InferCall>(service_, queue_); }
+  Status Admit() override {
+    CallGuard* guard = service_->guard();
+    if (guard != nullptr) SOMM_RETURN_IF_ERROR(guard->Authenticate(AuthorizationOf(&context_)));
+    ByteBudget* budget = service_->budget();
+    if (budget != nullptr && budget->Exhausted()) return budget->Refusal(-1);
+    return Status::Ok();
+  }
+  Status Arrived(size_t bytes) override {
+    ByteBudget* budget = service_->budget();
+    if (budget == nullptr) return Status::Ok();
+    StatusOr<ByteBudget::Reservation> held = budget->Reserve(static_cast<int64_t>(bytes), "grpc");
+    if (!held.ok()) return held.status();
+    message_hold_ = std::move(held).value();
+    return Status::Ok();
+  }
+  // Gives back what the call holds, before its answer is sent.
+  void ReleaseHolds() {
+    slot_.Release();
+    message_hold_.Release();
+    tensor_hold_.Release();
+  }
+  void Refuse(const Status& status) {
+    ReleaseHolds();
+    Finish(status);
+  }
   void Handle() override {
     // The task form names no model (its task is a parameter).
     const Operation op =
         request_.model_name().empty() ? Operation::kTaskInfer : Operation::kInfer;
-    // Shed before the guard and the tensors' decoding (gRPC has parsed the
-    // message already; that much is not ours to save).
+    // Shed before the full admission and the tensors' decoding.
     InflightLimit* limit = service_->inflight_limit();
-    auto slot = std::make_shared<InflightLimit::Slot>();
     if (limit != nullptr) {
-      *slot = limit->TryAcquire("grpc");
-      if (!slot->held()) return Finish(limit->Refusal());
+      slot_ = limit->TryAcquire("grpc");
+      if (!slot_.held()) return Refuse(limit->Refusal());
     }
     CallGuard* guard = service_->guard();
     Admission a = AdmitCall(guard, &context_, op, request_.model_name());
-    if (!a.status.ok()) return Finish(a.status);
+    if (!a.status.ok()) return Refuse(a.status);
     InferenceRequest query;
     Status decoded = grpc_codec::DecodeInferRequest(request_, &query);
+    if (decoded.ok() && service_->budget() != nullptr) {
+      int64_t tensor_bytes = 0;
+      for (const Tensor& input : query.inputs) tensor_bytes += static_cast<int64_t>(input.data.size());
+      StatusOr<ByteBudget::Reservation> held = service_->budget()->Reserve(tensor_bytes, "grpc");
+      if (held.ok()) {
+        tensor_hold_ = std::move(held).value();
+      } else {
+        decoded = held.status();
+      }
+    }
+    // The message's tensors are copied into the query: only its names stay.
+    request_.clear_inputs();
+    request_.clear_raw_input_contents();
     if (!decoded.ok()) {
       FinishCall(guard, a.caller, op, request_.model_name(), decoded);
-      return Finish(decoded);
+      return Refuse(decoded);
     }
     query.caller = a.caller;
     // The callback runs on a batcher thread, or here before Infer returns.
     // The call may be gone once answered, so the end is told to `queue`.
-    // The slot is a shared_ptr because InferCallback must be copyable; it
-    // goes back before the answer is written, so that a client that has its
-    // answer finds it free.
+    // What the call holds goes back before the answer is written, so that a
+    // client that has its answer finds the room free.
     grpc_async::CallQueue* queue = queue_;
     queue->Begin();
     service_->server().Infer(
-        std::move(query), [this, queue, guard, op, slot,
+        std::move(query), [this, queue, guard, op,
                            caller = std::move(a.caller)](StatusOr<InferenceResponse> result) {
           FinishCall(guard, caller, op, request_.model_name(), result.status());
           Status status = result.status();
@@ -291,40 +364,45 @@ class InferCall final
             if (answer.id.empty()) answer.id = request_.id();
             status = grpc_codec::EncodeInferResponse(std::move(answer), &response_);
           }
-          slot->Release();
+          ReleaseHolds();
           Finish(status);
           queue->End();
         });
   }
 
   OipService* const service_;
+  InflightLimit::Slot slot_;
+  ByteBudget::Reservation message_hold_;
+  ByteBudget::Reservation tensor_hold_;
 };
 
 // somm's model-less control service (proto/somm.proto), beside the OIP one,
 // on the same queue.
 class SommControlService final {
  public:
-  SommControlService(InferenceServer& server, ControlThread& control, CallGuard* guard)
+  SommControlService(InferenceServer& server, SerialExecutor& control, CallGuard* guard)
       : server_(server), control_(control), guard_(guard) {}
 
-  somm::SommControl::AsyncService& async() { return async_; }
-
-  void Serve(grpc_async::CallQueue* queue, grpc_async::MethodTable& table) {
-    using Async = somm::SommControl::AsyncService;
-    table.Serve(queue, &async_, &Async::RequestRegisterModel,
-                std::bind_front(&SommControlService::RegisterModel, this));
-    table.Serve(queue, &async_, &Async::RequestGetVariants,
-                std::bind_front(&SommControlService::GetVariants, this));
-    table.Serve(queue, &async_, &Async::RequestRecentDecisions,
-                std::bind_front(&SommControlService::RecentDecisions, this));
-    table.Serve(queue, &async_, &Async::RequestListTasks,
+  // Declares every method in `table` (key_first.h), before the server is built.
+  void Declare(grpc_async::CallQueue* queue, grpc_async::KeyFirstService* methods,
+               grpc_async::KeyFirstTable& table) {
+    table.Serve<RegisterModelRequest, RegisterModelResponse>(
+        queue, methods, SommPath("RegisterModel"), false,
+        std::bind_front(&SommControlService::RegisterModel, this));
+    table.Serve<GetVariantsRequest, GetVariantsResponse>(
+        queue, methods, SommPath("GetVariants"), false,
+        std::bind_front(&SommControlService::GetVariants, this));
+    table.Serve<RecentDecisionsRequest, RecentDecisionsResponse>(
+        queue, methods, SommPath("RecentDecisions"), false,
+        std::bind_front(&SommControlService::RecentDecisions, this));
+    table.Serve<ListTasksRequest, TasksResponse>(queue, methods, SommPath("ListTasks"), false,
                 [this](const grpc::ServerContext& c, const somm::ListTasksRequest&,
                        somm::TasksResponse* response, Answer answer) {
                   Admission a = AdmitCall(guard_, &c, Operation::kIndex, "");
                   if (a.status.ok()) grpc_codec::EncodeTasks(server_.ListTasks(a.caller), response);
                   answer(a.status);
                 });
-    table.Serve(queue, &async_, &Async::RequestDescribeTask,
+    table.Serve<DescribeTaskRequest, TasksResponse>(queue, methods, SommPath("DescribeTask"), false,
                 [this](const grpc::ServerContext& c, const somm::DescribeTaskRequest& r,
                        somm::TasksResponse* response, Answer answer) {
                   Admission a = AdmitCall(guard_, &c, Operation::kIndex, "");
@@ -333,9 +411,9 @@ class SommControlService final {
                   if (task.ok()) grpc_codec::EncodeTasks({*task}, response);
                   answer(task.status());
                 });
-    table.Serve(queue, &async_, &Async::RequestRollout,
+    table.Serve<RolloutRequest, RolloutResponse>(queue, methods, SommPath("Rollout"), false,
                 std::bind_front(&SommControlService::Rollout, this));
-    table.Serve(queue, &async_, &Async::RequestGetRollout,
+    table.Serve<GetRolloutRequest, RolloutResponse>(queue, methods, SommPath("GetRollout"), false,
                 [this](const grpc::ServerContext& c, const somm::GetRolloutRequest& r,
                        somm::RolloutResponse* response, Answer answer) {
                   Admission a = AdmitCall(guard_, &c, Operation::kModelMetadata, r.model_name());
@@ -359,18 +437,24 @@ class SommControlService final {
     registration.caller = a.caller;
     // Registration writes the model to the repository and validates it, which
     // may take a while: it runs on the control thread, like a model load.
-    control_.Post([this, answer = std::move(answer), response, r = std::move(registration),
-                   caller = std::move(a.caller)]() mutable {
-      const std::string name = r.name;
-      const bool private_model = r.private_model;
-      const Status status = server_.RegisterModel(std::move(r));
-      FinishCall(guard_, caller, Operation::kRegister, name, status, private_model);
-      if (status.ok()) {
-        response->set_name(name);
-        response->set_state("GENERATING");
-      }
-      answer(status);
-    });
+    const std::string name = registration.name;
+    const bool private_model = registration.private_model;
+    auto shared = std::make_shared<RegistrationRequest>(std::move(registration));
+    const Status posted = PostControl(
+        control_, answer, [this, response, shared, caller = a.caller](const Answer& answer) {
+          const std::string name = shared->name;
+          const bool private_model = shared->private_model;
+          const Status status = server_.RegisterModel(std::move(*shared));
+          FinishCall(guard_, caller, Operation::kRegister, name, status, private_model);
+          if (status.ok()) {
+            response->set_name(name);
+            response->set_state("GENERATING");
+          }
+          answer(status);
+        });
+    if (!posted.ok()) {
+      RefuseControl(guard_, a.caller, Operation::kRegister, name, posted, answer, private_model);
+    }
   }
 
   void GetVariants(const grpc::ServerContext& context, const somm::GetVariantsRequest& request,
@@ -418,19 +502,22 @@ class SommControlService final {
       return answer(change.status());
     }
     // A started canary loads: on the control thread, as a load is.
-    control_.Post([this, answer = std::move(answer), response,
-                   change = std::move(change).value(), caller = std::move(a.caller)] {
-      StatusOr<RolloutView> view = server_.ChangeRollout(change, caller);
-      if (view.ok()) response->set_rollout_json(RolloutViewToJson(*view));
-      FinishCall(guard_, caller, Operation::kRollout, change.model, view.status());
-      answer(view.status());
-    });
+    const Status posted = PostControl(
+        control_, answer,
+        [this, response, change = std::move(change).value(), caller = a.caller](const Answer& answer) {
+          StatusOr<RolloutView> view = server_.ChangeRollout(change, caller);
+          if (view.ok()) response->set_rollout_json(RolloutViewToJson(*view));
+          FinishCall(guard_, caller, Operation::kRollout, change.model, view.status());
+          answer(view.status());
+        });
+    if (!posted.ok()) {
+      RefuseControl(guard_, a.caller, Operation::kRollout, request.model_name(), posted, answer);
+    }
   }
 
   InferenceServer& server_;
-  ControlThread& control_;
+  SerialExecutor& control_;
   CallGuard* const guard_;  // null = no checks
-  somm::SommControl::AsyncService async_;
 };
 
 std::string HostPort(const std::string& address, int port) {
@@ -441,8 +528,11 @@ std::string HostPort(const std::string& address, int port) {
 }  // namespace
 
 struct GrpcFrontend::Impl {
-  Impl(InferenceServer& server, CallGuard* guard, InflightLimit* inflight_limit)
-      : service(server, control, guard, inflight_limit), somm_service(server, control, guard) {}
+  Impl(InferenceServer& server, CallGuard* guard, InflightLimit* inflight_limit, ByteBudget* budget)
+      : gate(guard, budget),
+        service(server, control, gate, inflight_limit),
+        somm_service(server, control, guard),
+        methods(&gate) {}
 
   void Shutdown(std::chrono::system_clock::time_point deadline) {
     std::call_once(shutdown_once, [&] {
@@ -451,15 +541,17 @@ struct GrpcFrontend::Impl {
       // so that thread stops only afterwards; the queue then drops later
       // answers and waits for the InferenceServer callbacks of the calls.
       if (server) server->Shutdown(deadline);
-      control.Stop();
+      control.Shutdown();
       infer_queue->Close();
     });
   }
 
-  ControlThread control;
+  SerialExecutor control{"somm-grpc-ctl", kControlQueue};
+  FrontendGate gate;
   OipService service;
   SommControlService somm_service;
-  grpc_async::MethodTable methods;    // the handlers: outlive the queue
+  grpc_async::KeyFirstService key_first;  // every method, registered with gRPC
+  grpc_async::KeyFirstTable methods;      // the handlers: outlive the queue
   // After the services, before the server; shared with the client calls
   // started on it (queue()).
   std::shared_ptr<grpc_async::CallQueue> infer_queue = std::make_shared<grpc_async::CallQueue>();
@@ -480,7 +572,8 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& ser
   if (options.address.empty()) return InvalidArgument("gRPC listen address is empty");
 
   grpc_codec::TurnOffAbslDeadlockDetection();
-  auto impl = std::make_unique<Impl>(server, options.guard, options.inflight_limit);
+  auto impl = std::make_unique<Impl>(server, options.guard, options.inflight_limit,
+                                     options.byte_budget);
   const std::string where = HostPort(options.address, options.port);
   grpc::ServerBuilder builder;
   auto credentials = grpc_tls::ServerCredentials(options.tls);
@@ -491,8 +584,10 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& ser
   // gRPC turns SO_REUSEPORT on by default, which would let a second server
   // silently share a port already in use; a taken port should be an error.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.RegisterService(&impl->service.async());
-  builder.RegisterService(&impl->somm_service.async());
+  grpc_async::CallQueue* queue = impl->infer_queue.get();
+  impl->service.Declare(queue, &impl->key_first, impl->methods);
+  impl->somm_service.Declare(queue, &impl->key_first, impl->methods);
+  builder.RegisterService(&impl->key_first);
   impl->infer_queue->Open(builder.AddCompletionQueue());
   impl->server = builder.BuildAndStart();
   if (!impl->server || impl->port == 0) {
@@ -507,12 +602,9 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& ser
                           ? options.infer_threads
                           : std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / 2,
                                        options.min_infer_threads, 4);
-  for (int i = 0; i < threads; ++i) {
-    impl->infer_queue->Ask<InferCall>(&impl->service, impl->infer_queue.get());
-  }
-  impl->service.Serve(impl->infer_queue.get(), impl->methods);
-  impl->somm_service.Serve(impl->infer_queue.get(), impl->methods);
-  impl->infer_queue->StartThreads(threads, "somm-grpc-infer");
+  for (int i = 0; i < threads; ++i) queue->Ask<InferCall>(&impl->service, queue);
+  impl->methods.Start();
+  queue->StartThreads(threads, "somm-grpc-infer");
   return std::unique_ptr<GrpcFrontend>(new GrpcFrontend(std::move(impl)));
 }
 

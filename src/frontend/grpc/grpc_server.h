@@ -15,7 +15,14 @@
 //     the query to InferenceServer::Infer, and the call is answered from
 //     Infer's callback, on whatever thread that runs (a batcher thread).
 //     Repository load/unload, RegisterModel and Rollout, which may take
-//     seconds, run on a thread of their own so they never stall the queue.
+//     seconds, run on a thread of their own so they never stall the queue;
+//     past 16 of them waiting, the next is answered UNAVAILABLE at once.
+//   * Who calls is known before a message costs anything: every method but
+//     ServerLive and ServerReady checks the "authorization" metadata with
+//     CallGuard::Authenticate before its message is read
+//     (frontend/grpc/key_first.h), and a call refused there is answered
+//     UNAUTHENTICATED with its message unread. The guard's full admission
+//     (roles, tenants, quotas) follows once the message is parsed.
 //   * Shutdown() stops accepting calls, lets calls in flight finish until
 //     the deadline and cancels the rest; it returns only when every
 //     InferenceServer callback for those calls has run. Shut the frontend
@@ -32,6 +39,7 @@
 
 #include "common/status.h"
 #include "crypto/tls_files.h"
+#include "serving/byte_budget.h"
 #include "serving/call_guard.h"
 #include "serving/inference_server.h"
 #include "serving/inflight_limit.h"
@@ -55,7 +63,8 @@ struct GrpcFrontendOptions {
   int max_message_bytes = 64 * 1024 * 1024;
   // Who may call what (auth/guard.h), from the "authorization" metadata
   // ("Bearer <key>"). Every RPC but ServerLive and ServerReady asks it
-  // first; null = no checks. Must outlive the frontend.
+  // first, before its message is read; null = no checks. Must outlive the
+  // frontend.
   CallGuard* guard = nullptr;
   // TLS (and mutual TLS with a client CA); not enabled = plaintext.
   crypto::TlsServerFiles tls;
@@ -64,6 +73,12 @@ struct GrpcFrontendOptions {
   // answered RESOURCE_EXHAUSTED before its tensors are decoded or the guard
   // asked. Null = no bound. Must outlive the frontend.
   InflightLimit* inflight_limit = nullptr;
+  // The bound on bytes in flight (serving/byte_budget.h), shared with the
+  // REST frontend: a call that finds it spent is refused
+  // RESOURCE_EXHAUSTED before its message is read, a message that would
+  // pass it before it is parsed, and a ModelInfer whose decoded tensors
+  // would, before it is queued. Null = no bound. Must outlive the frontend.
+  ByteBudget* byte_budget = nullptr;
   // Threads that poll the completion queue: they decode, admit and hand
   // each query on, and answer the other methods; 0 = half the cores,
   // min_infer_threads to 4 (as the REST I/O loops).

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/serial_executor.h"
 #include "dashboard/operator_api.h"
 #include "dashboard/static_files.h"
 #include "frontend/http/http_server.h"
@@ -141,6 +142,22 @@ Response OverloadResponse(const InflightLimit& limit) {
   return res;
 }
 
+// A refusal that a retry may get past (the byte budget, the control lane):
+// its status, and when to come back.
+Response RetryLaterResponse(const Status& status, int retry_after_s) {
+  Response res = StatusResponse(status);
+  res.headers.emplace_back("Retry-After", std::to_string(retry_after_s));
+  return res;
+}
+
+// Registration, repository loads and unloads and rollout changes: calls that
+// may take seconds, run on the control lane rather than the handler pool.
+bool IsControl(RestEndpoint endpoint) {
+  return endpoint == RestEndpoint::kRepositoryRegister ||
+         endpoint == RestEndpoint::kRepositoryLoad || endpoint == RestEndpoint::kRepositoryUnload ||
+         endpoint == RestEndpoint::kModelRolloutChange;
+}
+
 // Runs `handler` and turns an exception into a 500 that names it.
 void Guarded(Responder& responder, const std::function<void()>& handler) {
   try {
@@ -207,11 +224,17 @@ class HandlerPool {
 
 struct HttpFrontend::Impl {
   Impl(InferenceServer& s, HttpFrontendOptions o)
-      : server(s), options(std::move(o)), pool(options.handler_threads) {}
+      : server(s),
+        options(std::move(o)),
+        pool(options.handler_threads),
+        control("somm-http-ctl", options.max_control_queue) {}
 
   InferenceServer& server;
   const HttpFrontendOptions options;
   HandlerPool pool;
+  // Registration, loads, unloads and rollout changes, one at a time: a slow
+  // one never holds a handler thread that metadata calls need.
+  SerialExecutor control;
   std::unique_ptr<http::Server> http;
   std::mutex shutdown_mu;
 
@@ -226,6 +249,10 @@ struct HttpFrontend::Impl {
   Response ModelReadyHandler(const oip::RestRoute& route);
   void InferHandler(const oip::RestRoute& route, Request req, Responder responder, Caller caller,
                     InflightLimit::Slot slot);
+  // The head check (http::ServerOptions::head_check): the key, then room in
+  // the byte budget for the body.
+  std::optional<Response> CheckHead(const http::RequestHead& head, uint64_t body_bytes,
+                                    std::shared_ptr<void>* hold);
   Response IndexHandler(std::string_view body, const Caller& caller);
   Response LoadUnloadHandler(const oip::RestRoute& route, std::string_view body,
                              const Caller& caller);
@@ -329,6 +356,21 @@ void HttpFrontend::Impl::Handle(Request request, Responder responder) {
     };
     auto work = std::make_shared<Work>(
         Work{std::move(request), std::move(responder), std::move(slot)});
+    if (IsControl(route.endpoint)) {
+      const SerialExecutor::Posted posted = control.TryPost([this, route, work, caller] {
+        Responder& r = work->responder;
+        Guarded(r, [&] { r.Send(Dispatch(route, work->request, caller)); });
+      });
+      if (posted == SerialExecutor::Posted::kQueued) return;
+      // Full (or shutting down): answered now; an admitted call ends here.
+      const Status busy = Unavailable(
+          "server busy: " + std::to_string(control.max_queued()) +
+          " registrations and repository changes are waiting already; retry later");
+      if (std::optional<Operation> op = GuardedOperation(route.endpoint)) {
+        Finish(caller, *op, route.model, busy);
+      }
+      return work->responder.Send(RetryLaterResponse(busy, 5));
+    }
     pool.Submit([this, route = std::move(route), work, caller = std::move(caller)] {
       Responder& r = work->responder;
       Guarded(r, [&] {
@@ -490,7 +532,22 @@ void HttpFrontend::Impl::InferHandler(const oip::RestRoute& route, Request req,
     header_length = n.value();
   }
   StatusOr<InferenceRequest> request = oip::DecodeInferRequest(req.body, header_length);
+  std::string().swap(req.body);  // the tensors are copies: the body goes now
   if (!request.ok()) return refuse(request.status());
+  // The decoded tensors take their room in the byte budget too.
+  ByteBudget::Reservation tensors;
+  if (options.byte_budget != nullptr) {
+    int64_t bytes = 0;
+    for (const Tensor& input : request->inputs) bytes += static_cast<int64_t>(input.data.size());
+    StatusOr<ByteBudget::Reservation> held = options.byte_budget->Reserve(bytes, "rest");
+    if (!held.ok()) {
+      request = held.status();  // the tensors go before the answer
+      Finish(caller, op, route.model, held.status());
+      slot.Release();
+      return responder.Send(RetryLaterResponse(held.status(), options.byte_budget->retry_after_s()));
+    }
+    tensors = std::move(held).value();
+  }
   // Task form (/v2/tasks/{task}/infer): route.model is empty and the server
   // picks the model; the response names the one it chose.
   request->task = route.task;
@@ -511,11 +568,12 @@ void HttpFrontend::Impl::InferHandler(const oip::RestRoute& route, Request req,
     std::string model;
     Caller caller;
     Operation op;
-    InflightLimit::Slot slot;  // held until the answer is ready
+    InflightLimit::Slot slot;         // held until the answer is ready
+    ByteBudget::Reservation tensors;  // likewise
   };
   auto pending = std::make_shared<Pending>(Pending{std::move(responder), std::move(binary).value(),
                                                    request->id, route.model, std::move(caller), op,
-                                                   std::move(slot)});
+                                                   std::move(slot), std::move(tensors)});
   server.Infer(std::move(request).value(), [pending, guard = options.guard](
                                                StatusOr<InferenceResponse> result) {
     if (guard != nullptr) {
@@ -523,6 +581,7 @@ void HttpFrontend::Impl::InferHandler(const oip::RestRoute& route, Request req,
                   result.status());
     }
     pending->slot.Release();
+    pending->tensors.Release();
     Responder& out = pending->responder;
     Guarded(out, [&] {
       if (!result.ok()) return out.Send(StatusResponse(result.status()));
@@ -691,25 +750,14 @@ StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(InferenceServer& ser
   so.max_connections_per_address = o.max_connections_per_address;
   so.tls = o.tls;
   Impl* raw = impl.get();
-  // Who calls is known before a body is read: an unknown caller's body
-  // costs neither its bytes nor its decoding (the review's 60 MiB
-  // registration body took 5.6 s and 480 MB of RSS to be refused).
-  if (o.guard != nullptr) {
-    so.head_check = [raw](const http::RequestHead& head) -> std::optional<Response> {
-      const http::OriginVerdict origin = http::CheckOrigin(raw->options.origin_policy, head);
-      if (origin.refuse_status != 0 && origin.refuse_status != 204) {
-        return ErrorResponse(origin.refuse_status, origin.message);
-      }
-      const oip::RestRoute route = oip::MatchRestRoute(head.path);
-      if (route.endpoint == RestEndpoint::kServerLive ||
-          route.endpoint == RestEndpoint::kServerReady) {
-        return std::nullopt;
-      }
-      const Status known = raw->options.guard->Authenticate(AuthorizationOf(head));
-      if (known.ok()) return std::nullopt;
-      Admission refused;
-      refused.status = known;
-      return RefusalResponse(refused);
+  // Who calls is known before a body is read, and whether there is room
+  // for it: an unknown caller's body, or one past the byte budget, costs
+  // neither its bytes nor its decoding (the review's 60 MiB registration
+  // body took 5.6 s and 480 MB of RSS to be refused).
+  if (o.guard != nullptr || o.byte_budget != nullptr) {
+    so.head_check = [raw](const http::RequestHead& head, uint64_t body_bytes,
+                          std::shared_ptr<void>* hold) {
+      return raw->CheckHead(head, body_bytes, hold);
     };
   }
   StatusOr<std::unique_ptr<http::Server>> started = http::Server::Start(
@@ -722,6 +770,34 @@ StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(InferenceServer& ser
   return std::unique_ptr<HttpFrontend>(new HttpFrontend(std::move(impl)));
 }
 
+std::optional<Response> HttpFrontend::Impl::CheckHead(const http::RequestHead& head,
+                                                      uint64_t body_bytes,
+                                                      std::shared_ptr<void>* hold) {
+  const oip::RestRoute route = oip::MatchRestRoute(head.path);
+  if (route.endpoint == RestEndpoint::kServerLive || route.endpoint == RestEndpoint::kServerReady) {
+    return std::nullopt;  // probes: no key, never refused
+  }
+  if (options.guard != nullptr) {
+    const http::OriginVerdict origin = http::CheckOrigin(options.origin_policy, head);
+    if (origin.refuse_status != 0 && origin.refuse_status != 204) {
+      return ErrorResponse(origin.refuse_status, origin.message);
+    }
+    const Status known = options.guard->Authenticate(AuthorizationOf(head));
+    if (!known.ok()) {
+      Admission refused;
+      refused.status = known;
+      return RefusalResponse(refused);
+    }
+  }
+  if (options.byte_budget != nullptr) {
+    StatusOr<ByteBudget::Reservation> held =
+        options.byte_budget->Reserve(static_cast<int64_t>(body_bytes), "rest");
+    if (!held.ok()) return RetryLaterResponse(held.status(), options.byte_budget->retry_after_s());
+    *hold = std::make_shared<ByteBudget::Reservation>(std::move(held).value());
+  }
+  return std::nullopt;
+}
+
 void HttpFrontend::Shutdown() {
   std::lock_guard<std::mutex> lock(impl_->shutdown_mu);
   if (!impl_->http) return;
@@ -729,6 +805,7 @@ void HttpFrontend::Shutdown() {
   // flight, some of which are on the pool.
   impl_->http->Shutdown();
   impl_->pool.Stop();
+  impl_->control.Shutdown();
 }
 
 }  // namespace somm

@@ -11,10 +11,13 @@
 // thread completes the query (the batcher's), with no hand-off in between.
 // InferenceServer::Infer never blocks (a query that needs a model loaded
 // waits in a callback while the load runs elsewhere), so an I/O thread keeps
-// serving its other connections while a model loads. Everything that may
-// block runs on a small pool of handler threads instead: repository
-// load/unload/register, metadata and decisions, and inferences with large
-// bodies (decoding 1.6 MB of JSON takes milliseconds).
+// serving its other connections while a model loads. Metadata, decisions
+// and inferences with large bodies (decoding 1.6 MB of JSON takes
+// milliseconds) run on a small pool of handler threads instead; calls that
+// may take seconds (registration, repository load and unload, rollout
+// changes) run one at a time on a control lane of their own, so that they
+// never hold the threads metadata needs. Past max_control_queue of them
+// waiting, the next is answered 503 with Retry-After at once.
 //
 // Errors are JSON {"error": "<message>"} with the HTTP status chosen by
 // oip::HttpStatusFromCode (frontend/http/http_status.h); bodies over
@@ -34,6 +37,10 @@
 // limit reached is answered 429 with Retry-After and the JSON error before
 // its body is decoded or the guard asked; every other endpoint is never shed,
 // so probes, metadata and the operator's views keep answering under load.
+// With a ByteBudget, a request's body reserves its size as soon as its head
+// is parsed (after the key check, before a byte of it is read), and an
+// inference's decoded tensors theirs; past the budget, 429 with Retry-After,
+// the body unread (the connection then closes). Probes reserve nothing.
 //
 // The operator's view: GET /v2/somm/overview, /workers and /actions
 // (dashboard/operator_api.h), and the web dashboard's static files under
@@ -50,6 +57,7 @@
 
 #include "common/status.h"
 #include "frontend/http/origin_policy.h"
+#include "serving/byte_budget.h"
 #include "serving/call_guard.h"
 #include "serving/inflight_limit.h"
 #include "serving/inference_server.h"
@@ -116,6 +124,13 @@ struct HttpFrontendOptions {
   // The bound on inference requests in flight (serving/inflight_limit.h),
   // shared with the gRPC frontend; null = no bound. Must outlive the frontend.
   InflightLimit* inflight_limit = nullptr;
+  // The bound on bytes of bodies and decoded tensors in flight
+  // (serving/byte_budget.h), shared with the gRPC frontend; null = no bound.
+  // Must outlive the frontend.
+  ByteBudget* byte_budget = nullptr;
+  // Control calls (registration, load, unload, rollout changes) that may
+  // wait for the control lane beside the one running.
+  size_t max_control_queue = 16;
 };
 
 class HttpFrontend {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -112,6 +113,9 @@ struct Connection {
   bool close_after_write = false;
   bool write_shut = false;   // FIN sent; draining the client's last bytes
   bool epollout = false;
+  // What the head check reserved for the request with the handler: given
+  // back when its answer is sent (ServerOptions::head_check).
+  std::shared_ptr<void> answer_hold;
   // Headers the handler added for the current request's answer, whichever
   // response it sends (Responder::AddHeader).
   std::vector<std::pair<std::string, std::string>> answer_headers;
@@ -131,6 +135,7 @@ struct Connection {
   uint64_t body_length = 0;
   std::string body;
   std::unique_ptr<ChunkedBodyDecoder> chunked;
+  std::shared_ptr<void> body_hold;  // the head check's, while the body is read
   bool continue_sent = false;
   bool reading_paused = false;
   int requests = 0;
@@ -148,6 +153,16 @@ Responder MakeResponder(std::shared_ptr<Connection> connection) {
 }
 
 namespace {
+
+// The most bytes a request's body may take while it is read and decoded
+// (ServerOptions::head_check).
+uint64_t BodyBytesAtMost(const RequestHead& head, const BodyFraming& framing,
+                         size_t max_body_bytes) {
+  uint64_t bytes = framing.kind == BodyFraming::kLength ? framing.length : max_body_bytes;
+  const std::string* encoding = head.Find("content-encoding");
+  if (encoding != nullptr && strcasecmp(encoding->c_str(), "identity") != 0) bytes += max_body_bytes;
+  return bytes;
+}
 
 // With connection.mu held.
 ssize_t ConnectionWrite(Connection& c, const std::string_view* parts, int count) {
@@ -436,8 +451,10 @@ void Loop::Accept() {
 }
 
 void Loop::Close(Connection& connection) {
+  connection.body_hold.reset();
   {
     std::lock_guard<std::mutex> lock(connection.mu);
+    connection.answer_hold.reset();
     if (connection.fd >= 0) {
       epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, connection.fd, nullptr);
       close(connection.fd);
@@ -635,7 +652,9 @@ void Loop::ProcessInput(const std::shared_ptr<Connection>& connection) {
         return Reject(connection, *error);
       }
       if (framing.kind != BodyFraming::kNone && options.head_check) {
-        if (std::optional<Response> refused = options.head_check(c.head)) {
+        if (std::optional<Response> refused = options.head_check(
+                c.head, BodyBytesAtMost(c.head, framing, options.max_body_bytes), &c.body_hold)) {
+          c.body_hold.reset();
           return Refuse(connection, std::move(*refused));
         }
       }
@@ -709,6 +728,7 @@ void Loop::Dispatch(const std::shared_ptr<Connection>& connection, Request reque
   {
     std::lock_guard<std::mutex> lock(c.mu);
     c.awaiting = true;
+    c.answer_hold = std::move(c.body_hold);
     c.head_request = request.head.method == "HEAD";
     c.keep_alive = keep_alive;
     c.unparsed_input = c.in.size() > c.in_offset;
@@ -734,6 +754,7 @@ void Loop::Refuse(const std::shared_ptr<Connection>& connection, Response respon
   c.reading = Connection::Reading::kHead;
   c.chunked.reset();
   std::string().swap(c.in);
+  std::string().swap(c.body);
   c.in_offset = 0;
   Dispatch(connection, {}, false);
   response.close_connection = true;
@@ -744,6 +765,7 @@ void Loop::Refuse(const std::shared_ptr<Connection>& connection, Response respon
 void Loop::SendLocked(Connection& c, Response response) {
   if (c.fd < 0 || !c.awaiting) return;
   c.awaiting = false;
+  c.answer_hold.reset();  // given back as the answer goes
   const bool close_after = response.close_connection || !c.keep_alive || stop_;
   std::string head;
   head.reserve(192);

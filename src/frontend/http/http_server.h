@@ -127,11 +127,18 @@ struct ServerOptions {
   int shutdown_grace_s = 5;
   // Called on the loop thread as soon as the head of a request that has a
   // body is parsed, before a byte of the body is read or any room is made
-  // for it: a Response refuses the request (sent, then the connection
-  // closes, the body never read); nullopt lets it in. Must be cheap: it is
-  // how a frontend checks who is calling before the body costs anything.
+  // for it, with the most bytes its body may take (its Content-Length, or
+  // max_body_bytes when chunked; plus max_body_bytes more when it is
+  // compressed, for its decoded copy): a Response refuses the request
+  // (sent, then the connection closes, the body never read); nullopt lets
+  // it in, and what it left in `*hold` is kept until the request's answer
+  // is sent or the connection closes (a reservation of the frontend's byte
+  // budget). Must be cheap: it is how a frontend checks who is calling, and
+  // whether there is room for the body, before the body costs anything.
   // Null = every request is read whole.
-  std::function<std::optional<Response>(const RequestHead& head)> head_check;
+  std::function<std::optional<Response>(const RequestHead& head, uint64_t body_bytes,
+                                        std::shared_ptr<void>* hold)>
+      head_check;
   // TLS on every connection; null = plaintext. A handshake still unfinished
   // after keep_alive_timeout_s is closed like an idle connection.
   std::shared_ptr<const crypto::TlsServerContext> tls;
