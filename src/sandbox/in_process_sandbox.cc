@@ -1,0 +1,27 @@
+#include "sandbox/in_process_sandbox.h"
+
+#include <filesystem>
+
+namespace somm {
+
+Status InProcessModelSandbox::Probe(const ProbeRequest& request) {
+  if (stopped_) return Unavailable("server is shutting down");
+  return ProbeWithBackend(request, backend_);
+}
+
+StatusOr<VariantSet> InProcessModelSandbox::GenerateVariants(
+    const VariantJobRequest& request, std::function<void(const VariantProgress&)> progress) {
+  if (stopped_) return Unavailable("server is shutting down");
+  VariantPipelineOptions options = request.options;
+  const auto cancelled = options.cancelled;
+  options.cancelled = [this, cancelled] { return stopped_.load() || (cancelled && cancelled()); };
+  auto result = GenerateAndProfile(request.config, request.version, request.model_dir, backend_,
+                                   options, std::move(progress));
+  if (request.private_files && !options.variants_root.empty()) {
+    // One process, one umask: the files are restricted once written.
+    RestrictToOwner((std::filesystem::path(options.variants_root) / request.config.name).string());
+  }
+  return result;
+}
+
+}  // namespace somm

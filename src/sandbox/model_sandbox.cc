@@ -1,0 +1,49 @@
+#include "sandbox/model_sandbox.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+
+namespace somm {
+namespace fs = std::filesystem;
+
+LoadOptions ProbeLoadOptions(const ModelConfig& config, const std::string& model_file,
+                             int64_t version, const Device& device) {
+  LoadOptions lo;
+  lo.model_name = config.name;
+  lo.model_version = version;
+  lo.model_path = model_file;
+  lo.device = device;
+  lo.max_batch_size = config.max_batch_size;
+  lo.inputs = config.inputs;
+  lo.outputs = config.outputs;
+  return lo;
+}
+
+Status ProbeWithBackend(const ProbeRequest& request, Backend& backend) {
+  StatusOr<ModelConfig> config = LoadModelConfig(request.model_dir);
+  if (!config.ok()) return config.status();
+  config->name = request.model_name;
+  const std::string file =
+      (fs::path(request.model_dir) / std::to_string(request.version) / "model.pt").string();
+  // Loading runs the model once on zeros of the declared signature: a model
+  // that does not load or does not match its signature fails here.
+  auto loaded = backend.Load(ProbeLoadOptions(*config, file, request.version, request.device));
+  return loaded.ok() ? Status::Ok() : loaded.status();
+}
+
+void RestrictToOwner(const std::string& path) {
+  std::error_code ec;
+  const auto restrict = [](const fs::path& p, const fs::file_status& st) {
+    if (fs::is_symlink(st)) return;
+    chmod(p.c_str(), fs::is_directory(st) ? 0700 : 0600);
+  };
+  restrict(path, fs::symlink_status(path, ec));
+  if (ec || !fs::is_directory(path, ec)) return;
+  for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    restrict(it->path(), it->symlink_status(ec));
+  }
+}
+
+}  // namespace somm

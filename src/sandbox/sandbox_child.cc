@@ -1,0 +1,79 @@
+#include "sandbox/sandbox_child.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <new>
+
+#include "sandbox/model_sandbox.h"
+#include "sandbox/sandbox_wire.h"
+
+namespace somm {
+namespace {
+
+// Writes all of `text` to `fd`.
+void WriteAll(int fd, const std::string& text) {
+  size_t at = 0;
+  while (at < text.size()) {
+    const ssize_t n = write(fd, text.data() + at, text.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    at += static_cast<size_t>(n);
+  }
+}
+
+Status RunVariants(const std::string& request_json, Backend& backend, int answer_fd,
+                   std::vector<std::string>* warnings) {
+  SOMM_ASSIGN_OR_RETURN(VariantJobRequest request, sandbox_wire::DecodeVariantJob(request_json));
+  SOMM_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(request.model_dir));
+  if (config.name != request.config.name) {
+    return InvalidArgument(request.model_dir + " holds model '" + config.name + "', not '" +
+                           request.config.name + "'");
+  }
+  SOMM_ASSIGN_OR_RETURN(
+      VariantSet set,
+      GenerateAndProfile(config, request.version, request.model_dir, backend, request.options,
+                         [answer_fd](const VariantProgress& p) {
+                           WriteAll(answer_fd, sandbox_wire::ProgressLine(p));
+                         }));
+  *warnings = std::move(set.warnings);
+  return Status::Ok();
+}
+
+}  // namespace
+
+int RunModelSandboxChild(const std::vector<std::string>& args, Backend& backend) {
+  if (args.size() != 2 || (args[0] != sandbox_wire::kProbe && args[0] != sandbox_wire::kVariants)) {
+    std::fprintf(stderr, "usage: somm %s probe|variants REQUEST (started by the server only)\n",
+                 sandbox_wire::kCommand);
+    return 2;
+  }
+  // The answer keeps its own descriptor; the model's prints go to stderr.
+  const int answer_fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (answer_fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) return 2;
+  Status status;
+  std::vector<std::string> warnings;
+  bool out_of_memory = false;
+  try {
+    if (args[0] == sandbox_wire::kProbe) {
+      StatusOr<ProbeRequest> request = sandbox_wire::DecodeProbe(args[1]);
+      status = request.ok() ? ProbeWithBackend(*request, backend) : request.status();
+    } else {
+      status = RunVariants(args[1], backend, answer_fd, &warnings);
+    }
+    out_of_memory = !status.ok() && sandbox_wire::LooksLikeOutOfMemory(status.message());
+  } catch (const std::bad_alloc&) {
+    status = ResourceExhausted("out of memory");
+    out_of_memory = true;
+  } catch (const std::exception& e) {
+    status = Internal(e.what());
+    out_of_memory = sandbox_wire::LooksLikeOutOfMemory(e.what());
+  }
+  WriteAll(answer_fd, sandbox_wire::ResultLine(status, out_of_memory, warnings));
+  close(answer_fd);
+  return 0;
+}
+
+}  // namespace somm
