@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -102,6 +103,45 @@ TEST_F(HttpGuardTest, AKnownCallersBodyIsReadAsBefore) {
   const std::string health =
       SendHead("GET /v2/health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 5000);
   EXPECT_EQ(health.rfind("HTTP/1.1 200", 0), 0u) << health;
+}
+
+// This process's resident set, in MiB.
+double RssMib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024;
+  }
+  return 0;
+}
+
+TEST_F(HttpGuardTest, ARefusedBodyThatComesAnywayIsDroppedAsItArrives) {
+  // A client that sends its 60 MiB body without waiting: the 401 and the
+  // close are on their way, and what arrives meanwhile is not gathered.
+  const std::string body(60 << 20, 'x');
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(frontend_->port()));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const double before = RssMib();
+  const std::string head =
+      "POST /v2/models/echo/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n";
+  ASSERT_EQ(send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+  size_t sent = 0;
+  while (sent < body.size()) {
+    const ssize_t n = send(fd, body.data() + sent, body.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;  // the server closed: what it had was dropped
+    sent += static_cast<size_t>(n);
+  }
+  const double grown = RssMib() - before;
+  char buf[256] = {};
+  EXPECT_GT(read(fd, buf, sizeof buf - 1), 0);
+  EXPECT_EQ(std::string(buf).rfind("HTTP/1.1 401", 0), 0u) << buf;
+  close(fd);
+  EXPECT_LT(grown, 16) << "the server kept " << grown << " MiB of a refused body ("
+                       << (sent >> 20) << " MiB sent)";
 }
 
 }  // namespace

@@ -528,7 +528,12 @@ Loop::TlsRead Loop::ReadTls(Connection& c) {
       }
     }
     if (n > 0) {
-      c.in.append(buffer, static_cast<size_t>(n));
+      bool closing;
+      {
+        std::lock_guard<std::mutex> lock(c.mu);
+        closing = c.write_shut || c.close_after_write;
+      }
+      if (!closing) c.in.append(buffer, static_cast<size_t>(n));  // as ReadPlain
       c.last_read = Clock::now();
       continue;
     }
@@ -592,11 +597,22 @@ void Loop::OnReadable(const std::shared_ptr<Connection>& connection) {
 
 bool Loop::ReadPlain(Connection& c) {
   bool eof = false;
+  // A closing connection's bytes (a refused body's) are read and dropped,
+  // never gathered: a fast client would otherwise fill `in` with megabytes
+  // of a body nobody reads until the drain ends.
+  bool closing;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    closing = c.write_shut || c.close_after_write;
+  }
   while (true) {
     ResetConsumedInput(c);
     size_t want = kReadChunk;
     ssize_t n;
-    if (c.reading == Connection::Reading::kLengthBody &&
+    if (closing) {
+      thread_local char sink[kReadChunk];
+      n = read(c.fd, sink, want);
+    } else if (c.reading == Connection::Reading::kLengthBody &&
         c.body_length > c.in.size() - c.in_offset + kReadChunk) {
       // A large body with a known length: read it in place, in as few calls
       // as the socket allows (capped so a lying Content-Length costs little).
