@@ -235,7 +235,9 @@ TEST(HttpControlLaneTest, MetadataAnswersPromptlyWhileRegistrationsAreHeld) {
     });
   }
   ASSERT_TRUE(server.WaitEntered(1));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the rest are queued
+  // The rest are queued behind it (on a loaded machine they may take a
+  // moment to arrive).
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
 
   httplib::Client c("127.0.0.1", port);
   c.set_read_timeout(2, 0);  // no assertion below may stop the test before Release
@@ -247,7 +249,7 @@ TEST(HttpControlLaneTest, MetadataAnswersPromptlyWhileRegistrationsAreHeld) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count();
     EXPECT_TRUE(res && res->status == 200) << path << ": no answer in 2 s, or not 200";
-    EXPECT_LT(ms, 500) << path << " waited behind the registrations";
+    EXPECT_LT(ms, 1000) << path << " waited behind the registrations";
   }
 
   // One runs and four wait: the lane is full, and the next is told so.
