@@ -36,6 +36,7 @@
 #include "frontend/grpc/grpc_server.h"
 #include "frontend/http/http_frontend.h"
 #include "metrics/prometheus_metrics.h"
+#include "serving/byte_budget.h"
 #include "serving/inflight_limit.h"
 #include "redis/redis_cluster_state_store.h"
 #include "provisioner/kubernetes_provisioner.h"
@@ -651,6 +652,7 @@ Status CheckRouterArgs(const RouterProcessOptions& o) {
       !std::filesystem::is_regular_file(o.keys_file)) {
     return InvalidArgument("--keys-file " + o.keys_file + " is not a file");
   }
+  SOMM_RETURN_IF_ERROR(ByteBudget::FromFlag(o.max_inflight_bytes, 0, o.max_body_bytes).status());
   return CheckRedisFlag(o.redis);
 }
 
@@ -827,14 +829,20 @@ int RunRouter(const RouterProcessOptions& o) {
   spdlog::info("router {}: audit log, quota file and batch jobs in {}; batch files under {}",
                rto.id, state_dir, batch->paths()->root());
 
-  // One bound for both frontends, as in `somm serve`.
+  // One bound for both frontends, as in `somm serve`, and one byte budget.
   InflightLimit inflight_limit(InflightLimit::Options{o.max_inflight, 1, &metrics});
+  const int64_t max_inflight_bytes =
+      InflightBytesBudget(o.max_inflight_bytes, 0, o.max_body_bytes).value();  // checked above
+  ByteBudget byte_budget(ByteBudget::Options{max_inflight_bytes, 1, &metrics});
+  spdlog::info("router {}: bytes of request bodies and tensors in flight: at most {}", rto.id,
+               max_inflight_bytes > 0 ? ByteBudget::Mib(max_inflight_bytes) : "no bound");
   GrpcFrontendOptions go;
   go.address = o.address;
   go.port = o.grpc_port;
   go.max_message_bytes = static_cast<int>(o.max_body_bytes);
   go.guard = guard->get();
   go.inflight_limit = &inflight_limit;
+  go.byte_budget = &byte_budget;
   go.tls = o.tls;
   go.infer_threads = o.grpc_threads;
   go.min_infer_threads = 2;
@@ -853,6 +861,7 @@ int RunRouter(const RouterProcessOptions& o) {
   HttpFrontendOptions ho;
   ho.batch = batch.get();
   ho.inflight_limit = &inflight_limit;
+  ho.byte_budget = &byte_budget;
   ho.address = o.address;
   ho.port = o.http_port;
   ho.max_body_bytes = static_cast<size_t>(o.max_body_bytes);

@@ -52,6 +52,11 @@ struct ServeOptions {
   // cores; 256 did not, and its queued queries expired after being decoded
   // (docs/security.md, "Overload").
   int64_t max_inflight = 64;
+  // Bytes of REST bodies, gRPC messages and decoded tensors held at once
+  // (serving/byte_budget.h); more get 429 / RESOURCE_EXHAUSTED before they
+  // are read. -1 = a quarter of the memory budget (InflightBytesBudget); 0 =
+  // no bound.
+  int64_t max_inflight_bytes = -1;
   std::string device = "auto";        // "auto" (GPU if present), "cpu" or "cuda:N"
   std::string log_level = "info";
   // Generate and profile variants for repository models that have none.
@@ -90,6 +95,12 @@ struct ServeOptions {
 };
 // The checks a start makes of its flags before anything listens or loads.
 Status CheckServeArgs(const ServeOptions& options);
+// The byte budget --max-inflight-bytes asks for (ByteBudget::FromFlag): the
+// flag, or by default a quarter of the memory budget (`memory_budget_mb`,
+// 0 = half the memory available now, controller/placement.h's
+// DefaultMemoryBudget).
+StatusOr<int64_t> InflightBytesBudget(int64_t flag, double memory_budget_mb,
+                                      int64_t max_body_bytes);
 int RunServe(const ServeOptions& options);
 
 // The cluster's processes (docs/cluster.md): they share state through one
@@ -161,6 +172,7 @@ struct RouterProcessOptions {
   // bound, the default: a router's capacity is its workers', which shed by
   // their queues' SLO admission.
   int64_t max_inflight = 0;
+  int64_t max_inflight_bytes = -1;  // as ServeOptions::max_inflight_bytes
   // As the controller's --managed: false = static provisioning, so the
   // selector picks only loaded variants (RouterOptions::managed).
   bool managed = true;

@@ -14,13 +14,16 @@
 #include "repository/repository_poller.h"
 #include "cli/commands.h"
 #include "cli/device_flag.h"
+#include "common/host_probe.h"
 #include "common/install_paths.h"
+#include "controller/placement.h"
 #include "crypto/tls_stream.h"
 #include "frontend/grpc/grpc_server.h"
 #include "frontend/http/http_frontend.h"
 #include "metrics/prometheus_metrics.h"
 #include "runtime/torch/torch_backend.h"
 #include "serving/embedded_server.h"
+#include "serving/byte_budget.h"
 #include "serving/inflight_limit.h"
 
 namespace somm {
@@ -48,7 +51,18 @@ std::string DialHost(const std::string& address) {
   return address == "0.0.0.0" || address == "::" ? "127.0.0.1" : address;
 }
 
+StatusOr<int64_t> InflightBytesBudget(int64_t flag, double memory_budget_mb,
+                                      int64_t max_body_bytes) {
+  const int64_t memory_budget =
+      memory_budget_mb > 0 ? static_cast<int64_t>(memory_budget_mb * 1024 * 1024)
+                           : control::DefaultMemoryBudget(AvailableMemoryBytes(),
+                                                          control::kDefaultCpuBudgetFraction);
+  return ByteBudget::FromFlag(flag, memory_budget, max_body_bytes);
+}
+
 Status CheckServeArgs(const ServeOptions& options) {
+  SOMM_RETURN_IF_ERROR(
+      ByteBudget::FromFlag(options.max_inflight_bytes, 0, options.max_body_bytes).status());
   SOMM_RETURN_IF_ERROR(
       auth::Guard::ForServer(options.auth, options.address, options.model_repository,
                              options.keys_file)
@@ -144,12 +158,22 @@ int RunServe(const ServeOptions& options) {
   BatchJobs batch(std::move(bo).value(), manager.router());
 
   // One bound for both frontends: an overloaded server sheds whichever
-  // protocol the excess comes by.
+  // protocol the excess comes by. Likewise for the bytes requests hold.
   InflightLimit inflight_limit(InflightLimit::Options{options.max_inflight, 1, &metrics});
+  const int64_t max_inflight_bytes =
+      InflightBytesBudget(options.max_inflight_bytes, options.memory_budget_mb,
+                          options.max_body_bytes)
+          .value();  // checked before anything loaded
+  ByteBudget byte_budget(ByteBudget::Options{max_inflight_bytes, 1, &metrics});
+  spdlog::info("bytes of request bodies and tensors in flight: at most {} ({})",
+               max_inflight_bytes > 0 ? ByteBudget::Mib(max_inflight_bytes) : "no bound",
+               options.max_inflight_bytes >= 0 ? "--max-inflight-bytes"
+                                               : "a quarter of the memory budget");
 
   HttpFrontendOptions ho;
   ho.batch = &batch;
   ho.inflight_limit = &inflight_limit;
+  ho.byte_budget = &byte_budget;
   ho.address = options.address;
   ho.port = options.http_port;
   ho.max_body_bytes = static_cast<size_t>(options.max_body_bytes);
@@ -172,6 +196,7 @@ int RunServe(const ServeOptions& options) {
   go.port = options.grpc_port;
   go.guard = guard->get();
   go.inflight_limit = &inflight_limit;
+  go.byte_budget = &byte_budget;
   go.max_message_bytes = static_cast<int>(options.max_body_bytes);
   go.tls = options.tls;
   auto grpc = GrpcFrontend::Start(manager.router(), go);
