@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <exception>
 #include <functional>
 #include <map>
@@ -21,6 +19,7 @@
 #include "common/serial_executor.h"
 #include "dashboard/operator_api.h"
 #include "dashboard/static_files.h"
+#include "frontend/http/handler_pool.h"
 #include "frontend/http/http_server.h"
 #include "frontend/http/http_status.h"
 #include "frontend/http/oip_json.h"
@@ -171,55 +170,6 @@ void Guarded(Responder& responder, const std::function<void()>& handler) {
   }
 }
 
-// A fixed set of threads running queued work: where handlers that may block go.
-class HandlerPool {
- public:
-  explicit HandlerPool(int threads) {
-    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
-  }
-  ~HandlerPool() { Stop(); }
-
-  void Submit(std::function<void()> work) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      queue_.push_back(std::move(work));
-    }
-    cv_.notify_one();
-  }
-  // Runs what is queued, then joins.
-  void Stop() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    for (std::thread& t : threads_) {
-      if (t.joinable()) t.join();
-    }
-  }
-
- private:
-  void Work() {
-    while (true) {
-      std::function<void()> work;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        work = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      work();
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
-  bool stopping_ = false;
-  std::vector<std::thread> threads_;
-};
-
 }  // namespace
 
 struct HttpFrontend::Impl {
@@ -231,7 +181,7 @@ struct HttpFrontend::Impl {
 
   InferenceServer& server;
   const HttpFrontendOptions options;
-  HandlerPool pool;
+  http::HandlerPool pool;
   // Registration, loads, unloads and rollout changes, one at a time: a slow
   // one never holds a handler thread that metadata calls need.
   SerialExecutor control;
