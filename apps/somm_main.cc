@@ -11,6 +11,7 @@
 #include "loadgen/bench.h"
 #include "cli/commands.h"
 #include "cli/keys_command.h"
+#include "cli/model_sandbox_command.h"
 #include "common/process_env.h"
 #include "simulator/simulate_command.h"
 
@@ -23,6 +24,11 @@ int main(int argc, char** argv) {
   // flags.
   if (argc > 1 && (std::string_view(argv[1]) == "serve" || std::string_view(argv[1]) == "worker")) {
     somm::ReexecWithProcessEnvDefaults(argv);
+  }
+  // A registration's confined child (cli/model_sandbox_command.h): started
+  // by a server only, so it is no subcommand of the help.
+  if (argc > 1 && std::string_view(argv[1]) == "model-sandbox") {
+    somm::RunModelSandboxCommand(argc, argv);
   }
 
   CLI::App app{"somm: managed, model-less inference serving"};
@@ -489,6 +495,28 @@ int main(int argc, char** argv) {
     cmd->add_option("--max-connections-per-address", limits->max_connections_per_address,
                     "Open REST connections from one client address (0 = no cap)")
         ->capture_default_str()->check(CLI::NonNegativeNumber);
+  }
+
+  // Registration's confined child (docs/security.md, "Registration runs in
+  // a confined child"): the router probes, the controller runs variant jobs.
+  for (auto [cmd, limits] : {std::pair{serve_cmd, &serve.registration},
+                             std::pair{router_cmd, &router.registration},
+                             std::pair{controller_cmd, &ctl.registration}}) {
+    cmd->add_option("--registration-cpu-s", limits->cpu_s,
+                    "CPU seconds a registration's probe (load, one run) may use")
+        ->capture_default_str()->check(CLI::Range(1.0, 86400.0));
+    cmd->add_option("--registration-timeout-s", limits->timeout_s,
+                    "Seconds a registration's probe may take")
+        ->capture_default_str()->check(CLI::Range(1.0, 86400.0));
+    cmd->add_option("--registration-memory-mb", limits->memory_mb,
+                    "Memory (heap and maps, MiB) a registration's probe and variant job may use")
+        ->capture_default_str()->check(CLI::Range(int64_t{64}, int64_t{1} << 30));
+    cmd->add_option("--variants-cpu-s", limits->variants_cpu_s,
+                    "CPU seconds a variant job (build, profile, int8) may use")
+        ->capture_default_str()->check(CLI::Range(1.0, 864000.0));
+    cmd->add_option("--variants-timeout-s", limits->variants_timeout_s,
+                    "Seconds a variant job may take")
+        ->capture_default_str()->check(CLI::Range(1.0, 864000.0));
   }
 
   // Batch jobs' folders (docs/lifecycle.md, "Batch jobs").

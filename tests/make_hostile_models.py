@@ -9,7 +9,11 @@ Writes, from a valid TorchScript file (a digits model):
                    variant of it read past the buffer and crashed somm);
   huge_shape.pt    its first weight declares a [2^31-1, 64] view;
   huge_view.pt     a model that answers, with an unused buffer whose view is
-                   [2^31-1, 4] over 64 bytes (a bf16 variant reads all of it).
+                   [2^31-1, 4] over 64 bytes (a bf16 variant reads all of it);
+  loops.pt         a valid archive whose forward never returns (a counted
+                   loop with no end), for the registration sandbox;
+  eats_memory.pt   a valid archive whose forward allocates 64 MiB tensors,
+                   and keeps them, until allocation fails.
 The truncated, random and corrupted files the test makes itself.
 """
 import os
@@ -17,6 +21,7 @@ import pickletools
 import struct
 import sys
 import zipfile
+from typing import List
 
 import torch
 
@@ -71,6 +76,38 @@ def main():
                   if ops[j][0].name == "BININT1" and ops[j][1] == 16)
     rewrite(plain, os.path.join(out, "huge_view.pt"), name, widen(data, ops, target))
     os.remove(plain)
+
+    # The signature of the digits models (pixels FP32 [64] -> logits [10]),
+    # so that each loads, passes every check, and misbehaves only when run.
+    class Loops(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(64, 10)
+
+        def forward(self, pixels):
+            x = pixels
+            i = 0
+            while i >= 0:
+                x = x * 1.0
+                i += 1
+            return self.lin(x)
+
+    class EatsMemory(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(64, 10)
+
+        def forward(self, pixels):
+            held: List[torch.Tensor] = []
+            i = 0
+            while i >= 0:
+                held.append(torch.ones(16 * 1024 * 1024) * i)  # 64 MiB, written
+                i += 1
+            # Used after the loop, so that the compiler keeps what it holds.
+            return self.lin(pixels) + held[-1].sum()
+
+    torch.jit.script(Loops()).save(os.path.join(out, "loops.pt"))
+    torch.jit.script(EatsMemory()).save(os.path.join(out, "eats_memory.pt"))
 
 
 if __name__ == "__main__":

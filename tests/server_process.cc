@@ -44,6 +44,12 @@ const std::map<std::string, Takers>& ServeFlags() {
       // The leader controller watches the shared repository.
       {"--model-control-mode", {false, true, false}},
       {"--repository-poll-secs", {false, true, false}},
+      // A router probes registrations; the leader runs their variant jobs.
+      {"--registration-cpu-s", {true, false, false}},
+      {"--registration-timeout-s", {true, false, false}},
+      {"--registration-memory-mb", {true, true, false}},
+      {"--variants-cpu-s", {false, true, false}},
+      {"--variants-timeout-s", {false, true, false}},
   };
   return flags;
 }

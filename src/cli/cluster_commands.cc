@@ -25,6 +25,7 @@
 #include "repository/repository_poller.h"
 #include "cli/commands.h"
 #include "cli/device_flag.h"
+#include "cli/model_sandbox_command.h"
 #include "cluster_rpc/control_service.h"
 #include "cluster_rpc/grpc_control_client.h"
 #include "cluster_rpc/worker_pool.h"
@@ -115,6 +116,7 @@ struct ProcessParts {
 StatusOr<ProcessParts> StartParts(const std::string& repository, const std::string& device,
                                   const std::string& redis, int lease_ms, bool watch,
                                   const std::string& client_name,
+                                  const RegistrationLimitFlags& registration,
                                   TorchBackendOptions backend_options = {}) {
   ProcessParts parts;
   parts.backend = CreateTorchBackend(std::move(backend_options));
@@ -128,6 +130,9 @@ StatusOr<ProcessParts> StartParts(const std::string& repository, const std::stri
   // `somm serve` does.
   ro.hardware = DefaultHardware(*parts.backend);
   ro.tools_dir = ToolsDir(SOMM_DEFAULT_TOOLS_DIR);  // common/install_paths.h
+  // A router probes registrations, the leader runs their variant jobs: in a
+  // confined child of this binary (a worker never does either).
+  ro.sandbox = MakeRegistrationSandbox(registration);
   parts.registry = std::make_unique<ModelRegistry>(ro, *parts.backend);
   return parts;
 }
@@ -668,7 +673,8 @@ int RunWorker(const WorkerProcessOptions& o) {
   TorchBackendOptions backend_options;
   backend_options.background_pacer = std::make_shared<DutyCyclePacer>(o.background_duty);
   auto parts = StartParts(o.model_repository, o.device, o.redis, o.lease_ms, /*watch=*/false,
-                          RedisClientName("worker", o.worker_id), backend_options);
+                          RedisClientName("worker", o.worker_id), RegistrationLimitFlags{},
+                          backend_options);
   if (!parts.ok()) {
     spdlog::error("{}", parts.status().message());
     return 2;
@@ -778,7 +784,7 @@ int RunRouter(const RouterProcessOptions& o) {
   }
   PrometheusMetrics metrics;
   auto parts = StartParts(o.model_repository, o.device, o.redis, 3000, /*watch=*/true,
-                          RedisClientName("router", o.router_id));
+                          RedisClientName("router", o.router_id), o.registration);
   if (!parts.ok()) {
     spdlog::error("{}", parts.status().message());
     return 2;
@@ -900,6 +906,7 @@ int RunRouter(const RouterProcessOptions& o) {
 
   const char* why = WaitForStop(&stop);
   spdlog::info("router {}: {}: finishing the queries in flight", rto.id, why);
+  registry.Shutdown();  // a registration's probe in progress is killed at once
   if (batch) batch->Shutdown();  // before the router refuses their items
   router.Shutdown();
   (*http)->Shutdown();
@@ -924,7 +931,8 @@ int RunController(const ControllerProcessOptions& o) {
   PrometheusMetrics metrics;
   TorchBackendOptions backend_options;
   auto parts = StartParts(o.model_repository, o.device, o.redis, 3000, /*watch=*/true,
-                          RedisClientName("controller", o.controller_id), backend_options);
+                          RedisClientName("controller", o.controller_id), o.registration,
+                          backend_options);
   if (!parts.ok()) {
     spdlog::error("{}", parts.status().message());
     return 2;
@@ -1125,6 +1133,7 @@ int RunController(const ControllerProcessOptions& o) {
 
   const char* why = WaitForStop(&stop);
   spdlog::info("controller {}: {}: stopping", id, why);
+  registry.Shutdown();  // a variant job in progress is killed at once
   if (poller) poller->Stop();
   scaler.Stop();
   leadership.Stop();

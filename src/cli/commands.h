@@ -29,6 +29,18 @@ struct ConnectionLimitFlags {
   int64_t max_connections_per_address = 1024;  // 0 = no cap
 };
 
+// Where registrations run the model's code (sandbox/process_sandbox.h): a
+// confined child with these limits. --registration-cpu-s,
+// --registration-timeout-s, --registration-memory-mb (the probe's, and the
+// memory of variant jobs too), --variants-cpu-s, --variants-timeout-s.
+struct RegistrationLimitFlags {
+  double cpu_s = 60;
+  double timeout_s = 120;
+  int64_t memory_mb = 4096;
+  double variants_cpu_s = 3600;
+  double variants_timeout_s = 3600;
+};
+
 struct ServeOptions {
   std::string model_repository;
   // Loopback unless asked: beyond it, --auth keys is required.
@@ -84,6 +96,7 @@ struct ServeOptions {
   crypto::TlsServerFiles tls;
   BatchRootFlags batch;
   ConnectionLimitFlags connections;
+  RegistrationLimitFlags registration;
   // --cors-origin (repeatable): browser origins allowed to call the REST
   // port cross-origin (frontend/http/origin_policy.h); none = CORS off.
   std::vector<std::string> cors_origins;
@@ -188,6 +201,7 @@ struct RouterProcessOptions {
   crypto::TlsClientFiles cluster_tls;
   BatchRootFlags batch;
   ConnectionLimitFlags connections;
+  RegistrationLimitFlags registration;  // its registrations' probes
   std::vector<std::string> cors_origins;  // as somm serve's
   bool check_args = false;  // as the worker's
 };
@@ -243,6 +257,7 @@ struct ControllerProcessOptions {
   // to workers.
   crypto::TlsServerFiles tls;
   std::string keys_file;  // as the worker's
+  RegistrationLimitFlags registration;  // the leader's variant jobs
   bool check_args = false;  // as the worker's
 };
 Status CheckControllerArgs(const ControllerProcessOptions& options);

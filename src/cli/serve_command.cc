@@ -14,6 +14,7 @@
 #include "repository/repository_poller.h"
 #include "cli/commands.h"
 #include "cli/device_flag.h"
+#include "cli/model_sandbox_command.h"
 #include "common/host_probe.h"
 #include "common/install_paths.h"
 #include "controller/placement.h"
@@ -127,6 +128,7 @@ int RunServe(const ServeOptions& options) {
   // tools/quantize_dynamic.py makes int8 variants; common/install_paths.h
   // says where the folder is looked for (SOMM_TOOLS_DIR first).
   mo.tools_dir = ToolsDir(SOMM_DEFAULT_TOOLS_DIR);
+  mo.sandbox = MakeRegistrationSandbox(options.registration);
   mo.auto_variants = options.auto_variants;
   mo.managed = options.managed;
   mo.compact_explanation = options.explain == "compact";
@@ -258,6 +260,9 @@ int RunServe(const ServeOptions& options) {
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
+  // Registrations first: a probe or variant job in progress is killed, so
+  // the frontends below wait for no registration.
+  manager.registry().Shutdown();
   if (poller) poller->Stop();
   spdlog::info("received {}; refusing new queries and finishing those in flight",
                signal_number == SIGTERM ? "SIGTERM" : "SIGINT");

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "sandbox/in_process_sandbox.h"
 #include "variants/variant_pipeline.h"
 
 namespace somm {
@@ -74,7 +75,9 @@ bool IsValidModelName(const std::string& name) {
 }
 
 ModelRegistry::ModelRegistry(RegistryOptions options, Backend& backend)
-    : options_(std::move(options)), backend_(backend) {}
+    : options_(std::move(options)),
+      sandbox_(options_.sandbox ? options_.sandbox
+                                : std::make_shared<InProcessModelSandbox>(backend)) {}
 
 ModelRegistry::~ModelRegistry() { Shutdown(); }
 
@@ -112,12 +115,14 @@ Status ModelRegistry::WithoutPaths(const Status& status) const {
 
 void ModelRegistry::Shutdown() {
   shutting_down_ = true;
+  // At once: a probe or a variant job in progress is killed, not waited for.
+  sandbox_->Shutdown();
   std::vector<std::thread> jobs;
   {
     MutexLock lock(&jobs_mu_);
     jobs.swap(job_threads_);
   }
-  for (auto& t : jobs) t.join();  // a job in progress finishes its current step
+  for (auto& t : jobs) t.join();
 }
 
 std::vector<std::string> ModelRegistry::ListModelFolders() const {
@@ -388,21 +393,24 @@ void ModelRegistry::RunVariantJob(ModelConfig config, int64_t version) {
   // small machine would measure each other.
   MutexLock serial(&one_job_at_a_time_);
   if (shutting_down_) return;
-  VariantPipelineOptions po;
+  VariantJobRequest request;
+  request.config = config;
+  request.version = version;
+  request.model_dir = options_.repository_path + "/" + config.name;
+  request.private_files = !config.owner_tenant.empty();
+  VariantPipelineOptions& po = request.options;
   po.variants_root = VariantsRoot();
   po.hardware = options_.hardware;
   po.accuracy_tolerance = options_.accuracy_tolerance;
   po.tools_dir = options_.tools_dir;
   po.cancelled = [this] { return shutting_down_.load(); };
-  const std::string model_dir = options_.repository_path + "/" + config.name;
-  auto result = GenerateAndProfile(
-      config, version, model_dir, backend_, po, [this, &config](const VariantProgress& p) {
-        MutexLock lock(&jobs_mu_);
-        auto& job = jobs_[config.name];
-        job.phase = p.phase + (p.current.empty() ? "" : " " + p.current);
-        job.done = p.done;
-        job.total = p.total;
-      });
+  auto result = sandbox_->GenerateVariants(request, [this, &config](const VariantProgress& p) {
+    MutexLock lock(&jobs_mu_);
+    auto& job = jobs_[config.name];
+    job.phase = p.phase + (p.current.empty() ? "" : " " + p.current);
+    job.done = p.done;
+    job.total = p.total;
+  });
   Status installed = result.ok() ? SetProfiles(config.name, version, result->profiles)
                                  : result.status();
   MutexLock lock(&jobs_mu_);

@@ -9,10 +9,18 @@
 // lock while they use it.
 //
 // Registration: Register() validates a new model, stages its files, probes
-// that it loads (through the Backend), and moves it into the repository in one
-// rename; the caller then loads it and calls StartVariantJob(), which
-// generates and profiles variants in the background (variants/) and installs
-// the profiles when done. One job runs at a time (profiles measure latency).
+// that it loads and answers, and moves it into the repository in one rename;
+// the caller then loads it and calls StartVariantJob(), which generates and
+// profiles variants in the background (variants/) and installs the profiles
+// when done. One job runs at a time (profiles measure latency). The probe and
+// the job run the user's model code, so both go through the ModelSandbox
+// (sandbox/model_sandbox.h): a confined child process in every server. A
+// private model's files (its folder, versions, validation data, variants)
+// are 0700 folders and 0600 files.
+//
+// Shutdown() stops the sandbox first (a probe or job in progress ends at
+// once, UNAVAILABLE), then waits for the job threads: a server calls it as
+// soon as it is told to stop.
 //
 // Thread-safety: every method may be called concurrently. Locks: mu_ (the
 // models map) and jobs_mu_ (the jobs); neither is held while calling out.
@@ -36,6 +44,7 @@
 #include "repository/model_config.h"
 #include "rollout/rollout.h"
 #include "runtime/backend.h"
+#include "sandbox/model_sandbox.h"
 #include "serving/inference_server.h"
 
 namespace somm {
@@ -50,6 +59,10 @@ struct RegistryOptions {
   std::string tools_dir;
   // The device a registration's probe load runs on.
   Device device;
+  // Where the probe and the variant jobs run the model's code. Null: the
+  // registry's own thread, through the backend (InProcessModelSandbox), for
+  // unit tests; servers give a ProcessModelSandbox.
+  std::shared_ptr<ModelSandbox> sandbox;
 };
 
 // One version of one model, as the repository and the profiles describe it.
@@ -150,7 +163,7 @@ class ModelRegistry {
   std::string VariantsRoot() const { return options_.repository_path + "/.somm/variants"; }
 
   const RegistryOptions options_;
-  Backend& backend_;
+  const std::shared_ptr<ModelSandbox> sandbox_;
   std::atomic<bool> shutting_down_{false};
   mutable SharedMutex mu_;
   std::map<std::string, Entry> models_ SOMM_GUARDED_BY(mu_);

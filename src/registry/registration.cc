@@ -1,13 +1,16 @@
 // ModelRegistry's registration path: validate a new model and move it into
 // the repository (model_registry.h says what happens next).
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -120,11 +123,32 @@ Status CheckRegistration(const RegistrationRequest& r) {
   return Status::Ok();
 }
 
-Status WriteFile(const fs::path& path, const std::string& bytes) {
-  fs::create_directories(path.parent_path());
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) return Internal("cannot write " + path.string());
+// Writes `bytes` to `path` under `root`, making the folders between them:
+// with `owner_only`, folders 0700 and the file 0600 from their creation on
+// (a private model's files, docs/security.md); else the process's umask.
+Status WriteFile(const fs::path& root, const fs::path& path, const std::string& bytes,
+                 bool owner_only) {
+  std::error_code ec;
+  for (fs::path folder = root; const auto& part : path.parent_path().lexically_relative(root)) {
+    folder /= part;
+    if (mkdir(folder.c_str(), owner_only ? 0700 : 0777) != 0 && errno != EEXIST) {
+      return Internal("cannot create " + folder.string() + ": " + std::strerror(errno));
+    }
+  }
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                      owner_only ? 0600 : 0666);
+  if (fd < 0) return Internal("cannot write " + path.string() + ": " + std::strerror(errno));
+  size_t at = 0;
+  while (at < bytes.size()) {
+    const ssize_t n = write(fd, bytes.data() + at, bytes.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      close(fd);
+      return Internal("cannot write " + path.string() + ": " + std::strerror(errno));
+    }
+    at += static_cast<size_t>(n);
+  }
+  if (close(fd) != 0) return Internal("cannot write " + path.string() + ": " + std::strerror(errno));
   return Status::Ok();
 }
 
@@ -177,10 +201,19 @@ StatusOr<ModelConfig> ModelRegistry::RegisterChecked(const RegistrationRequest& 
   }
   // Stage everything beside the repository, check it, then move it in with
   // one rename: a broken registration leaves nothing behind.
+  // Absolute: the sandbox's child runs elsewhere, and its messages name the
+  // staged files by the path it was given, which staged() below rewrites.
   static std::atomic<int> counter{0};
-  const fs::path staging = repo / ".somm" / "staging" /
+  const fs::path staging = fs::absolute(repo, ec).lexically_normal() / ".somm" / "staging" /
                            (std::to_string(getpid()) + "-" + std::to_string(counter++));
   const fs::path dir = staging / r.name;
+  // A private model's files are its owner's alone from the first byte:
+  // 0700 folders, 0600 files (moved into the repository as they are).
+  const bool owner_only = !r.owner_tenant.empty();
+  fs::create_directories(staging.parent_path(), ec);
+  if (mkdir(staging.c_str(), 0700) != 0) {
+    return Internal("cannot stage '" + r.name + "': " + std::strerror(errno));
+  }
   struct Cleanup {
     fs::path path;
     ~Cleanup() {
@@ -199,7 +232,7 @@ StatusOr<ModelConfig> ModelRegistry::RegisterChecked(const RegistrationRequest& 
     return out;
   };
   const auto write = [&](const fs::path& path, const std::string& bytes) {
-    const Status written = WriteFile(path, bytes);
+    const Status written = WriteFile(staging, path, bytes, owner_only);
     return written.ok() ? written : Status(written.code(), staged(written.message()));
   };
   SOMM_RETURN_IF_ERROR(write(dir / "model.yaml", ConfigYaml(r)));
@@ -219,19 +252,22 @@ StatusOr<ModelConfig> ModelRegistry::RegisterChecked(const RegistrationRequest& 
     return InvalidArgument("registration of '" + r.name +
                            "': " + staged(config.status().message()));
   }
-  // Loading runs the model once on zeros of the declared signature: a model
-  // that does not load or does not match its signature is refused here.
-  LoadOptions lo;
-  lo.model_name = r.name;
-  lo.model_path = (dir / "1" / "model.pt").string();
-  lo.device = options_.device;
-  lo.max_batch_size = config->max_batch_size;
-  lo.inputs = config->inputs;
-  lo.outputs = config->outputs;
-  auto probe = backend_.Load(lo);
+  // The probe loads the model and runs it once on zeros of the declared
+  // signature, in the sandbox (a confined child process in a server): a
+  // model that does not load, does not match its signature, loops or eats
+  // memory is refused here, and the server notices nothing else.
+  ProbeRequest probe_request;
+  probe_request.model_name = r.name;
+  probe_request.model_dir = dir.string();
+  probe_request.version = 1;
+  probe_request.device = options_.device;
+  const Status probe = sandbox_->Probe(probe_request);
+  if (shutting_down_) return Unavailable("server is shutting down");
   if (!probe.ok()) {
-    return InvalidArgument("registration of '" + r.name +
-                           "' refused: " + staged(probe.status().message()));
+    // The sandbox's own trouble (it could not start a child) is not the
+    // model's: the registration may be tried again.
+    if (probe.code() == StatusCode::kUnavailable) return probe;
+    return InvalidArgument("registration of '" + r.name + "' refused: " + staged(probe.message()));
   }
   if (taken || fs::exists(repo / r.name, ec)) return name_taken;
   fs::rename(dir, repo / r.name, ec);

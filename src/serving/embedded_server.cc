@@ -18,6 +18,7 @@ EmbeddedServer::EmbeddedServer(EmbeddedServerOptions options, Backend& backend,
   ro.accuracy_tolerance = options_.accuracy_tolerance;
   ro.tools_dir = options_.tools_dir;
   ro.device = options_.device;
+  ro.sandbox = options_.sandbox;
   registry_ = std::make_unique<ModelRegistry>(ro, backend);
 
   WorkerOptions wo;

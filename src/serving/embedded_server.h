@@ -48,6 +48,9 @@ struct EmbeddedServerOptions {
   double accuracy_tolerance = 0.02;
   // Where tools/quantize_dynamic.py lives (int8 variants).
   std::string tools_dir;
+  // Where registrations run the model's code (RegistryOptions::sandbox);
+  // null: in this process (tests).
+  std::shared_ptr<ModelSandbox> sandbox;
   PriceList prices;
   size_t decision_log_size = 1000;
   // The managed runtime (docs/managed.md); off = static provisioning.
