@@ -160,7 +160,8 @@ struct ProcessModelSandbox::Outcome {
   int64_t max_rss_bytes = 0;
   int64_t peak_data_bytes = 0;  // VmData, sampled every 100 ms at most
   double wall_seconds = 0;
-  bool wall_killed = false, cancelled = false, stopped = false, answer_too_long = false;
+  bool wall_killed = false, cancelled = false, stopped = false, answer_too_long = false,
+       unreadable = false;
 };
 
 ProcessModelSandbox::ProcessModelSandbox(ProcessSandboxOptions options)
@@ -336,7 +337,11 @@ ProcessModelSandbox::Outcome ProcessModelSandbox::Run(
       std::this_thread::sleep_for(std::chrono::milliseconds(std::min(timeout_ms, 10)));
       continue;
     }
-    if (poll(fds, 3, timeout_ms) < 0 && errno != EINTR) break;
+    if (poll(fds, 3, timeout_ms) < 0 && errno != EINTR) {
+      // Nothing more can be read: end it, so that the wait below returns.
+      if (!killed) kill_child(&out.unreadable);
+      break;
+    }
     char buf[65536];
     for (int i = 0; i < 3; ++i) {
       if (fds[i].fd < 0 || fds[i].revents == 0) continue;
@@ -387,6 +392,9 @@ ProcessModelSandbox::Outcome ProcessModelSandbox::Run(
                     static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
   out.max_rss_bytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;
   out.wall_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  spdlog::debug("model sandbox: {} in a child ({}): {:.1f} s, {:.1f} s CPU, {} MiB of data", op,
+                out.confinement.empty() ? "confinement not reported" : out.confinement,
+                out.wall_seconds, out.cpu_seconds, out.peak_data_bytes >> 20);
   return out;
 }
 
@@ -409,6 +417,7 @@ Status ProcessModelSandbox::Judge(const Outcome& o, const std::string& what,
   }
   if (o.stopped) return Unavailable("server is shutting down");
   if (o.cancelled) return Unavailable(what + " cancelled");
+  if (o.unreadable) return Unavailable("the model sandbox could not read its child's answer");
   // No answer: say why from how it ended, and keep its last words in the log.
   std::string last_words = o.log_tail.size() > 2000 ? o.log_tail.substr(o.log_tail.size() - 2000)
                                                      : o.log_tail;
