@@ -31,6 +31,8 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr size_t kLogTail = 16 * 1024;
+// A child's HOME and TMPDIR: <temp>/somm-sandbox-<server pid>-XXXXXX.
+const std::string kHomePrefix = "somm-sandbox-";
 // Exit statuses of the child before it runs somm (nothing else uses them).
 constexpr int kExitConfineFailed = 125;
 constexpr int kExitExecFailed = 127;
@@ -165,7 +167,20 @@ struct ProcessModelSandbox::Outcome {
 };
 
 ProcessModelSandbox::ProcessModelSandbox(ProcessSandboxOptions options)
-    : options_(std::move(options)) {}
+    : options_(std::move(options)) {
+  // The folders of children whose server was killed (SIGKILL leaves no
+  // time to remove them) go now; a live server's stay.
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::temp_directory_path(ec), ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(kHomePrefix, 0) != 0) continue;
+    const long pid = std::atol(name.c_str() + kHomePrefix.size());
+    if (pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      std::error_code ignored;
+      fs::remove_all(e.path(), ignored);
+    }
+  }
+}
 
 ProcessModelSandbox::~ProcessModelSandbox() { Shutdown(); }
 
@@ -198,7 +213,8 @@ ProcessModelSandbox::Outcome ProcessModelSandbox::Run(
     const std::function<bool()>& cancelled) {
   Outcome out;
   std::error_code ec;
-  std::string home = (fs::temp_directory_path(ec) / "somm-sandbox-XXXXXX").string();
+  std::string home =
+      (fs::temp_directory_path(ec) / (kHomePrefix + std::to_string(getpid()) + "-XXXXXX")).string();
   if (ec || mkdtemp(home.data()) == nullptr) {
     out.start = Unavailable(std::string("the model sandbox cannot make its folder: ") +
                             std::strerror(errno));

@@ -6,7 +6,8 @@
 //     pipes as its only descriptors, a fresh environment (PATH, HOME and
 //     TMPDIR in a temporary folder of its own that is removed after it,
 //     OMP_WAIT_POLICY, and the library paths and thread counts the server
-//     was started with), and is confined as confinement.h says, with the
+//     was started with; the folders a killed server left are removed when
+//     the next sandbox is made), and is confined as confinement.h says, with the
 //     CPU-time and memory limits of its kind (probe or variant job);
 //   * the caller's thread waits for it, reads its answer (at most
 //     max_answer_bytes; stderr's last 16 KiB are kept for the log), and

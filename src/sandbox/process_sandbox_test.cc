@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -196,6 +198,21 @@ TEST(ProcessSandboxTest, AVariantJobReportsProgressAndIsCancelled) {
   EXPECT_EQ(cancelled.status().message(), "variant generation cancelled");
   EXPECT_LT(SecondsSince(start), 3);
   fs::remove_all(root);
+}
+
+TEST(ProcessSandboxTest, FoldersOfAKilledServersChildrenAreRemovedLiveOnesKept) {
+  const pid_t dead = fork();  // a pid that no longer runs
+  if (dead == 0) _exit(0);
+  waitpid(dead, nullptr, 0);
+  const fs::path temp = fs::temp_directory_path();
+  const fs::path stale = temp / ("somm-sandbox-" + std::to_string(dead) + "-test");
+  const fs::path live = temp / ("somm-sandbox-" + std::to_string(getpid()) + "-test");
+  fs::create_directories(stale / "left");
+  fs::create_directories(live);
+  ProcessModelSandbox sandbox(Options());
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(live));
+  fs::remove_all(live);
 }
 
 TEST(ProcessSandboxTest, AMissingBinaryIsTheSandboxsOwnFailure) {
