@@ -2,6 +2,7 @@
 
 #include <caffe2/serialize/inline_container.h>
 #include <c10/util/Exception.h>
+#include <torch/csrc/jit/api/function_impl.h>
 
 #include <filesystem>
 #include <limits>
@@ -114,6 +115,42 @@ Status CheckTorchArchive(const std::string& path) {
   } catch (const std::exception& e) {
     return InvalidArgument(std::string("not a readable TorchScript archive: ") + e.what());
   }
+}
+
+// The operators CheckOperators refuses (torch_archive_check.h says why).
+constexpr std::string_view kOutsideOperators[] = {"aten::from_file", "aten::save",
+                                                  "prim::rpc_async", "prim::rpc_sync",
+                                                  "prim::rpc_remote"};
+
+// The first refused operator in `block` or its sub-blocks, or "".
+std::string OutsideOperatorIn(const torch::jit::Block& block) {
+  for (const torch::jit::Node* node : block.nodes()) {
+    const std::string_view kind = node->kind().toQualString();
+    for (std::string_view refused : kOutsideOperators) {
+      if (kind == refused) return std::string(kind);
+    }
+    for (const torch::jit::Block* sub : node->blocks()) {
+      if (std::string found = OutsideOperatorIn(*sub); !found.empty()) return found;
+    }
+  }
+  return "";
+}
+
+Status CheckOperators(const torch::jit::Module& module) {
+  // Every function of the compilation unit: each class's methods (the
+  // module's and its submodules') and the free functions they call.
+  for (torch::jit::Function* function : module._ivalue()->compilation_unit()->get_functions()) {
+    torch::jit::GraphFunction* graph_function = torch::jit::tryToGraphFunction(*function);
+    if (graph_function == nullptr) continue;
+    const std::string found = OutsideOperatorIn(*graph_function->graph()->block());
+    if (!found.empty()) {
+      return InvalidArgument("its code calls " + found + " (in " +
+                             function->qualname().qualifiedName() +
+                             "), which reaches files or the network outside the server's "
+                             "memory; somm serves no model that does");
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace somm

@@ -27,4 +27,14 @@ Status CheckTorchArchive(const std::string& path);
 // first read of all of it (a conversion to bf16) runs past the buffer.
 Status CheckLoadedTensors(const torch::jit::Module& module);
 
+// After the load: no code of the module (any method or function of its
+// compilation unit, sub-blocks included) calls an operator that reaches
+// outside the process's memory: aten::from_file (reads any file the process
+// can: key files, TLS keys, other tenants' models), aten::save (writes one),
+// prim::rpc_* (the network). TorchScript offers them to any model, and a
+// served model runs inside its worker (docs/security.md), so such a model is
+// refused wherever it is loaded: at registration's probe and on a worker.
+// InvalidArgument naming the operator and the function that calls it.
+Status CheckOperators(const torch::jit::Module& module);
+
 }  // namespace somm

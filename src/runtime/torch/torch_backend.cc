@@ -288,6 +288,9 @@ class TorchBackend : public Backend {
         return InvalidArgument("model '" + label + "': cannot load TorchScript file " +
                                options.model_path + ": " + tensors.message());
       }
+      if (Status operators = CheckOperators(module); !operators.ok()) {
+        return InvalidArgument("model '" + label + "' refused: " + operators.message());
+      }
       module.eval();
       if (options.optimize_for_inference) {
         step = "optimize_for_inference";

@@ -149,6 +149,40 @@ TEST_F(TorchBackendTest, ThrowingModelBecomesInternalErrorNamingIt) {
   EXPECT_NE(s.message().find("model 'm:1' failed"), std::string::npos) << s.message();
 }
 
+// TorchScript lets any model read a file (the server's keys, its TLS key,
+// another tenant's model) and return it as its output: such a model is
+// refused at load, wherever it is loaded. Without the check it loaded and
+// answered with the file's bytes.
+TEST_F(TorchBackendTest, AModelThatReadsOrWritesFilesIsRefusedAtLoad) {
+  const fs::path secret = dir_ / "secret.bin";
+  std::ofstream(secret) << "0123456789ab";
+  const std::string reads = SaveModule(
+      "reads", "def forward(self, x):\n"
+               "  t = torch.from_file('" + secret.string() + "', False, 12, dtype=0)\n"
+               "  return x + t[0:3].float()\n");
+  auto model = CreateTorchBackend()->Load(Options(reads));
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(model.status().message().find("aten::from_file"), std::string::npos)
+      << model.status().message();
+  // In a function the method calls, and inside a branch: found all the same.
+  const std::string nested = SaveModule(
+      "nested", "def helper(self, x, flag: bool):\n"
+                "  if flag:\n"
+                "    torch.save(x, '" + (dir_ / "out.pt").string() + "')\n"
+                "  return x\n"
+                "def forward(self, x):\n"
+                "  return self.helper(x, False)\n");
+  model = CreateTorchBackend()->Load(Options(nested));
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find("aten::save"), std::string::npos)
+      << model.status().message();
+  // The same arithmetic without the file loads.
+  model = CreateTorchBackend()->Load(
+      Options(SaveModule("plain", "def forward(self, x):\n  return x + 1\n")));
+  EXPECT_TRUE(model.ok()) << model.status().ToString();
+}
+
 TEST_F(TorchBackendTest, OutputDatatypeMustMatchConfig) {
   LoadOptions o = Options(SaveModule("f64", "def forward(self, x):\n  return x.double()\n"));
   auto model = CreateTorchBackend()->Load(o);
