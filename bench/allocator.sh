@@ -45,7 +45,13 @@ samples_per_s() {
 }
 echo "round setting wire images/s"
 for round in $(seq "$ROUNDS"); do
-  build/bench_raw_libtorch --model models/demo/resnet18/1/model.pt --shape 3,224,224 -b 8 -t 2 \
+  # The limit at its best: glibc's malloc would hand resnet18's 25 MB
+  # activations back to the kernel after every batch (mmap above its
+  # threshold) and fault them in anew, which more than halves raw libtorch
+  # here (23 against 62 images/s); these tunables keep them, as somm's
+  # jemalloc options do. OMP_WAIT_POLICY as somm serve sets it.
+  GLIBC_TUNABLES=glibc.malloc.mmap_threshold=2147483647:glibc.malloc.trim_threshold=4294967295 \
+    OMP_WAIT_POLICY=PASSIVE build/bench_raw_libtorch --model models/demo/resnet18/1/model.pt --shape 3,224,224 -b 8 -t 2 \
     -c 1 --warmup-s 2 --window-s 3 --max-windows 4 --json "$OUT/raw.json" >/dev/null
   echo "$round raw-libtorch-b8 inprocess $(samples_per_s "$OUT/raw.json")" | tee -a "$OUT/rows"
   for setting in "${SETTINGS[@]}"; do
