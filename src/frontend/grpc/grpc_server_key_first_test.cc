@@ -17,6 +17,7 @@
 #include "proto/somm.grpc.pb.h"
 #include "serving/byte_budget.h"
 #include "serving/testing/holding_inference_server.h"
+#include "serving/testing/one_key_guard.h"
 
 namespace somm {
 namespace {
@@ -24,23 +25,7 @@ namespace {
 using inference::ModelInferRequest;
 using inference::ModelInferResponse;
 
-// Knows one key, "good"; counts what reaches the full admission.
-class OneKeyGuard : public CallGuard {
- public:
-  std::atomic<int> admitted{0};
-  Status Authenticate(const std::string& authorization) override {
-    return authorization == "Bearer good" ? Status::Ok() : Unauthenticated("unknown API key");
-  }
-  Admission Admit(const CallInfo& call) override {
-    ++admitted;
-    Admission a;
-    a.status = Authenticate(call.authorization);
-    a.caller.authenticated = a.status.ok();
-    return a;
-  }
-  void Done(const Caller&, const CallInfo&, const Status&) override {}
-  bool MaySee(const Caller&, const std::string&) override { return true; }
-};
+using testing::OneKeyGuard;
 
 class GrpcFrontendFixture : public ::testing::Test {
  protected:

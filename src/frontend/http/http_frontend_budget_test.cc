@@ -23,6 +23,7 @@
 
 #include "frontend/http/http_frontend.h"
 #include "serving/byte_budget.h"
+#include "frontend/http/testing/raw_head.h"
 #include "serving/testing/holding_inference_server.h"
 
 namespace somm {
@@ -47,26 +48,7 @@ BinaryQuery Binary(int64_t rows) {
   return q;
 }
 
-// Sends `head` on a new connection and returns what arrives within
-// `wait_ms` ("" = nothing).
-std::string SendHead(int port, const std::string& head, int wait_ms) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  EXPECT_EQ(write(fd, head.data(), head.size()), static_cast<ssize_t>(head.size()));
-  std::string got;
-  pollfd p{fd, POLLIN, 0};
-  if (poll(&p, 1, wait_ms) == 1) {
-    char buf[4096];
-    const ssize_t n = read(fd, buf, sizeof buf);
-    if (n > 0) got.assign(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return got;
-}
+using testing::SendHead;
 
 class HttpByteBudgetTest : public ::testing::Test {
  protected:

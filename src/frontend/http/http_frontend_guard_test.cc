@@ -15,28 +15,14 @@
 #include <string>
 
 #include "frontend/http/http_frontend.h"
+#include "frontend/http/testing/raw_head.h"
 #include "serving/testing/holding_inference_server.h"
+#include "serving/testing/one_key_guard.h"
 
 namespace somm {
 namespace {
 
-// Knows one key, "good"; counts what reaches the full admission.
-class OneKeyGuard : public CallGuard {
- public:
-  std::atomic<int> admitted{0};
-  Status Authenticate(const std::string& authorization) override {
-    return authorization == "Bearer good" ? Status::Ok() : Unauthenticated("unknown API key");
-  }
-  Admission Admit(const CallInfo& call) override {
-    ++admitted;
-    Admission a;
-    a.status = Authenticate(call.authorization);
-    a.caller.authenticated = a.status.ok();
-    return a;
-  }
-  void Done(const Caller&, const CallInfo&, const Status&) override {}
-  bool MaySee(const Caller&, const std::string&) override { return true; }
-};
+using testing::OneKeyGuard;
 
 class HttpGuardTest : public ::testing::Test {
  protected:
@@ -53,22 +39,7 @@ class HttpGuardTest : public ::testing::Test {
   // Sends `head` on a new connection and returns what arrives within
   // `wait_ms` ("" = nothing).
   std::string SendHead(const std::string& head, int wait_ms) {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(frontend_->port()));
-    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    EXPECT_EQ(write(fd, head.data(), head.size()), static_cast<ssize_t>(head.size()));
-    std::string got;
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, wait_ms) == 1) {
-      char buf[4096];
-      const ssize_t n = read(fd, buf, sizeof buf);
-      if (n > 0) got.assign(buf, static_cast<size_t>(n));
-    }
-    close(fd);
-    return got;
+    return testing::SendHead(frontend_->port(), head, wait_ms);
   }
 
   testing::HoldingInferenceServer server_;
