@@ -38,6 +38,17 @@ int FreePort() {
   return ntohs(a.sin_port);
 }
 
+// Runs `command` with sh, its standard output into *out; pclose's status,
+// -1 when it could not be started.
+int Shell(const std::string& command, std::string* out) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out->append(buffer, n);
+  return pclose(pipe);
+}
+
 // The status of a request to a router's REST port (POST for the
 // repository index, GET otherwise), -1 when none came; over mutual TLS with
 // curl when `tls_dir` is given (httplib here speaks plaintext only). A router
@@ -58,13 +69,8 @@ int Probe(int port, const std::string& path, const std::string& tls_dir, std::st
                         "/client.key " + (post ? "-d '' " : "");
   if (key != nullptr) command += "-H 'Authorization: Bearer " + std::string(key) + "' ";
   command += "https://127.0.0.1:" + std::to_string(port) + path + " 2>/dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return -1;
   std::string out;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
-  pclose(pipe);
+  if (Shell(command, &out) < 0) return -1;
   const size_t newline = out.rfind('\n');
   if (newline == std::string::npos) return -1;
   *body = out.substr(0, newline);
@@ -133,16 +139,11 @@ pid_t ClusterProcesses::Spawn(const std::vector<std::string>& args, const std::s
 }
 
 std::string ClusterProcesses::Redis(const std::string& command) const {
-  std::string out;
-  // REDISCLI_AUTH keeps the password off redis-cli's command line.
+  // REDISCLI_AUTH, not -a: redis-cli warns of a password on its command line.
   const std::string auth =
       redis_password_.empty() ? "" : "REDISCLI_AUTH=" + redis_password_ + " ";
-  FILE* p = popen((auth + "redis-cli -p " + std::to_string(redis_port_) + " " + command +
-                   " 2>/dev/null").c_str(), "r");
-  if (!p) return out;
-  char line[512];
-  while (fgets(line, sizeof line, p)) out += line;
-  pclose(p);
+  std::string out;
+  Shell(auth + "redis-cli -p " + std::to_string(redis_port_) + " " + command + " 2>/dev/null", &out);
   return out;
 }
 
@@ -414,13 +415,8 @@ std::string ClusterProcesses::Metrics(int port) const {
   const std::string command = "curl -sf --max-time 5 --cacert " + certs_ +
                               "/ca.pem https://localhost:" + std::to_string(port) +
                               "/metrics 2>/dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return "";
   std::string out;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
-  return pclose(pipe) == 0 ? out : "";
+  return Shell(command, &out) == 0 ? out : "";
 }
 
 std::string ClusterProcesses::Logs() const {
