@@ -37,13 +37,14 @@
 #include "frontend/grpc/grpc_server.h"
 #include "frontend/http/http_frontend.h"
 #include "metrics/prometheus_metrics.h"
+#include "node/catalog_follower.h"
+#include "node/catalog_publisher.h"
 #include "serving/byte_budget.h"
 #include "serving/inflight_limit.h"
 #include "redis/redis_cluster_state_store.h"
 #include "provisioner/kubernetes_provisioner.h"
 #include "provisioner/local_provisioner.h"
 #include "registry/model_registry.h"
-#include "registry/published_model.h"
 #include "router/router.h"
 #include "runtime/torch/torch_backend.h"
 #include "variants/variant_pipeline.h"
@@ -152,192 +153,6 @@ StatusOr<VersionPtr> ReadVersion(const ModelRegistry& registry, const std::strin
                   " is not in the repository " + registry.options().repository_path + why);
 }
 
-// Keeps a registry in line with the cluster's catalog: a model the catalog
-// lists is read again whenever its generation changes, from the entry the
-// leader published with that generation (registry/published_model.h: config,
-// versions, profiles, problems); one it stops listing is forgotten. An empty
-// catalog changes nothing: that is Redis after a restart, until the leader
-// writes the catalog again. A model with no published entry (a leader that
-// wrote none) is read from the shared repository instead.
-class CatalogFollower {
- public:
-  using EntryOf = std::function<StatusOr<std::string>(const std::string& model)>;
-  CatalogFollower(ModelRegistry& registry, EntryOf entry_of)
-      : registry_(registry), entry_of_(std::move(entry_of)) {}
-  void Sync(const std::map<std::string, std::string>& catalog) {
-    std::lock_guard lock(mu_);
-    if (catalog.empty()) return;
-    for (const auto& [name, generation] : catalog) {
-      auto it = synced_.find(name);
-      if (it != synced_.end() && it->second == generation) continue;
-      const char* from = Load(name);
-      spdlog::info("catalog: model {} (generation {}): read from {}", name, generation, from);
-      synced_[name] = generation;
-    }
-    for (auto it = synced_.begin(); it != synced_.end();) {
-      if (catalog.count(it->first) == 0) {
-        spdlog::info("catalog: model {} is no longer served", it->first);
-        registry_.Remove(it->first);
-        it = synced_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-
-  // Reads `name` from the repository now, ahead of the catalog's notice (a
-  // repository call or a variant job this router saw finish); the notice
-  // reads it again.
-  void Refresh(const std::string& name) {
-    std::lock_guard lock(mu_);
-    Load(name);
-  }
-  // Forgets `name` now, ahead of the catalog (an unload this router made).
-  void Forget(const std::string& name) {
-    std::lock_guard lock(mu_);
-    registry_.Remove(name);
-  }
-
- private:
-  // Publishes `name` from its published entry, else from the repository;
-  // says which.
-  const char* Load(const std::string& name) {
-    StatusOr<std::string> entry = entry_of_(name);
-    if (entry.ok()) {
-      StatusOr<PublishedModel> published = PublishedModelFromJson(*entry, name);
-      if (published.ok()) {
-        registry_.Publish(name, std::move(published->versions), std::move(published->problems));
-        registry_.SetRollout(name, std::move(published->rollout));
-        return "the leader's published entry";
-      }
-      spdlog::warn("catalog: {}; reading the repository instead", published.status().message());
-    }
-    std::vector<RepositoryEntry> problems;
-    std::vector<VersionPtr> versions = registry_.Read(name, &problems);
-    registry_.Publish(name, std::move(versions), std::move(problems));
-    if (auto rollout = LoadRollout(registry_.options().repository_path, name); rollout.ok()) {
-      registry_.SetRollout(name, std::move(rollout).value());
-    }
-    return "the shared repository";
-  }
-
-  ModelRegistry& registry_;
-  const EntryOf entry_of_;
-  std::mutex mu_;
-  std::map<std::string, std::string> synced_;  // model -> generation read
-};
-
-// A ControlClient that passes every call to `inner`; the two below override
-// only the calls they follow up on.
-class ForwardingControl : public ControlClient {
- public:
-  explicit ForwardingControl(ControlClient& inner) : inner_(inner) {}
-  void EnsureLoaded(VersionPtr version, const std::string& variant, const HardwareConfig& hw,
-                    int replicas, const std::string& reason, bool urgent, LoadDone done,
-                    bool query_waits) override {
-    inner_.EnsureLoaded(std::move(version), variant, hw, replicas, reason, urgent,
-                        std::move(done), query_waits);
-  }
-  Status LoadModel(const std::string& name, bool startup) override {
-    return inner_.LoadModel(name, startup);
-  }
-  Status UnloadModel(const std::string& name) override { return inner_.UnloadModel(name); }
-  HardwareConfig BaseHardware(const VersionRecord& version) const override {
-    return inner_.BaseHardware(version);
-  }
-  Status StartVariantJob(const std::string& name, int64_t version) override {
-    return inner_.StartVariantJob(name, version);
-  }
-  StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) override {
-    return inner_.GetRegistrationStatus(name);
-  }
-  std::vector<DecisionRecord> RecentActions(size_t limit) override {
-    return inner_.RecentActions(limit);
-  }
-  std::map<std::string, int64_t> ActionTotals() override { return inner_.ActionTotals(); }
-  StatusOr<RolloutView> ChangeRollout(const RolloutChange& change) override {
-    return inner_.ChangeRollout(change);
-  }
-  StatusOr<RolloutView> GetRollout(const std::string& model) override {
-    return inner_.GetRollout(model);
-  }
-
- protected:
-  ControlClient& inner_;
-};
-
-// A router's ControlClient: the leader's, and this router's registry brought
-// in line as soon as a repository call succeeds or a variant job is seen
-// READY, rather than at the catalog's next notice: a client that loads a
-// model, or waits for its variants, and then queries it must find it so.
-class CatalogFollowingControl : public ForwardingControl {
- public:
-  CatalogFollowingControl(ControlClient& leader, CatalogFollower& catalog,
-                          const ModelRegistry& registry)
-      : ForwardingControl(leader), catalog_(catalog), registry_(registry) {}
-  Status LoadModel(const std::string& name, bool startup) override {
-    Status s = inner_.LoadModel(name, startup);
-    if (s.ok()) catalog_.Refresh(name);
-    return s;
-  }
-  Status UnloadModel(const std::string& name) override {
-    Status s = inner_.UnloadModel(name);
-    if (s.ok()) catalog_.Forget(name);
-    return s;
-  }
-  StatusOr<RolloutView> ChangeRollout(const RolloutChange& change) override {
-    StatusOr<RolloutView> view = inner_.ChangeRollout(change);
-    if (view.ok()) catalog_.Refresh(change.model);
-    return view;
-  }
-  StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) override {
-    StatusOr<RegistrationStatus> status = inner_.GetRegistrationStatus(name);
-    if (status.ok() && status->state == "READY") {
-      auto v = registry_.Resolve(name, "");
-      if (!v.ok() || (*v)->profiles.size() != status->variants.size()) catalog_.Refresh(name);
-    }
-    return status;
-  }
-
- private:
-  CatalogFollower& catalog_;
-  const ModelRegistry& registry_;
-};
-
-// The leader's ControlClient as routers reach it: after a repository call
-// the catalog is written before the call returns, so every router hears of
-// the change now, not at the next lease tick.
-class CatalogPublishingControl : public ForwardingControl {
- public:
-  CatalogPublishingControl(ControlClient& controller, std::function<void()> publish)
-      : ForwardingControl(controller), publish_(std::move(publish)) {}
-  Status LoadModel(const std::string& name, bool startup) override {
-    Status s = inner_.LoadModel(name, startup);
-    publish_();  // a failed load publishes its problems too
-    return s;
-  }
-  Status UnloadModel(const std::string& name) override {
-    Status s = inner_.UnloadModel(name);
-    publish_();
-    return s;
-  }
-  StatusOr<RolloutView> ChangeRollout(const RolloutChange& change) override {
-    StatusOr<RolloutView> view = inner_.ChangeRollout(change);
-    publish_();  // a new canary version or split reaches every router now
-    return view;
-  }
-  StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) override {
-    auto status = inner_.GetRegistrationStatus(name);
-    // Profiles a finished job installed reach the catalog before the asker
-    // reads them; polls while a job runs change nothing there.
-    if (status.ok() && status->state == "READY") publish_();
-    return status;
-  }
-
- private:
-  const std::function<void()> publish_;
-};
-
 // The worker ids and addresses a store's view holds: what a GrpcWorkerPool
 // dials.
 GrpcWorkerPool::Provider AddressesOf(RedisClusterStateStore& store) {
@@ -348,26 +163,6 @@ GrpcWorkerPool::Provider AddressesOf(RedisClusterStateStore& store) {
     }
     return out;
   };
-}
-
-// What the leader publishes for `name` with its catalog generation: the
-// model.yaml it serves (read again: the registry keeps it parsed), its
-// versions with their profiles, and the problems its last read found.
-std::string PublishedEntry(const ModelRegistry& registry, const std::string& name,
-                           const std::vector<VersionPtr>& versions) {
-  PublishedModel model;
-  model.name = name;
-  model.versions = versions;
-  std::ifstream yaml(std::filesystem::path(registry.options().repository_path) / name /
-                     "model.yaml");
-  std::stringstream text;
-  text << yaml.rdbuf();
-  model.config_yaml = text.str();
-  if (auto rollout = registry.RolloutOf(name)) model.rollout = *rollout;
-  for (RepositoryEntry& row : registry.Index(/*ready_only=*/false)) {
-    if (row.name == name && row.state != "READY") model.problems.push_back(std::move(row));
-  }
-  return PublishedModelToJson(model);
 }
 
 // The leader's control address from the lease holder "id|host:port".
@@ -794,9 +589,8 @@ int RunRouter(const RouterProcessOptions& o) {
   ModelRegistry& registry = *parts->registry;
   // Owners come from the catalog: a router may have no repository mounted.
   (*guard)->SetOwnerLookup(RegistryOwner(registry));
-  CatalogFollower catalog(registry, [store](const std::string& m) { return store->PublishedModel(m); });
-  catalog.Sync(store->Catalog());
-  store->SetOnChange([&catalog, store] { catalog.Sync(store->Catalog()); });
+  node::CatalogFollower catalog(registry, *store);
+  catalog.Start();
 
   GrpcWorkerPoolOptions pool_options;
   pool_options.stub.tls = crypto::ForPeer(RouterPeerFiles(o), "somm-worker");
@@ -804,7 +598,7 @@ int RunRouter(const RouterProcessOptions& o) {
   GrpcControlClient leader([store] { return LeaderAddress(*store); }, device,
                            std::chrono::minutes(5),
                            crypto::ForPeer(RouterPeerFiles(o), "somm-controller"));
-  CatalogFollowingControl control(leader, catalog, registry);
+  node::CatalogFollowingControl control(leader, catalog, registry);
   DecisionLog log(1000);
   RouterOptions rto;
   rto.id = DefaultId(o.router_id, o.http_port);
@@ -818,7 +612,7 @@ int RunRouter(const RouterProcessOptions& o) {
   // empty catalog is a cluster that serves nothing yet, ready to register).
   rto.ready = [store, &workers, &registry] {
     if (LeaderAddress(*store).empty() || workers.Ids().empty()) return false;
-    return !store->Catalog().empty() || registry.ListModelFolders().empty();
+    return !store->ReadCatalog().models.empty() || registry.ListModelFolders().empty();
   };
   Router router(rto, registry, *store, workers, control, metrics, log);
   Ticker demand(std::chrono::milliseconds(1000), [&router] { router.PublishDemand(); });
@@ -951,60 +745,13 @@ int RunController(const ControllerProcessOptions& o) {
   co.device = device;
   co.fresh_reports = false;  // the workers' heartbeats keep the store fresh
   co.in_use_window_s = o.worker_in_use_window_s;
-  // Set once publish_catalog exists (below): a rollout step reaches the
-  // routers at once.
-  std::function<void()> publish_now;
-  co.on_rollout_change = [&publish_now](const std::string&) {
-    if (publish_now) publish_now();
-  };
+  // The catalog of what this controller serves, written while it leads
+  // (node/catalog_publisher.h); a rollout step reaches the routers at once.
+  node::CatalogPublisher catalog(registry, *store, RedisClientName("controller", o.controller_id),
+                                 redis::NewIncarnation);
+  co.on_rollout_change = [&catalog](const std::string&) { catalog.Publish(); };
   Controller controller(co, registry, *store, workers, metrics, log);
-
-  // The catalog entry of every model this controller knows (served, or
-  // whose load failed: routers show its problems as `somm serve` does);
-  // written again whenever Redis lost it (soft state). A model's generation
-  // changes whenever its records do (a reload, new profiles), so routers
-  // read it again.
-  std::mutex catalog_mu;
-  std::map<std::string, std::string> catalog;
-  std::map<std::string, std::vector<VersionPtr>> catalog_records;
-  // The rollout each entry was published with: a step changes no record.
-  std::map<std::string, std::shared_ptr<const Rollout>> catalog_rollouts;
-  auto publish_catalog = [&] {
-    std::lock_guard lock(catalog_mu);
-    std::map<std::string, std::vector<VersionPtr>> served;
-    for (const std::string& name : registry.ListModelFolders()) {
-      if (registry.IsPublished(name)) served[name];
-    }
-    for (const VersionPtr& v : registry.All()) served[v->config.name].push_back(v);
-    const auto held = store->Catalog();
-    for (const auto& [name, records] : served) {
-      auto& generation = catalog[name];
-      auto& known = catalog_records[name];
-      auto& rollout = catalog_rollouts[name];
-      const auto rollout_now = registry.RolloutOf(name);
-      if (generation.empty() || known != records || rollout != rollout_now) {
-        generation = redis::NewIncarnation();
-      }
-      known = records;
-      rollout = rollout_now;
-      auto it = held.find(name);
-      if (it == held.end() || it->second != generation) {
-        (void)store->PublishModel(name, generation, PublishedEntry(registry, name, records));
-      }
-    }
-    for (auto it = catalog.begin(); it != catalog.end();) {
-      if (served.count(it->first) == 0) {
-        (void)store->RemoveModel(it->first);
-        catalog_records.erase(it->first);
-        catalog_rollouts.erase(it->first);
-        it = catalog.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  };
-  publish_now = publish_catalog;
-  CatalogPublishingControl control(controller, publish_catalog);
+  node::CatalogPublishingControl control(controller, catalog);
 
   std::atomic<bool> leader{false};
   auto service = ControlService::Start(
@@ -1089,7 +836,7 @@ int RunController(const ControllerProcessOptions& o) {
           // At once, not at the next lease tick: a router that sees the
           // model queues its queries behind the load instead of answering
           // 404 for a second.
-          publish_catalog();
+          catalog.Publish();
         }
         if (o.auto_variants) {
           // Variant jobs run on the leader and live in its memory: one that a
@@ -1103,14 +850,15 @@ int RunController(const ControllerProcessOptions& o) {
             if (!s.ok()) spdlog::error("variants of {}: {}", v->config.name, s.message());
           }
         }
-        publish_catalog();
+        catalog.SetStartedUp();  // each publication from now on lists everything
+        catalog.Publish();
         controller.Start();
         started = true;
         // Scripts and tests wait for this line before the first repository call.
         spdlog::info("controller {}: leading, with {} worker(s) in view", id, workers.Ids().size());
       });
     }
-    if (leader && started) publish_catalog();
+    if (leader && started) catalog.Publish();
   });
   // Only the leader scales workers (a standby's view may be as good, but two
   // scalers would each add the worker the cluster lacks), and only once it

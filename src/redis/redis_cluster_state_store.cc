@@ -71,6 +71,9 @@ redis.call('PUBLISH', ARGV[4], g .. ' router-demand ' .. ARGV[3] .. '\n' .. ARGV
 return g
 )lua";
 
+// The catalog field that marks it complete (cluster/catalog_store.h).
+constexpr char kCatalogCompleteField[] = ".complete";
+
 // KEYS: catalog, generation, model:<name>. ARGV: model, generation or ""
 // (remove), channel, the model's published entry ("" keeps the one there).
 // The entry and the catalog's generation change together: a router that
@@ -228,12 +231,12 @@ std::map<std::string, WorkerReport> RedisClusterStateStore::Workers() const {
   return workers_;
 }
 
-void RedisClusterStateStore::SetOnChange(std::function<void()> on_change) {
+void RedisClusterStateStore::SetOnCatalogChange(std::function<void()> on_change) {
   MutexLock lock(&view_mu_);
-  on_change_ = std::move(on_change);
+  on_catalog_change_ = std::move(on_change);
 }
 
-std::map<std::string, std::string> RedisClusterStateStore::Catalog() const {
+cluster::Catalog RedisClusterStateStore::ReadCatalog() const {
   MutexLock lock(&view_mu_);
   return catalog_;
 }
@@ -254,6 +257,14 @@ Status RedisClusterStateStore::PublishModel(const std::string& model,
 Status RedisClusterStateStore::RemoveModel(const std::string& model) {
   return Write({"EVAL", kCatalogScript, "3", Key("catalog"), Key("generation"),
                 Key("model:" + model), model, "", Key("changes"), ""})
+      .status();
+}
+
+Status RedisClusterStateStore::MarkCatalogComplete(const std::string& publisher) {
+  // The mark is a catalog field with no entry: the script writes no model key.
+  return Write({"EVAL", kCatalogScript, "3", Key("catalog"), Key("generation"),
+                Key("model:" + std::string(kCatalogCompleteField)), kCatalogCompleteField,
+                publisher, Key("changes"), ""})
       .status();
 }
 
@@ -341,10 +352,16 @@ int64_t GenerationOf(const RedisReply& r) {
   return r.type == RedisReply::Type::kString ? std::strtoll(r.str.c_str(), nullptr, 10) : 0;
 }
 
-// HGETALL of the catalog: model -> generation.
-std::map<std::string, std::string> CatalogOf(const RedisReply& r) {
-  std::map<std::string, std::string> catalog;
-  for (size_t i = 0; i + 1 < r.elements.size(); i += 2) catalog[r.elements[i].str] = r.elements[i + 1].str;
+// HGETALL of the catalog: model -> generation, and the complete mark.
+cluster::Catalog CatalogOf(const RedisReply& r) {
+  cluster::Catalog catalog;
+  for (size_t i = 0; i + 1 < r.elements.size(); i += 2) {
+    if (r.elements[i].str == kCatalogCompleteField) {
+      catalog.complete = true;
+    } else {
+      catalog.models[r.elements[i].str] = r.elements[i + 1].str;
+    }
+  }
   return catalog;
 }
 
@@ -419,7 +436,7 @@ Status RedisClusterStateStore::Refresh() {
                                              {"GET", Key("generation")},
                                              {"HGETALL", Key("catalog")},
                                              {"GET", Key("leader")}}));
-  std::map<std::string, std::string> catalog = CatalogOf(heads[3]);
+  cluster::Catalog catalog = CatalogOf(heads[3]);
   std::string leader = StringOf(heads[4]);
   std::vector<std::string> worker_ids, router_ids;
   for (const RedisReply& r : heads[0].elements) worker_ids.push_back(r.str);
@@ -500,8 +517,7 @@ Status RedisClusterStateStore::Refresh() {
   return Status::Ok();
 }
 
-void RedisClusterStateStore::Publish(bool changed,
-                                     std::optional<std::map<std::string, std::string>> catalog,
+void RedisClusterStateStore::Publish(bool changed, std::optional<cluster::Catalog> catalog,
                                      std::optional<std::string> leader) {
   auto snapshot = std::make_shared<const ClusterState>(cluster::MergeClusterState(reports_, demand_));
   std::function<void()> notify;
@@ -509,12 +525,12 @@ void RedisClusterStateStore::Publish(bool changed,
     MutexLock lock(&view_mu_);
     workers_ = reports_;
     snapshot_ = std::move(snapshot);
-    if (catalog) catalog_ = std::move(*catalog);
-    if (leader) leader_ = std::move(*leader);
-    if (changed) {
-      ++generation_;
-      notify = on_change_;
+    if (catalog && (catalog->models != catalog_.models || catalog->complete != catalog_.complete)) {
+      catalog_ = std::move(*catalog);
+      notify = on_catalog_change_;
     }
+    if (leader) leader_ = std::move(*leader);
+    if (changed) ++generation_;
   }
   if (notify) notify();
 }
@@ -594,7 +610,7 @@ Status RedisClusterStateStore::ApplyLocked(const Changes& changes) {
     std::optional<std::vector<ModelDemand>> rows = DemandOf(id, v.str);
     if (rows) demand_[id] = std::move(*rows);
   }
-  std::optional<std::map<std::string, std::string>> catalog;
+  std::optional<cluster::Catalog> catalog;
   if (changes.catalog) catalog = CatalogOf(values[i++]);
   std::optional<std::string> leader;
   if (changes.leader) {

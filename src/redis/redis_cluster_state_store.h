@@ -66,6 +66,7 @@
 #include <string>
 #include <thread>
 
+#include "cluster/catalog_store.h"
 #include "cluster/cluster_state_store.h"
 #include "common/mutex.h"
 #include "redis/redis_connection.h"
@@ -87,7 +88,7 @@ struct RedisStoreOptions {
   bool watch = true;
 };
 
-class RedisClusterStateStore : public cluster::ClusterStateStore {
+class RedisClusterStateStore : public cluster::ClusterStateStore, public cluster::CatalogStore {
  public:
   // Connects and reads the view once. UNAVAILABLE when Redis cannot be
   // reached: the message names the address.
@@ -124,25 +125,24 @@ class RedisClusterStateStore : public cluster::ClusterStateStore {
   void SetOnViewLag(std::function<void(double seconds)> on_lag);
   // The latest report of each worker in the view (address, zone, ...).
   std::map<std::string, cluster::WorkerReport> Workers() const;
-  // Called after every refresh that changed the view, on the watch thread.
-  void SetOnChange(std::function<void()> on_change);
   // Stops the watch thread and waits for it: after this returns, on_change
   // runs no more and the view stays as it is. A process calls it before
   // whatever its on_change reaches goes away (the destructor also does).
   void StopWatching();
 
-  // The catalog (model -> generation) and the lease holder in the view.
-  std::map<std::string, std::string> Catalog() const;
-  std::string Leader() const;
-  // Writes one model's catalog entry and, when `entry` is not empty, its
-  // published registry entry (registry/published_model.h) in the same
-  // script; RemoveModel removes both.
+  // The catalog (cluster/catalog_store.h). Its complete mark is the field
+  // ".complete" of the catalog's hash (no model's name starts with a dot):
+  // a Redis that restarted empty lost it with the catalog.
+  cluster::Catalog ReadCatalog() const override;
   Status PublishModel(const std::string& model, const std::string& generation,
-                      const std::string& entry = "");
-  Status RemoveModel(const std::string& model);
-  // The published registry entry of `model` (NOT_FOUND when none), read from
-  // Redis: for a catalog change, never on the query path.
-  StatusOr<std::string> PublishedModel(const std::string& model);
+                      const std::string& entry) override;
+  Status RemoveModel(const std::string& model) override;
+  Status MarkCatalogComplete(const std::string& publisher) override;
+  StatusOr<std::string> PublishedModel(const std::string& model) override;
+  // Runs on the watch thread after a refresh that changed the catalog.
+  void SetOnCatalogChange(std::function<void()> on_change) override;
+  // The lease holder in the view.
+  std::string Leader() const;
   // Takes the lease for `holder`, or renews it if `holder` has it: true while
   // held. UNAVAILABLE when Redis cannot be reached (the caller then acts as
   // if it lost the lease: the TTL will end it).
@@ -185,7 +185,7 @@ class RedisClusterStateStore : public cluster::ClusterStateStore {
   void NoteExpiry(const std::string& worker, const RedisReply& pttl,
                   std::chrono::steady_clock::time_point read_at) SOMM_REQUIRES(refresh_mu_);
   // Makes the view from reports_ and demand_, plus what else was read.
-  void Publish(bool changed, std::optional<std::map<std::string, std::string>> catalog,
+  void Publish(bool changed, std::optional<cluster::Catalog> catalog,
                std::optional<std::string> leader) SOMM_REQUIRES(refresh_mu_);
   std::string Key(const std::string& suffix) const { return options_.prefix + suffix; }
 
@@ -214,10 +214,10 @@ class RedisClusterStateStore : public cluster::ClusterStateStore {
   mutable Mutex view_mu_;
   std::map<std::string, cluster::WorkerReport> workers_ SOMM_GUARDED_BY(view_mu_);
   std::shared_ptr<const cluster::ClusterState> snapshot_ SOMM_GUARDED_BY(view_mu_);
-  std::map<std::string, std::string> catalog_ SOMM_GUARDED_BY(view_mu_);
+  cluster::Catalog catalog_ SOMM_GUARDED_BY(view_mu_);
   std::string leader_ SOMM_GUARDED_BY(view_mu_);
   uint64_t generation_ SOMM_GUARDED_BY(view_mu_) = 0;
-  std::function<void()> on_change_ SOMM_GUARDED_BY(view_mu_);
+  std::function<void()> on_catalog_change_ SOMM_GUARDED_BY(view_mu_);
 
   std::atomic<bool> stopping_{false};
   std::thread watch_thread_;

@@ -153,14 +153,14 @@ TEST_F(RedisStoreTest, PublishedModelEntryTravelsWithItsCatalogGenerationAndLeav
   auto leader = Open();
   auto router = Open();
   ASSERT_TRUE(leader->PublishModel("digits-mlp", "g1", R"({"entry": 1})").ok());
-  ASSERT_TRUE(Eventually([&] { return router->Catalog().count("digits-mlp") == 1; }));
-  EXPECT_EQ(router->Catalog().at("digits-mlp"), "g1");
+  ASSERT_TRUE(Eventually([&] { return router->ReadCatalog().models.count("digits-mlp") == 1; }));
+  EXPECT_EQ(router->ReadCatalog().models.at("digits-mlp"), "g1");
   auto entry = router->PublishedModel("digits-mlp");
   ASSERT_TRUE(entry.ok()) << entry.status().ToString();
   EXPECT_EQ(*entry, R"({"entry": 1})");
   // A new generation without an entry keeps the one there (a re-publish
   // after a catalog check); a new entry replaces it.
-  ASSERT_TRUE(leader->PublishModel("digits-mlp", "g2").ok());
+  ASSERT_TRUE(leader->PublishModel("digits-mlp", "g2", "").ok());
   EXPECT_EQ(router->PublishedModel("digits-mlp").value(), R"({"entry": 1})");
   ASSERT_TRUE(leader->PublishModel("digits-mlp", "g3", R"({"entry": 3})").ok());
   EXPECT_EQ(router->PublishedModel("digits-mlp").value(), R"({"entry": 3})");
@@ -169,6 +169,32 @@ TEST_F(RedisStoreTest, PublishedModelEntryTravelsWithItsCatalogGenerationAndLeav
   ASSERT_FALSE(gone.ok());
   EXPECT_EQ(gone.status().code(), StatusCode::kNotFound);
   EXPECT_NE(gone.status().message().find("digits-mlp"), std::string::npos);
+}
+
+// The complete mark is part of the catalog: a reader sees it with the
+// models, it is no model, and a Redis that restarts empty loses it with them.
+TEST_F(RedisStoreTest, TheCatalogsCompleteMarkIsReadWithItAndGoesWithARestart) {
+  auto leader = Open();
+  auto router = Open();
+  int changes = 0;
+  router->SetOnCatalogChange([&changes] { ++changes; });
+  ASSERT_TRUE(leader->PublishModel("digits-mlp", "g1", "{}").ok());
+  ASSERT_TRUE(Eventually([&] { return router->ReadCatalog().models.count("digits-mlp") == 1; }));
+  EXPECT_FALSE(router->ReadCatalog().complete);
+  ASSERT_TRUE(leader->MarkCatalogComplete("controller-0|127.0.0.1:1").ok());
+  ASSERT_TRUE(Eventually([&] { return router->ReadCatalog().complete; }));
+  EXPECT_EQ(router->ReadCatalog().models.size(), 1u) << "the mark is listed as a model";
+  EXPECT_GE(changes, 2);
+
+  server_->Kill();
+  server_->Start();
+  ASSERT_TRUE(server_->WaitReady());
+  ASSERT_TRUE(Eventually([&] { return router->ReadCatalog().models.empty(); }));
+  EXPECT_FALSE(router->ReadCatalog().complete);
+  // Written again model by model: listed, not yet complete.
+  ASSERT_TRUE(Eventually([&] { return leader->PublishModel("digits-mlp", "g2", "{}").ok(); }));
+  ASSERT_TRUE(Eventually([&] { return router->ReadCatalog().models.count("digits-mlp") == 1; }));
+  EXPECT_FALSE(router->ReadCatalog().complete);
 }
 
 TEST_F(RedisStoreTest, OlderSequenceAndOlderIncarnationAreRefused) {
