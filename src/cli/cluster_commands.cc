@@ -39,6 +39,7 @@
 #include "metrics/prometheus_metrics.h"
 #include "node/catalog_follower.h"
 #include "node/catalog_publisher.h"
+#include "node/leader_elector.h"
 #include "serving/byte_budget.h"
 #include "serving/inflight_limit.h"
 #include "redis/redis_cluster_state_store.h"
@@ -167,7 +168,7 @@ GrpcWorkerPool::Provider AddressesOf(RedisClusterStateStore& store) {
 
 // The leader's control address from the lease holder "id|host:port".
 std::string LeaderAddress(const RedisClusterStateStore& store) {
-  const std::string holder = store.Leader();
+  const std::string holder = store.LeaseHolder();
   const auto bar = holder.find('|');
   return bar == std::string::npos ? "" : holder.substr(bar + 1);
 }
@@ -807,58 +808,59 @@ int RunController(const ControllerProcessOptions& o) {
   std::atomic<bool> lost{false};
   std::atomic<bool> started{false};
   std::unique_ptr<std::thread> startup;
-  const auto lease = std::chrono::milliseconds(o.leader_lease_ms);
-  Ticker leadership(lease / 3, [&] {
-    StatusOr<bool> held = store->HoldLease(holder, lease);
-    const bool now_leader = held.ok() && *held;
-    if (leader && !now_leader) {
-      // A lapsed lease may already be another's: stop acting at once; the
-      // supervisor starts this process again as a standby.
-      spdlog::error("controller {}: lost the leader lease ({}); exiting", id,
-                    held.ok() ? "another holds it" : held.status().message());
-      lost = true;
-      kill(getpid(), SIGTERM);
-      return;
-    }
-    if (!leader && now_leader) {
-      leader = true;
-      spdlog::info("controller {}: took the leader lease; loading the repository's models", id);
-      startup = std::make_unique<std::thread>([&] {
-        const auto give_up = std::chrono::steady_clock::now() +
-                             std::chrono::milliseconds(static_cast<int64_t>(o.wait_for_workers_s * 1000));
-        while (workers.Ids().empty() && std::chrono::steady_clock::now() < give_up && !lost) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        }
-        for (const std::string& name : registry.ListModelFolders()) {
-          if (registry.IsPublished(name)) continue;
-          const Status s = controller.LoadModel(name, /*startup=*/true);
-          if (!s.ok()) spdlog::error("model {}: {}", name, s.message());
-          // At once, not at the next lease tick: a router that sees the
-          // model queues its queries behind the load instead of answering
-          // 404 for a second.
-          catalog.Publish();
-        }
-        if (o.auto_variants) {
-          // Variant jobs run on the leader and live in its memory: one that a
-          // dead leader did not finish left its model without profiles, and
-          // is redone here, as are models placed in the repository by hand.
-          for (const VersionPtr& v : registry.All()) {
-            if (!v->profiles.empty()) continue;
-            spdlog::info("controller {}: {}:{} has no profiled variants; generating them", id,
-                         v->config.name, v->version);
-            const Status s = controller.StartVariantJob(v->config.name, v->version);
-            if (!s.ok()) spdlog::error("variants of {}: {}", v->config.name, s.message());
-          }
-        }
-        catalog.SetStartedUp();  // each publication from now on lists everything
+  node::LeaderElectorOptions eo;
+  eo.holder = holder;
+  eo.lease = std::chrono::milliseconds(o.leader_lease_ms);
+  eo.on_lost = [&](const std::string& why) {
+    // A lapsed lease may already be another's: stop acting at once; the
+    // supervisor starts this process again as a standby.
+    spdlog::error("controller {}: lost the leader lease ({}); exiting", id, why);
+    lost = true;
+    leader = false;
+    kill(getpid(), SIGTERM);
+  };
+  eo.on_elected = [&] {
+    leader = true;
+    spdlog::info("controller {}: took the leader lease; loading the repository's models", id);
+    startup = std::make_unique<std::thread>([&] {
+      const auto give_up = std::chrono::steady_clock::now() +
+                           std::chrono::milliseconds(static_cast<int64_t>(o.wait_for_workers_s * 1000));
+      while (workers.Ids().empty() && std::chrono::steady_clock::now() < give_up && !lost) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+      for (const std::string& name : registry.ListModelFolders()) {
+        if (registry.IsPublished(name)) continue;
+        const Status s = controller.LoadModel(name, /*startup=*/true);
+        if (!s.ok()) spdlog::error("model {}: {}", name, s.message());
+        // At once, not at the next lease tick: a router that sees the
+        // model queues its queries behind the load instead of answering
+        // 404 for a second.
         catalog.Publish();
-        controller.Start();
-        started = true;
-        // Scripts and tests wait for this line before the first repository call.
-        spdlog::info("controller {}: leading, with {} worker(s) in view", id, workers.Ids().size());
-      });
-    }
-    if (leader && started) catalog.Publish();
+      }
+      if (o.auto_variants) {
+        // Variant jobs run on the leader and live in its memory: one that a
+        // dead leader did not finish left its model without profiles, and
+        // is redone here, as are models placed in the repository by hand.
+        for (const VersionPtr& v : registry.All()) {
+          if (!v->profiles.empty()) continue;
+          spdlog::info("controller {}: {}:{} has no profiled variants; generating them", id,
+                       v->config.name, v->version);
+          const Status s = controller.StartVariantJob(v->config.name, v->version);
+          if (!s.ok()) spdlog::error("variants of {}: {}", v->config.name, s.message());
+        }
+      }
+      catalog.SetStartedUp();  // each publication from now on lists everything
+      catalog.Publish();
+      controller.Start();
+      started = true;
+      // Scripts and tests wait for this line before the first repository call.
+      spdlog::info("controller {}: leading, with {} worker(s) in view", id, workers.Ids().size());
+    });
+  };
+  node::LeaderElector elector(*store, std::move(eo));
+  Ticker leadership(elector.tick_period(), [&] {
+    elector.Tick();
+    if (elector.leading() && started) catalog.Publish();
   });
   // Only the leader scales workers (a standby's view may be as good, but two
   // scalers would each add the worker the cluster lacks), and only once it
@@ -887,7 +889,7 @@ int RunController(const ControllerProcessOptions& o) {
   leadership.Stop();
   if (startup && startup->joinable()) startup->join();
   controller.Stop();
-  if (leader && !lost) store->ReleaseLease(holder);
+  elector.Resign();  // a clean stop hands the lease over at once
   (*service)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   (*endpoint)->Shutdown();
   scaling.reset();  // a local provisioner's workers drain and exit first

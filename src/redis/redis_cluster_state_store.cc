@@ -241,7 +241,7 @@ cluster::Catalog RedisClusterStateStore::ReadCatalog() const {
   return catalog_;
 }
 
-std::string RedisClusterStateStore::Leader() const {
+std::string RedisClusterStateStore::LeaseHolder() const {
   MutexLock lock(&view_mu_);
   return leader_;
 }

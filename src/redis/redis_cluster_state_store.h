@@ -67,6 +67,7 @@
 #include <thread>
 
 #include "cluster/catalog_store.h"
+#include "cluster/lease_store.h"
 #include "cluster/cluster_state_store.h"
 #include "common/mutex.h"
 #include "redis/redis_connection.h"
@@ -88,7 +89,9 @@ struct RedisStoreOptions {
   bool watch = true;
 };
 
-class RedisClusterStateStore : public cluster::ClusterStateStore, public cluster::CatalogStore {
+class RedisClusterStateStore : public cluster::ClusterStateStore,
+                               public cluster::CatalogStore,
+                               public cluster::LeaseStore {
  public:
   // Connects and reads the view once. UNAVAILABLE when Redis cannot be
   // reached: the message names the address.
@@ -141,14 +144,12 @@ class RedisClusterStateStore : public cluster::ClusterStateStore, public cluster
   StatusOr<std::string> PublishedModel(const std::string& model) override;
   // Runs on the watch thread after a refresh that changed the catalog.
   void SetOnCatalogChange(std::function<void()> on_change) override;
-  // The lease holder in the view.
-  std::string Leader() const;
-  // Takes the lease for `holder`, or renews it if `holder` has it: true while
-  // held. UNAVAILABLE when Redis cannot be reached (the caller then acts as
-  // if it lost the lease: the TTL will end it).
-  StatusOr<bool> HoldLease(const std::string& holder, std::chrono::milliseconds ttl);
-  // Gives the lease up if `holder` has it (a clean stop hands over at once).
-  void ReleaseLease(const std::string& holder);
+
+  // The leader lease (cluster/lease_store.h): a key with a TTL on Redis's
+  // clock; LeaseHolder() is the view's (a change sends a notice).
+  StatusOr<bool> HoldLease(const std::string& holder, std::chrono::milliseconds ttl) override;
+  void ReleaseLease(const std::string& holder) override;
+  std::string LeaseHolder() const override;
 
  private:
   explicit RedisClusterStateStore(RedisStoreOptions options);

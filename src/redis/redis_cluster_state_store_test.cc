@@ -438,8 +438,8 @@ TEST_F(RedisStoreTest, ALapsedLeaderLeaseLeavesTheViewWithoutANotice) {
   auto reader = Open();
   auto held = holder->HoldLease("c1|127.0.0.1:1", 300ms);
   ASSERT_TRUE(held.ok() && *held);
-  ASSERT_TRUE(Eventually([&] { return reader->Leader() == "c1|127.0.0.1:1"; }));
-  EXPECT_TRUE(Eventually([&] { return reader->Leader().empty(); }));
+  ASSERT_TRUE(Eventually([&] { return reader->LeaseHolder() == "c1|127.0.0.1:1"; }));
+  EXPECT_TRUE(Eventually([&] { return reader->LeaseHolder().empty(); }));
 }
 
 TEST_F(RedisStoreTest, UnreachableRedisIsUnavailableNamingTheAddress) {

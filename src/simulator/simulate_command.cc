@@ -78,6 +78,14 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandOptions* o) {
                   "A dead worker's report leaves the store this long after it died (the live "
                   "--lease-ms)")
       ->capture_default_str();
+  cmd->add_option("--kill-leader-at", o->simulation.kill_leader_at_s,
+                  "Seconds into the replay at which the leader controller dies; the standby "
+                  "takes over once its lease lapses (somm policy; < 0 = never)")
+      ->capture_default_str();
+  cmd->add_option("--leader-lease-s", o->simulation.leader_lease_s,
+                  "The leader controller's lease (the live --leader-lease-ms)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--provision-delay-s", o->simulation.provision_delay_s,
                   "A replacement worker joins this long after it is asked for")
       ->capture_default_str();

@@ -24,6 +24,7 @@
 #include "metrics/serving_metrics.h"
 #include "registry/model_registry.h"
 #include "router/router.h"
+#include "simulator/elected_controllers.h"
 #include "simulator/event_loop.h"
 #include "simulator/policy_replay.h"
 #include "simulator/simulated_store.h"
@@ -388,7 +389,20 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
     if (router) router->PublishDemand();
   };
   co.clock = [&loop] { return loop.Now(); };
-  Controller controller(co, registry, store, directory, metrics, log);
+  // A leader and a standby (elected_controllers.h); the router reaches the
+  // leader.
+  ElectedControllers controllers(
+      loop, 2, std::chrono::milliseconds(std::llround(options.leader_lease_s * 1000)),
+      [&](int) { return std::make_unique<Controller>(co, registry, store, directory, metrics, log); });
+  std::optional<EventLoop::TimePoint> leader_killed_at;
+  controllers.OnElected([&](int i) {
+    spdlog::info("simulation: controller-{} took the leader lease", i);
+    if (leader_killed_at) {
+      result.leader_takeover_s =
+          std::chrono::duration<double>(loop.Now() - *leader_killed_at).count();
+    }
+  });
+  controllers.StartElecting();
   RouterOptions rto;
   rto.managed = managed;
   // Nothing reads an answer's explanation here: the compact one (one
@@ -396,7 +410,7 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
   rto.compact_explanation = true;
   rto.clock = &loop.clock();
   rto.seed = static_cast<uint32_t>(options.seed) | 1u;
-  router = std::make_unique<Router>(rto, registry, store, directory, controller, metrics, log);
+  router = std::make_unique<Router>(rto, registry, store, directory, controllers, metrics, log);
 
   // Start-up: the configured (or the static plan's) replicas of every model's
   // as-registered variant, as `somm serve` loads them before it listens.
@@ -411,8 +425,8 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
     SOMM_ASSIGN_OR_RETURN(VersionPtr v, registry.Resolve(model, ""));
     const int replicas = managed ? v->config.instance_count : result.static_replicas.at(model);
     Status loaded = Unavailable("no answer");
-    controller.EnsureLoaded(
-        v, kAsRegistered, controller.BaseHardware(*v), replicas,
+    controllers.EnsureLoaded(
+        v, kAsRegistered, controllers.BaseHardware(*v), replicas,
         managed ? "configured instances (model.yaml)" : "static provisioning",
         /*urgent=*/true, [&loaded](const Status& s, const std::string&) { loaded = s; },
         /*query_waits=*/false);
@@ -464,7 +478,7 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
 
   const auto tick = std::chrono::milliseconds(std::max(options.control_tick_ms, 1));
   std::function<void()> tick_fn = [&] {
-    controller.Tick();
+    controllers.Tick();
     if (loop.Now() + tick <= t_end + tick) loop.After(tick, tick_fn);
   };
   loop.At(t0 + tick, tick_fn);
@@ -487,6 +501,16 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
     }
   };
   loop.At(t0 + std::chrono::seconds(1), [&sample] { sample(0); });
+
+  controllers.StopElectingAt(t_end);
+  if (options.kill_leader_at_s >= 0 && managed) {
+    loop.At(t0 + FromMs(options.kill_leader_at_s * 1000.0), [&] {
+      if (controllers.KillLeader()) {
+        leader_killed_at = loop.Now();
+        spdlog::info("simulation: the leader controller is killed");
+      }
+    });
+  }
 
   // Failures: the victims die at once; each one's lease lapses lease_s
   // later (the store drops its report, the directory forgets it), and a
@@ -670,6 +694,7 @@ std::string ResultsToJson(const std::vector<PolicyResult>& results) {
       }
       j["timeline"] = std::move(t);
       j["workers_killed"] = r.workers_killed;
+      j["leader_takeover_s"] = r.leader_takeover_s;
       j["workers_replaced"] = r.workers_replaced;
       j["view_rebuilds"] = r.view_rebuilds;
     }

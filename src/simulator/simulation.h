@@ -46,6 +46,7 @@
 //
 // Failures and replacements (fail_at_s, lease_s, provision_delay_s) and the
 // view's lag (view_lag_ms, SimulatedStore) are simulated for somm.
+// So is the leader controller's death (kill_leader_at_s).
 // Not simulated yet: more than one router, the network and RPC
 // time between router and worker (a query costs only its queueing and its
 // batch), and CPU contention (between replicas, and from whatever else runs
@@ -113,6 +114,18 @@ struct SimulationOptions {
   std::string fail_zone;
   double lease_s = 3;
   double provision_delay_s = 30;
+  // The leader controller (the somm policy). Two controllers elect a leader
+  // through the cluster's own elector (node/leader_elector.h) over an
+  // in-memory lease on virtual time, each renewing every third of
+  // leader_lease_s; only the leader runs control ticks, and the router
+  // reaches whoever holds the lease. At kill_leader_at_s of the replay (< 0:
+  // never) the leader dies: it renews and acts no more, and calls to it fail
+  // (UNAVAILABLE) while the lease still names it. Once the lease lapses the
+  // standby takes it and controls with a controller of its own (the dead
+  // one's forecasts and pending actions died with it), as a standby
+  // controller process does (docs/cluster.md; the live --leader-lease-ms).
+  double kill_leader_at_s = -1;
+  double leader_lease_s = 3;
   // How long a worker's report takes to reach the router's and the
   // controller's views (SimulatedStore): about a millisecond, the live
   // median of docs/cluster.md ("Steady-state cost of the cluster state":
@@ -200,6 +213,9 @@ struct PolicyResult {
   std::vector<Second> timeline;
   int workers_killed = 0;
   int workers_replaced = 0;
+  // The leader's death (kill_leader_at_s): seconds from the kill until the
+  // standby held the lease (-1: no kill, or no takeover before the end).
+  double leader_takeover_s = -1;
   int64_t view_rebuilds = 0;
   // The policies that route through somm's router (somm, static-*): what
   // each answered query's explanation reported as its cost (somm_cost_usd,

@@ -542,6 +542,49 @@ TEST(SimulationTest, AKilledWorkerIsDetectedAfterTheLeaseAndReplacedAfterTheDela
   EXPECT_NEAR(calm->worker_seconds, 4 * calm->duration_s, 0.01);
 }
 
+// The leader controller dies 15 s in, and the load steps from 50 to 600
+// q/s at 20 s: more than one replica carries. The standby takes the lease
+// once it lapses (3 s, renewed every second) and scales for the step as the
+// leader would have. With a lease of 30 s no controller acts until after
+// the replay's end, and the step is met by one replica: fewer met.
+TEST(SimulationTest, TheStandbyControllerTakesOverAfterTheLeaseAndScalesForTheStep) {
+  SimulationOptions o;
+  o.repository = WriteRepository("leader");
+  o.latency_noise_sigma = 0;
+  o.workers = 2;
+  o.worker_memory_bytes = int64_t{1} << 30;
+  loadgen::Trace trace = SteadyTrace(50, 20);
+  for (auto& q : SteadyTrace(600, 20).queries) {
+    q.timestamp_ms += 20000;
+    trace.queries.push_back(q);
+  }
+  auto calm = RunPolicy(o, trace, Policy::kSomm);
+  ASSERT_TRUE(calm.ok()) << calm.status().ToString();
+  EXPECT_EQ(calm->leader_takeover_s, -1);
+
+  o.kill_leader_at_s = 15;
+  o.leader_lease_s = 3;
+  auto killed = RunPolicy(o, trace, Policy::kSomm);
+  ASSERT_TRUE(killed.ok()) << killed.status().ToString();
+  // The lease lapses 3 s after the dead leader's last renewal (up to 1 s
+  // before the kill); the standby asks every second.
+  EXPECT_GE(killed->leader_takeover_s, 2.0 - 1e-9);
+  EXPECT_LE(killed->leader_takeover_s, 4.0 + 1e-9);
+  EXPECT_GE(killed->timeline[35].replicas, 2) << ResultsToJson({*killed});
+  EXPECT_NEAR(killed->attainment, calm->attainment, 0.01);
+
+  o.leader_lease_s = 30;
+  auto headless = RunPolicy(o, trace, Policy::kSomm);
+  ASSERT_TRUE(headless.ok()) << headless.status().ToString();
+  EXPECT_GE(headless->leader_takeover_s, 20.0);  // after most of the step
+  EXPECT_EQ(headless->timeline[30].replicas, 1) << ResultsToJson({*headless});
+  EXPECT_LT(headless->attainment, killed->attainment - 0.2);
+  std::printf("[sim leader kill] attainment: no kill %.4f, kill with a 3-s lease %.4f "
+              "(standby leads %.1f s after), kill with a 30-s lease %.4f\n",
+              calm->attainment, killed->attainment, killed->leader_takeover_s,
+              headless->attainment);
+}
+
 TEST(SimulationTest, ReadsAClusterDescription) {
   const fs::path path = fs::path(::testing::TempDir()) / "somm-sim-cluster.json";
   std::ofstream(path) << R"({"zones": [{"name": "a", "workers": 3, "cores": 4, "memory_mb": 2048},
