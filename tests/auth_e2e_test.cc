@@ -9,12 +9,14 @@
 #include <httplib.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "e2e_fixture.h"
 #include "proto/inference.grpc.pb.h"
@@ -680,6 +682,61 @@ TEST_F(AuthE2ETest, UnloadOverRestAndGrpcAndTheAuditLog) {
   for (const std::string* key : {admin_, owner_, other_, metrics_, quota_, revoked_}) {
     EXPECT_EQ(text.find(key->substr(22)), std::string::npos) << "a secret in the audit log";
   }
+}
+
+// Calls refused before their body or message is read (REST's head check,
+// gRPC's metadata check) are in the audit log as other refused calls are:
+// without a valid key at a bounded rate, with a key whose role may not, in
+// full. They were not recorded at all.
+TEST_F(AuthE2ETest, RefusalsBeforeTheBodyOrMessageAreAudited) {
+  // Other tests' refusals took the unauthenticated records' burst: 2 s
+  // gives it back.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  httplib::Client c("127.0.0.1", server_->http_port());
+  auto r =
+      c.Post("/v2/models/audit-probe/infer", Headers(Who::kNoKey), Query(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  r = c.Post("/v2/repository/models/audit-probe/register",
+             {{"Authorization", "Bearer " + *metrics_}}, "{}", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403) << r->body;
+  auto channel = Channel();
+  auto stub = inference::GRPCInferenceService::NewStub(channel);
+  inference::ModelInferResponse answer;
+  EXPECT_EQ(
+      stub->ModelInfer(Context(Who::kNoKey).get(), GrpcQuery("audit-probe"), &answer).error_code(),
+      grpc::StatusCode::UNAUTHENTICATED);
+  auto control = somm::SommControl::NewStub(channel);
+  grpc::ClientContext metrics_context;
+  metrics_context.AddMetadata("authorization", "Bearer " + *metrics_);
+  somm::RegisterModelResponse registered;
+  EXPECT_EQ(control->RegisterModel(&metrics_context, {}, &registered).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+
+  std::ifstream in(fs::path(*repo_) / ".somm" / "audit.log");
+  const std::string metrics_id = metrics_->substr(5, 16);
+  bool rest_unknown = false, rest_forbidden = false, grpc_unknown = false, grpc_forbidden = false;
+  std::string text;
+  for (std::string line; std::getline(in, line);) {
+    text += line + "\n";
+    auto j = json::parse(line, nullptr, false);
+    if (!j.is_object()) continue;
+    rest_unknown |= j["action"] == "infer" && j["target"] == "audit-probe" &&
+                    j["outcome"] == "UNAUTHENTICATED" && j["key_id"] == "";
+    rest_forbidden |= j["action"] == "register" && j["target"] == "audit-probe" &&
+                      j["outcome"] == "PERMISSION_DENIED" && j["key_id"] == metrics_id;
+    grpc_unknown |= j["action"] == "infer" &&
+                    j["target"] == "/inference.GRPCInferenceService/ModelInfer" &&
+                    j["outcome"] == "UNAUTHENTICATED";
+    grpc_forbidden |= j["action"] == "register" &&
+                      j["target"] == "/somm.SommControl/RegisterModel" &&
+                      j["outcome"] == "PERMISSION_DENIED" && j["key_id"] == metrics_id;
+  }
+  EXPECT_TRUE(rest_unknown) << "REST head check, no key:\n" << text;
+  EXPECT_TRUE(rest_forbidden) << "REST head check, a metrics key:\n" << text;
+  EXPECT_TRUE(grpc_unknown) << "gRPC metadata check, no key:\n" << text;
+  EXPECT_TRUE(grpc_forbidden) << "gRPC metadata check, a metrics key:\n" << text;
 }
 
 TEST(AuthE2EStartTest, NoAuthBeyondLoopbackRefusesToStart) {

@@ -143,15 +143,23 @@ Guard::Guard(GuardOptions options, QuotaConfig quotas)
 
 Admission Guard::Admit(const CallInfo& call) {
   Admission a = Decide(call);
-  // A refused repository change is audited too: who tried, and why not.
-  // Callers with no valid key are audited at a bounded rate (anyone can
-  // send those), and what was left out is counted in the next record.
-  if (!a.status.ok() && IsMutation(call.op) &&
-      (a.caller.authenticated || AdmitAnonymousRecord())) {
-    audit_.Record({a.caller.key_id, a.caller.tenant, OperationName(call.op), call.model,
-                   StatusCodeName(a.status.code()), a.status.message()});
-  }
+  if (!a.status.ok()) AuditRefusal(a.caller, call.op, OperationName(call.op), call.model, a.status);
   return a;
+}
+
+void Guard::AuditRefusal(const Caller& caller, Operation op, const char* action,
+                         std::string_view target, const Status& refusal) {
+  // Who tried what, and why not: every call refused for its key or its
+  // role, wherever it was refused (a frontend's early check or here), and
+  // every refused repository change. Callers with no valid key are audited
+  // at a bounded rate (anyone can send those), and what was left out is
+  // counted in the next record.
+  const bool for_key_or_role = refusal.code() == StatusCode::kUnauthenticated ||
+                               refusal.code() == StatusCode::kPermissionDenied;
+  if (!for_key_or_role && !IsMutation(op)) return;
+  if (!caller.authenticated && !AdmitAnonymousRecord()) return;
+  audit_.Record({caller.key_id, caller.tenant, action, std::string(target),
+                 StatusCodeName(refusal.code()), refusal.message()});
 }
 
 bool Guard::AdmitAnonymousRecord() {
@@ -196,26 +204,61 @@ StatusOr<KeyRecord> Guard::KeyOf(std::string_view auth) {
   return keys_.Verify(auth);
 }
 
-Status Guard::Authenticate(const std::string& authorization) {
-  if (options_.mode == AuthMode::kNone) return Status::Ok();
-  return KeyOf(authorization).status();
+namespace {
+
+Status RoleRefusal(const Caller& caller, Role role, Operation op) {
+  return PermissionDenied("API key " + caller.key_id + " has role '" + RoleName(role) +
+                          "', which may not call " + OperationName(op));
+}
+
+}  // namespace
+
+StatusOr<VerifiedKey> Guard::Authenticate(const std::string& authorization,
+                                          std::optional<Operation> op, std::string_view target) {
+  VerifiedKey verified;
+  if (options_.mode == AuthMode::kNone) return verified;
+  const char* action = op ? OperationName(*op) : "call";
+  StatusOr<KeyRecord> key = KeyOf(authorization);
+  if (!key.ok()) {
+    AuditRefusal(verified.caller, op.value_or(Operation::kServerMetadata), action, target,
+                 key.status());
+    return key.status();
+  }
+  verified.caller.authenticated = true;
+  verified.caller.key_id = key->id;
+  verified.caller.tenant = key->tenant;
+  verified.caller.admin = key->role == Role::kAdmin;
+  verified.guard_role = static_cast<int>(key->role);
+  if (op && !RoleAllows(key->role, *op)) {
+    Status refused = RoleRefusal(verified.caller, key->role, *op);
+    AuditRefusal(verified.caller, *op, action, target, refused);
+    return refused;
+  }
+  return verified;
 }
 
 Admission Guard::Decide(const CallInfo& call) {
   Admission a;
   if (options_.mode == AuthMode::kNone) return a;
-  StatusOr<KeyRecord> key = KeyOf(call.authorization);
-  if (!key.ok()) {
-    a.status = key.status();
-    return a;
+  Role role = Role::kUser;
+  if (call.verified != nullptr && call.verified->caller.authenticated) {
+    // The frontend's early check verified this call's key already.
+    a.caller = call.verified->caller;
+    role = static_cast<Role>(call.verified->guard_role);
+  } else {
+    StatusOr<KeyRecord> key = KeyOf(call.authorization);
+    if (!key.ok()) {
+      a.status = key.status();
+      return a;
+    }
+    a.caller.authenticated = true;
+    a.caller.key_id = key->id;
+    a.caller.tenant = key->tenant;
+    a.caller.admin = key->role == Role::kAdmin;
+    role = key->role;
   }
-  a.caller.authenticated = true;
-  a.caller.key_id = key->id;
-  a.caller.tenant = key->tenant;
-  a.caller.admin = key->role == Role::kAdmin;
-  if (!RoleAllows(key->role, call.op)) {
-    a.status = PermissionDenied("API key " + key->id + " has role '" + RoleName(key->role) +
-                                "', which may not call " + OperationName(call.op));
+  if (!RoleAllows(role, call.op)) {
+    a.status = RoleRefusal(a.caller, role, call.op);
     return a;
   }
   a.status = CheckTenantRules(a.caller, call);

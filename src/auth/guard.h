@@ -92,7 +92,8 @@ class Guard : public CallGuard {
   // GET /metrics on the metrics port: OK for an admin or metrics key.
   Status AdmitMetrics(const std::string& authorization);
 
-  Status Authenticate(const std::string& authorization) override;
+  StatusOr<VerifiedKey> Authenticate(const std::string& authorization, std::optional<Operation> op,
+                                     std::string_view target) override;
   Admission Admit(const CallInfo& call) override;
   void Done(const Caller& caller, const CallInfo& call, const Status& outcome) override;
   bool MaySee(const Caller& caller, const std::string& model) override;
@@ -115,6 +116,12 @@ class Guard : public CallGuard {
   Admission Decide(const CallInfo& call);
   // The key an Authorization value ("Bearer <key>") carries, verified.
   StatusOr<KeyRecord> KeyOf(std::string_view authorization);
+  // Writes the audit record of a refused call when it is one the log keeps:
+  // any refusal for want of a valid key (at a bounded rate, below) or of a
+  // role, whatever the operation, and every refused repository change.
+  // `action` and `target` name the call.
+  void AuditRefusal(const Caller& caller, Operation op, const char* action, std::string_view target,
+                    const Status& refusal);
   Ownership OwnerOf(const std::string& model) const;
   bool Visible(const Caller& caller, const Ownership& o) const;
   // Bytes of the model files of `tenant`'s private models in the repository.

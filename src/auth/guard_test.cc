@@ -203,5 +203,55 @@ TEST_F(GuardTest, RefusedCallsWithoutAKeyAreAuditedAtABoundedRate) {
   EXPECT_EQ(lines() - known_before, 50u);
 }
 
+// A frontend's early check (REST's head check, gRPC's metadata check)
+// refuses calls before their body is read; those refusals are audited as
+// Admit's are: every call without a valid key, at a bounded rate, and every
+// call whose key's role may not make it.
+TEST_F(GuardTest, RefusalsOfTheEarlyCheckAreAuditedAtABoundedRate) {
+  // The records that hold every one of `parts`.
+  auto lines = [this](std::initializer_list<std::string> parts) {
+    std::istringstream text(AuditText());
+    size_t n = 0;
+    for (std::string line; std::getline(text, line);) {
+      n += std::all_of(parts.begin(), parts.end(),
+                       [&](const std::string& p) { return line.find(p) != std::string::npos; });
+    }
+    return n;
+  };
+  for (int i = 0; i < 1000; ++i) {
+    EXPECT_EQ(guard_->Authenticate("Bearer somm_0000000000000000_nope", Operation::kInfer, "pub")
+                  .status()
+                  .code(),
+              StatusCode::kUnauthenticated);
+  }
+  const size_t unknown =
+      lines({"\"action\":\"infer\"", "\"target\":\"pub\"", "\"outcome\":\"UNAUTHENTICATED\""});
+  EXPECT_GE(unknown, 1u) << AuditText();
+  EXPECT_LE(unknown, 20u);
+  // A metrics key may not query: refused from the head, audited in full.
+  for (int i = 0; i < 30; ++i) {
+    EXPECT_EQ(guard_->Authenticate(metrics_, Operation::kInfer, "pub").status().code(),
+              StatusCode::kPermissionDenied);
+  }
+  EXPECT_EQ(lines({"\"outcome\":\"PERMISSION_DENIED\""}), 30u) << AuditText();
+  // A good key passes, is not audited, and Admit takes it as verified.
+  const size_t before = lines({});
+  StatusOr<VerifiedKey> verified = guard_->Authenticate(user_a_, Operation::kInfer, "priv");
+  ASSERT_TRUE(verified.ok()) << verified.status().message();
+  EXPECT_EQ(verified->caller.tenant, "a");
+  CallInfo call{Operation::kInfer, "pub", "Bearer not-even-a-key", false, 0, &*verified};
+  Admission a = guard_->Admit(call);
+  EXPECT_TRUE(a.status.ok()) << a.status.message();
+  EXPECT_EQ(a.caller.tenant, "a");
+  guard_->Done(a.caller, call, Status::Ok());
+  EXPECT_EQ(lines({}), before);
+  // The role is still applied to the operation Admit is asked for.
+  StatusOr<VerifiedKey> metrics_key = guard_->Authenticate(metrics_, std::nullopt, "/metrics");
+  ASSERT_TRUE(metrics_key.ok());
+  EXPECT_EQ(guard_->Admit(CallInfo{Operation::kInfer, "pub", metrics_, false, 0, &*metrics_key})
+                .status.code(),
+            StatusCode::kPermissionDenied);
+}
+
 }  // namespace
 }  // namespace somm::auth

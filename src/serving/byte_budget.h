@@ -6,8 +6,11 @@
 // which is what a burst of concurrent maximum-size bodies costs in memory.
 // A frontend reserves a request's bytes before it holds them: REST the
 // body's declared length as soon as its head is parsed and its caller known,
-// before a byte of the body is read; gRPC a message's size when it arrives;
-// both the decoded tensors' bytes once they are decoded. A request that would
+// before a byte of the body is read; gRPC, whose message's size is known
+// only once it is read whole, the largest message a call may send
+// (--max-body-bytes) as soon as its metadata is checked, before the message
+// is read, shrunk to the message's size when it arrives (ShrinkTo); both
+// the decoded tensors' bytes once they are decoded. A request that would
 // take the bytes in flight past the budget is answered at once (HTTP 429 with
 // Retry-After, gRPC RESOURCE_EXHAUSTED) with Refusal()'s message, and its
 // body is not read or its message not decoded. A request holds its
@@ -73,6 +76,15 @@ class ByteBudget {
       if (budget_ != nullptr) std::exchange(budget_, nullptr)->Give(std::exchange(bytes_, 0));
     }
     int64_t bytes() const { return bytes_; }
+    // Keeps `bytes` of what is held, giving back the rest; holding fewer
+    // already, nothing changes (what was reserved is the most it holds).
+    // How a reservation made before a size was known (the largest a gRPC
+    // message may be) becomes the size that came.
+    void ShrinkTo(int64_t bytes) {
+      if (budget_ == nullptr || bytes >= bytes_) return;
+      budget_->Give(bytes_ - std::max<int64_t>(bytes, 0));
+      bytes_ = std::max<int64_t>(bytes, 0);
+    }
 
    private:
     friend class ByteBudget;
@@ -98,13 +110,13 @@ class ByteBudget {
         return Refusal(bytes, before);
       }
     } while (!held_.compare_exchange_weak(before, before + bytes));
+    int64_t peak = peak_.load();
+    while (before + bytes > peak && !peak_.compare_exchange_weak(peak, before + bytes)) {
+    }
     if (options_.metrics != nullptr && bytes > 0) options_.metrics->AddInflightBytes(bytes);
     return Reservation(this, bytes);
   }
 
-  // Whether the budget is spent already: a frontend that cannot yet tell a
-  // request's size (a gRPC message before it is read) refuses it then.
-  bool Exhausted() const { return options_.max_bytes > 0 && held_.load() >= options_.max_bytes; }
   // The refusal of a request of `bytes` (negative: not known yet) when
   // `held` bytes are in flight.
   Status Refusal(int64_t bytes, int64_t held) const {
@@ -119,6 +131,8 @@ class ByteBudget {
   int retry_after_s() const { return options_.retry_after_s; }
   int64_t max_bytes() const { return options_.max_bytes; }
   int64_t held() const { return held_.load(); }
+  // The most bytes held at once since the budget was made.
+  int64_t peak() const { return peak_.load(); }
   int64_t refused() const { return refused_.load(); }
 
   // The budget `--max-inflight-bytes flag` asks for: 0 = no bound; a
@@ -153,6 +167,7 @@ class ByteBudget {
   const Options options_;
   std::atomic<int64_t> held_{0};
   std::atomic<int64_t> refused_{0};
+  std::atomic<int64_t> peak_{0};
 };
 
 }  // namespace somm

@@ -34,7 +34,6 @@ TEST(ByteBudgetTest, ReservesUpToTheBudgetAndRefusesPastIt) {
   auto b = budget.Reserve(40 * kMiB, "grpc");
   ASSERT_TRUE(b.ok()) << "exactly the budget fits";
   EXPECT_EQ(budget.held(), 100 * kMiB);
-  EXPECT_TRUE(budget.Exhausted());
   EXPECT_EQ(metrics.bytes.load(), 100 * kMiB);
 
   auto c = budget.Reserve(kMiB, "rest");
@@ -53,7 +52,6 @@ TEST(ByteBudgetTest, ReservesUpToTheBudgetAndRefusesPastIt) {
   a->Release();
   a->Release();  // once only
   EXPECT_EQ(budget.held(), 40 * kMiB);
-  EXPECT_FALSE(budget.Exhausted());
   EXPECT_FALSE(budget.Reserve(61 * kMiB, "rest").ok()) << "a large one still does not fit";
   {
     auto d = budget.Reserve(60 * kMiB, "rest");
@@ -67,12 +65,29 @@ TEST(ByteBudgetTest, ReservesUpToTheBudgetAndRefusesPastIt) {
   EXPECT_EQ(metrics.bytes.load(), 0);
 }
 
+TEST(ByteBudgetTest, AReservationShrinksToTheSizeThatCameAndThePeakStays) {
+  CountingMetrics metrics;
+  ByteBudget budget({100 * kMiB, 1, &metrics});
+  auto room = budget.Reserve(64 * kMiB, "grpc");  // the largest a message may be
+  ASSERT_TRUE(room.ok());
+  room->ShrinkTo(kMiB);  // the message that came
+  EXPECT_EQ(room->bytes(), kMiB);
+  EXPECT_EQ(budget.held(), kMiB);
+  EXPECT_EQ(metrics.bytes.load(), kMiB);
+  room->ShrinkTo(2 * kMiB);  // never grows
+  EXPECT_EQ(budget.held(), kMiB);
+  EXPECT_EQ(budget.peak(), 64 * kMiB);
+  room->Release();
+  EXPECT_EQ(budget.held(), 0);
+  EXPECT_EQ(metrics.bytes.load(), 0);
+  EXPECT_EQ(budget.peak(), 64 * kMiB);
+}
+
 TEST(ByteBudgetTest, ZeroOnlyCounts) {
   ByteBudget budget({0, 1, nullptr});
   auto a = budget.Reserve(int64_t{1} << 40, "rest");
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(budget.held(), int64_t{1} << 40);
-  EXPECT_FALSE(budget.Exhausted());
   EXPECT_TRUE(budget.Reserve(-5, "rest").ok()) << "a negative size counts as 0";
 }
 

@@ -4,6 +4,11 @@
 // stay free of OpenSSL and of the key store.
 //
 // Contract:
+//   * A frontend may call Authenticate() as soon as it has a call's head
+//     (REST) or metadata (gRPC), before any of its body is read, and carries
+//     the VerifiedKey it returns into Admit (CallInfo::verified), so a call's
+//     key is verified once. A refusal there is answered at once, and
+//     audited as Admit's are.
 //   * A frontend calls Admit() once per call, before it decodes anything
 //     expensive when it can, with the Authorization value as received
 //     ("Bearer <key>", "" when absent). A refused call is answered with the
@@ -18,7 +23,9 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 #include "serving/caller.h"
@@ -42,12 +49,24 @@ enum class Operation {
 
 const char* OperationName(Operation op);
 
+// A key Authenticate() verified: who it names, and its role in the guard's
+// own terms (auth/roles.h), which frontends only carry back to Admit.
+struct VerifiedKey {
+  Caller caller;  // unauthenticated when the guard asks for no key
+  int guard_role = 0;
+};
+
 struct CallInfo {
   Operation op = Operation::kServerMetadata;
   std::string model;           // "" when the call names none
   std::string authorization;   // the Authorization header or metadata value
   bool private_model = false;  // a registration that asks for a private model
   size_t payload_bytes = 0;    // a registration's model file size
+  // What Authenticate() returned for this very call's Authorization value:
+  // Admit takes the caller from it instead of verifying the key again (a
+  // key revoked between the two is not looked for within one call). Null =
+  // Admit verifies the key itself. Must outlive the Admit call.
+  const VerifiedKey* verified = nullptr;
 };
 
 struct Admission {
@@ -61,11 +80,16 @@ struct Admission {
 class CallGuard {
  public:
   virtual ~CallGuard() = default;
-  // Whether the Authorization value names a valid key, and nothing else (no
-  // role, tenant or quota rule): what a frontend asks as soon as a
-  // request's head is read, so that an unknown caller's body is never read
-  // or decoded. OK without authentication.
-  virtual Status Authenticate(const std::string& authorization) { return Status::Ok(); }
+  // Whether the Authorization value names a valid key whose role may call
+  // `op` (nullopt: any key), and nothing else (no tenant or quota rule):
+  // what a frontend asks as soon as a request's head or metadata is read,
+  // so that an unknown caller's body is never read or decoded. `target`
+  // (the model or path) only names the call in the audit record of a
+  // refusal. An unauthenticated VerifiedKey without authentication.
+  virtual StatusOr<VerifiedKey> Authenticate(const std::string& authorization,
+                                             std::optional<Operation> op, std::string_view target) {
+    return VerifiedKey{};
+  }
   virtual Admission Admit(const CallInfo& call) = 0;
   virtual void Done(const Caller& caller, const CallInfo& call, const Status& outcome) = 0;
   virtual bool MaySee(const Caller& caller, const std::string& model) = 0;

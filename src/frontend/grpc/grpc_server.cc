@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -51,25 +52,31 @@ std::string AuthorizationOf(const grpc::ServerContextBase* context) {
 }
 
 // What every call passes before its message is read and parsed
-// (frontend/grpc/key_first.h): the key, from the metadata alone, as REST's
-// head check does; then the byte budget, spent already or passed by the
-// message that arrived. Health probes pass freely.
+// (frontend/grpc/key_first.h): the key and its role, from the metadata
+// alone, as REST's head check does; then room in the byte budget for the
+// largest message the call may send, which gRPC would read whole once
+// asked, before a byte of it is read. Health probes pass freely.
 class FrontendGate final : public grpc_async::CallGate {
  public:
-  FrontendGate(CallGuard* guard, ByteBudget* budget) : guard_(guard), budget_(budget) {}
+  FrontendGate(CallGuard* guard, ByteBudget* budget, int64_t max_message_bytes)
+      : guard_(guard), budget_(budget), max_message_bytes_(max_message_bytes) {}
 
-  Status BeforeRead(const grpc::ServerContext& context, bool open) override {
-    if (open) return Status::Ok();
-    if (guard_ != nullptr) SOMM_RETURN_IF_ERROR(guard_->Authenticate(AuthorizationOf(&context)));
-    if (budget_ != nullptr && budget_->Exhausted()) return budget_->Refusal(-1);
-    return Status::Ok();
-  }
-  StatusOr<std::shared_ptr<void>> OnArrival(size_t bytes, bool open) override {
-    if (budget_ == nullptr || open) return std::shared_ptr<void>();
-    StatusOr<ByteBudget::Reservation> held =
-        budget_->Reserve(static_cast<int64_t>(bytes), "grpc");
-    if (!held.ok()) return held.status();
-    return std::shared_ptr<void>(std::make_shared<ByteBudget::Reservation>(std::move(held).value()));
+  StatusOr<VerifiedKey> BeforeRead(const grpc::ServerContext& context, std::optional<Operation> op,
+                                   const std::string& path,
+                                   ByteBudget::Reservation* room) override {
+    if (!op) return VerifiedKey{};
+    VerifiedKey verified;
+    if (guard_ != nullptr) {
+      StatusOr<VerifiedKey> known = guard_->Authenticate(AuthorizationOf(&context), op, path);
+      if (!known.ok()) return known.status();
+      verified = std::move(known).value();
+    }
+    if (budget_ != nullptr) {
+      StatusOr<ByteBudget::Reservation> held = budget_->Reserve(max_message_bytes_, "grpc");
+      if (!held.ok()) return held.status();
+      *room = std::move(held).value();
+    }
+    return verified;
   }
 
   CallGuard* guard() const { return guard_; }
@@ -78,6 +85,7 @@ class FrontendGate final : public grpc_async::CallGate {
  private:
   CallGuard* const guard_;   // null = no keys
   ByteBudget* const budget_;  // null = no budget
+  const int64_t max_message_bytes_;
 };
 
 // A method's path, as gRPC names it: "/inference.GRPCInferenceService/ModelInfer".
@@ -88,11 +96,13 @@ std::string SommPath(const char* method) {
   return std::string("/") + somm::SommControl::service_full_name() + "/" + method;
 }
 
-// Asks the guard (when there is one) whether this call may go on.
-Admission AdmitCall(CallGuard* guard, const grpc::ServerContextBase* context, Operation op,
+// Asks the guard (when there is one) whether this call may go on, with the
+// key the gate verified from the call's metadata.
+Admission AdmitCall(CallGuard* guard, const grpc_async::GatedContext& context, Operation op,
                     const std::string& model, bool private_model = false, size_t bytes = 0) {
   if (guard == nullptr) return Admission{};
-  return guard->Admit(CallInfo{op, model, AuthorizationOf(context), private_model, bytes});
+  return guard->Admit(
+      CallInfo{op, model, AuthorizationOf(&context.grpc), private_model, bytes, &context.verified});
 }
 
 void FinishCall(CallGuard* guard, const Caller& caller, Operation op, const std::string& model,
@@ -138,6 +148,7 @@ class OipService final {
   InferenceServer& server() const { return server_; }
   CallGuard* guard() const { return guard_; }
   ByteBudget* budget() const { return gate_.budget(); }
+  FrontendGate& gate() const { return gate_; }
   InflightLimit* inflight_limit() const { return inflight_limit_; }
   grpc_async::KeyFirstService* methods() const { return methods_; }
   int infer_method() const { return infer_method_; }
@@ -150,47 +161,50 @@ class OipService final {
     methods_ = methods;
     infer_method_ = methods->Add(OipPath("ModelInfer"));
     table.Serve<ServerLiveRequest, ServerLiveResponse>(
-        queue, methods, OipPath("ServerLive"), /*open=*/true,
-        [this](const grpc::ServerContext&, const ServerLiveRequest&, ServerLiveResponse* response,
-               Answer answer) {
+        queue, methods, OipPath("ServerLive"), /*open*/ std::nullopt,
+        [this](const grpc_async::GatedContext&, const ServerLiveRequest&,
+               ServerLiveResponse* response, Answer answer) {
           response->set_live(server_.IsLive());
           answer(Status::Ok());
         });
     table.Serve<ServerReadyRequest, ServerReadyResponse>(
-        queue, methods, OipPath("ServerReady"), /*open=*/true,
-        [this](const grpc::ServerContext&, const ServerReadyRequest&,
+        queue, methods, OipPath("ServerReady"), /*open*/ std::nullopt,
+        [this](const grpc_async::GatedContext&, const ServerReadyRequest&,
                ServerReadyResponse* response, Answer answer) {
           response->set_ready(server_.IsReady());
           answer(Status::Ok());
         });
     table.Serve<ModelReadyRequest, ModelReadyResponse>(
-        queue, methods, OipPath("ModelReady"), false, std::bind_front(&OipService::ModelReady, this));
+        queue, methods, OipPath("ModelReady"), Operation::kModelMetadata,
+        std::bind_front(&OipService::ModelReady, this));
     table.Serve<ServerMetadataRequest, ServerMetadataResponse>(
-        queue, methods, OipPath("ServerMetadata"), false,
-        [this](const grpc::ServerContext& context, const ServerMetadataRequest&,
+        queue, methods, OipPath("ServerMetadata"), Operation::kServerMetadata,
+        [this](const grpc_async::GatedContext& context, const ServerMetadataRequest&,
                ServerMetadataResponse* response, Answer answer) {
-          Admission a = AdmitCall(guard_, &context, Operation::kServerMetadata, "");
-          if (a.status.ok()) grpc_codec::EncodeServerMetadata(server_.GetServerMetadata(), response);
+          Admission a = AdmitCall(guard_, context, Operation::kServerMetadata, "");
+          if (a.status.ok())
+            grpc_codec::EncodeServerMetadata(server_.GetServerMetadata(), response);
           answer(a.status);
         });
     table.Serve<ModelMetadataRequest, ModelMetadataResponse>(
-        queue, methods, OipPath("ModelMetadata"), false,
+        queue, methods, OipPath("ModelMetadata"), Operation::kModelMetadata,
         std::bind_front(&OipService::ModelMetadata, this));
     table.Serve<RepositoryIndexRequest, RepositoryIndexResponse>(
-        queue, methods, OipPath("RepositoryIndex"), false,
+        queue, methods, OipPath("RepositoryIndex"), Operation::kIndex,
         std::bind_front(&OipService::RepositoryIndex, this));
     table.Serve<RepositoryModelLoadRequest, RepositoryModelLoadResponse>(
-        queue, methods, OipPath("RepositoryModelLoad"), false,
+        queue, methods, OipPath("RepositoryModelLoad"), Operation::kLoad,
         std::bind_front(&OipService::Load, this));
     table.Serve<RepositoryModelUnloadRequest, RepositoryModelUnloadResponse>(
-        queue, methods, OipPath("RepositoryModelUnload"), false,
+        queue, methods, OipPath("RepositoryModelUnload"), Operation::kUnload,
         std::bind_front(&OipService::Unload, this));
   }
 
  private:
-  void ModelReady(const grpc::ServerContext& context, const inference::ModelReadyRequest& request,
+  void ModelReady(const grpc_async::GatedContext& context,
+                  const inference::ModelReadyRequest& request,
                   inference::ModelReadyResponse* response, const Answer& answer) {
-    Admission a = AdmitCall(guard_, &context, Operation::kModelMetadata, request.name());
+    Admission a = AdmitCall(guard_, context, Operation::kModelMetadata, request.name());
     if (!a.status.ok()) return answer(a.status);
     // An empty version means "any ready version", as InferenceServer defines.
     StatusOr<bool> ready = server_.IsModelReady(request.name(), request.version());
@@ -198,10 +212,10 @@ class OipService final {
     answer(ready.status());
   }
 
-  void ModelMetadata(const grpc::ServerContext& context,
+  void ModelMetadata(const grpc_async::GatedContext& context,
                      const inference::ModelMetadataRequest& request,
                      inference::ModelMetadataResponse* response, const Answer& answer) {
-    Admission a = AdmitCall(guard_, &context, Operation::kModelMetadata, request.name());
+    Admission a = AdmitCall(guard_, context, Operation::kModelMetadata, request.name());
     if (!a.status.ok()) return answer(a.status);
     StatusOr<somm::ModelMetadata> metadata =
         server_.GetModelMetadata(request.name(), request.version());
@@ -209,10 +223,10 @@ class OipService final {
     answer(metadata.status());
   }
 
-  void RepositoryIndex(const grpc::ServerContext& context,
+  void RepositoryIndex(const grpc_async::GatedContext& context,
                        const inference::RepositoryIndexRequest& request,
                        inference::RepositoryIndexResponse* response, const Answer& answer) {
-    Admission a = AdmitCall(guard_, &context, Operation::kIndex, "");
+    Admission a = AdmitCall(guard_, context, Operation::kIndex, "");
     if (!a.status.ok()) return answer(a.status);
     // somm serves one repository, so repository_name selects nothing.
     for (const RepositoryEntry& entry : server_.RepositoryIndex(request.ready())) {
@@ -226,13 +240,13 @@ class OipService final {
     answer(Status::Ok());
   }
 
-  void Load(const grpc::ServerContext& context,
+  void Load(const grpc_async::GatedContext& context,
             const inference::RepositoryModelLoadRequest& request,
             inference::RepositoryModelLoadResponse*, Answer answer) {
     if (request.model_name().empty()) {
       return answer(InvalidArgument("load request names no model (model_name)"));
     }
-    Admission a = AdmitCall(guard_, &context, Operation::kLoad, request.model_name());
+    Admission a = AdmitCall(guard_, context, Operation::kLoad, request.model_name());
     if (!a.status.ok()) return answer(a.status);
     Status params = CheckLoadParameters(request);
     if (!params.ok()) {
@@ -248,7 +262,7 @@ class OipService final {
     if (!posted.ok()) RefuseControl(guard_, a.caller, Operation::kLoad, request.model_name(), posted, answer);
   }
 
-  void Unload(const grpc::ServerContext& context,
+  void Unload(const grpc_async::GatedContext& context,
               const inference::RepositoryModelUnloadRequest& request,
               inference::RepositoryModelUnloadResponse*, Answer answer) {
     if (request.model_name().empty()) {
@@ -256,7 +270,7 @@ class OipService final {
     }
     // Triton's one unload parameter, unload_dependents, concerns ensembles,
     // which somm does not have; it is accepted and has nothing to do.
-    Admission a = AdmitCall(guard_, &context, Operation::kUnload, request.model_name());
+    Admission a = AdmitCall(guard_, context, Operation::kUnload, request.model_name());
     if (!a.status.ok()) return answer(a.status);
     const Status posted = PostControl(
         control_, answer, [this, name = request.model_name(), caller = a.caller](const Answer& answer) {
@@ -290,18 +304,17 @@ class InferCall final
  private:
   void AskNext() override { queue_->Ask<InferCall>(service_, queue_); }
   Status Admit() override {
-    CallGuard* guard = service_->guard();
-    if (guard != nullptr) SOMM_RETURN_IF_ERROR(guard->Authenticate(AuthorizationOf(&context_)));
-    ByteBudget* budget = service_->budget();
-    if (budget != nullptr && budget->Exhausted()) return budget->Refusal(-1);
+    // The task form (Operation::kTaskInfer) is told apart only once the
+    // message is read; both operations need the same role.
+    StatusOr<VerifiedKey> verified = service_->gate().BeforeRead(
+        context_, Operation::kInfer, service_->methods()->path(service_->infer_method()),
+        &message_hold_);
+    if (!verified.ok()) return verified.status();
+    verified_ = std::move(verified).value();
     return Status::Ok();
   }
   Status Arrived(size_t bytes) override {
-    ByteBudget* budget = service_->budget();
-    if (budget == nullptr) return Status::Ok();
-    StatusOr<ByteBudget::Reservation> held = budget->Reserve(static_cast<int64_t>(bytes), "grpc");
-    if (!held.ok()) return held.status();
-    message_hold_ = std::move(held).value();
+    message_hold_.ShrinkTo(static_cast<int64_t>(bytes));
     return Status::Ok();
   }
   // Gives back what the call holds, before its answer is sent.
@@ -325,7 +338,8 @@ class InferCall final
       if (!slot_.held()) return Refuse(limit->Refusal());
     }
     CallGuard* guard = service_->guard();
-    Admission a = AdmitCall(guard, &context_, op, request_.model_name());
+    Admission a =
+        AdmitCall(guard, grpc_async::GatedContext{context_, verified_}, op, request_.model_name());
     if (!a.status.ok()) return Refuse(a.status);
     InferenceRequest query;
     Status decoded = grpc_codec::DecodeInferRequest(request_, &query);
@@ -371,8 +385,9 @@ class InferCall final
   }
 
   OipService* const service_;
+  VerifiedKey verified_;
   InflightLimit::Slot slot_;
-  ByteBudget::Reservation message_hold_;
+  ByteBudget::Reservation message_hold_;  // the message's room, then its size
   ByteBudget::Reservation tensor_hold_;
 };
 
@@ -387,50 +402,55 @@ class SommControlService final {
   void Declare(grpc_async::CallQueue* queue, grpc_async::KeyFirstService* methods,
                grpc_async::KeyFirstTable& table) {
     table.Serve<RegisterModelRequest, RegisterModelResponse>(
-        queue, methods, SommPath("RegisterModel"), false,
+        queue, methods, SommPath("RegisterModel"), Operation::kRegister,
         std::bind_front(&SommControlService::RegisterModel, this));
     table.Serve<GetVariantsRequest, GetVariantsResponse>(
-        queue, methods, SommPath("GetVariants"), false,
+        queue, methods, SommPath("GetVariants"), Operation::kModelMetadata,
         std::bind_front(&SommControlService::GetVariants, this));
     table.Serve<RecentDecisionsRequest, RecentDecisionsResponse>(
-        queue, methods, SommPath("RecentDecisions"), false,
+        queue, methods, SommPath("RecentDecisions"), Operation::kDecisions,
         std::bind_front(&SommControlService::RecentDecisions, this));
-    table.Serve<ListTasksRequest, TasksResponse>(queue, methods, SommPath("ListTasks"), false,
-                [this](const grpc::ServerContext& c, const somm::ListTasksRequest&,
-                       somm::TasksResponse* response, Answer answer) {
-                  Admission a = AdmitCall(guard_, &c, Operation::kIndex, "");
-                  if (a.status.ok()) grpc_codec::EncodeTasks(server_.ListTasks(a.caller), response);
-                  answer(a.status);
-                });
-    table.Serve<DescribeTaskRequest, TasksResponse>(queue, methods, SommPath("DescribeTask"), false,
-                [this](const grpc::ServerContext& c, const somm::DescribeTaskRequest& r,
-                       somm::TasksResponse* response, Answer answer) {
-                  Admission a = AdmitCall(guard_, &c, Operation::kIndex, "");
-                  if (!a.status.ok()) return answer(a.status);
-                  StatusOr<TaskDescription> task = server_.DescribeTask(r.task(), a.caller);
-                  if (task.ok()) grpc_codec::EncodeTasks({*task}, response);
-                  answer(task.status());
-                });
-    table.Serve<RolloutRequest, RolloutResponse>(queue, methods, SommPath("Rollout"), false,
-                std::bind_front(&SommControlService::Rollout, this));
-    table.Serve<GetRolloutRequest, RolloutResponse>(queue, methods, SommPath("GetRollout"), false,
-                [this](const grpc::ServerContext& c, const somm::GetRolloutRequest& r,
-                       somm::RolloutResponse* response, Answer answer) {
-                  Admission a = AdmitCall(guard_, &c, Operation::kModelMetadata, r.model_name());
-                  if (!a.status.ok()) return answer(a.status);
-                  StatusOr<RolloutView> view = server_.GetRollout(r.model_name(), a.caller);
-                  if (view.ok()) response->set_rollout_json(RolloutViewToJson(*view));
-                  answer(view.status());
-                });
+    table.Serve<ListTasksRequest, TasksResponse>(
+        queue, methods, SommPath("ListTasks"), Operation::kIndex,
+        [this](const grpc_async::GatedContext& c, const somm::ListTasksRequest&,
+               somm::TasksResponse* response, Answer answer) {
+          Admission a = AdmitCall(guard_, c, Operation::kIndex, "");
+          if (a.status.ok()) grpc_codec::EncodeTasks(server_.ListTasks(a.caller), response);
+          answer(a.status);
+        });
+    table.Serve<DescribeTaskRequest, TasksResponse>(
+        queue, methods, SommPath("DescribeTask"), Operation::kIndex,
+        [this](const grpc_async::GatedContext& c, const somm::DescribeTaskRequest& r,
+               somm::TasksResponse* response, Answer answer) {
+          Admission a = AdmitCall(guard_, c, Operation::kIndex, "");
+          if (!a.status.ok()) return answer(a.status);
+          StatusOr<TaskDescription> task = server_.DescribeTask(r.task(), a.caller);
+          if (task.ok()) grpc_codec::EncodeTasks({*task}, response);
+          answer(task.status());
+        });
+    table.Serve<RolloutRequest, RolloutResponse>(
+        queue, methods, SommPath("Rollout"), Operation::kRollout,
+        std::bind_front(&SommControlService::Rollout, this));
+    table.Serve<GetRolloutRequest, RolloutResponse>(
+        queue, methods, SommPath("GetRollout"), Operation::kModelMetadata,
+        [this](const grpc_async::GatedContext& c, const somm::GetRolloutRequest& r,
+               somm::RolloutResponse* response, Answer answer) {
+          Admission a = AdmitCall(guard_, c, Operation::kModelMetadata, r.model_name());
+          if (!a.status.ok()) return answer(a.status);
+          StatusOr<RolloutView> view = server_.GetRollout(r.model_name(), a.caller);
+          if (view.ok()) response->set_rollout_json(RolloutViewToJson(*view));
+          answer(view.status());
+        });
   }
 
  private:
-  void RegisterModel(const grpc::ServerContext& context, const somm::RegisterModelRequest& request,
+  void RegisterModel(const grpc_async::GatedContext& context,
+                     const somm::RegisterModelRequest& request,
                      somm::RegisterModelResponse* response, Answer answer) {
     RegistrationRequest registration;
     Status decoded = grpc_codec::DecodeRegistration(request, &registration);
     if (!decoded.ok()) return answer(decoded);
-    Admission a = AdmitCall(guard_, &context, Operation::kRegister, registration.name,
+    Admission a = AdmitCall(guard_, context, Operation::kRegister, registration.name,
                             registration.private_model, registration.model_bytes.size());
     if (!a.status.ok()) return answer(a.status);
     if (registration.private_model) registration.owner_tenant = a.caller.tenant;
@@ -457,22 +477,22 @@ class SommControlService final {
     }
   }
 
-  void GetVariants(const grpc::ServerContext& context, const somm::GetVariantsRequest& request,
+  void GetVariants(const grpc_async::GatedContext& context, const somm::GetVariantsRequest& request,
                    somm::GetVariantsResponse* response, const Answer& answer) {
     if (request.name().empty()) {
       return answer(InvalidArgument("variants request names no model (name)"));
     }
-    Admission a = AdmitCall(guard_, &context, Operation::kModelMetadata, request.name());
+    Admission a = AdmitCall(guard_, context, Operation::kModelMetadata, request.name());
     if (!a.status.ok()) return answer(a.status);
     StatusOr<RegistrationStatus> status = server_.GetRegistrationStatus(request.name());
     if (status.ok()) grpc_codec::EncodeRegistrationStatus(*status, response);
     answer(status.status());
   }
 
-  void RecentDecisions(const grpc::ServerContext& context,
+  void RecentDecisions(const grpc_async::GatedContext& context,
                        const somm::RecentDecisionsRequest& request,
                        somm::RecentDecisionsResponse* response, const Answer& answer) {
-    Admission a = AdmitCall(guard_, &context, Operation::kDecisions, "");
+    Admission a = AdmitCall(guard_, context, Operation::kDecisions, "");
     if (!a.status.ok()) return answer(a.status);
     const uint32_t limit =
         request.limit() == 0 ? grpc_codec::kDefaultDecisionLimit : request.limit();
@@ -488,12 +508,12 @@ class SommControlService final {
     answer(Status::Ok());
   }
 
-  void Rollout(const grpc::ServerContext& context, const somm::RolloutRequest& request,
+  void Rollout(const grpc_async::GatedContext& context, const somm::RolloutRequest& request,
                somm::RolloutResponse* response, Answer answer) {
     if (request.model_name().empty()) {
       return answer(InvalidArgument("rollout request names no model (model_name)"));
     }
-    Admission a = AdmitCall(guard_, &context, Operation::kRollout, request.model_name());
+    Admission a = AdmitCall(guard_, context, Operation::kRollout, request.model_name());
     if (!a.status.ok()) return answer(a.status);
     StatusOr<RolloutChange> change =
         RolloutChangeFromJson(request.model_name(), request.change_json());
@@ -528,8 +548,9 @@ std::string HostPort(const std::string& address, int port) {
 }  // namespace
 
 struct GrpcFrontend::Impl {
-  Impl(InferenceServer& server, CallGuard* guard, InflightLimit* inflight_limit, ByteBudget* budget)
-      : gate(guard, budget),
+  Impl(InferenceServer& server, CallGuard* guard, InflightLimit* inflight_limit, ByteBudget* budget,
+       int64_t max_message_bytes)
+      : gate(guard, budget, max_message_bytes),
         service(server, control, gate, inflight_limit),
         somm_service(server, control, guard),
         methods(&gate) {}
@@ -573,7 +594,7 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& ser
 
   grpc_codec::TurnOffAbslDeadlockDetection();
   auto impl = std::make_unique<Impl>(server, options.guard, options.inflight_limit,
-                                     options.byte_budget);
+                                     options.byte_budget, options.max_message_bytes);
   const std::string where = HostPort(options.address, options.port);
   grpc::ServerBuilder builder;
   auto credentials = grpc_tls::ServerCredentials(options.tls);

@@ -8,9 +8,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "frontend/grpc/grpc_server.h"
 #include "proto/inference.grpc.pb.h"
@@ -160,18 +162,41 @@ TEST_F(GrpcKeyFirstTest, AKnownCallersMessageIsReadAsBefore) {
   EXPECT_EQ(response.raw_output_contents(0).size(), 32u);
 }
 
+TEST_F(GrpcKeyFirstTest, TheKeyIsVerifiedOncePerCall) {
+  // The metadata check's verified key is carried into the full admission.
+  grpc::Status status;
+  clients_.emplace_back([&] { status = Infer(Echo(2), "Bearer good"); });
+  ASSERT_TRUE(server_.WaitHeld(1));
+  server_.Release();
+  clients_.back().join();
+  clients_.pop_back();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(guard_.admitted.load(), 1);
+  EXPECT_EQ(guard_.authenticated.load(), 1) << "ModelInfer verified its key twice";
+  grpc::ClientContext context;
+  context.AddMetadata("authorization", "Bearer good");
+  inference::ModelMetadataRequest request;
+  request.set_name("echo");
+  inference::ModelMetadataResponse metadata;
+  ASSERT_TRUE(stub_->ModelMetadata(&context, request, &metadata).ok());
+  EXPECT_EQ(guard_.authenticated.load(), 2) << "ModelMetadata verified its key twice";
+}
+
 class GrpcByteBudgetTest : public GrpcFrontendFixture {
  protected:
   void SetUp() override {
     GrpcFrontendOptions options;
     options.byte_budget = &budget_;
+    options.max_message_bytes = 6 << 20;
     Start(options);
   }
-  ByteBudget budget_{ByteBudget::Options{10 << 20, 1, nullptr}};
+  // Room for the largest message (6 MiB) while one large query is held.
+  ByteBudget budget_{ByteBudget::Options{15 << 20, 1, nullptr}};
 };
 
 TEST_F(GrpcByteBudgetTest, MessagesPastTheBudgetAreResourceExhaustedWhileSmallOnesPass) {
   // 4 MiB of tensor: its message and its decoded tensor hold about 8 MiB.
+  // A second one gets room for its message, but not for its tensor.
   constexpr int64_t kRows = (4 << 20) / 16;
   grpc::Status first;
   clients_.emplace_back([&] { first = Infer(Echo(kRows), ""); });
@@ -213,6 +238,69 @@ TEST_F(GrpcByteBudgetTest, MessagesPastTheBudgetAreResourceExhaustedWhileSmallOn
   clients_.back().join();
   clients_.pop_back();
   EXPECT_TRUE(again.ok()) << again.error_message();
+}
+
+// gRPC reads a message whole once the server asks for it, and its size is
+// known only then: a budget counted at arrival let 8 concurrent 60 MB
+// messages be read against a 256 MiB budget. Each call now reserves room
+// for the largest message it may send before its message is read, so the
+// calls past the budget are refused from their metadata, unread (here they
+// never send one), and what is being received is counted in the budget.
+TEST_F(GrpcByteBudgetTest, MessagesBeingReceivedAreBoundedAndTheRestRefusedUnread) {
+  constexpr int kCalls = 8;
+  constexpr int64_t kMaxMessage = 6 << 20;  // the fixture's max_message_bytes
+  struct OpenCall {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::GenericClientAsyncReaderWriter> stream;
+    grpc::Status status;
+    bool ended = false;
+  };
+  grpc::GenericStub stub(channel_);
+  grpc::CompletionQueue cq;
+  std::vector<std::unique_ptr<OpenCall>> calls;
+  // Tags: 2i+1 the start of call i, 2i+2 its end.
+  auto tag = [](int i, bool end) { return reinterpret_cast<void*>(uintptr_t(2 * i + 1 + end)); };
+  for (int i = 0; i < kCalls; ++i) {
+    auto call = std::make_unique<OpenCall>();
+    call->stream =
+        stub.PrepareCall(&call->context, "/inference.GRPCInferenceService/ModelInfer", &cq);
+    call->stream->StartCall(tag(i, false));
+    call->stream->Finish(&call->status, tag(i, true));
+    calls.push_back(std::move(call));
+  }
+  auto drain_until = [&](std::chrono::system_clock::time_point deadline) {
+    void* got = nullptr;
+    bool ok = false;
+    while (cq.AsyncNext(&got, &ok, deadline) == grpc::CompletionQueue::GOT_EVENT) {
+      const auto n = reinterpret_cast<uintptr_t>(got);
+      if (n % 2 == 0) calls[n / 2 - 1]->ended = true;
+    }
+  };
+  // No call sends its message: whatever ends now was refused unread.
+  drain_until(std::chrono::system_clock::now() + std::chrono::milliseconds(1500));
+  int refused = 0;
+  for (const auto& call : calls) {
+    if (!call->ended) continue;
+    ++refused;
+    EXPECT_EQ(call->status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+        << call->status.error_message();
+    EXPECT_NE(call->status.error_message().find("max_inflight_bytes"), std::string::npos);
+  }
+  const int waiting = static_cast<int>(budget_.max_bytes() / kMaxMessage);  // 2
+  EXPECT_EQ(refused, kCalls - waiting) << "calls past the budget waited for their messages";
+  EXPECT_EQ(budget_.held(), waiting * kMaxMessage) << "messages being received are not counted";
+  EXPECT_LE(budget_.peak(), budget_.max_bytes());
+  // The calls that wait end, and give their room back.
+  for (const auto& call : calls) call->context.TryCancel();
+  drain_until(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  for (const auto& call : calls) EXPECT_TRUE(call->ended);
+  cq.Shutdown();
+  drain_until(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (budget_.held() != 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(budget_.held(), 0);
 }
 
 }  // namespace

@@ -11,8 +11,11 @@
 // from the metadata, and only an admitted call's message is read. A refused
 // call is answered at once and its stream reset, so its client stops
 // sending: the server holds at most the transport's flow-control window of
-// it. A message that arrives is sized before it is parsed, so the gate can
-// also refuse one that would pass the server's byte budget.
+// it. gRPC reads a message whole once asked to, and tells its size only
+// then, so the gate reserves room in the server's byte budget for the
+// largest message the call may send before it asks; a call that cannot
+// have it is refused unread, and the room shrinks to the message's size
+// when it arrives.
 //
 // Contract:
 //   * KeyFirstService::Add registers a method by its path before the
@@ -24,9 +27,9 @@
 //     thread. Each answered offer is renewed (AskNext) before Admit runs.
 //     Requests come parsed into request_; one message is read, and a call
 //     whose client sends none is answered INVALID_ARGUMENT.
-//   * KeyFirstTable serves methods with handlers (async_unary.h's Handler),
-//     behind one CallGate. The table holds the handlers and the gate must
-//     outlive it; the table must outlive the queue's Close.
+//   * KeyFirstTable serves methods with handlers (GatedHandler), behind one
+//     CallGate; a handler gets the key the gate verified (GatedContext). The table holds the
+//     handlers and the gate must outlive it; the table must outlive the queue's Close.
 //   * Thread-safety as async_unary.h's calls: a call's events come one at a
 //     time; Finish may be called from any thread, once.
 #pragma once
@@ -38,6 +41,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,6 +49,8 @@
 #include "common/status.h"
 #include "frontend/grpc/async_unary.h"
 #include "frontend/grpc/grpc_codec.h"
+#include "serving/byte_budget.h"
+#include "serving/call_guard.h"
 
 namespace somm::grpc_async {
 
@@ -62,6 +68,8 @@ class KeyFirstService final : public grpc::Service {
     MarkMethodAsync(index);
     return index;
   }
+  // The path of method `index`.
+  const std::string& path(int index) const { return paths_[static_cast<size_t>(index)]; }
   // Offers the next call of method `index` on `cq`, with `tag`.
   template <typename Response>
   void Ask(int index, grpc::ServerContext* context,
@@ -172,14 +180,25 @@ class KeyFirstCall : public Tag {
 class CallGate {
  public:
   virtual ~CallGate() = default;
-  // From the metadata alone, before the message is read; `open` methods
-  // (health probes) need no key. Non-OK answers the call unread.
-  virtual Status BeforeRead(const grpc::ServerContext& context, bool open) = 0;
-  // When a message of `bytes` has arrived, before it is parsed: what the
-  // call holds until it is answered (a reservation of the byte budget), or
-  // the refusal.
-  virtual StatusOr<std::shared_ptr<void>> OnArrival(size_t bytes, bool open) = 0;
+  // From the metadata alone, before the message is read: the caller's key,
+  // verified for `op` (nullopt: an open method, the health probes, which
+  // need none), and in `*room` the byte budget's room for the largest
+  // message the call may send (nothing for open methods). `path` names the
+  // method in the audit record of a refusal. Non-OK answers the call unread.
+  virtual StatusOr<VerifiedKey> BeforeRead(const grpc::ServerContext& context,
+                                           std::optional<Operation> op, const std::string& path,
+                                           ByteBudget::Reservation* room) = 0;
 };
+
+// What a gated method's handler is given besides its messages: the call's
+// gRPC context, and the key the gate verified from its metadata, for
+// CallInfo::verified (the key is verified once per call).
+struct GatedContext {
+  const grpc::ServerContext& grpc;
+  const VerifiedKey& verified;
+};
+template <typename Request, typename Response>
+using GatedHandler = std::function<void(const GatedContext&, const Request&, Response*, Answer)>;
 
 template <typename Request, typename Response>
 class GatedCall final : public KeyFirstCall<Request, Response> {
@@ -187,48 +206,54 @@ class GatedCall final : public KeyFirstCall<Request, Response> {
   struct Method {
     KeyFirstService* service;
     int index;
-    bool open;
+    std::optional<Operation> op;  // nullopt: open, no key needed
     CallGate* gate;
-    Handler<Request, Response> handler;
+    GatedHandler<Request, Response> handler;
   };
   GatedCall(CallQueue* queue, const Method* method)
       : KeyFirstCall<Request, Response>(queue, method->service, method->index), method_(method) {}
 
  private:
   void AskNext() override { this->queue_->template Ask<GatedCall>(this->queue_, method_); }
-  Status Admit() override { return method_->gate->BeforeRead(this->context_, method_->open); }
+  Status Admit() override {
+    StatusOr<VerifiedKey> verified = method_->gate->BeforeRead(
+        this->context_, method_->op, method_->service->path(method_->index), &room_);
+    if (!verified.ok()) return verified.status();
+    verified_ = std::move(verified).value();
+    return Status::Ok();
+  }
   Status Arrived(size_t bytes) override {
-    StatusOr<std::shared_ptr<void>> hold = method_->gate->OnArrival(bytes, method_->open);
-    if (!hold.ok()) return hold.status();
-    hold_ = std::move(hold).value();
+    room_.ShrinkTo(static_cast<int64_t>(bytes));
     return Status::Ok();
   }
   void Handle() override {
     CallQueue* queue = this->queue_;  // the call may be gone once answered
     queue->Begin();
-    method_->handler(this->context_, this->request_, &this->response_,
+    method_->handler(GatedContext{this->context_, verified_}, this->request_, &this->response_,
                      [this, queue](const Status& status) {
-                       hold_.reset();  // given back before the answer is sent
+                       room_.Release();  // given back before the answer is sent
                        this->Finish(status);
                        queue->End();
                      });
   }
 
   const Method* const method_;
-  std::shared_ptr<void> hold_;
+  VerifiedKey verified_;
+  ByteBudget::Reservation room_;
 };
 
 class KeyFirstTable {
  public:
   explicit KeyFirstTable(CallGate* gate) : gate_(gate) {}
-  // Serves the method at `path` of `service` with `handler`; `open`: it
-  // needs no key (the health probes).
+  // Serves the method at `path` of `service`, the operation `op`, with
+  // `handler`; `op` nullopt: it needs no key (the health probes).
   template <typename Request, typename Response>
-  void Serve(CallQueue* queue, KeyFirstService* service, const std::string& path, bool open,
-             std::type_identity_t<Handler<Request, Response>> handler) {
+  void Serve(CallQueue* queue, KeyFirstService* service, const std::string& path,
+             std::optional<Operation> op,
+             std::type_identity_t<GatedHandler<Request, Response>> handler) {
     using Call = GatedCall<Request, Response>;
     auto method = std::make_shared<typename Call::Method>(
-        typename Call::Method{service, service->Add(path), open, gate_, std::move(handler)});
+        typename Call::Method{service, service->Add(path), op, gate_, std::move(handler)});
     pending_.push_back([queue, m = method.get()] { queue->Ask<Call>(queue, m); });
     methods_.push_back(std::move(method));
   }

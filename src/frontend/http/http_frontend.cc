@@ -67,6 +67,29 @@ Response HealthResponse(bool healthy) {
   return res;
 }
 
+// The route of a request's head: the endpoint its path and method name.
+oip::RestRoute RouteOf(const http::RequestHead& head) {
+  oip::RestRoute route = oip::MatchRestRoute(head.path);
+  const bool post = head.method == "POST";
+  // The paths with two methods: GET reads a rollout or lists jobs, POST
+  // changes the rollout or submits a job.
+  if (route.endpoint == RestEndpoint::kModelRollout && post) {
+    route.endpoint = RestEndpoint::kModelRolloutChange;
+    route.method = "POST";
+  }
+  if (route.endpoint == RestEndpoint::kBatchList && post) {
+    route.endpoint = RestEndpoint::kBatchSubmit;
+    route.method = "POST";
+  }
+  return route;
+}
+
+// The caller the head check verified for this request (ServerOptions::
+// head_check), or null when its head was not checked (no body).
+const VerifiedKey* VerifiedKeyOf(const Request& req) {
+  return static_cast<const VerifiedKey*>(req.head_note.get());
+}
+
 // What a guarded call is, for the CallGuard; nullopt = not guarded (health
 // probes) or guarded later (registration, whose body says if it is private).
 std::optional<Operation> GuardedOperation(RestEndpoint endpoint) {
@@ -202,7 +225,7 @@ struct HttpFrontend::Impl {
   // The head check (http::ServerOptions::head_check): the key, then room in
   // the byte budget for the body.
   std::optional<Response> CheckHead(const http::RequestHead& head, uint64_t body_bytes,
-                                    std::shared_ptr<void>* hold);
+                                    std::shared_ptr<void>* hold, std::shared_ptr<const void>* note);
   Response IndexHandler(std::string_view body, const Caller& caller);
   Response LoadUnloadHandler(const oip::RestRoute& route, std::string_view body,
                              const Caller& caller);
@@ -236,21 +259,12 @@ void HttpFrontend::Impl::Handle(Request request, Responder responder) {
     if (dashboard::IsDashboardPath(req.head.path)) {
       return responder.Send(dashboard::ServeDashboard(req.head.method, req.head.path));
     }
-    oip::RestRoute route = oip::MatchRestRoute(req.head.path);
+    const oip::RestRoute route = RouteOf(req.head);
     if (route.endpoint == RestEndpoint::kNone) {
       return responder.Send(ErrorResponse(
           404, "no inference protocol endpoint at " + req.head.method + " " + req.head.path));
     }
     const std::string method = req.head.method == "HEAD" ? "GET" : req.head.method;
-    // The one path with two methods: GET reads a rollout, POST changes it.
-    if (route.endpoint == RestEndpoint::kModelRollout && method == "POST") {
-      route.endpoint = RestEndpoint::kModelRolloutChange;
-      route.method = "POST";
-    }
-    if (route.endpoint == RestEndpoint::kBatchList && method == "POST") {
-      route.endpoint = RestEndpoint::kBatchSubmit;
-      route.method = "POST";
-    }
     if (method != route.method) {
       Response res = ErrorResponse(405, req.head.path + " accepts " + route.method + ", not " +
                                             req.head.method);
@@ -273,7 +287,8 @@ void HttpFrontend::Impl::Handle(Request request, Responder responder) {
     Caller caller;
     if (options.guard != nullptr) {
       if (std::optional<Operation> op = GuardedOperation(route.endpoint)) {
-        Admission a = options.guard->Admit(CallInfo{*op, route.model, AuthorizationOf(req), false, 0});
+        Admission a = options.guard->Admit(
+            CallInfo{*op, route.model, AuthorizationOf(req), false, 0, VerifiedKeyOf(req)});
         if (!a.status.ok()) {
           slot.Release();
           return responder.Send(RefusalResponse(a));
@@ -420,7 +435,11 @@ Response HttpFrontend::Impl::BatchHandler(const oip::RestRoute& route, const Req
       if (!spec.ok()) return StatusResponse(spec.status());
       Caller runs_as = caller;
       const CallInfo call{spec->model.empty() ? Operation::kTaskInfer : Operation::kInfer,
-                          spec->model, AuthorizationOf(req), false, 0};
+                          spec->model,
+                          AuthorizationOf(req),
+                          false,
+                          0,
+                          VerifiedKeyOf(req)};
       if (options.guard != nullptr) {
         // Admitted as a query of its target: a tenant's job runs only what
         // the tenant may query (another's private model is unknown).
@@ -592,8 +611,9 @@ Response HttpFrontend::Impl::RegisterHandler(const oip::RestRoute& route, const 
   // Admitted only now: whether the model is to be private is in the body.
   Caller caller;
   if (options.guard != nullptr) {
-    Admission a = options.guard->Admit(CallInfo{Operation::kRegister, route.model, AuthorizationOf(req),
-                                                request->private_model, request->model_bytes.size()});
+    Admission a = options.guard->Admit(CallInfo{Operation::kRegister, route.model,
+                                                AuthorizationOf(req), request->private_model,
+                                                request->model_bytes.size(), VerifiedKeyOf(req)});
     if (!a.status.ok()) return RefusalResponse(a);
     caller = std::move(a.caller);
   }
@@ -706,8 +726,8 @@ StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(InferenceServer& ser
   // body took 5.6 s and 480 MB of RSS to be refused).
   if (o.guard != nullptr || o.byte_budget != nullptr) {
     so.head_check = [raw](const http::RequestHead& head, uint64_t body_bytes,
-                          std::shared_ptr<void>* hold) {
-      return raw->CheckHead(head, body_bytes, hold);
+                          std::shared_ptr<void>* hold, std::shared_ptr<const void>* note) {
+      return raw->CheckHead(head, body_bytes, hold, note);
     };
   }
   StatusOr<std::unique_ptr<http::Server>> started = http::Server::Start(
@@ -722,8 +742,9 @@ StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(InferenceServer& ser
 
 std::optional<Response> HttpFrontend::Impl::CheckHead(const http::RequestHead& head,
                                                       uint64_t body_bytes,
-                                                      std::shared_ptr<void>* hold) {
-  const oip::RestRoute route = oip::MatchRestRoute(head.path);
+                                                      std::shared_ptr<void>* hold,
+                                                      std::shared_ptr<const void>* note) {
+  const oip::RestRoute route = RouteOf(head);
   if (route.endpoint == RestEndpoint::kServerLive || route.endpoint == RestEndpoint::kServerReady) {
     return std::nullopt;  // probes: no key, never refused
   }
@@ -732,12 +753,21 @@ std::optional<Response> HttpFrontend::Impl::CheckHead(const http::RequestHead& h
     if (origin.refuse_status != 0 && origin.refuse_status != 204) {
       return ErrorResponse(origin.refuse_status, origin.message);
     }
-    const Status known = options.guard->Authenticate(AuthorizationOf(head));
+    // The role is checked for the route's operation too: a key that may
+    // not call it is refused before its body is read. A path that is no
+    // endpoint only needs a key (it is answered 404 once read).
+    std::optional<Operation> op = route.endpoint == RestEndpoint::kRepositoryRegister
+                                      ? std::optional<Operation>(Operation::kRegister)
+                                      : GuardedOperation(route.endpoint);
+    StatusOr<VerifiedKey> known = options.guard->Authenticate(
+        AuthorizationOf(head), op, route.model.empty() ? head.path : route.model);
     if (!known.ok()) {
       Admission refused;
-      refused.status = known;
+      refused.status = known.status();
       return RefusalResponse(refused);
     }
+    // Admit takes the caller from here instead of verifying the key again.
+    *note = std::make_shared<const VerifiedKey>(std::move(known).value());
   }
   if (options.byte_budget != nullptr) {
     StatusOr<ByteBudget::Reservation> held =

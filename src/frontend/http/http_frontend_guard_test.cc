@@ -13,6 +13,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "frontend/http/http_frontend.h"
 #include "frontend/http/testing/raw_head.h"
@@ -74,6 +75,33 @@ TEST_F(HttpGuardTest, AKnownCallersBodyIsReadAsBefore) {
   const std::string health =
       SendHead("GET /v2/health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 5000);
   EXPECT_EQ(health.rfind("HTTP/1.1 200", 0), 0u) << health;
+}
+
+TEST_F(HttpGuardTest, TheKeyIsVerifiedOncePerCall) {
+  // The head check's verified caller is carried into the full admission:
+  // a query with a body is verified there only, one without (GET) in the
+  // admission only.
+  const std::string body = R"({"inputs":[{"name":"IN0","datatype":"FP32","shape":[1,4],)"
+                           R"("data":[1,2,3,4]}]})";
+  std::string answer;
+  std::thread client([&] {
+    answer = SendHead(
+        "POST /v2/models/echo/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        "Authorization: Bearer good\r\nContent-Length: " +
+            std::to_string(body.size()) + "\r\n\r\n" + body,
+        5000);
+  });
+  ASSERT_TRUE(server_.WaitHeld(1));
+  server_.Release();
+  client.join();
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+  EXPECT_EQ(guard_.admitted.load(), 1);
+  EXPECT_EQ(guard_.authenticated.load(), 1) << "a query verified its key twice";
+  answer = SendHead(
+      "GET /v2/models/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer good\r\n\r\n",
+      5000);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+  EXPECT_EQ(guard_.authenticated.load(), 2);
 }
 
 // This process's resident set, in MiB.

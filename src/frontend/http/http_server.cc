@@ -136,6 +136,7 @@ struct Connection {
   std::string body;
   std::unique_ptr<ChunkedBodyDecoder> chunked;
   std::shared_ptr<void> body_hold;  // the head check's, while the body is read
+  std::shared_ptr<const void> head_note;  // the head check's, for the handler
   bool continue_sent = false;
   bool reading_paused = false;
   int requests = 0;
@@ -452,6 +453,7 @@ void Loop::Accept() {
 
 void Loop::Close(Connection& connection) {
   connection.body_hold.reset();
+  connection.head_note.reset();
   {
     std::lock_guard<std::mutex> lock(connection.mu);
     connection.answer_hold.reset();
@@ -663,14 +665,17 @@ void Loop::ProcessInput(const std::shared_ptr<Connection>& connection) {
       c.in_offset += result.parsed->head_bytes;
       input.remove_prefix(result.parsed->head_bytes);
       c.head = std::move(result.parsed->head);
+      c.head_note.reset();  // a note is only ever this request's
       BodyFraming framing;
       if (auto error = DecideBodyFraming(c.head, options.max_body_bytes, &framing)) {
         return Reject(connection, *error);
       }
       if (framing.kind != BodyFraming::kNone && options.head_check) {
-        if (std::optional<Response> refused = options.head_check(
-                c.head, BodyBytesAtMost(c.head, framing, options.max_body_bytes), &c.body_hold)) {
+        if (std::optional<Response> refused =
+                options.head_check(c.head, BodyBytesAtMost(c.head, framing, options.max_body_bytes),
+                                   &c.body_hold, &c.head_note)) {
           c.body_hold.reset();
+          c.head_note.reset();
           return Refuse(connection, std::move(*refused));
         }
       }
@@ -724,6 +729,7 @@ void Loop::ProcessInput(const std::shared_ptr<Connection>& connection) {
     Request request;
     request.head = std::move(c.head);
     request.body = std::move(c.body);
+    request.head_note = std::move(c.head_note);
     if (auto error = DecodeContent(request.head, options.max_body_bytes, &request.body)) {
       // The body was read in full, so the connection stays usable.
       Dispatch(connection, {}, WantsKeepAlive(request.head));

@@ -56,6 +56,9 @@ namespace somm::http {
 struct Request {
   RequestHead head;
   std::string body;  // de-chunked and decompressed
+  // What ServerOptions::head_check left for the handler (the frontend's
+  // verified caller); null when there was no head check.
+  std::shared_ptr<const void> head_note;
 };
 
 struct Response {
@@ -133,11 +136,14 @@ struct ServerOptions {
   // (sent, then the connection closes, the body never read); nullopt lets
   // it in, and what it left in `*hold` is kept until the request's answer
   // is sent or the connection closes (a reservation of the frontend's byte
-  // budget). Must be cheap: it is how a frontend checks who is calling, and
-  // whether there is room for the body, before the body costs anything.
-  // Null = every request is read whole.
+  // budget), and what it left in `*note` goes to the handler with the
+  // request (Request::head_note: who the head check found is calling, so
+  // the handler need not find out again). Must be cheap: it is how a
+  // frontend checks who is calling, and whether there is room for the body,
+  // before the body costs anything. Null = every request is read whole.
   std::function<std::optional<Response>(const RequestHead& head, uint64_t body_bytes,
-                                        std::shared_ptr<void>* hold)>
+                                        std::shared_ptr<void>* hold,
+                                        std::shared_ptr<const void>* note)>
       head_check;
   // TLS on every connection; null = plaintext. A handshake still unfinished
   // after keep_alive_timeout_s is closed like an idle connection.

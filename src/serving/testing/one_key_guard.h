@@ -14,14 +14,25 @@ namespace somm::testing {
 class OneKeyGuard : public CallGuard {
  public:
   std::atomic<int> admitted{0};
-  Status Authenticate(const std::string& authorization) override {
-    return authorization == "Bearer good" ? Status::Ok() : Unauthenticated("unknown API key");
+  std::atomic<int> authenticated{0};  // keys verified, early or in Admit
+  StatusOr<VerifiedKey> Authenticate(const std::string& authorization, std::optional<Operation>,
+                                     std::string_view) override {
+    ++authenticated;
+    if (authorization != "Bearer good") return Unauthenticated("unknown API key");
+    VerifiedKey verified;
+    verified.caller.authenticated = true;
+    return verified;
   }
   Admission Admit(const CallInfo& call) override {
     ++admitted;
     Admission a;
-    a.status = Authenticate(call.authorization);
-    a.caller.authenticated = a.status.ok();
+    if (call.verified != nullptr) {
+      a.caller = call.verified->caller;
+      return a;
+    }
+    StatusOr<VerifiedKey> verified = Authenticate(call.authorization, call.op, call.model);
+    a.status = verified.status();
+    if (verified.ok()) a.caller = verified->caller;
     return a;
   }
   void Done(const Caller&, const CallInfo&, const Status&) override {}
