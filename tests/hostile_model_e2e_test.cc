@@ -275,6 +275,10 @@ class RegistrationSandboxE2eTest : public ::testing::Test {
     };
     admin_ = new std::string(key("ops", "admin"));
     user_ = new std::string(key("t", "user"));
+    small_ = new std::string(key("small", "user"));
+    fs::create_directories(fs::path(*repo_) / ".somm");
+    std::ofstream(fs::path(*repo_) / ".somm" / "tenants.yaml")
+        << "tenants:\n  small: {max_private_memory_mb: 64}\n";
     // Small limits, so that a looping probe is stopped in seconds; room
     // enough for a digits model's probe and variant job (about 640 MiB).
     server_ = new ServerProcess(SommBinary(), *repo_,
@@ -291,10 +295,11 @@ class RegistrationSandboxE2eTest : public ::testing::Test {
     delete demo_;
     delete admin_;
     delete user_;
+    delete small_;
   }
   void SetUp() override {
     ASSERT_TRUE(generated_) << "tests/make_hostile_models.py failed (Debian's python3-torch)";
-    ASSERT_FALSE(admin_->empty() || user_->empty()) << "somm keys create failed";
+    ASSERT_FALSE(admin_->empty() || user_->empty() || small_->empty()) << "somm keys create failed";
     ASSERT_TRUE(server_->ok()) << "somm serve did not start; log: " << server_->log();
   }
   static httplib::Headers As(const std::string& key) {
@@ -340,6 +345,7 @@ class RegistrationSandboxE2eTest : public ::testing::Test {
   static inline bool generated_ = false;
   static inline std::string* admin_ = nullptr;
   static inline std::string* user_ = nullptr;
+  static inline std::string* small_ = nullptr;  // tenant "small": 64 MiB of private models
   static inline ServerProcess* server_ = nullptr;
 };
 
@@ -423,6 +429,35 @@ TEST_F(RegistrationSandboxE2eTest, AModelThatEatsMemoryIsRefusedAndTheServerDoes
   ExpectNothingStaged("sandbox-eats-memory");
 }
 
+// A tenant's memory quota charged the bytes of its models' files: a file of
+// a few KiB that writes 256 MiB when it runs was registered under a 64 MiB
+// quota, and each of its instances would have taken that in the server.
+// The probe measures what loading it and running it once take, and the
+// quota is charged that.
+TEST_F(RegistrationSandboxE2eTest, APrivateModelThatRunsLargeIsRefusedUnderAQuotaItsFileFits) {
+  const std::string file = ReadAll(*files_ / "runs_large.pt");
+  ASSERT_LT(file.size(), size_t{1} << 20);
+  json body = RegistrationOf(file);
+  body["task"] = "classification/runs-large";
+  body["private"] = true;
+  const auto answer = Register("sandbox-runs-large", body, *small_);
+  std::printf("a %zu-byte file that runs large: %d %s\n", file.size(), answer.first,
+              answer.second.c_str());
+  EXPECT_EQ(answer.first, 429) << answer.second;
+  for (const std::string part : {"registration of 'sandbox-runs-large' refused: one instance took ",
+                                 "at its peak when the probe loaded it and ran it once",
+                                 "over its memory quota (max_private_memory_mb 64 MiB)"}) {
+    EXPECT_NE(answer.second.find(part), std::string::npos) << answer.second;
+  }
+  // The figure is the run's 256 MiB, near enough, not the file's KiB.
+  const size_t at = answer.second.find("one instance took ");
+  ASSERT_NE(at, std::string::npos);
+  const long long mib = std::atoll(answer.second.c_str() + at + 18);
+  EXPECT_GE(mib, 240) << answer.second;
+  EXPECT_LE(mib, 640) << answer.second;
+  ExpectNothingStaged("sandbox-runs-large");
+}
+
 TEST_F(RegistrationSandboxE2eTest, APrivateModelsFilesAreItsOwnersAloneAndAPublicOnesAreNot) {
   const fs::path demo_model = fs::path(*demo_) / "digits-mlp" / "1";
   json body = RegistrationOf(ReadAll(demo_model / "model.pt"));
@@ -452,10 +487,12 @@ TEST_F(RegistrationSandboxE2eTest, APrivateModelsFilesAreItsOwnersAloneAndAPubli
        {mine, mine / "1", mine / "1" / "validation", repo / ".somm" / "variants" / "sandbox-private"}) {
     EXPECT_EQ(Octal(ModeOf(folder)), "700") << folder;
   }
-  for (const fs::path& file : {mine / "model.yaml", mine / "1" / "model.pt",
-                               mine / "1" / "validation" / "inputs.bin",
-                               mine / "1" / "validation" / "labels.bin",
-                               mine / "1" / "validation" / "meta.json"}) {
+  // The probe's measure is the version's record, what the quota charges.
+  EXPECT_TRUE(fs::exists(mine / "1" / "memory.json"));
+  for (const fs::path& file :
+       {mine / "model.yaml", mine / "1" / "model.pt", mine / "1" / "memory.json",
+        mine / "1" / "validation" / "inputs.bin", mine / "1" / "validation" / "labels.bin",
+        mine / "1" / "validation" / "meta.json"}) {
     EXPECT_EQ(Octal(ModeOf(file)), "600") << file;
   }
   int variant_files = 0;

@@ -13,7 +13,10 @@ Writes, from a valid TorchScript file (a digits model):
   loops.pt         a valid archive whose forward never returns (a counted
                    loop with no end), for the registration sandbox;
   eats_memory.pt   a valid archive whose forward allocates 64 MiB tensors,
-                   and keeps them, until allocation fails.
+                   and keeps them, until allocation fails;
+  runs_large.pt    a file of a few KiB whose forward writes a 256 MiB
+                   tensor, once, and answers (a tenant's memory quota must
+                   charge what it takes when it runs, not its file's size).
 The truncated, random and corrupted files the test makes itself.
 """
 import os
@@ -106,7 +109,17 @@ def main():
             # Used after the loop, so that the compiler keeps what it holds.
             return self.lin(pixels) + held[-1].sum()
 
+    class RunsLarge(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(64, 10)
+
+        def forward(self, pixels):
+            scratch = torch.ones(64 * 1024 * 1024)  # 256 MiB, written
+            return self.lin(pixels) + scratch[-1] - 1.0
+
     torch.jit.script(Loops()).save(os.path.join(out, "loops.pt"))
+    torch.jit.script(RunsLarge()).save(os.path.join(out, "runs_large.pt"))
     torch.jit.script(EatsMemory()).save(os.path.join(out, "eats_memory.pt"))
 
 

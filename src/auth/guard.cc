@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "auth/roles.h"
+#include "repository/measured_memory.h"
 
 namespace somm::auth {
 namespace fs = std::filesystem;
@@ -63,6 +64,17 @@ bool IsMutation(Operation op) {
 }
 
 bool IsQuery(Operation op) { return op == Operation::kInfer || op == Operation::kTaskInfer; }
+
+// The instance_count of the model in `dir` (its model.yaml; 1 when unset or
+// unreadable: what a server loads of it).
+int64_t InstancesOf(const fs::path& dir) {
+  try {
+    const YAML::Node count = YAML::LoadFile((dir / "model.yaml").string())["instance_count"];
+    if (count && count.IsScalar()) return std::clamp<int64_t>(count.as<int64_t>(), 1, 64);
+  } catch (const YAML::Exception&) {
+  }
+  return 1;
+}
 
 }  // namespace
 
@@ -392,13 +404,24 @@ int64_t Guard::PrivateBytes(const std::string& tenant) const {
     if (!entry.is_directory() || name.empty() || name[0] == '.') continue;
     const Ownership o = OwnerOf(name);
     if (!o.readable || o.owner != tenant) continue;
+    // Every instance holds its own copy of the model.
+    const int64_t instances = InstancesOf(entry.path());
     for (const auto& f : fs::recursive_directory_iterator(entry.path(), ec)) {
       if (f.is_regular_file() && f.path().filename() == "model.pt") {
-        total += static_cast<int64_t>(f.file_size(ec));
+        total += instances * ChargedMemoryBytes(f.path().parent_path().string());
       }
     }
   }
   return total;
+}
+
+Status Guard::AdmitPrivateMemory(const Caller& caller, const std::string& model, int64_t bytes) {
+  if (options_.mode == AuthMode::kNone || !caller.authenticated) return Status::Ok();
+  const int64_t held = PrivateBytes(caller.tenant);
+  const Status room = quotas_.CheckPrivateMemory(caller.tenant, held + bytes);
+  if (room.ok()) return room;
+  return Status(room.code(), room.message() + ": its private models take " + MibText(held) +
+                                 " already and '" + model + "' would add " + MibText(bytes));
 }
 
 std::string Guard::MetricsText() const { return quotas_.MetricsText(); }

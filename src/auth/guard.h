@@ -95,6 +95,7 @@ class Guard : public CallGuard {
   StatusOr<VerifiedKey> Authenticate(const std::string& authorization, std::optional<Operation> op,
                                      std::string_view target) override;
   Admission Admit(const CallInfo& call) override;
+  Status AdmitPrivateMemory(const Caller& caller, const std::string& model, int64_t bytes) override;
   void Done(const Caller& caller, const CallInfo& call, const Status& outcome) override;
   bool MaySee(const Caller& caller, const std::string& model) override;
 
@@ -124,7 +125,9 @@ class Guard : public CallGuard {
                     const Status& refusal);
   Ownership OwnerOf(const std::string& model) const;
   bool Visible(const Caller& caller, const Ownership& o) const;
-  // Bytes of the model files of `tenant`'s private models in the repository.
+  // The memory `tenant`'s private models in the repository are charged:
+  // per version, its measured peak (repository/measured_memory.h), else its
+  // model.pt's size, times the model's instance_count.
   int64_t PrivateBytes(const std::string& tenant) const;
   Status CheckTenantRules(const Caller& caller, const CallInfo& call);
   Status CheckRegistration(const Caller& caller, const CallInfo& call);

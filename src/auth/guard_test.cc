@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "repository/measured_memory.h"
+
 namespace somm::auth {
 namespace {
 namespace fs = std::filesystem;
@@ -251,6 +253,34 @@ TEST_F(GuardTest, RefusalsOfTheEarlyCheckAreAuditedAtABoundedRate) {
   EXPECT_EQ(guard_->Admit(CallInfo{Operation::kInfer, "pub", metrics_, false, 0, &*metrics_key})
                 .status.code(),
             StatusCode::kPermissionDenied);
+}
+
+// A tenant's memory quota charged its private models' file bytes: a file
+// of 1,000 bytes counted 1,000 bytes whatever it took when served, and
+// once whatever its instances. Each version is now charged its measured
+// peak (<version>/memory.json, written by registration's probe), times
+// the model's instance_count.
+TEST_F(GuardTest, TheMemoryQuotaChargesEachInstanceTheMeasuredPeak) {
+  EXPECT_TRUE(Admit(Operation::kLoad, "priv", user_a_).ok()) << "1,000 bytes of file fit 1 MiB";
+  Write(fs::path(repo_) / "priv" / "1" / kMeasuredMemoryFile, MeasuredMemoryJson(600 << 10));
+  EXPECT_TRUE(Admit(Operation::kLoad, "priv", user_a_).ok()) << "one instance of 600 KiB fits";
+  Write(fs::path(repo_) / "priv" / "model.yaml",
+        "name: priv\nowner_tenant: \"a\"\ninstance_count: 2\n");
+  const Status two = Admit(Operation::kLoad, "priv", user_a_);
+  EXPECT_EQ(two.code(), StatusCode::kResourceExhausted) << "two instances of 600 KiB do not";
+  EXPECT_NE(two.message().find("max_private_memory_mb 1 MiB"), std::string::npos) << two.message();
+  // A registration's measured figure, asked once its probe has run.
+  Caller a;
+  a.authenticated = true;
+  a.tenant = "a";
+  Write(fs::path(repo_) / "priv" / "model.yaml", "name: priv\nowner_tenant: \"a\"\n");
+  EXPECT_TRUE(guard_->AdmitPrivateMemory(a, "new", 300 << 10).ok());
+  const Status more = guard_->AdmitPrivateMemory(a, "new", 500 << 10);
+  EXPECT_EQ(more.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(
+      more.message().find("its private models take 0.6 MiB already and 'new' would add 0.5 MiB"),
+      std::string::npos)
+      << more.message();
 }
 
 }  // namespace

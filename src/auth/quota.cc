@@ -144,6 +144,11 @@ void TenantQuotas::Release(const std::string& tenant) {
   if (s.inflight > 0) --s.inflight;
 }
 
+std::string MibText(int64_t bytes) {
+  const int64_t tenths = (bytes * 10 + (1 << 19)) >> 20;
+  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " MiB";
+}
+
 Status TenantQuotas::CheckPrivateMemory(const std::string& tenant, int64_t private_bytes) {
   const TenantLimits& limits = config_.For(tenant);
   MutexLock lock(&mu_);
@@ -152,8 +157,9 @@ Status TenantQuotas::CheckPrivateMemory(const std::string& tenant, int64_t priva
   if (limit > 0 && private_bytes > limit) {
     ++s.memory_refused;
     return ResourceExhausted("tenant '" + tenant + "' private models would take " +
-                             std::to_string(private_bytes / (1024 * 1024)) + " MiB, over its " +
-                             std::to_string(limits.max_private_memory_mb) + " MiB limit");
+                             MibText(private_bytes) +
+                             ", over its memory quota (max_private_memory_mb " +
+                             std::to_string(limits.max_private_memory_mb) + " MiB)");
   }
   s.private_bytes = private_bytes;
   return Status::Ok();

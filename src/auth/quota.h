@@ -50,6 +50,9 @@ StatusOr<QuotaConfig> LoadQuotaConfig(const std::string& path);
 // <repo>/.somm/tenants.yaml
 std::string DefaultQuotaPath(const std::string& repository);
 
+// "12.5 MiB": how quota refusals name sizes.
+std::string MibText(int64_t bytes);
+
 class TenantQuotas {
  public:
   // `clock` must outlive this.

@@ -16,6 +16,7 @@
 
 #include "registry/model_registry.h"
 #include "registry/task_catalog.h"
+#include "repository/measured_memory.h"
 
 namespace somm {
 namespace fs = std::filesystem;
@@ -261,13 +262,35 @@ StatusOr<ModelConfig> ModelRegistry::RegisterChecked(const RegistrationRequest& 
   probe_request.model_dir = dir.string();
   probe_request.version = 1;
   probe_request.device = options_.device;
-  const Status probe = sandbox_->Probe(probe_request);
+  const StatusOr<ProbeReport> probe = sandbox_->Probe(probe_request);
   if (shutting_down_) return Unavailable("server is shutting down");
   if (!probe.ok()) {
     // The sandbox's own trouble (it could not start a child) is not the
     // model's: the registration may be tried again.
-    if (probe.code() == StatusCode::kUnavailable) return probe;
-    return InvalidArgument("registration of '" + r.name + "' refused: " + staged(probe.message()));
+    if (probe.status().code() == StatusCode::kUnavailable) return probe.status();
+    return InvalidArgument("registration of '" + r.name +
+                           "' refused: " + staged(probe.status().message()));
+  }
+  // What the probe measured goes with the version, and a private model's
+  // owner is charged it for every instance, not its file's size: a small
+  // file may allocate gigabytes when it runs (repository/measured_memory.h).
+  const int64_t measured = probe->peak_memory_bytes;
+  if (measured > 0) {
+    SOMM_RETURN_IF_ERROR(write(dir / "1" / kMeasuredMemoryFile, MeasuredMemoryJson(measured)));
+  }
+  if (r.admit_private_memory) {
+    const int64_t instances = config->instance_count;
+    const int64_t one = measured > 0 ? measured : static_cast<int64_t>(r.model_bytes.size());
+    const Status room = r.admit_private_memory(one * instances);
+    if (!room.ok()) {
+      const std::string figure =
+          measured > 0 ? "took " + std::to_string(measured >> 20) +
+                             " MiB at its peak when the probe loaded it and ran it once"
+                       : "is charged its file's " + std::to_string(one >> 20) + " MiB";
+      return Status(room.code(), "registration of '" + r.name + "' refused: one instance " +
+                                     figure + ", and it has " + std::to_string(instances) +
+                                     " instance(s); " + room.message());
+    }
   }
   if (taken || fs::exists(repo / r.name, ec)) return name_taken;
   fs::rename(dir, repo / r.name, ec);

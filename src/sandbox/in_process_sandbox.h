@@ -20,7 +20,7 @@ class InProcessModelSandbox : public ModelSandbox {
   explicit InProcessModelSandbox(Backend& backend) : backend_(backend) {}
 
   std::string Describe() const override { return "the serving process itself (no confinement)"; }
-  Status Probe(const ProbeRequest& request) override;
+  StatusOr<ProbeReport> Probe(const ProbeRequest& request) override;
   StatusOr<VariantSet> GenerateVariants(
       const VariantJobRequest& request,
       std::function<void(const VariantProgress&)> progress) override;

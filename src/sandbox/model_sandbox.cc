@@ -2,7 +2,10 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <string>
 
 namespace somm {
 namespace fs = std::filesystem;
@@ -30,6 +33,32 @@ Status ProbeWithBackend(const ProbeRequest& request, Backend& backend) {
   // that does not load or does not match its signature fails here.
   auto loaded = backend.Load(ProbeLoadOptions(*config, file, request.version, request.device));
   return loaded.ok() ? Status::Ok() : loaded.status();
+}
+
+namespace {
+
+// A "VmRSS:" or "VmHWM:" line of /proc/self/status, in bytes; 0 if absent.
+int64_t StatusBytes(const std::string& field) {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind(field, 0) == 0) return std::stoll(line.substr(field.size())) * 1024;  // kB
+  }
+  return 0;
+}
+
+}  // namespace
+
+PeakMemoryMark PeakMemoryMark::Begin() {
+  // "5" resets VmHWM to the current resident set (Linux 4.0 on); without
+  // it the peak is the process's whole life's, which only overstates.
+  std::ofstream("/proc/self/clear_refs") << "5";
+  PeakMemoryMark mark;
+  mark.resident_at_begin_ = StatusBytes("VmRSS:");
+  return mark;
+}
+
+int64_t PeakMemoryMark::AddedBytes() const {
+  return std::max<int64_t>(0, StatusBytes("VmHWM:") - resident_at_begin_);
 }
 
 void RestrictToOwner(const std::string& path) {

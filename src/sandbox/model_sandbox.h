@@ -16,9 +16,9 @@
 //
 // Contract of both:
 //   * Probe(r) loads r.model_dir/<r.version>/model.pt with the signature of
-//     r.model_dir/model.yaml and runs it once; OK when it answers. Errors
-//     name the problem; messages may name r.model_dir's paths (the caller
-//     rewrites them).
+//     r.model_dir/model.yaml and runs it once; OK when it answers, with
+//     what it measured (ProbeReport). Errors name the problem; messages may
+//     name r.model_dir's paths (the caller rewrites them).
 //   * GenerateVariants(r, progress) is GenerateAndProfile() of r (same
 //     files written under r.options.variants_root, same result), with
 //     `progress` called on the calling thread as the work advances, and
@@ -63,13 +63,36 @@ struct VariantJobRequest {
   bool private_files = false;
 };
 
+// What a probe measured of a model that answered.
+struct ProbeReport {
+  // The most memory loading the model and running it once added to the
+  // process that did it: its resident set's peak over what it held before
+  // the load (PeakMemoryMark). What one instance of the model costs a
+  // server, near enough (a server's larger batches may take more). 0 = not
+  // measured (InProcessModelSandbox: its process holds much else).
+  int64_t peak_memory_bytes = 0;
+};
+
+// The resident-set peak of this process from now on: Begin() resets the
+// kernel's high-water mark (/proc/self/clear_refs) and notes the resident
+// set; AddedBytes() is the mark's peak since, over that. Linux only; 0
+// where /proc cannot be read.
+class PeakMemoryMark {
+ public:
+  static PeakMemoryMark Begin();
+  int64_t AddedBytes() const;
+
+ private:
+  int64_t resident_at_begin_ = 0;
+};
+
 class ModelSandbox {
  public:
   virtual ~ModelSandbox() = default;
   // What runs the model code, for the log ("a child process (user and
   // network namespaces, seccomp filter, rlimits)").
   virtual std::string Describe() const = 0;
-  virtual Status Probe(const ProbeRequest& request) = 0;
+  virtual StatusOr<ProbeReport> Probe(const ProbeRequest& request) = 0;
   virtual StatusOr<VariantSet> GenerateVariants(
       const VariantJobRequest& request, std::function<void(const VariantProgress&)> progress) = 0;
   virtual void Shutdown() = 0;

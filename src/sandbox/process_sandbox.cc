@@ -478,7 +478,7 @@ Status ProcessModelSandbox::Judge(const Outcome& o, const std::string& what,
   return Internal(what + " exited with status " + std::to_string(code) + " without an answer");
 }
 
-Status ProcessModelSandbox::Probe(const ProbeRequest& request) {
+StatusOr<ProbeReport> ProcessModelSandbox::Probe(const ProbeRequest& request) {
   ProbeRequest absolute = request;
   absolute.model_dir = fs::absolute(request.model_dir).lexically_normal().string();
   const Outcome o = Run(sandbox_wire::kProbe, sandbox_wire::EncodeProbe(absolute), options_.probe,
@@ -489,7 +489,8 @@ Status ProcessModelSandbox::Probe(const ProbeRequest& request) {
   if (!s.ok() && o.result && s.code() == StatusCode::kUnavailable) {
     return InvalidArgument(s.message());
   }
-  return s;
+  if (!s.ok()) return s;
+  return ProbeReport{o.result->peak_memory_bytes};
 }
 
 StatusOr<VariantSet> ProcessModelSandbox::GenerateVariants(

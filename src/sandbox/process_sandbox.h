@@ -77,7 +77,7 @@ class ProcessModelSandbox : public ModelSandbox {
   ~ProcessModelSandbox() override;  // Shutdown()
 
   std::string Describe() const override;
-  Status Probe(const ProbeRequest& request) override;
+  StatusOr<ProbeReport> Probe(const ProbeRequest& request) override;
   StatusOr<VariantSet> GenerateVariants(
       const VariantJobRequest& request,
       std::function<void(const VariantProgress&)> progress) override;

@@ -34,7 +34,7 @@ Status ProbeAs(ProcessModelSandbox& sandbox, const std::string& mode) {
   ProbeRequest r;
   r.model_name = mode;
   r.model_dir = "/nonexistent";
-  return sandbox.Probe(r);
+  return sandbox.Probe(r).status();
 }
 
 std::string ValueOf(const std::string& report, const std::string& key) {

@@ -56,10 +56,15 @@ int RunModelSandboxChild(const std::vector<std::string>& args, Backend& backend)
   Status status;
   std::vector<std::string> warnings;
   bool out_of_memory = false;
+  int64_t peak_memory_bytes = 0;
   try {
     if (args[0] == sandbox_wire::kProbe) {
       StatusOr<ProbeRequest> request = sandbox_wire::DecodeProbe(args[1]);
+      // What the load and the run add to this process, which holds nothing
+      // else of the server's: what one served instance will cost.
+      const PeakMemoryMark mark = PeakMemoryMark::Begin();
       status = request.ok() ? ProbeWithBackend(*request, backend) : request.status();
+      peak_memory_bytes = mark.AddedBytes();
     } else {
       status = RunVariants(args[1], backend, answer_fd, &warnings);
     }
@@ -71,7 +76,7 @@ int RunModelSandboxChild(const std::vector<std::string>& args, Backend& backend)
     status = Internal(e.what());
     out_of_memory = sandbox_wire::LooksLikeOutOfMemory(e.what());
   }
-  WriteAll(answer_fd, sandbox_wire::ResultLine(status, out_of_memory, warnings));
+  WriteAll(answer_fd, sandbox_wire::ResultLine(status, out_of_memory, warnings, peak_memory_bytes));
   close(answer_fd);
   return 0;
 }

@@ -113,8 +113,9 @@ std::string ProgressLine(const VariantProgress& p) {
 }
 
 std::string ResultLine(const Status& status, bool out_of_memory,
-                       const std::vector<std::string>& warnings) {
+                       const std::vector<std::string>& warnings, int64_t peak_memory_bytes) {
   json result{{"ok", status.ok()}, {"warnings", warnings}};
+  if (status.ok() && peak_memory_bytes > 0) result["peak_memory_bytes"] = peak_memory_bytes;
   if (!status.ok()) {
     result["code"] = StatusCodeName(status.code());
     result["message"] = status.message();
@@ -143,6 +144,7 @@ StatusOr<ChildLine> ParseChildLine(const std::string& line) {
         result.out_of_memory = r.value("out_of_memory", false);
       }
       result.warnings = r.value("warnings", std::vector<std::string>{});
+      result.peak_memory_bytes = r.value("peak_memory_bytes", int64_t{0});
       out.result = std::move(result);
     }
     return out;

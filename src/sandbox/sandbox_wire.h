@@ -6,7 +6,7 @@
 //   {"confinement": "rlimits, user and network namespaces, seccomp filter"}
 //                              (written before exec: what applied)
 //   {"progress": {"phase": "profile", "done": 3, "total": 9, "current": "..."}}
-//   {"result": {"ok": true, "warnings": [...]}}
+//   {"result": {"ok": true, "warnings": [...], "peak_memory_bytes": N}}
 //   {"result": {"ok": false, "code": "INVALID_ARGUMENT", "message": "...",
 //               "out_of_memory": false}}
 //
@@ -14,6 +14,7 @@
 // model.yaml itself. Pure functions; thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,8 +40,10 @@ StatusOr<VariantJobRequest> DecodeVariantJob(const std::string& json);
 
 std::string ConfinementLine(const std::string& description);
 std::string ProgressLine(const VariantProgress& progress);
+// `peak_memory_bytes`: a probe's ProbeReport (0 = none).
 std::string ResultLine(const Status& status, bool out_of_memory,
-                       const std::vector<std::string>& warnings = {});
+                       const std::vector<std::string>& warnings = {},
+                       int64_t peak_memory_bytes = 0);
 
 // One line from the child.
 struct ChildLine {
@@ -50,6 +53,7 @@ struct ChildLine {
     Status status;
     bool out_of_memory = false;
     std::vector<std::string> warnings;
+    int64_t peak_memory_bytes = 0;  // a probe's measure; 0 = none
   };
   std::optional<Result> result;
 };

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace somm::sandbox_wire {
 namespace {
 
@@ -48,11 +50,28 @@ TEST(SandboxWireTest, AnswerLinesRoundTrip) {
   ASSERT_TRUE(line.ok() && line->result);
   EXPECT_EQ(line->result->status.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(line->result->warnings, std::vector<std::string>{"w"});
+  line = ParseChildLine(ResultLine(Status::Ok(), false, {}, int64_t{300} << 20));
+  ASSERT_TRUE(line.ok() && line->result);
+  EXPECT_TRUE(line->result->status.ok());
+  EXPECT_EQ(line->result->peak_memory_bytes, int64_t{300} << 20);
   line = ParseChildLine(ConfinementLine("rlimits"));
   ASSERT_TRUE(line.ok() && line->confinement);
   EXPECT_EQ(*line->confinement, "rlimits");
   EXPECT_TRUE(LooksLikeOutOfMemory("DefaultCPUAllocator: can't allocate memory: you tried"));
   EXPECT_FALSE(LooksLikeOutOfMemory("shape mismatch"));
+}
+
+// What a probe reports: the resident-set peak since the mark, over what
+// the process held at it, so memory written and freed again counts.
+TEST(PeakMemoryMarkTest, CountsWhatWasWrittenSinceTheMarkEvenIfFreed) {
+  const PeakMemoryMark mark = PeakMemoryMark::Begin();
+  {
+    std::vector<char> scratch(size_t{96} << 20);
+    for (size_t i = 0; i < scratch.size(); i += 4096) scratch[i] = 1;
+  }
+  const int64_t added = mark.AddedBytes();
+  EXPECT_GE(added, int64_t{90} << 20);
+  EXPECT_LT(added, int64_t{200} << 20);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -91,6 +92,14 @@ class CallGuard {
     return VerifiedKey{};
   }
   virtual Admission Admit(const CallInfo& call) = 0;
+  // Whether `caller`'s tenant has room in its memory quota for a private
+  // model `model` whose instances take `bytes` in all, beside what its
+  // private models take already: what a registration asks once its probe
+  // has measured the model (RegistrationRequest::admit_private_memory). OK
+  // without authentication or a quota.
+  virtual Status AdmitPrivateMemory(const Caller& caller, const std::string& model, int64_t bytes) {
+    return Status::Ok();
+  }
   virtual void Done(const Caller& caller, const CallInfo& call, const Status& outcome) = 0;
   virtual bool MaySee(const Caller& caller, const std::string& model) = 0;
 };

@@ -6,6 +6,7 @@
 // Thread-safety: every method may be called concurrently from any thread.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -13,12 +14,12 @@
 
 #include "cluster/cluster_state.h"
 #include "common/status.h"
-#include "rollout/rollout.h"
-#include "repository/model_config.h"
-#include "serving/inference.h"
-#include "serving/task_description.h"
 #include "profiles/price_list.h"
 #include "profiles/variant_profile.h"
+#include "repository/model_config.h"
+#include "rollout/rollout.h"
+#include "serving/inference.h"
+#include "serving/task_description.h"
 
 namespace somm {
 
@@ -96,6 +97,12 @@ struct RegistrationRequest {
   // and a name that is taken are judged by the models this caller may see,
   // so a registration never tells another tenant's model apart from none.
   Caller caller;
+  // Asked once the probe has measured the model: whether the owner's
+  // memory quota has room for `bytes` more (the measured peak of one
+  // instance times its instance_count; CallGuard::AdmitPrivateMemory). A
+  // refusal refuses the registration. Null = no quota to ask (a public
+  // model, no guard).
+  std::function<Status(int64_t bytes)> admit_private_memory;
 };
 
 // Progress and outcome of variant generation for one registered model.

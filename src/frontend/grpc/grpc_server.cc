@@ -453,7 +453,16 @@ class SommControlService final {
     Admission a = AdmitCall(guard_, context, Operation::kRegister, registration.name,
                             registration.private_model, registration.model_bytes.size());
     if (!a.status.ok()) return answer(a.status);
-    if (registration.private_model) registration.owner_tenant = a.caller.tenant;
+    if (registration.private_model) {
+      registration.owner_tenant = a.caller.tenant;
+      // The quota is checked again once the probe has measured the model.
+      if (guard_ != nullptr) {
+        registration.admit_private_memory = [guard = guard_, caller = a.caller,
+                                             name = registration.name](int64_t bytes) {
+          return guard->AdmitPrivateMemory(caller, name, bytes);
+        };
+      }
+    }
     registration.caller = a.caller;
     // Registration writes the model to the repository and validates it, which
     // may take a while: it runs on the control thread, like a model load.

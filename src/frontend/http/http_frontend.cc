@@ -617,7 +617,16 @@ Response HttpFrontend::Impl::RegisterHandler(const oip::RestRoute& route, const 
     if (!a.status.ok()) return RefusalResponse(a);
     caller = std::move(a.caller);
   }
-  if (request->private_model) request->owner_tenant = caller.tenant;
+  if (request->private_model) {
+    request->owner_tenant = caller.tenant;
+    // The quota is checked again once the probe has measured the model.
+    if (options.guard != nullptr) {
+      request->admit_private_memory = [guard = options.guard, caller,
+                                       name = route.model](int64_t bytes) {
+        return guard->AdmitPrivateMemory(caller, name, bytes);
+      };
+    }
+  }
   request->caller = caller;
   const bool private_model = request->private_model;
   const Status status = server.RegisterModel(std::move(request).value());
