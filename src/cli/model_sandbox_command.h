@@ -1,21 +1,12 @@
-// The model sandbox as the server processes use it (sandbox/): the limits
-// their flags set, and the child's side, `somm model-sandbox`.
+// The child's side of the model sandbox (sandbox/): `somm model-sandbox`.
+// The servers' side, MakeRegistrationSandbox, is in node/node_parts.h.
 //
 // `somm model-sandbox probe|variants REQUEST` is started by a server only
 // (sandbox/process_sandbox.h starts it confined); it is left out of
 // `somm --help` and README's table, and docs/security.md describes it.
 #pragma once
 
-#include <memory>
-
-#include "cli/commands.h"
-#include "sandbox/model_sandbox.h"
-
 namespace somm {
-
-// The sandbox a server's registry runs registrations in: a confined child
-// of this binary under `limits`. Logs what confinement applies here.
-std::shared_ptr<ModelSandbox> MakeRegistrationSandbox(const RegistrationLimitFlags& limits);
 
 // `somm model-sandbox ...` (argv[1] is "model-sandbox"): runs the request
 // with the libtorch backend and exits, skipping static destructors.

@@ -9,12 +9,11 @@
 #include <iostream>
 
 #include "batch/batch_jobs.h"
-#include "cli/batch_setup.h"
 #include "auth/guard.h"
 #include "repository/repository_poller.h"
 #include "cli/commands.h"
-#include "cli/device_flag.h"
 #include "cli/model_sandbox_command.h"
+#include "node/node_parts.h"
 #include "common/host_probe.h"
 #include "common/install_paths.h"
 #include "controller/placement.h"
@@ -28,38 +27,6 @@
 #include "serving/inflight_limit.h"
 
 namespace somm {
-
-StatusOr<Device> ParseDeviceFlag(const std::string& text, const Backend& backend) {
-  if (text == "cpu") return Device{};
-  if (text == "auto") {
-    // The first GPU when libtorch has CUDA and the machine has one; else CPU.
-    const auto devices = backend.Devices();
-    return devices.size() > 1 ? devices[1] : devices[0];
-  }
-  if (text.rfind("cuda", 0) == 0) {
-    int index = 0;
-    if (text.size() > 5 && text[4] == ':') index = std::atoi(text.c_str() + 5);
-    for (const Device& d : backend.Devices()) {
-      if (d.kind == DeviceKind::kCuda && d.index == index) return d;
-    }
-    return Unavailable("device '" + text + "' is not available (this machine offers: cpu" +
-                       std::string(backend.Devices().size() > 1 ? " and CUDA" : "") + ")");
-  }
-  return InvalidArgument("unknown device '" + text + "' (use auto, cpu or cuda:N)");
-}
-
-std::string DialHost(const std::string& address) {
-  return address == "0.0.0.0" || address == "::" ? "127.0.0.1" : address;
-}
-
-StatusOr<int64_t> InflightBytesBudget(int64_t flag, double memory_budget_mb,
-                                      int64_t max_body_bytes) {
-  const int64_t memory_budget =
-      memory_budget_mb > 0 ? static_cast<int64_t>(memory_budget_mb * 1024 * 1024)
-                           : control::DefaultMemoryBudget(AvailableMemoryBytes(),
-                                                          control::kDefaultCpuBudgetFraction);
-  return ByteBudget::FromFlag(flag, memory_budget, max_body_bytes);
-}
 
 Status CheckServeArgs(const ServeOptions& options) {
   SOMM_RETURN_IF_ERROR(

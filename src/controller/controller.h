@@ -143,6 +143,13 @@ class Controller : public ControlClient {
   StatusOr<RolloutView> GetRollout(const std::string& model) override;
 
  private:
+  // How long a worker that failed an action stays out of placement (a dead
+  // one leaves the store sooner, when its lease lapses).
+  static constexpr auto kUnreachableFor = std::chrono::seconds(10);
+  // How long a load done stays reserved while the store does not show its
+  // group yet (a worker reports a change at once; its lease is a few seconds).
+  static constexpr auto kReportWithin = std::chrono::seconds(3);
+
   // The store's snapshot; with `fresh` (and options.fresh_reports) after
   // putting a fresh report of every worker into the store first.
   std::shared_ptr<const cluster::ClusterState> ReadStore(bool fresh);

@@ -1,0 +1,184 @@
+// The options of the processes a node assembles (worker_node.h,
+// router_node.h, controller_node.h), and the flag groups `somm serve`
+// shares with them. apps/somm_main.cc parses the flags into these structs
+// (CLI11); plain values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "batching/batcher.h"
+#include "crypto/tls_files.h"
+
+namespace somm {
+
+// Where offline batch jobs may read and write (batch/batch_paths.h).
+struct BatchRootFlags {
+  // --batch-root: the per-tenant folders' parent; "" = <state dir>/batch-files.
+  std::string root;
+  // --batch-admin-root (repeatable): more roots admin keys may use as they are.
+  std::vector<std::string> admin_roots;
+};
+
+// The REST port's limits on slow and numerous clients
+// (frontend/http/http_server.h): --header-timeout-s, --body-timeout-s,
+// --max-connections-per-address.
+struct ConnectionLimitFlags {
+  int header_timeout_s = 10;
+  int body_timeout_s = 30;
+  int64_t max_connections_per_address = 1024;  // 0 = no cap
+};
+
+// Where registrations run the model's code (sandbox/process_sandbox.h): a
+// confined child with these limits. --registration-cpu-s,
+// --registration-timeout-s, --registration-memory-mb (the probe's, and the
+// memory of variant jobs too), --variants-cpu-s, --variants-timeout-s.
+struct RegistrationLimitFlags {
+  double cpu_s = 60;
+  double timeout_s = 120;
+  int64_t memory_mb = 4096;
+  double variants_cpu_s = 3600;
+  double variants_timeout_s = 3600;
+};
+
+// The cluster's processes (docs/cluster.md): they share state through one
+// Redis and read models from one shared repository.
+struct WorkerProcessOptions {
+  std::string model_repository;
+  std::string redis = "127.0.0.1:6379";
+  std::string address = "127.0.0.1";  // where the worker service listens
+  int port = 8101;                    // 0 = pick a free one and print it
+  std::string advertise;              // what routers dial; "" = address:port
+  int metrics_port = 8102;            // /metrics and the health probes
+  std::string worker_id;              // "" = hostname-port
+  std::string zone;
+  std::string device = "auto";
+  double memory_budget_mb = 0;
+  // An idle one-thread instance runs a query predicted to take at most this
+  // long on the RPC thread that received it, skipping the hand-off to its
+  // batcher thread and back (Batcher::RunInlineIfIdle). 0 = never.
+  double inline_max_compute_us = 250;
+  // ... while its queries come at least this many microseconds apart on
+  // average (closer is load, which its batcher thread takes so that queries
+  // batch).
+  double inline_min_gap_us = kDefaultInlineMinGapUs;
+  int lease_ms = 3000;                // its report's TTL in Redis
+  int heartbeat_ms = 1000;            // how often it renews it
+  double background_duty = 0.15;
+  std::string log_level = "info";
+  // Its service port's TLS, mutual with a client CA, and the same files are
+  // its client side toward the other processes. Its metrics port takes the
+  // certificate and asks for no client one (probes present none).
+  crypto::TlsServerFiles tls;
+  // --keys-file: /metrics needs a metrics or admin key from it; required
+  // beyond loopback (as is mutual TLS).
+  std::string keys_file;
+  // --check-args: check the flags as a start would, print "ok", and stop.
+  bool check_args = false;
+};
+
+struct RouterProcessOptions {
+  // Optional: a router serves what the cluster's catalog publishes.
+  std::string model_repository;
+  // Its audit log, quota file (tenants.yaml), default key file and batch
+  // jobs; "" = <repo>/.somm, or $HOME/.somm without a repository.
+  std::string state_dir;
+  std::string redis = "127.0.0.1:6379";
+  std::string address = "127.0.0.1";
+  std::string auth = "none";  // as ServeOptions::auth
+  std::string keys_file;      // as ServeOptions::keys_file
+  int http_port = 8000;
+  int grpc_port = 8001;
+  int metrics_port = 8002;
+  std::string router_id;  // "" = hostname-port
+  // Its zone: it prefers workers of the same --zone (RouterOptions::zone).
+  std::string zone;
+  double cross_zone_rtt_ms = 1.0;  // RouterOptions::cross_zone_rtt_ms
+  std::string device = "auto";  // where configured instances run (as the controller's)
+  int64_t max_body_bytes = 64 << 20;
+  int http_threads = 0;
+  // Threads on the one gRPC completion queue that serves the router's gRPC
+  // frontend and takes its workers' answers; 0 = half the cores, 2 to 4.
+  // Those past the first wait on gRPC only while calls overlap
+  // (docs/history.md, "One thread waits on gRPC at a time").
+  int grpc_threads = 0;
+  // Inference requests admitted at once (serving/inflight_limit.h); 0 = no
+  // bound, the default: a router's capacity is its workers', which shed by
+  // their queues' SLO admission.
+  int64_t max_inflight = 0;
+  int64_t max_inflight_bytes = -1;  // as ServeOptions::max_inflight_bytes
+  // As the controller's --managed: false = static provisioning, so the
+  // selector picks only loaded variants (RouterOptions::managed).
+  bool managed = true;
+  std::string explain = "compact";  // as somm serve's --explain
+  std::string log_level = "info";
+  // TLS on its REST, gRPC and metrics ports; with a client CA, mutual TLS,
+  // and it dials workers and the controller with the same certificate
+  // unless cluster_tls names another.
+  crypto::TlsServerFiles tls;
+  // --cluster-tls-cert, --cluster-tls-key, --cluster-tls-ca: its client side
+  // toward workers and the controller (mutual TLS), when its user-facing
+  // ports use other files or none.
+  crypto::TlsClientFiles cluster_tls;
+  BatchRootFlags batch;
+  ConnectionLimitFlags connections;
+  RegistrationLimitFlags registration;  // its registrations' probes
+  std::vector<std::string> cors_origins;  // as somm serve's
+  bool check_args = false;  // as the worker's
+};
+
+struct ControllerProcessOptions {
+  std::string model_repository;
+  std::string redis = "127.0.0.1:6379";
+  std::string address = "127.0.0.1";  // where the control service listens
+  int port = 8201;
+  std::string advertise;              // what routers dial; "" = address:port
+  int metrics_port = 8202;
+  std::string controller_id;          // "" = hostname-port
+  int leader_lease_ms = 3000;
+  int control_tick_ms = 1000;
+  std::string model_control_mode = "none";  // as somm serve's
+  double repository_poll_secs = 5;
+  bool managed = true;
+  // As somm serve's: the leader generates and profiles the variants of
+  // every model version that has none, each time it takes the lease (the
+  // job of a leader that died mid-way lived in its memory, and is redone).
+  bool auto_variants = true;
+  double idle_unload_s = 0;
+  std::string device = "auto";
+  // Seconds the new leader waits for a first worker before loading the
+  // repository's models.
+  double wait_for_workers_s = 60;
+  // Worker autoscaling (controller/worker_scaler.h) through a provisioner
+  // (provisioner/provisioner.h): "none" (the workers are what was started),
+  // "local" (children of this process) or "kubernetes" (the worker
+  // Deployment's scale subresource).
+  std::string provisioner = "none";
+  int min_workers = 1;
+  int max_workers = 1;
+  // WorkerScalerOptions' production defaults; tests shorten them.
+  double scale_in_after_s = 300;
+  double scale_cooldown_s = 120;
+  double scale_in_fill = 0.7;
+  double worker_in_use_window_s = 60;
+  // local: the binary (""= this one), extra `somm worker` arguments
+  // (space-separated; the repository and Redis are this controller's), and
+  // the first port (0 = picked by each worker).
+  std::string local_worker_binary;
+  std::string local_worker_args;
+  int local_worker_base_port = 0;
+  std::string local_worker_log_dir;  // "" = this process's output
+  // kubernetes: "" = the pod's own namespace.
+  std::string k8s_namespace;
+  std::string k8s_deployment = "somm-worker";
+  std::string log_level = "info";
+  // As the worker's: its control service and metrics ports, and its calls
+  // to workers.
+  crypto::TlsServerFiles tls;
+  std::string keys_file;  // as the worker's
+  RegistrationLimitFlags registration;  // the leader's variant jobs
+  bool check_args = false;  // as the worker's
+};
+
+}  // namespace somm

@@ -1,0 +1,156 @@
+// The parts every node starts from (worker_node.h, router_node.h,
+// controller_node.h; `somm serve`'s embedded node uses the first group):
+// the device and registration flags turned into a device and a sandbox,
+// the byte budget's default, batch jobs' folders; and for the cluster's
+// nodes the Redis store, the registry of the shared repository, their TLS
+// and metrics keys, and a ticker.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "auth/guard.h"
+#include "batch/batch_jobs.h"
+#include "cluster_rpc/worker_pool.h"
+#include "common/status.h"
+#include "crypto/tls_stream.h"
+#include "metrics/prometheus_metrics.h"
+#include "node/node_options.h"
+#include "redis/redis_cluster_state_store.h"
+#include "registry/model_registry.h"
+#include "runtime/backend.h"
+#include "runtime/torch/torch_backend.h"
+#include "sandbox/model_sandbox.h"
+
+namespace somm {
+
+// The --device flag of the serving commands: "auto" (the first GPU when
+// libtorch has CUDA and the machine has one, else the CPU), "cpu" or
+// "cuda:N".
+StatusOr<Device> ParseDeviceFlag(const std::string& text, const Backend& backend);
+// "127.0.0.1" for a wildcard listen address, else the address: what a local
+// client dials.
+std::string DialHost(const std::string& address);
+// The byte budget --max-inflight-bytes asks for (ByteBudget::FromFlag): the
+// flag, or by default a quarter of the memory budget (`memory_budget_mb`,
+// 0 = half the memory available now, controller/placement.h's
+// DefaultMemoryBudget).
+StatusOr<int64_t> InflightBytesBudget(int64_t flag, double memory_budget_mb,
+                                      int64_t max_body_bytes);
+// The sandbox a server's registry runs registrations in: a confined child
+// of this binary (`somm model-sandbox`) under `limits`. Logs what
+// confinement applies here.
+std::shared_ptr<ModelSandbox> MakeRegistrationSandbox(const RegistrationLimitFlags& limits);
+// How `somm serve` and `somm router` set up offline batch jobs: where jobs
+// keep their state and where they may read and write (batch/batch_paths.h),
+// and the audit log they report to through the guard. `state_dir`: the
+// process's own folder (<repo>/.somm, or a router's --state-dir); jobs'
+// state goes to <state_dir>/batch[/<sub>], and the batch root defaults to
+// <state_dir>/batch-files. `repository` "" = none mounted.
+StatusOr<BatchJobs::Options> BatchSetup(const BatchRootFlags& flags, const std::string& state_dir,
+                                        const std::string& sub, const std::string& repository,
+                                        auth::Guard* guard);
+
+namespace node {
+
+// What a node needs of the process that runs it: to wait until it is told
+// to stop (returns what told it: "SIGTERM"), and to ask for that itself (a
+// controller that lost the leader lease).
+struct NodeProcess {
+  std::function<const char*()> wait_for_stop;
+  std::function<void()> request_stop;
+};
+
+// "<hostname>-<port>", or "<hostname>-<pid>" when the port is picked at
+// start (0).
+std::string DefaultId(const std::string& given, int port);
+// The name a process's Redis connections carry (CLIENT SETNAME): its role
+// and its id, or its pid when the id is picked later.
+std::string RedisClientName(const std::string& role, const std::string& given_id);
+
+// What every cluster process starts with: libtorch, its device, the Redis
+// store and a registry of the shared repository.
+struct ProcessParts {
+  std::unique_ptr<Backend> backend;
+  Device device;
+  std::unique_ptr<redis::RedisClusterStateStore> store;
+  std::unique_ptr<ModelRegistry> registry;
+};
+StatusOr<ProcessParts> StartParts(const std::string& repository, const std::string& device,
+                                  const std::string& redis, int lease_ms, bool watch,
+                                  const std::string& client_name,
+                                  const RegistrationLimitFlags& registration,
+                                  TorchBackendOptions backend_options = {});
+
+// The worker ids and addresses a store's view holds: what a GrpcWorkerPool
+// dials.
+GrpcWorkerPool::Provider AddressesOf(redis::RedisClusterStateStore& store);
+// The leader's control address from the lease holder "id|host:port".
+std::string LeaderAddress(const redis::RedisClusterStateStore& store);
+
+// A cluster process's TLS context (null = plaintext). In a cluster TLS is
+// mutual or nothing: the client CA is also what each process checks its
+// peers' certificates against, and the certificate is also its client one.
+StatusOr<std::shared_ptr<const crypto::TlsServerContext>> ClusterTls(
+    const crypto::TlsServerFiles& files);
+// The TLS of a worker's or a controller's metrics port: its certificate,
+// and no client certificate asked for, so that kubelet's probes (which
+// present none) and Prometheus (a bearer key) reach it; null = plaintext.
+StatusOr<std::shared_ptr<const crypto::TlsServerContext>> MetricsPortTls(
+    const crypto::TlsServerFiles& files);
+// Who may read a worker's or a controller's /metrics: with --keys-file, a
+// metrics or admin key from it (private models' names are in there);
+// without, anyone (loopback only: CheckClusterListenAddress).
+StatusOr<std::pair<std::unique_ptr<auth::Guard>, MetricsAccess>> MetricsKeys(
+    const std::string& keys_file);
+// What every cluster process checks of its --redis before it starts: the
+// form, and the password's file or variable.
+Status CheckRedisFlag(const std::string& address);
+// A worker's and a controller's checks of their own flags: where they may
+// listen, their TLS files, their metrics keys, their Redis.
+Status CheckServiceArgs(const std::string& address, const crypto::TlsServerFiles& tls,
+                        const std::string& keys_file, const std::string& redis);
+
+// A loop that runs `step` every `period` on a thread of its own until
+// Stop(); Poke() runs it now.
+class Ticker {
+ public:
+  Ticker(std::chrono::milliseconds period, std::function<void()> step)
+      : period_(period), step_(std::move(step)), thread_([this] { Loop(); }) {}
+  ~Ticker() { Stop(); }
+  void Poke() { cv_.notify_all(); }
+  void Stop() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock lock(mu_);
+    while (!stop_) {
+      lock.unlock();
+      step_();
+      lock.lock();
+      cv_.wait_for(lock, period_);
+    }
+  }
+  const std::chrono::milliseconds period_;
+  const std::function<void()> step_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace node
+}  // namespace somm
