@@ -323,7 +323,8 @@ std::string RenderKeyFile(const std::vector<KeyRecord>& records) {
 
 KeyStore::KeyStore(std::string path, UnixClock now_unix)
     : path_(std::move(path)),
-      now_unix_(now_unix ? std::move(now_unix) : UnixClock(SystemUnixNow)) {}
+      now_unix_(now_unix ? std::move(now_unix) : UnixClock(SystemUnixNow)),
+      watch_(path_) {}
 
 std::string KeyStore::DefaultPath(const std::string& repository) {
   return (fs::path(repository) / ".somm" / "keys").string();
@@ -448,6 +449,13 @@ Status KeyStore::Revoke(const std::string& id) {
 }
 
 void KeyStore::Refresh() {
+  // A change queued before this call started moves the generation, so an
+  // unchanged one means the file is as it was when it was last looked at.
+  const int64_t generation = watch_.Generation();
+  if (generation >= 0) {
+    MutexLock lock(&mu_);
+    if (generation == seen_generation_) return;
+  }
   struct stat st {};
   FileSignature now;
   if (::stat(path_.c_str(), &st) == 0) {
@@ -457,7 +465,10 @@ void KeyStore::Refresh() {
   }
   {
     MutexLock lock(&mu_);
-    if (now == seen_) return;
+    if (now == seen_) {
+      seen_generation_ = generation;
+      return;
+    }
   }
   std::map<std::string, KeyRecord> fresh;
   StatusOr<std::vector<KeyRecord>> records = List();
@@ -469,6 +480,7 @@ void KeyStore::Refresh() {
   MutexLock lock(&mu_);
   by_id_ = std::move(fresh);
   seen_ = now;
+  seen_generation_ = generation;
 }
 
 StatusOr<KeyRecord> KeyStore::Verify(std::string_view key) {

@@ -1,8 +1,10 @@
 // KeyStore: somm's API keys, one file per repository (by default
 // <repo>/.somm/keys). `somm keys` creates, lists, rotates and revokes keys
 // in it; a serving process verifies each call's key against it and re-reads
-// the file whenever it changes (its mtime, size or inode), so a new, rotated
-// or revoked key takes effect on the next call, with no restart.
+// the file whenever it changes (its mtime, size or inode, looked at when an
+// inotify watch of its folder says it may have changed: common/
+// file_change_watch.h), so a new, rotated or revoked key takes effect on the
+// next call, with no restart.
 //
 // A key may carry an expiry (unix seconds): from then on Verify refuses it,
 // judged against the store's clock on every call, so expiry needs no file
@@ -41,6 +43,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/file_change_watch.h"
 #include "common/mutex.h"
 #include "common/status.h"
 
@@ -131,7 +134,9 @@ class KeyStore {
     ino_t inode = 0;
     bool operator==(const FileSignature&) const = default;
   };
-  // Re-reads the file when its signature changed since the last read.
+  // Re-reads the file when its signature changed since the last read,
+  // looking at it only when watch_ says it may have changed (or cannot
+  // tell).
   void Refresh() SOMM_EXCLUDES(mu_);
   // Read-modify-write under the file lock.
   Status Update(const std::function<Status(std::vector<KeyRecord>&)>& change);
@@ -141,8 +146,12 @@ class KeyStore {
 
   const std::string path_;
   const UnixClock now_unix_;
+  // Whether the file may have changed, without a stat() per call.
+  FileChangeWatch watch_;
   Mutex mu_;
   FileSignature seen_ SOMM_GUARDED_BY(mu_);
+  // watch_'s generation when the file was last looked at; -2 = never.
+  int64_t seen_generation_ SOMM_GUARDED_BY(mu_) = -2;
   std::map<std::string, KeyRecord> by_id_ SOMM_GUARDED_BY(mu_);
 };
 
