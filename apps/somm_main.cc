@@ -87,6 +87,12 @@ int main(int argc, char** argv) {
                         "a query may ask for either with the parameter somm_explain")
       ->check(CLI::IsMember({"full", "compact"}))
       ->capture_default_str();
+  serve_cmd->add_option("--routing-policy", serve.routing_policy,
+                        "Where among the workers that hold a query's chosen variant it goes: "
+                        "p2c (two drawn at random, the less loaded wins) or least-wait (the "
+                        "shortest wait predicted from the queues and the variant's profile)")
+      ->check(CLI::IsMember({"p2c", "least-wait"}))
+      ->capture_default_str();
   serve_cmd->add_option("--control-tick-ms", serve.control_tick_ms,
                         "How often the controller looks at the load")
       ->check(CLI::Range(10, 3600000))
@@ -407,6 +413,9 @@ int main(int argc, char** argv) {
   router_cmd->add_option("--managed", router.managed, "As the controller's --managed (false = pick only loaded variants)")->capture_default_str();
   router_cmd->add_option("--explain", router.explain, "As somm serve's --explain: full or compact")
       ->check(CLI::IsMember({"full", "compact"}))
+      ->capture_default_str();
+  router_cmd->add_option("--routing-policy", router.routing_policy, "As somm serve's --routing-policy: p2c or least-wait")
+      ->check(CLI::IsMember({"p2c", "least-wait"}))
       ->capture_default_str();
   router_cmd->add_option("--log-level", router.log_level, "trace, debug, info, warn, error")->capture_default_str();
 

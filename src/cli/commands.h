@@ -53,6 +53,9 @@ struct ServeOptions {
   // default: the full form's 13-14 parameters cost 2-5 us of every answer
   // (docs/selection.md), and a query may still ask for it (somm_explain).
   std::string explain = "compact";
+  // --routing-policy: where among a variant's holders a query goes
+  // (router/routing_policy.h): p2c or least-wait.
+  std::string routing_policy = "p2c";
   // --model-control-mode none|poll, --repository-poll-secs (Triton's names):
   // poll watches the repository (repository/repository_poller.h).
   std::string model_control_mode = "none";

@@ -29,6 +29,7 @@
 namespace somm {
 
 Status CheckServeArgs(const ServeOptions& options) {
+  SOMM_RETURN_IF_ERROR(RoutingPolicy::ByName(options.routing_policy).status());
   SOMM_RETURN_IF_ERROR(
       ByteBudget::FromFlag(options.max_inflight_bytes, 0, options.max_body_bytes).status());
   SOMM_RETURN_IF_ERROR(
@@ -99,6 +100,7 @@ int RunServe(const ServeOptions& options) {
   mo.auto_variants = options.auto_variants;
   mo.managed = options.managed;
   mo.compact_explanation = options.explain == "compact";
+  mo.routing_policy = RoutingPolicy::ByName(options.routing_policy).value();  // checked above
   mo.control_tick_ms = std::max(options.control_tick_ms, 10);
   mo.memory_budget_bytes = static_cast<int64_t>(options.memory_budget_mb * 1024 * 1024);
   mo.idle_unload_s = options.idle_unload_s;

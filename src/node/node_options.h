@@ -112,6 +112,7 @@ struct RouterProcessOptions {
   // selector picks only loaded variants (RouterOptions::managed).
   bool managed = true;
   std::string explain = "compact";  // as somm serve's --explain
+  std::string routing_policy = "p2c";  // as somm serve's --routing-policy
   std::string log_level = "info";
   // TLS on its REST, gRPC and metrics ports; with a client CA, mutual TLS,
   // and it dials workers and the controller with the same certificate

@@ -69,6 +69,7 @@ crypto::TlsClientFiles RouterPeerFiles(const RouterProcessOptions& o) {
 Status CheckRouterArgs(const RouterProcessOptions& o) {
   SOMM_ASSIGN_OR_RETURN(auth::AuthMode mode, auth::ParseAuthMode(o.auth));
   SOMM_RETURN_IF_ERROR(auth::CheckListenAddress(mode, o.address, "--address"));
+  SOMM_RETURN_IF_ERROR(RoutingPolicy::ByName(o.routing_policy).status());
   SOMM_RETURN_IF_ERROR(RouterTls(o).status());
   SOMM_RETURN_IF_ERROR(o.cluster_tls.Validate());
   if (mode == auth::AuthMode::kKeys && !o.keys_file.empty() &&
@@ -123,6 +124,7 @@ int RunRouterNode(const RouterProcessOptions& o, const NodeProcess& process) {
   rto.compact_explanation = o.explain == "compact";
   rto.zone = o.zone;
   rto.cross_zone_rtt_ms = o.cross_zone_rtt_ms;
+  rto.routing_policy = RoutingPolicy::ByName(o.routing_policy).value();  // checked above
   // Ready means able to serve: the catalog is here, a leader controller and
   // a live worker are seen (a query before that was answered 404 or 503).
   // With a repository mounted, its models must be in the catalog too (an

@@ -25,6 +25,8 @@ Router::Router(RouterOptions options, ModelRegistry& registry, cluster::ClusterS
     : options_(std::move(options)),
       where_{options_.zone, options_.cross_zone_rtt_ms},
       clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),
+      routing_(options_.routing_policy != nullptr ? options_.routing_policy
+                                                  : std::make_shared<PowerOfTwoChoices>()),
       registry_(registry),
       store_(store),
       workers_(workers),

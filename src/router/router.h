@@ -66,6 +66,7 @@
 #include "router/cost_calibration.h"
 #include "router/decision_log.h"
 #include "router/groups_by_model.h"
+#include "router/routing_policy.h"
 #include "selector/selector.h"
 #include "serving/inference_server.h"
 #include "serving/response_cache.h"
@@ -101,6 +102,9 @@ struct RouterOptions {
   // seed, a query's draws follow from the seed, its id and its attempt, so
   // a simulated run repeats exactly.
   uint32_t seed = 0;
+  // Where among a variant's holders a query goes (router/routing_policy.h);
+  // null = the power of two choices.
+  std::shared_ptr<const RoutingPolicy> routing_policy;
   // How an answer explains itself (docs/selection.md): false, one parameter
   // per fact (somm_variant, somm_reason, somm_cost_usd, ...); true, the same
   // facts as one string parameter `somm` ("decision=loaded variant=... ...
@@ -210,6 +214,7 @@ class Router : public InferenceServer {
   const RouterOptions options_;
   const RouterZone where_;  // options_' zone and round trip, for the selector
   const Clock& clock_;
+  const std::shared_ptr<const RoutingPolicy> routing_;
   ModelRegistry& registry_;
   cluster::ClusterStateStore& store_;
   WorkerDirectory& workers_;

@@ -21,33 +21,6 @@ bool SameGroup(const cluster::GroupState& g, const VersionRecord& v, const std::
   return g.version == v.version && g.variant == variant && g.hardware == hw &&
          g.model == v.config.name;
 }
-// Two holders drawn at random from those seen (reservoir sampling); the less
-// loaded one wins: the power of two choices, on queued work per replica.
-struct TwoChoices {
-  const cluster::GroupState* first = nullptr;
-  const cluster::GroupState* second = nullptr;
-  int seen = 0;
-
-  void Add(const cluster::GroupState& g, std::minstd_rand& rng) {
-    ++seen;
-    if (seen == 1) {
-      first = &g;
-    } else if (seen == 2) {
-      second = &g;
-    } else {
-      const int k = std::uniform_int_distribution<int>(0, seen - 1)(rng);
-      if (k == 0) first = &g;
-      if (k == 1) second = &g;
-    }
-  }
-  static double Load(const cluster::GroupState& g) {
-    return static_cast<double>(g.queued + g.executing) / std::max(1, g.replicas);
-  }
-  const cluster::GroupState* Pick() const {
-    return second != nullptr && Load(*second) < Load(*first) ? second : first;
-  }
-};
-
 }  // namespace
 
 bool Router::PickWorker(Query& q, const std::vector<cluster::GroupState>& groups,
@@ -59,8 +32,11 @@ bool Router::PickWorker(Query& q, const std::vector<cluster::GroupState>& groups
                                       (static_cast<uint32_t>(q.attempts) * 0x9E3779B9u)));
   }
   std::minstd_rand& rng = options_.seed != 0 ? seeded : thread_rng;
-  // One draw among the holders in this router's zone, one among the others.
-  TwoChoices near, far;
+  // One choice among the holders in this router's zone, one among the
+  // others (RoutingPolicy); the lists are this thread's, reused.
+  thread_local RoutingPolicy::Holders near, far;
+  near.clear();
+  far.clear();
   const bool zoned = !options_.zone.empty();
   for (const auto& g : groups) {
     if (g.loading || !SameGroup(g, *q.version, q.variant, q.hardware)) continue;
@@ -68,17 +44,20 @@ bool Router::PickWorker(Query& q, const std::vector<cluster::GroupState>& groups
         q.failed_workers.end()) {
       continue;
     }
-    (!zoned || g.zone == options_.zone ? near : far).Add(g, rng);
+    (!zoned || g.zone == options_.zone ? near : far).push_back(&g);
   }
-  const cluster::GroupState* in = near.Pick();
-  const cluster::GroupState* out = far.Pick();
+  const RoutingPolicy::PredictedWaitMs wait = [this, &q](const cluster::GroupState& g) {
+    return QueueDelayMs(q, g);
+  };
+  const cluster::GroupState* in = near.empty() ? nullptr : routing_->Choose(near, rng, wait);
+  const cluster::GroupState* out = far.empty() ? nullptr : routing_->Choose(far, rng, wait);
   if (in == nullptr && out == nullptr) return false;
   const cluster::GroupState* pick = in;
   q.zone_choice = zoned ? Query::ZoneChoice::kSameZone : Query::ZoneChoice::kNone;
   if (in == nullptr) {
     pick = out;
     q.zone_choice = Query::ZoneChoice::kNoHolderInZone;
-  } else if (out != nullptr && TwoChoices::Load(*in) > TwoChoices::Load(*out)) {
+  } else if (out != nullptr && RoutingPolicy::Load(*in) > RoutingPolicy::Load(*out)) {
     // Only a busier zone can lose to the other across the round trip; the
     // profile lookup happens only then.
     const double in_ms = QueueDelayMs(q, *in);
@@ -109,7 +88,7 @@ double Router::QueueDelayMs(const Query& q, const cluster::GroupState& g) const 
   // What waits ahead of a query on the group's least loaded replica (a
   // replica left idle by the others' work waits for nothing), run in
   // batches of up to max batch.
-  const double work = std::floor(TwoChoices::Load(g));
+  const double work = std::floor(RoutingPolicy::Load(g));
   if (work <= 0) return 0;
   const double max_batch = std::max<int64_t>(q.version->config.max_batch_size, 1);
   const double batches = std::ceil(work / max_batch);

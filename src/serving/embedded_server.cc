@@ -50,6 +50,7 @@ EmbeddedServer::EmbeddedServer(EmbeddedServerOptions options, Backend& backend,
   rto.server_version = options_.server_version;
   rto.managed = options_.managed;
   rto.compact_explanation = options_.compact_explanation;
+  rto.routing_policy = options_.routing_policy;
   rto.prices = options_.prices;
   rto.ready = [this] { return started_.load() && (!options_.strict_readiness || ConfiguredInstancesLoaded()); };
   router_ = std::make_unique<Router>(rto, *registry_, store_, *directory_, *controller_, metrics,

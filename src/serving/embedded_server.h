@@ -56,6 +56,7 @@ struct EmbeddedServerOptions {
   // The managed runtime (docs/managed.md); off = static provisioning.
   bool managed = true;
   bool compact_explanation = false;  // RouterOptions::compact_explanation
+  std::shared_ptr<const RoutingPolicy> routing_policy;  // RouterOptions::routing_policy
   int control_tick_ms = 1000;
   // Memory instances may use on the CPU; 0 = the default fraction.
   int64_t memory_budget_bytes = 0;

@@ -86,6 +86,10 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandOptions* o) {
                   "The leader controller's lease (the live --leader-lease-ms)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--routing-policy", o->simulation.routing_policy,
+                  "The router's routing policy (as somm serve's): p2c or least-wait")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"p2c", "least-wait"}));
   cmd->add_option("--provision-delay-s", o->simulation.provision_delay_s,
                   "A replacement worker joins this long after it is asked for")
       ->capture_default_str();

@@ -410,6 +410,7 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
   rto.compact_explanation = true;
   rto.clock = &loop.clock();
   rto.seed = static_cast<uint32_t>(options.seed) | 1u;
+  SOMM_ASSIGN_OR_RETURN(rto.routing_policy, RoutingPolicy::ByName(options.routing_policy));
   router = std::make_unique<Router>(rto, registry, store, directory, controllers, metrics, log);
 
   // Start-up: the configured (or the static plan's) replicas of every model's

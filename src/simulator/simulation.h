@@ -125,6 +125,8 @@ struct SimulationOptions {
   // one's forecasts and pending actions died with it), as a standby
   // controller process does (docs/cluster.md; the live --leader-lease-ms).
   double kill_leader_at_s = -1;
+  // The router's routing policy (router/routing_policy.h): p2c or least-wait.
+  std::string routing_policy = "p2c";
   double leader_lease_s = 3;
   // How long a worker's report takes to reach the router's and the
   // controller's views (SimulatedStore): about a millisecond, the live
