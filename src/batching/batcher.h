@@ -55,6 +55,7 @@
 #include <thread>
 #include <vector>
 
+#include "batching/batch_types.h"
 #include "batching/slo_policy.h"
 #include "common/clock.h"
 #include "common/status.h"
@@ -62,12 +63,6 @@
 #include "runtime/backend.h"
 
 namespace somm {
-
-using SteadyClock = std::chrono::steady_clock;
-
-// BatcherOptions::inline_min_gap_us unless set; the worker's options and the
-// `somm worker` flag start from it too.
-inline constexpr double kDefaultInlineMinGapUs = 120;
 
 struct BatcherOptions {
   // Names the instance in errors and the worker thread, e.g. "digits-mlp:1#0".
@@ -106,15 +101,6 @@ struct BatcherOptions {
   const Clock* clock = nullptr;
 };
 
-// What one query experienced.
-struct BatchStats {
-  int64_t queue_ns = 0;    // enqueue -> batch execution start
-  int64_t compute_ns = 0;  // ExecutableModel::Execute of its batch
-  int64_t batch_size = 0;  // samples in its batch
-  // True for one query of each executed batch: a router in another process
-  // counts the worker's batches by it (somm_inference_batch_size).
-  bool first_in_batch = false;
-};
 
 struct BatchTask {
   // Inputs in model order. When batching, each has the query's sample count

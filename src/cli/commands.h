@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "batching/batcher.h"
+#include "batching/batch_types.h"
 #include "common/status.h"
 #include "crypto/tls_files.h"
 #include "node/node_options.h"

@@ -17,7 +17,7 @@
 
 #include "common/status.h"
 #include "proto/cluster.grpc.pb.h"
-#include "worker/worker.h"
+#include "worker/worker_api.h"
 
 namespace somm::cluster_codec {
 

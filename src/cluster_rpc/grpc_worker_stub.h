@@ -33,7 +33,7 @@
 #include <string>
 
 #include "crypto/tls_files.h"
-#include "worker/worker_stub.h"
+#include "worker/worker_api.h"
 
 namespace somm {
 

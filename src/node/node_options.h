@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "batching/batcher.h"
+#include "batching/batch_types.h"
 #include "crypto/tls_files.h"
 
 namespace somm {

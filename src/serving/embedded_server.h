@@ -28,7 +28,7 @@
 #include "runtime/backend.h"
 #include "worker/worker.h"
 #include "worker/worker_directory.h"
-#include "worker/worker_stub.h"
+#include "worker/local_worker_stub.h"
 
 namespace somm {
 

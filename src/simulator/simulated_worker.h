@@ -51,7 +51,7 @@
 #include "cluster/cluster_state_store.h"
 #include "profiles/price_list.h"
 #include "simulator/event_loop.h"
-#include "worker/worker_stub.h"
+#include "worker/worker_api.h"
 
 namespace somm::sim {
 

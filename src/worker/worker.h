@@ -3,7 +3,7 @@
 // replicas each behind a Batcher), executes decided queries on them, carries
 // out typed actions (load, unload, evict, resize) and reports its share of
 // the cluster state. It picks nothing: the router decides where a query runs
-// and the controller what is loaded (worker_stub.h is how both reach it).
+// and the controller what is loaded (worker_api.h is how both reach it).
 //
 // Actions never run on the caller's thread. Loads and unloads go to one of
 // two serial lanes: the urgent lane for loads that a query waits on (at
@@ -36,6 +36,7 @@
 #include "registry/model_registry.h"
 #include "runtime/backend.h"
 #include "worker/instance_group.h"
+#include "worker/worker_api.h"
 
 namespace somm {
 
@@ -65,42 +66,6 @@ struct WorkerOptions {
   double inline_min_gap_us = kDefaultInlineMinGapUs;
 };
 
-// An action as the worker receives it: the policy's typed Action, plus the
-// model version's record (in a cluster the worker reads that from the shared
-// registry by model and version).
-struct WorkerAction {
-  cluster::Action action;
-  VersionPtr version;
-  bool urgent = false;        // a query waits on it
-  bool only_if_idle = false;  // kUnload/kEvict: refuse while queries are in flight
-  bool pinned = false;        // kLoad: never unloaded or evicted (static provisioning)
-  bool reload = false;        // kLoad of a loaded group: load afresh, then swap (make before break)
-};
-
-// A decided query.
-struct ExecuteRequest {
-  std::string group;          // GroupLabel: "digits-mlp:1:ts-fp32@cpu1"
-  int64_t instance_id = -1;   // -1: the least loaded
-  std::vector<Tensor> inputs; // checked (input_check.h), in model order
-  // Set instead of `inputs` when the caller keeps its inputs (a router, to
-  // retry a remote dispatch elsewhere). Nobody changes them any more: a stub
-  // that sends them keeps a reference until its wire is done with the bytes,
-  // and sends them from where they lie; a local worker copies them.
-  std::shared_ptr<const std::vector<Tensor>> shared_inputs;
-  SteadyClock::time_point deadline = SteadyClock::time_point::max();
-  bool best_effort = false;
-  const std::vector<Tensor>& Inputs() const {
-    return shared_inputs != nullptr ? *shared_inputs : inputs;
-  }
-};
-
-struct ExecuteResult {
-  std::vector<Tensor> outputs;  // every output, in model order
-  BatchStats stats;
-  int64_t instance_id = -1;
-  std::string device;
-};
-using ExecuteCallback = std::function<void(StatusOr<ExecuteResult>)>;
 
 class Worker {
  public:

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "worker/worker_stub.h"
+#include "worker/worker_api.h"
 
 namespace somm {
 

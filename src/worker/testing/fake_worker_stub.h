@@ -39,7 +39,7 @@
 #include "cluster/cluster_state_store.h"
 #include "common/mutex.h"
 #include "worker/worker_directory.h"
-#include "worker/worker_stub.h"
+#include "worker/worker_api.h"
 
 namespace somm::testing {
 
