@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
                         "Inference requests (REST and gRPC) admitted at once; more get 429 / RESOURCE_EXHAUSTED before their body is decoded (as Ray Serve's max_ongoing_requests); 0 = no bound")
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   serve_cmd->add_option("--max-inflight-bytes", serve.max_inflight_bytes,
-                        "Bytes of REST bodies, gRPC messages and decoded tensors held at once (all requests together); past it, 429 / RESOURCE_EXHAUSTED before the body is read. -1 (default) = a quarter of the memory budget (--memory-budget-mb, else half the memory free at start), at least twice --max-body-bytes; 0 = no bound")
+                        "Bytes of REST bodies, gRPC messages and decoded tensors held at once (all requests together); past it, 429 / RESOURCE_EXHAUSTED before the body is read. -1 (default) = a quarter of the memory budget (--memory-budget-mb, else half the memory free at start), at least eight times --max-body-bytes; 0 = no bound")
       ->capture_default_str()->check(CLI::Range(int64_t{-1}, int64_t{1} << 50));
   serve_cmd->add_option("--device", serve.device, "auto (a GPU when libtorch has CUDA and one is present), cpu or cuda:N")->capture_default_str();
   serve_cmd->add_option("--log-level", serve.log_level, "trace, debug, info, warn, error")
@@ -408,7 +408,7 @@ int main(int argc, char** argv) {
                          "Inference requests (REST and gRPC) admitted at once; more get 429 / RESOURCE_EXHAUSTED before their body is decoded; 0 = no bound (the workers' queues shed)")
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   router_cmd->add_option("--max-inflight-bytes", router.max_inflight_bytes,
-                         "Bytes of REST bodies, gRPC messages and decoded tensors held at once; past it, 429 / RESOURCE_EXHAUSTED before the body is read. -1 (default) = a quarter of half the memory free at start, at least twice --max-body-bytes; 0 = no bound")
+                         "Bytes of REST bodies, gRPC messages and decoded tensors held at once; past it, 429 / RESOURCE_EXHAUSTED before the body is read. -1 (default) = a quarter of half the memory free at start, at least eight times --max-body-bytes; 0 = no bound")
       ->capture_default_str()->check(CLI::Range(int64_t{-1}, int64_t{1} << 50));
   router_cmd->add_option("--managed", router.managed, "As the controller's --managed (false = pick only loaded variants)")->capture_default_str();
   router_cmd->add_option("--explain", router.explain, "As somm serve's --explain: full or compact")

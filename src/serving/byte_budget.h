@@ -98,15 +98,18 @@ class ByteBudget {
   ByteBudget& operator=(const ByteBudget&) = delete;
 
   // `bytes` (negative counts as 0) reserved, or Refusal() (and the refusal
-  // counted under `protocol`, "rest" or "grpc") when they would take the
-  // bytes in flight past max_bytes.
-  StatusOr<Reservation> Reserve(int64_t bytes, const char* protocol) {
+  // counted under `protocol`, "rest" or "grpc", unless `count_refusal` is
+  // false: a caller that will ask again) when they would take the bytes in
+  // flight past max_bytes.
+  StatusOr<Reservation> Reserve(int64_t bytes, const char* protocol, bool count_refusal = true) {
     if (bytes < 0) bytes = 0;
     int64_t before = held_.load();
     do {
       if (options_.max_bytes > 0 && before + bytes > options_.max_bytes) {
-        refused_.fetch_add(1);
-        if (options_.metrics != nullptr) options_.metrics->RecordShed(protocol, "bytes");
+        if (count_refusal) {
+          refused_.fetch_add(1);
+          if (options_.metrics != nullptr) options_.metrics->RecordShed(protocol, "bytes");
+        }
         return Refusal(bytes, before);
       }
     } while (!held_.compare_exchange_weak(before, before + bytes));
@@ -137,13 +140,19 @@ class ByteBudget {
 
   // The budget `--max-inflight-bytes flag` asks for: 0 = no bound; a
   // negative flag (its default) = a quarter of `memory_budget_bytes` (the
-  // instances' budget, controller/placement.h's DefaultMemoryBudget: half
-  // the memory free at start), and room for two maximum-size bodies at
-  // least. InvalidArgument for a bound below max_body_bytes, which no
-  // maximum-size body would ever fit.
+  // instances' budget, cluster/memory_budget.h's DefaultMemoryBudget: half
+  // the memory free at start), and room for kDefaultMessagesAtLeast
+  // maximum-size bodies at least: each gRPC call holds room for one while
+  // its message is received (with room for 2, 16 concurrent small calls ran
+  // at 0.55 of their throughput unbounded; with 8, at 1.0). InvalidArgument
+  // for a bound below max_body_bytes, which no maximum-size body would ever
+  // fit.
+  static constexpr int64_t kDefaultMessagesAtLeast = 8;
   static StatusOr<int64_t> FromFlag(int64_t flag, int64_t memory_budget_bytes,
                                     int64_t max_body_bytes) {
-    if (flag < 0) return std::max(memory_budget_bytes / 4, 2 * max_body_bytes);
+    if (flag < 0) {
+      return std::max(memory_budget_bytes / 4, kDefaultMessagesAtLeast * max_body_bytes);
+    }
     if (flag > 0 && flag < max_body_bytes) {
       return InvalidArgument("--max-inflight-bytes " + std::to_string(flag) +
                              " is below --max-body-bytes " + std::to_string(max_body_bytes) +

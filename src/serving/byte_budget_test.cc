@@ -93,8 +93,8 @@ TEST(ByteBudgetTest, ZeroOnlyCounts) {
 
 TEST(ByteBudgetTest, TheFlagsDefaultIsAQuarterOfTheMemoryBudget) {
   EXPECT_EQ(ByteBudget::FromFlag(-1, 8192 * kMiB, 64 * kMiB).value(), 2048 * kMiB);
-  EXPECT_EQ(ByteBudget::FromFlag(-1, 256 * kMiB, 64 * kMiB).value(), 128 * kMiB)
-      << "two maximum-size bodies at least";
+  EXPECT_EQ(ByteBudget::FromFlag(-1, 256 * kMiB, 64 * kMiB).value(), 512 * kMiB)
+      << "eight maximum-size bodies at least: gRPC calls hold room for one while it arrives";
   EXPECT_EQ(ByteBudget::FromFlag(0, 8192 * kMiB, 64 * kMiB).value(), 0);
   EXPECT_EQ(ByteBudget::FromFlag(100 * kMiB, 8192 * kMiB, 64 * kMiB).value(), 100 * kMiB);
   const auto low = ByteBudget::FromFlag(32 * kMiB, 8192 * kMiB, 64 * kMiB);

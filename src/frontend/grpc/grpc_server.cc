@@ -55,28 +55,26 @@ std::string AuthorizationOf(const grpc::ServerContextBase* context) {
 // (frontend/grpc/key_first.h): the key and its role, from the metadata
 // alone, as REST's head check does; then room in the byte budget for the
 // largest message the call may send, which gRPC would read whole once
-// asked, before a byte of it is read. Health probes pass freely.
+// asked, before a byte of it is read (waited for a while: key_first.h's
+// kRoomWait). Health probes pass freely.
 class FrontendGate final : public grpc_async::CallGate {
  public:
   FrontendGate(CallGuard* guard, ByteBudget* budget, int64_t max_message_bytes)
       : guard_(guard), budget_(budget), max_message_bytes_(max_message_bytes) {}
 
   StatusOr<VerifiedKey> BeforeRead(const grpc::ServerContext& context, std::optional<Operation> op,
-                                   const std::string& path,
-                                   ByteBudget::Reservation* room) override {
-    if (!op) return VerifiedKey{};
-    VerifiedKey verified;
-    if (guard_ != nullptr) {
-      StatusOr<VerifiedKey> known = guard_->Authenticate(AuthorizationOf(&context), op, path);
-      if (!known.ok()) return known.status();
-      verified = std::move(known).value();
-    }
-    if (budget_ != nullptr) {
-      StatusOr<ByteBudget::Reservation> held = budget_->Reserve(max_message_bytes_, "grpc");
-      if (!held.ok()) return held.status();
-      *room = std::move(held).value();
-    }
-    return verified;
+                                   const std::string& path) override {
+    if (!op || guard_ == nullptr) return VerifiedKey{};
+    return guard_->Authenticate(AuthorizationOf(&context), op, path);
+  }
+  Status RoomForMessage(std::optional<Operation> op, bool final,
+                        ByteBudget::Reservation* room) override {
+    if (!op || budget_ == nullptr) return Status::Ok();
+    // Only the last refusal of a call that waited is counted.
+    StatusOr<ByteBudget::Reservation> held = budget_->Reserve(max_message_bytes_, "grpc", final);
+    if (!held.ok()) return held.status();
+    *room = std::move(held).value();
+    return Status::Ok();
   }
 
   CallGuard* guard() const { return guard_; }
@@ -307,11 +305,13 @@ class InferCall final
     // The task form (Operation::kTaskInfer) is told apart only once the
     // message is read; both operations need the same role.
     StatusOr<VerifiedKey> verified = service_->gate().BeforeRead(
-        context_, Operation::kInfer, service_->methods()->path(service_->infer_method()),
-        &message_hold_);
+        context_, Operation::kInfer, service_->methods()->path(service_->infer_method()));
     if (!verified.ok()) return verified.status();
     verified_ = std::move(verified).value();
     return Status::Ok();
+  }
+  Status RoomForMessage(bool final) override {
+    return service_->gate().RoomForMessage(Operation::kInfer, final, &message_hold_);
   }
   Status Arrived(size_t bytes) override {
     message_hold_.ShrinkTo(static_cast<int64_t>(bytes));

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "frontend/grpc/grpc_server.h"
+#include "frontend/grpc/key_first.h"
 #include "proto/inference.grpc.pb.h"
 #include "proto/somm.grpc.pb.h"
 #include "serving/byte_budget.h"
@@ -244,8 +245,9 @@ TEST_F(GrpcByteBudgetTest, MessagesPastTheBudgetAreResourceExhaustedWhileSmallOn
 // known only then: a budget counted at arrival let 8 concurrent 60 MB
 // messages be read against a 256 MiB budget. Each call now reserves room
 // for the largest message it may send before its message is read, so the
-// calls past the budget are refused from their metadata, unread (here they
-// never send one), and what is being received is counted in the budget.
+// calls past the budget wait for room, unread (here they never send one),
+// and are refused once kRoomWait has passed; what is being received is
+// counted in the budget.
 TEST_F(GrpcByteBudgetTest, MessagesBeingReceivedAreBoundedAndTheRestRefusedUnread) {
   constexpr int kCalls = 8;
   constexpr int64_t kMaxMessage = 6 << 20;  // the fixture's max_message_bytes
@@ -277,7 +279,7 @@ TEST_F(GrpcByteBudgetTest, MessagesBeingReceivedAreBoundedAndTheRestRefusedUnrea
     }
   };
   // No call sends its message: whatever ends now was refused unread.
-  drain_until(std::chrono::system_clock::now() + std::chrono::milliseconds(1500));
+  drain_until(std::chrono::system_clock::now() + grpc_async::kRoomWait + std::chrono::seconds(1));
   int refused = 0;
   for (const auto& call : calls) {
     if (!call->ended) continue;
@@ -290,6 +292,7 @@ TEST_F(GrpcByteBudgetTest, MessagesBeingReceivedAreBoundedAndTheRestRefusedUnrea
   EXPECT_EQ(refused, kCalls - waiting) << "calls past the budget waited for their messages";
   EXPECT_EQ(budget_.held(), waiting * kMaxMessage) << "messages being received are not counted";
   EXPECT_LE(budget_.peak(), budget_.max_bytes());
+  EXPECT_EQ(budget_.refused(), kCalls - waiting) << "each call's refusal is counted once";
   // The calls that wait end, and give their room back.
   for (const auto& call : calls) call->context.TryCancel();
   drain_until(std::chrono::system_clock::now() + std::chrono::seconds(5));

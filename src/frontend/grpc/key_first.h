@@ -13,16 +13,19 @@
 // sending: the server holds at most the transport's flow-control window of
 // it. gRPC reads a message whole once asked to, and tells its size only
 // then, so the gate reserves room in the server's byte budget for the
-// largest message the call may send before it asks; a call that cannot
-// have it is refused unread, and the room shrinks to the message's size
-// when it arrives.
+// largest message the call may send before it asks, and the room shrinks
+// to the message's size when it arrives. A call that finds no room waits
+// for it, unread, up to kRoomWait (polled every kRoomPoll: a burst of small
+// messages frees its room within microseconds), and is then refused
+// RESOURCE_EXHAUSTED, still unread.
 //
 // Contract:
 //   * KeyFirstService::Add registers a method by its path before the
 //     service is registered with the ServerBuilder. One KeyFirstService may
 //     hold the methods of several proto services.
 //   * A KeyFirstCall subclass serves one method: Admit() (metadata only)
-//     decides whether the message is read, Arrived() whether it is parsed,
+//     decides whether the message is read, RoomForMessage() when (the
+//     byte budget), Arrived() whether it is parsed,
 //     Handle() serves it and calls Finish, at once or later from any
 //     thread. Each answered offer is renewed (AskNext) before Admit runs.
 //     Requests come parsed into request_; one message is read, and a call
@@ -34,9 +37,11 @@
 //     time; Finish may be called from any thread, once.
 #pragma once
 
+#include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/rpc_service_method.h>
 
+#include <chrono>
 #include <cstddef>
 #include <deque>
 #include <functional>
@@ -82,6 +87,10 @@ class KeyFirstService final : public grpc::Service {
   std::deque<std::string> paths_;
 };
 
+// How long a call waits for room for its message, and how often it looks.
+inline constexpr std::chrono::milliseconds kRoomWait{500};
+inline constexpr std::chrono::microseconds kRoomPoll{500};
+
 template <typename Request, typename Response>
 class KeyFirstCall : public Tag {
  public:
@@ -98,9 +107,14 @@ class KeyFirstCall : public Tag {
         queue_->CallStarted();
         AskNext();
         if (Status admitted = Admit(); !admitted.ok()) return Answer(admitted);
-        if (queue_->OnOpenQueue([this] { stream_.Read(&message_, this); })) return;
+        room_deadline_ = std::chrono::steady_clock::now() + kRoomWait;
+        if (ReadWhenRoom()) return;
         break;
       }
+      case State::kWaitingForRoom:
+        if (!ok) break;  // the alarm was cancelled: the server is going
+        if (ReadWhenRoom()) return;
+        break;
       case State::kReading: {
         // Not ok: the client half-closed without a message, or the call
         // ended (cancelled, or its message over the size limit, which gRPC
@@ -136,6 +150,10 @@ class KeyFirstCall : public Tag {
   // From the metadata alone (context_), before the message is read: OK
   // reads it; otherwise the call is answered with this status, unread.
   virtual Status Admit() = 0;
+  // Room for the message before it is read: OK reads it; `final` false and
+  // RESOURCE_EXHAUSTED: asked again later (the refusal is not to be
+  // counted); anything else, or with `final`, answers the call unread.
+  virtual Status RoomForMessage(bool final) { return Status::Ok(); }
   // When the message has arrived, `bytes` long, before it is parsed: OK
   // parses it; otherwise the call is answered with this status.
   virtual Status Arrived(size_t bytes) { return Status::Ok(); }
@@ -162,7 +180,25 @@ class KeyFirstCall : public Tag {
   size_t message_bytes_ = 0;  // the message's size as it arrived
 
  private:
-  enum class State { kOffered, kReading, kAnswering };
+  enum class State { kOffered, kWaitingForRoom, kReading, kAnswering };
+  // Reads the message once there is room for it, or waits for room (an
+  // alarm on the queue), or answers the call; false when the queue is
+  // closed and the call is to be deleted.
+  bool ReadWhenRoom() {
+    const bool final = std::chrono::steady_clock::now() >= room_deadline_;
+    const Status room = RoomForMessage(final);
+    if (room.ok()) {
+      state_ = State::kReading;
+      return queue_->OnOpenQueue([this] { stream_.Read(&message_, this); });
+    }
+    if (final || room.code() != StatusCode::kResourceExhausted) {
+      Answer(room);
+      return true;
+    }
+    state_ = State::kWaitingForRoom;
+    return queue_->OnOpenQueue(
+        [this] { alarm_.Set(queue_->cq(), std::chrono::system_clock::now() + kRoomPoll, this); });
+  }
   // Answers before Handle, on the thread that took the event.
   void Answer(const Status& status) {
     state_ = State::kAnswering;
@@ -172,6 +208,8 @@ class KeyFirstCall : public Tag {
   KeyFirstService* const service_;
   const int method_;
   State state_ = State::kOffered;
+  std::chrono::steady_clock::time_point room_deadline_;
+  grpc::Alarm alarm_;
   grpc::ByteBuffer message_;
   grpc::ServerAsyncReaderWriter<Response, grpc::ByteBuffer> stream_{&context_};
 };
@@ -182,12 +220,15 @@ class CallGate {
   virtual ~CallGate() = default;
   // From the metadata alone, before the message is read: the caller's key,
   // verified for `op` (nullopt: an open method, the health probes, which
-  // need none), and in `*room` the byte budget's room for the largest
-  // message the call may send (nothing for open methods). `path` names the
-  // method in the audit record of a refusal. Non-OK answers the call unread.
+  // need none). `path` names the method in the audit record of a refusal.
+  // Non-OK answers the call unread.
   virtual StatusOr<VerifiedKey> BeforeRead(const grpc::ServerContext& context,
-                                           std::optional<Operation> op, const std::string& path,
-                                           ByteBudget::Reservation* room) = 0;
+                                           std::optional<Operation> op,
+                                           const std::string& path) = 0;
+  // In `*room`, the byte budget's room for the largest message the call
+  // may send (nothing for open methods); as KeyFirstCall::RoomForMessage.
+  virtual Status RoomForMessage(std::optional<Operation> op, bool final,
+                                ByteBudget::Reservation* room) = 0;
 };
 
 // What a gated method's handler is given besides its messages: the call's
@@ -217,10 +258,13 @@ class GatedCall final : public KeyFirstCall<Request, Response> {
   void AskNext() override { this->queue_->template Ask<GatedCall>(this->queue_, method_); }
   Status Admit() override {
     StatusOr<VerifiedKey> verified = method_->gate->BeforeRead(
-        this->context_, method_->op, method_->service->path(method_->index), &room_);
+        this->context_, method_->op, method_->service->path(method_->index));
     if (!verified.ok()) return verified.status();
     verified_ = std::move(verified).value();
     return Status::Ok();
+  }
+  Status RoomForMessage(bool final) override {
+    return method_->gate->RoomForMessage(method_->op, final, &room_);
   }
   Status Arrived(size_t bytes) override {
     room_.ShrinkTo(static_cast<int64_t>(bytes));
