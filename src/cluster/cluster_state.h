@@ -48,7 +48,7 @@ struct InstanceState {
 // share it (each GPU instance has HardwareConfig::threads == 1).
 struct DeviceState {
   std::string name;          // "cpu", "cuda:0"
-  int64_t budget_bytes = 0;  // see DefaultMemoryBudget() in placement.h
+  int64_t budget_bytes = 0;  // see DefaultMemoryBudget() in memory_budget.h
   int64_t used_bytes = 0;
   int cores = 1;
   std::string worker;        // the worker that owns it ("" = the only one)

@@ -138,12 +138,6 @@ bool BetterPlan(const DevicePlan& a, const DevicePlan& b) {
 
 }  // namespace
 
-int64_t DefaultMemoryBudget(int64_t free_bytes, double fraction) {
-  if (free_bytes <= 0) return 0;
-  fraction = std::clamp(fraction, 0.0, 1.0);
-  return static_cast<int64_t>(std::floor(static_cast<double>(free_bytes) * fraction));
-}
-
 bool DeviceMatches(const std::string& device, const std::string& wanted) {
   if (wanted.empty() || device == wanted) return true;
   if (wanted.find(':') != std::string::npos) return false;

@@ -44,18 +44,6 @@ using cluster::TimePoint;
 using cluster::ToString;
 using cluster::VariantOption;
 
-// Default memory budgets, as fractions of what is free when the server starts.
-// CPU: half of free RAM. The process also holds query tensors, batches, the
-// allocator's slack and libtorch's per-thread arenas, none of which is in a
-// profile's peak_memory_mb, and the machine is usually shared; swapping would
-// cost more than any reload. GPU: 80% of free device memory. A GPU is
-// normally ours alone, but the CUDA context, cuDNN/cuBLAS workspaces and the
-// caching allocator's fragmentation take the rest.
-inline constexpr double kDefaultCpuBudgetFraction = 0.5;
-inline constexpr double kDefaultGpuBudgetFraction = 0.8;
-
-// floor(free_bytes * fraction), clamped to [0, free_bytes].
-int64_t DefaultMemoryBudget(int64_t free_bytes, double fraction);
 
 struct PlacementOptions {
   // H in the eviction value: how far ahead reuse is counted. A minute is a

@@ -1,4 +1,5 @@
 #include "controller/placement.h"
+#include "cluster/memory_budget.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -45,8 +46,9 @@ std::vector<std::string> VictimModels(const ClusterState& state, const Placement
 }
 
 TEST(PlacementTest, DefaultMemoryBudgetIsAFractionOfFreeMemory) {
-  EXPECT_EQ(DefaultMemoryBudget(16 * kGiB, kDefaultCpuBudgetFraction), 8 * kGiB);
-  EXPECT_EQ(DefaultMemoryBudget(10 * kGiB, kDefaultGpuBudgetFraction), 8 * kGiB);
+  using cluster::DefaultMemoryBudget;
+  EXPECT_EQ(DefaultMemoryBudget(16 * kGiB, cluster::kDefaultCpuBudgetFraction), 8 * kGiB);
+  EXPECT_EQ(DefaultMemoryBudget(10 * kGiB, cluster::kDefaultGpuBudgetFraction), 8 * kGiB);
   EXPECT_EQ(DefaultMemoryBudget(-5, 0.5), 0);
   EXPECT_EQ(DefaultMemoryBudget(100, 3.0), 100);
 }

@@ -8,7 +8,7 @@
 
 #include "common/host_probe.h"
 #include "common/install_paths.h"
-#include "controller/placement.h"
+#include "cluster/memory_budget.h"
 #include "sandbox/process_sandbox.h"
 #include "serving/byte_budget.h"
 
@@ -41,8 +41,8 @@ StatusOr<int64_t> InflightBytesBudget(int64_t flag, double memory_budget_mb,
                                       int64_t max_body_bytes) {
   const int64_t memory_budget =
       memory_budget_mb > 0 ? static_cast<int64_t>(memory_budget_mb * 1024 * 1024)
-                           : control::DefaultMemoryBudget(AvailableMemoryBytes(),
-                                                          control::kDefaultCpuBudgetFraction);
+                           : cluster::DefaultMemoryBudget(AvailableMemoryBytes(),
+                                                          cluster::kDefaultCpuBudgetFraction);
   return ByteBudget::FromFlag(flag, memory_budget, max_body_bytes);
 }
 

@@ -39,7 +39,7 @@ StatusOr<Device> ParseDeviceFlag(const std::string& text, const Backend& backend
 std::string DialHost(const std::string& address);
 // The byte budget --max-inflight-bytes asks for (ByteBudget::FromFlag): the
 // flag, or by default a quarter of the memory budget (`memory_budget_mb`,
-// 0 = half the memory available now, controller/placement.h's
+// 0 = half the memory available now, cluster/memory_budget.h's
 // DefaultMemoryBudget).
 StatusOr<int64_t> InflightBytesBudget(int64_t flag, double memory_budget_mb,
                                       int64_t max_body_bytes);

@@ -64,7 +64,7 @@
 #include "registry/model_registry.h"
 #include "registry/version_options.h"
 #include "router/cost_calibration.h"
-#include "router/decision_log.h"
+#include "serving/decision_log.h"
 #include "router/groups_by_model.h"
 #include "router/routing_policy.h"
 #include "selector/selector.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/host_probe.h"
-#include "controller/placement.h"
+#include "cluster/memory_budget.h"
 #include "loadgen/trace.h"
 
 namespace somm::sim {
@@ -133,8 +133,8 @@ int RunSimulate(SimulateCommandOptions o) {
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   s.worker_memory_bytes = o.worker_memory_mb > 0
                               ? o.worker_memory_mb * 1024 * 1024
-                              : control::DefaultMemoryBudget(AvailableMemoryBytes(),
-                                                             control::kDefaultCpuBudgetFraction);
+                              : cluster::DefaultMemoryBudget(AvailableMemoryBytes(),
+                                                             cluster::kDefaultCpuBudgetFraction);
   if (!o.cluster_file.empty()) {
     auto zones = ReadClusterFile(o.cluster_file);
     if (!zones.ok()) {

@@ -59,7 +59,7 @@ struct SimulatedWorkerOptions {
   std::string id = "sim-0";
   std::string zone;
   // The CPU's memory budget. 16 GiB: half of a 32-GiB machine, as
-  // DefaultMemoryBudget() would give a fresh one (placement.h).
+  // DefaultMemoryBudget() would give a fresh one (cluster/memory_budget.h).
   int64_t budget_bytes = int64_t{16} << 30;
   // Cores instances may use (the autoscaler keeps threads within them).
   int cores = 2;

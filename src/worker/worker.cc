@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "common/host_probe.h"
-#include "controller/placement.h"
+#include "cluster/memory_budget.h"
 #include "variants/variant_pipeline.h"
 
 namespace somm {
@@ -94,8 +94,8 @@ Worker::Worker(WorkerOptions options, Backend& backend, ServingMetrics& metrics)
       incarnation_(NewIncarnation()) {
   memory_budget_bytes_ = options_.memory_budget_bytes > 0
                              ? options_.memory_budget_bytes
-                             : control::DefaultMemoryBudget(env_.AvailableMemoryBytes(),
-                                                            control::kDefaultCpuBudgetFraction);
+                             : cluster::DefaultMemoryBudget(env_.AvailableMemoryBytes(),
+                                                            cluster::kDefaultCpuBudgetFraction);
   metrics_.SetMemory("cpu", 0, memory_budget_bytes_);
   spdlog::info("worker {}: memory budget for instances: {} MiB ({})", options_.id,
                memory_budget_bytes_ / kMiB,
