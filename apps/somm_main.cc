@@ -13,7 +13,19 @@
 #include "cli/keys_command.h"
 #include "cli/model_sandbox_command.h"
 #include "common/process_env.h"
+#include "router/routing_policy.h"
 #include "simulator/simulate_command.h"
+
+namespace {
+
+// --routing-policy: the names RoutingPolicy::ByName knows, and its message
+// for any other (a new policy needs no change here).
+std::string CheckRoutingPolicy(const std::string& name) {
+  auto policy = somm::RoutingPolicy::ByName(name);
+  return policy.ok() ? std::string() : policy.status().message();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // First of all, before anything reads the environment: `somm serve` runs
@@ -91,7 +103,7 @@ int main(int argc, char** argv) {
                         "Where among the workers that hold a query's chosen variant it goes: "
                         "p2c (two drawn at random, the less loaded wins) or least-wait (the "
                         "shortest wait predicted from the queues and the variant's profile)")
-      ->check(CLI::IsMember({"p2c", "least-wait"}))
+      ->check(CheckRoutingPolicy)
       ->capture_default_str();
   serve_cmd->add_option("--control-tick-ms", serve.control_tick_ms,
                         "How often the controller looks at the load")
@@ -415,7 +427,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"full", "compact"}))
       ->capture_default_str();
   router_cmd->add_option("--routing-policy", router.routing_policy, "As somm serve's --routing-policy: p2c or least-wait")
-      ->check(CLI::IsMember({"p2c", "least-wait"}))
+      ->check(CheckRoutingPolicy)
       ->capture_default_str();
   router_cmd->add_option("--log-level", router.log_level, "trace, debug, info, warn, error")->capture_default_str();
 

@@ -176,7 +176,7 @@ TEST_F(RedisStoreTest, PublishedModelEntryTravelsWithItsCatalogGenerationAndLeav
 TEST_F(RedisStoreTest, TheCatalogsCompleteMarkIsReadWithItAndGoesWithARestart) {
   auto leader = Open();
   auto router = Open();
-  int changes = 0;
+  std::atomic<int> changes{0};  // counted on the watch thread
   router->SetOnCatalogChange([&changes] { ++changes; });
   ASSERT_TRUE(leader->PublishModel("digits-mlp", "g1", "{}").ok());
   ASSERT_TRUE(Eventually([&] { return router->ReadCatalog().models.count("digits-mlp") == 1; }));
@@ -184,7 +184,7 @@ TEST_F(RedisStoreTest, TheCatalogsCompleteMarkIsReadWithItAndGoesWithARestart) {
   ASSERT_TRUE(leader->MarkCatalogComplete("controller-0|127.0.0.1:1").ok());
   ASSERT_TRUE(Eventually([&] { return router->ReadCatalog().complete; }));
   EXPECT_EQ(router->ReadCatalog().models.size(), 1u) << "the mark is listed as a model";
-  EXPECT_GE(changes, 2);
+  EXPECT_GE(changes.load(), 2);
 
   server_->Kill();
   server_->Start();

@@ -71,7 +71,11 @@ TEST(PeakMemoryMarkTest, CountsWhatWasWrittenSinceTheMarkEvenIfFreed) {
   }
   const int64_t added = mark.AddedBytes();
   EXPECT_GE(added, int64_t{90} << 20);
+#if !defined(__SANITIZE_THREAD__)
+  // Under ThreadSanitizer its shadow of what was written is resident too
+  // (about five times the writes here): only the floor holds there.
   EXPECT_LT(added, int64_t{200} << 20);
+#endif
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/host_probe.h"
+#include "router/routing_policy.h"
 #include "cluster/memory_budget.h"
 #include "loadgen/trace.h"
 
@@ -89,7 +90,10 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandOptions* o) {
   cmd->add_option("--routing-policy", o->simulation.routing_policy,
                   "The router's routing policy (as somm serve's): p2c or least-wait")
       ->capture_default_str()
-      ->check(CLI::IsMember({"p2c", "least-wait"}));
+      ->check([](const std::string& name) {
+        auto policy = RoutingPolicy::ByName(name);
+        return policy.ok() ? std::string() : policy.status().message();
+      });
   cmd->add_option("--provision-delay-s", o->simulation.provision_delay_s,
                   "A replacement worker joins this long after it is asked for")
       ->capture_default_str();
