@@ -169,10 +169,8 @@ int RunControllerNode(const ControllerProcessOptions& o, const NodeProcess& proc
   auto metrics_keys = MetricsKeys(o.keys_file);
   if (!tls.ok() || !metrics_keys.ok()) return 2;  // checked above
   PrometheusMetrics metrics;
-  TorchBackendOptions backend_options;
   auto parts = StartParts(o.model_repository, o.device, o.redis, 3000, /*watch=*/true,
-                          RedisClientName("controller", o.controller_id), o.registration,
-                          backend_options);
+                          RedisClientName("controller", o.controller_id), o.registration);
   if (!parts.ok()) {
     spdlog::error("{}", parts.status().message());
     return 2;

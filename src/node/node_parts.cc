@@ -147,8 +147,8 @@ GrpcWorkerPool::Provider AddressesOf(RedisClusterStateStore& store) {
 }
 
 // The leader's control address from the lease holder "id|host:port".
-std::string LeaderAddress(const RedisClusterStateStore& store) {
-  const std::string holder = store.LeaseHolder();
+std::string LeaderAddress(const cluster::LeaseStore& lease) {
+  const std::string holder = lease.LeaseHolder();
   const auto bar = holder.find('|');
   return bar == std::string::npos ? "" : holder.substr(bar + 1);
 }

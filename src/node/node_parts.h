@@ -92,7 +92,7 @@ StatusOr<ProcessParts> StartParts(const std::string& repository, const std::stri
 // dials.
 GrpcWorkerPool::Provider AddressesOf(redis::RedisClusterStateStore& store);
 // The leader's control address from the lease holder "id|host:port".
-std::string LeaderAddress(const redis::RedisClusterStateStore& store);
+std::string LeaderAddress(const cluster::LeaseStore& lease);
 
 // A cluster process's TLS context (null = plaintext). In a cluster TLS is
 // mutual or nothing: the client CA is also what each process checks its
