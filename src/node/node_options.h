@@ -101,7 +101,7 @@ struct RouterProcessOptions {
   // Threads on the one gRPC completion queue that serves the router's gRPC
   // frontend and takes its workers' answers; 0 = half the cores, 2 to 4.
   // Those past the first wait on gRPC only while calls overlap
-  // (docs/history.md, "One thread waits on gRPC at a time").
+  // (docs/history/router-hop.md, "One thread waits on gRPC at a time").
   int grpc_threads = 0;
   // Inference requests admitted at once (serving/inflight_limit.h); 0 = no
   // bound, the default: a router's capacity is its workers', which shed by

@@ -117,7 +117,7 @@ class CallQueue {
   // (its own and its worker's), so a third means another is under way.
   // A call started off the queue's threads counts as overlap too: with the
   // first thread alone, a REST query through a router took 55-65 us more at
-  // concurrency 1 (docs/history.md, "One thread waits on gRPC at a time").
+  // concurrency 1 (docs/history/router-hop.md, "One thread waits on gRPC at a time").
   static constexpr int kOverlapFrom = 3;
   static constexpr std::chrono::milliseconds kLinger{2};
   static constexpr std::chrono::milliseconds kOverlapWait{100};
