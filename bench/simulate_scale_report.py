@@ -24,7 +24,7 @@ import sys
 BEGIN = "<!-- simulate.sh scale: begin -->"
 END = "<!-- simulate.sh scale: end -->"
 
-# docs/cluster.md, "Steady-state cost of the cluster state": a worker sends
+# docs/cluster-state.md, "Steady-state cost of the cluster state": a worker sends
 # one command a second (its heartbeat, whose notice carries the report, so a
 # watcher reads nothing back for it); a router writes its demand once a
 # second (its notice carries the demand: nothing is read back for it
@@ -349,7 +349,7 @@ def report(d):
     lines += ["### Control plane at 1,000 workers and 20 routers", ""]
     watcher, total, delivered = control_plane(1000, 20)
     lines += [
-        "Extrapolated from the live per-process figures of docs/cluster.md (\"Steady-state cost "
+        "Extrapolated from the live per-process figures of docs/cluster-state.md (\"Steady-state cost "
         "of the cluster state\"): a worker sends 1 command/s (its heartbeat, whose change "
         "notice carries the report, so no watcher reads it back); a router writes its demand "
         "once a second (its notice carries the demand, so none is read back either); each "

@@ -30,7 +30,7 @@ NOT_IN_SERVE = {
     "somm_response_cache_evictions_total": "only for a model whose model.yaml enables response_cache (none of the demo's does)",
     "somm_response_cache_bytes": "only for a model whose model.yaml enables response_cache (none of the demo's does)",
     "somm_response_cache_entries": "only for a model whose model.yaml enables response_cache (none of the demo's does)",
-    "somm_cluster_view_lag_seconds": "a router or the controller of a cluster (`process` is `router:<id>` or `controller:<id>`), for each report a heartbeat's change notice carried (docs/cluster.md, \"Steady-state cost of the cluster state\")",
+    "somm_cluster_view_lag_seconds": "a router or the controller of a cluster (`process` is `router:<id>` or `controller:<id>`), for each report a heartbeat's change notice carried (docs/cluster-state.md, \"Steady-state cost of the cluster state\")",
 }
 NOT_IN_SERVE_TYPES = {
     "somm_workers": ("gauge", "Workers registered plus those being started", ""),

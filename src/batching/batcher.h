@@ -133,7 +133,7 @@ class Batcher {
   // held back for company (max_queue_delay_us 0), and the batch is predicted
   // to take at most options().inline_max_compute_us: for a small model the
   // hand-off to the batcher thread and back costs more than the batch
-  // (docs/cluster.md, "The gRPC hop"). Then `done` has run, on this thread,
+  // (docs/history/router-hop.md, "The gRPC hop"). Then `done` has run, on this thread,
   // when it returns true. Otherwise it returns false with `task` untouched,
   // for Enqueue. The batcher thread starts nothing while such a batch runs.
   bool RunInlineIfIdle(BatchTask& task);

@@ -19,7 +19,7 @@ namespace pb = cluster_codec::pb;
 // The service is gRPC's asynchronous API on one completion queue that the
 // service's own threads poll (frontend/grpc/async_unary.h), not the callback
 // API: that saves the worker 5-30 us of CPU per query; latency is the same
-// (bench/grpc_rtt.cc, and "The gRPC hop" in docs/cluster.md).
+// (bench/grpc_rtt.cc, and "The gRPC hop" in docs/history/router-hop.md).
 namespace worker_service_internal {
 
 struct Core {

@@ -201,7 +201,7 @@ int RunRouterNode(const RouterProcessOptions& o, const NodeProcess& process) {
   MetricsAccess metrics_access;
   metrics_access.authorize = [g = guard->get()](const std::string& a) { return g->AdmitMetrics(a); };
   metrics_access.extra_text = [g = guard->get()] { return g->MetricsText(); };
-  // How stale its view of the cluster gets (docs/cluster.md, "Steady-state
+  // How stale its view of the cluster gets (docs/cluster-state.md, "Steady-state
   // cost of the cluster state").
   store->SetOnViewLag(metrics.ViewLagRecorder("router:" + rto.id));
   auto endpoint = MetricsEndpoint::Start(metrics, o.address, o.metrics_port, nullptr,

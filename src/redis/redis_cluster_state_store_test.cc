@@ -298,7 +298,7 @@ int64_t CommandCalls(RedisConnection& c, const std::string& command) {
 
 // A heartbeat's notice carries the report and its lease, so the watchers
 // read nothing back: at 1,000 workers and 20 routers that is 40,000 reads a
-// second Redis does not serve (docs/cluster.md, "Steady-state cost").
+// second Redis does not serve (docs/cluster-state.md, "Steady-state cost").
 TEST_F(RedisStoreTest, AHeartbeatCostsAWatcherNoRead) {
   auto writer = Open(3000ms, /*watch=*/false);
   // Declared before the reader, whose watch thread reports into them.

@@ -5,7 +5,7 @@
 // strings) and reads whole replies as RedisReply values. It connects lazily
 // and again after any I/O error, so a Redis restart costs the callers one
 // failed call each (UNAVAILABLE, naming the endpoint) and nothing else: Redis
-// holds soft state only (docs/cluster.md), and whoever writes it writes again.
+// holds soft state only (docs/cluster-state.md), and whoever writes it writes again.
 // A connection can instead be put in subscriber mode (Subscribe), after which
 // only WaitMessage may be called; it re-subscribes by itself after a
 // reconnect.

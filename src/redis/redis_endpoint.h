@@ -16,7 +16,7 @@
 // TLS (rediss://) checks the server's certificate against `ca` (a PEM
 // file), or the system's trust store when no ca is given, and that it names
 // the host; `cert` and `key` present a client certificate to servers that
-// ask for one (Redis's tls-auth-clients). See docs/cluster.md.
+// ask for one (Redis's tls-auth-clients). See docs/cluster-state.md.
 //
 // Thread-safety: values; copy freely. Nothing here prints the password:
 // ToString is host:port, and every parse error shows the URL with its

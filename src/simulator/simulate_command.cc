@@ -45,7 +45,7 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandOptions* o) {
       ->capture_default_str();
   cmd->add_option("--view-lag-ms", o->simulation.view_lag_ms,
                   "How long a worker's report takes to reach the router's view (the live "
-                  "median, docs/cluster.md)")
+                  "median, docs/cluster-state.md)")
       ->capture_default_str();
   cmd->add_option("--control-tick-ms", o->simulation.control_tick_ms, "Controller tick")
       ->capture_default_str();

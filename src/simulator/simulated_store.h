@@ -10,7 +10,7 @@
 // store's readers do.
 //
 // Why: in a live cluster a router's view is a copy that it re-reads after a
-// change notice (docs/cluster.md, "Steady-state cost of the cluster
+// change notice (docs/cluster-state.md, "Steady-state cost of the cluster
 // state"): a report reaches it about a millisecond after the worker wrote
 // it, and what it knows of queues is as old as the worker's last heartbeat
 // (the controller's fresh reports each tick play the heartbeat here). The

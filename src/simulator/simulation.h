@@ -104,7 +104,7 @@ struct SimulationOptions {
   // fail_fraction of the workers (of zone fail_zone only, when named; at
   // least one) die at once, drawn with the seed. The store keeps a dead
   // worker's last report until its lease lapses (lease_s after its last
-  // heartbeat; the live default, docs/cluster.md: --lease-ms 3000): until
+  // heartbeat; the live default, docs/cluster-state.md: --lease-ms 3000): until
   // then routers still send it queries, which fail (UNAVAILABLE) and are
   // retried elsewhere. When the lease lapses a replacement is asked for; it
   // joins empty provision_delay_s later (about a Kubernetes pod start), and
@@ -130,7 +130,7 @@ struct SimulationOptions {
   double leader_lease_s = 3;
   // How long a worker's report takes to reach the router's and the
   // controller's views (SimulatedStore): about a millisecond, the live
-  // median of docs/cluster.md ("Steady-state cost of the cluster state":
+  // median of docs/cluster-state.md ("Steady-state cost of the cluster state":
   // 0.6-0.9 ms from a worker's write to a router's view). What the views
   // know of queues is as old as the last report, which the controller
   // refreshes every control tick, as heartbeats do every second live.

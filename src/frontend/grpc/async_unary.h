@@ -4,7 +4,7 @@
 // threads for every completion; here the thread that polls the queue runs
 // the handler itself, and whichever thread finishes the work (a batcher's)
 // writes the answer directly. That saves 5-30 us of CPU per call
-// (bench/grpc_rtt.cc; "The gRPC hop" in docs/cluster.md). And a server with
+// (bench/grpc_rtt.cc; "The gRPC hop" in docs/history/router-hop.md). And a server with
 // no method left on the callback API starts no nexting threads at all,
 // which would otherwise poll the process's sockets beside the queue's
 // threads (MethodTable below).
