@@ -518,7 +518,7 @@ int main(int argc, char** argv) {
         ->capture_default_str()->check(CLI::NonNegativeNumber);
   }
 
-  // Registration's confined child (docs/security.md, "Registration runs in
+  // Registration's confined child (docs/hostile-input.md, "Registration runs in
   // a confined child"): the router probes, the controller runs variant jobs.
   for (auto [cmd, limits] : {std::pair{serve_cmd, &serve.registration},
                              std::pair{router_cmd, &router.registration},

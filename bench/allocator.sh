@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # jemalloc's options against resnet18's throughput (apps/jemalloc_options.cc,
-# docs/security.md "Memory per request"): raw libtorch at batch 8 (the
+# docs/hostile-input.md "Memory per request"): raw libtorch at batch 8 (the
 # limit), then `somm serve` with the options it is built with and with
 # MALLOC_CONF set to each alternative, each loaded by `somm bench resnet18`
 # over gRPC and REST JSON at concurrency 16 (batches of 8 form), in ROUNDS

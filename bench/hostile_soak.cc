@@ -1,6 +1,6 @@
 // bench_hostile_soak: hostile requests against a live somm over REST and
 // gRPC while a steady stream of normal queries runs beside them
-// (docs/security.md). bench/hostile_soak.sh starts the server, samples its
+// (docs/hostile-input.md). bench/hostile_soak.sh starts the server, samples its
 // RSS and calls this binary twice: --phase baseline (the normal stream
 // alone) and --phase attack (the stream and the attack).
 //

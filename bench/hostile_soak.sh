@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The hostile soak (docs/security.md): somm serve on digits-mlp, a steady
+# The hostile soak (docs/hostile-input.md): somm serve on digits-mlp, a steady
 # stream of normal queries, first alone (baseline), then beside N hostile
 # requests over REST and gRPC with slowloris connections and connection
 # floods (bench_hostile_soak, bench/hostile_soak.cc). Reports the server's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Overload (docs/security.md): digits-mlp's capacity on this machine (closed
+# Overload (docs/hostile-input.md): digits-mlp's capacity on this machine (closed
 # loop, REST JSON, every query with a latency SLO), then an open-loop
 # Poisson load at 3x that capacity for --seconds, then 0.5x right after.
 # somm must shed what it cannot serve within the SLO (429 /

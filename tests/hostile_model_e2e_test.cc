@@ -1,4 +1,4 @@
-// Hostile model files against a real `somm serve` (docs/security.md): a
+// Hostile model files against a real `somm serve` (docs/hostile-input.md): a
 // truncated file, random bytes, a zip whose records are corrupted, and
 // TorchScript archives that declare huge storages or views over small ones
 // (tests/make_hostile_models.py). Each registration over REST and gRPC gets
@@ -198,7 +198,7 @@ TEST_F(HostileModelE2eTest, ARegistrationOverTheBodyLimitIs413) {
   ExpectServing("an over-size registration");
 }
 
-// Registration runs the model's code in a confined child (docs/security.md,
+// Registration runs the model's code in a confined child (docs/hostile-input.md,
 // "Registration runs in a confined child"): a model that loops or eats
 // memory is refused with the limit it reached while the server answers
 // everyone else, SIGTERM stops a server whose registration is running, and a

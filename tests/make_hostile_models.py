@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Hostile TorchScript files for hostile_model_e2e_test (docs/security.md).
+"""Hostile TorchScript files for hostile_model_e2e_test (docs/hostile-input.md).
 
 Usage: /usr/bin/python3 tests/make_hostile_models.py SOURCE_MODEL OUT_DIR
 

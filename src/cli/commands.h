@@ -34,7 +34,7 @@ struct ServeOptions {
   // (serving/inflight_limit.h). 0 = no bound. 64 (one full batch of the demo
   // models queued behind one running) drains within a 20 ms SLO on two
   // cores; 256 did not, and its queued queries expired after being decoded
-  // (docs/security.md, "Overload").
+  // (docs/hostile-input.md, "Overload").
   int64_t max_inflight = 64;
   // Bytes of REST bodies, gRPC messages and decoded tensors held at once
   // (serving/byte_budget.h); more get 429 / RESOURCE_EXHAUSTED before they

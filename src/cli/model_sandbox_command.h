@@ -3,7 +3,7 @@
 //
 // `somm model-sandbox probe|variants REQUEST` is started by a server only
 // (sandbox/process_sandbox.h starts it confined); it is left out of
-// `somm --help` and README's table, and docs/security.md describes it.
+// `somm --help` and README's table, and docs/hostile-input.md describes it.
 #pragma once
 
 namespace somm {

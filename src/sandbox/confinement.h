@@ -1,6 +1,6 @@
 // Confinement: what a child process that runs a user's model code gets
 // instead of the server's rights, as far as Linux offers it without extra
-// privileges (docs/security.md, "Registration runs in a confined child"):
+// privileges (docs/hostile-input.md, "Registration runs in a confined child"):
 //
 //   * rlimits: CPU seconds (RLIMIT_CPU: SIGXCPU at the limit, SIGKILL two
 //     seconds later), memory (RLIMIT_DATA: heap, anonymous maps and thread

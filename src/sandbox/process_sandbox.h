@@ -61,7 +61,7 @@ struct ProcessSandboxOptions {
   // binaries that are not somm, and name it).
   std::string executable = "/proc/self/exe";
   // The registration's probe: a resnet18's load and run take 1-2 s of CPU
-  // and 250 MiB above libtorch's own 150 MiB (docs/security.md).
+  // and 250 MiB above libtorch's own 150 MiB (docs/hostile-input.md).
   SandboxLimits probe{60, 120, 4096};
   // A variant job: builds, profiles on every hardware config, runs Python
   // for int8 (a resnet18 on two configs: about a minute).

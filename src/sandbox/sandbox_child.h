@@ -2,7 +2,7 @@
 // `somm model-sandbox probe|variants REQUEST` (sandbox_wire.h) runs one
 // probe or one variant job through `backend` and answers with JSON lines.
 // The server starts it already confined (confinement.h); it is not a user
-// command (docs/security.md describes it).
+// command (docs/hostile-input.md describes it).
 //
 // Its standard output is the answer: the first thing it does is keep a copy
 // of it and point standard output at standard error, so whatever the model

@@ -32,7 +32,7 @@ Status CheckLoadedTensors(const torch::jit::Module& module);
 // outside the process's memory: aten::from_file (reads any file the process
 // can: key files, TLS keys, other tenants' models), aten::save (writes one),
 // prim::rpc_* (the network). TorchScript offers them to any model, and a
-// served model runs inside its worker (docs/security.md), so such a model is
+// served model runs inside its worker (docs/hostile-input.md), so such a model is
 // refused wherever it is loaded: at registration's probe and on a worker.
 // InvalidArgument naming the operator and the function that calls it.
 Status CheckOperators(const torch::jit::Module& module);
