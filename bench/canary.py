@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Canary runs (docs/lifecycle.md): somm serve with digits-mlp at version 1,
+"""Canary runs (docs/rollouts.md): somm serve with digits-mlp at version 1,
 a steady client load of unversioned queries, and a version 2 rolled out
 while it runs. Scenarios:
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Canary runs (docs/lifecycle.md): a version 2 of digits-mlp rolled out
+# Canary runs (docs/rollouts.md): a version 2 of digits-mlp rolled out
 # under a steady client load, four times: one that answers wrong (split, then
 # as a shadow), one that is slower, one that is good. Reports each run's
 # client queries (none may fail), the canary's answers before it ended, and

@@ -1,4 +1,4 @@
-// End-to-end, canary rollouts (docs/lifecycle.md) against a real somm:
+// End-to-end, canary rollouts (docs/rollouts.md) against a real somm:
 // a good version 2 takes its share of digits-mlp's unversioned queries and
 // is promoted step by step; a version that answers wrong is rolled back by
 // its accuracy on held-out data; an operator starts, reads and rolls back a

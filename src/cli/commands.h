@@ -154,7 +154,7 @@ struct TasksOptions {
 int RunTasks(const TasksOptions& options);
 
 // `somm rollout MODEL [--version V --percent P [--shadow] ...] [--promote |
-// --rollback | --set-percent P]`: a model's canary (docs/lifecycle.md).
+// --rollback | --set-percent P]`: a model's canary (docs/rollouts.md).
 // Without a change it shows the rollout.
 struct RolloutOptions {
   ClientOptions client;

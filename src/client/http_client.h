@@ -93,7 +93,7 @@ class HttpClient {
   // POST a JSON `body` to `path` (batch jobs: "/v2/somm/batch", ...): the
   // body of a 200 answer, else the server's error.
   StatusOr<std::string> PostBody(const std::string& path, const std::string& body);
-  // A model's rollout (docs/lifecycle.md): POST (a change as JSON; "" =
+  // A model's rollout (docs/rollouts.md): POST (a change as JSON; "" =
   // read it) or GET /v2/repository/models/{m}/rollout; the answer's JSON.
   StatusOr<std::string> Rollout(const std::string& model, const std::string& change_json);
 
