@@ -75,6 +75,11 @@ struct VariantOption {
   // instances (model.yaml's instance_count) of the as-registered variant;
   // 0 = none kept.
   int floor_replicas = 0;
+  // The most replicas the autoscaler runs of this option (0 = no ceiling).
+  // A private model's is its instance_count, the count its owner's memory
+  // quota is charged for (auth/guard.h): load on a tenant's model cannot
+  // grow its memory past what the quota admitted.
+  int max_replicas = 0;
 };
 
 // A loaded (or loading) instance group: `replicas` instances of one option.

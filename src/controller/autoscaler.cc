@@ -267,7 +267,9 @@ std::optional<Target> Tick::Choose(const View& view, const std::vector<Eligible>
     const int64_t n_mem64 =
         o.memory_bytes <= 0 ? int64_t{1} << 30
                             : have + std::max<int64_t>(0, free_bytes + evictable) / o.memory_bytes;
-    const int n_cap = static_cast<int>(std::min<int64_t>(n_cores, n_mem64));
+    int n_cap = static_cast<int>(std::min<int64_t>(n_cores, n_mem64));
+    const bool at_ceiling = o.max_replicas > 0 && o.max_replicas < n_cap;
+    if (at_ceiling) n_cap = o.max_replicas;
     if (n_need <= n_cap) {
       t.replicas = n_need;
       t.cost = n_need * Price(o.hardware);
@@ -276,13 +278,18 @@ std::optional<Target> Tick::Choose(const View& view, const std::vector<Eligible>
       t.replicas = n_cap;
       t.cost = n_cap * Price(o.hardware);
       t.short_of_demand = true;
-      t.limits = "at most x" + std::to_string(n_cap) + " " + o.variant + "@" + o.hardware.Name() +
-                 " fits on " + o.device + ": cores " + std::to_string(dev->cores) + " x " +
-                 Fmt("%.2g", config_.max_oversubscription) + " - " + std::to_string(other_threads) +
-                 " threads of other groups + " + std::to_string(evictable_threads) +
-                 " evictable, " + std::to_string(threads) +
-                 " per replica; memory free " + FormatBytes(free_bytes) + " + evictable " +
-                 FormatBytes(evictable) + ", " + FormatBytes(o.memory_bytes) + " per replica";
+      t.limits = "at most x" + std::to_string(n_cap) + " " + o.variant + "@" + o.hardware.Name();
+      if (at_ceiling) {
+        t.limits += ": a private model runs at most its instance_count replicas, the count its "
+                    "owner's memory quota is charged for";
+      } else {
+        t.limits += " fits on " + o.device + ": cores " + std::to_string(dev->cores) + " x " +
+                    Fmt("%.2g", config_.max_oversubscription) + " - " +
+                    std::to_string(other_threads) + " threads of other groups + " +
+                    std::to_string(evictable_threads) + " evictable, " + std::to_string(threads) +
+                    " per replica; memory free " + FormatBytes(free_bytes) + " + evictable " +
+                    FormatBytes(evictable) + ", " + FormatBytes(o.memory_bytes) + " per replica";
+      }
       const double qa = t.replicas * t.capacity.qps;
       const double qb = most ? most->replicas * most->capacity.qps : 0;
       if (!most || qa > qb || (qa == qb && cheaper(t, *most))) most = t;

@@ -394,6 +394,31 @@ TEST(AutoscalerTest, RespectsTheCoreCap) {
   EXPECT_EQ(a[0].replicas, 6);
 }
 
+// A private model's memory is charged to its owner's quota per configured
+// instance; load on it used to replicate it past that, on others' memory.
+TEST(AutoscalerTest, APrivateModelRunsAtMostItsChargedInstancesWhateverItsLoad) {
+  Sim sim(/*cores=*/8);
+  VariantOption charged = Fp32();
+  charged.max_replicas = 2;
+  sim.state.options = {charged};
+  sim.AddGroup(charged, 1);
+  std::vector<Action> a = sim.Step(1000);  // 1000 q/s on 100 q/s replicas
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].kind, Action::kSetReplicas);
+  EXPECT_EQ(a[0].replicas, 2);
+  EXPECT_THAT(a[0].reason, HasSubstr("short of demand: at most x2 ts-fp32@cpu1: a private model "
+                                     "runs at most its instance_count replicas"));
+  EXPECT_TRUE(sim.Step(1000).empty());
+
+  // The same load on a public model takes every core.
+  Sim open(/*cores=*/8);
+  open.state.options = {Fp32()};
+  open.AddGroup(Fp32(), 1);
+  a = open.Step(1000);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].replicas, 8);
+}
+
 TEST(AutoscalerTest, RespectsTheMemoryBudget) {
   Sim sim(/*cores=*/8, /*budget=*/350 * kMiB);  // 100 MiB per replica
   sim.state.options = {Fp32()};

@@ -59,6 +59,7 @@ void AppendOptions(const VersionRecord& v, std::vector<cluster::VariantOption>* 
       if (p.variant == kAsRegistered && v.config.instance_count_configured) {
         o.floor_replicas = v.config.instance_count;
       }
+      if (!v.config.owner_tenant.empty()) o.max_replicas = std::max(v.config.instance_count, 1);
       out->push_back(std::move(o));
     }
   }

@@ -80,5 +80,23 @@ TEST(PublishedModelTest, GarbageAndAConfigNamingAnotherModelAreRefusedByName) {
   EXPECT_FALSE(missing.ok());
 }
 
+// A private model's options carry its instance_count as the autoscaler's
+// ceiling: its owner's memory quota is charged for that many instances.
+TEST(VersionOptionsTest, APrivateModelsOptionsAreCappedAtItsChargedInstances) {
+  PublishedModel m = Sample();
+  auto v = std::make_shared<VersionRecord>(*m.versions[0]);
+  v->config.name = "digits-mlp";
+  v->config.instance_count = 3;
+  std::vector<cluster::VariantOption> options;
+  AppendOptions(*v, &options);
+  ASSERT_EQ(options.size(), 1u);
+  EXPECT_EQ(options[0].max_replicas, 0);  // public: no ceiling
+  v->config.owner_tenant = "team-a";
+  options.clear();
+  AppendOptions(*v, &options);
+  ASSERT_EQ(options.size(), 1u);
+  EXPECT_EQ(options[0].max_replicas, 3);
+}
+
 }  // namespace
 }  // namespace somm
