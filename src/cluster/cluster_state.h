@@ -29,12 +29,14 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "profiles/variant_profile.h"
 
 namespace somm::cluster {
 
-using Clock = std::chrono::steady_clock;
-using TimePoint = Clock::time_point;
+// Times in the cluster's state are somm::Clock's (common/clock.h): the
+// real steady clock live, a virtual one in the simulator and in tests.
+using TimePoint = somm::Clock::TimePoint;
 
 // One loaded instance: what the selector needs to predict a query's latency.
 struct InstanceState {

@@ -12,7 +12,7 @@ double MsBetween(TimePoint from, TimePoint to) {
 }
 
 TimePoint Plus(TimePoint t, double ms) {
-  return t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(ms));
+  return t + std::chrono::duration_cast<TimePoint::duration>(std::chrono::duration<double, std::milli>(ms));
 }
 
 json HardwareJson(const HardwareConfig& hw) {

@@ -247,7 +247,7 @@ cluster::WorkerReport GrpcWorkerStub::Report() {
   Status status = FromGrpcStatus(impl_->stub->Report(&context, pb::ReportRequest(), &response));
   if (status.ok()) {
     StatusOr<cluster::WorkerReport> report =
-        cluster::WorkerReportFromJson(response.report_json(), cluster::Clock::now());
+        cluster::WorkerReportFromJson(response.report_json(), Clock::Real().Now());
     if (report.ok()) return std::move(report).value();
     status = Internal("malformed report: " + report.status().message());
   }

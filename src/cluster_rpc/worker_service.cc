@@ -145,7 +145,7 @@ class ReportCall final : public WorkerCall<pb::ReportRequest, pb::ReportResponse
   void AskNext() override { queue_->Ask<ReportCall>(core_); }
   void Handle() override {
     response_.set_report_json(
-        cluster::WorkerReportToJson(core_->worker.Report(), cluster::Clock::now()));
+        cluster::WorkerReportToJson(core_->worker.Report(), Clock::Real().Now()));
     Finish(Status::Ok());
   }
 };

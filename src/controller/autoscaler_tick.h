@@ -29,7 +29,7 @@ constexpr double kCostEpsilon = 1e-12;  // USD/s; prices are ~1e-5
 // one replica wide and a model on its tail bound does not step every tick.
 constexpr double kWaitTailSlack = 4;
 
-inline double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+inline double Seconds(TimePoint::duration d) { return std::chrono::duration<double>(d).count(); }
 
 // The threads (CPU cores, or GPU slots) a group's replicas take.
 inline int GroupThreads(const GroupState& g) { return g.replicas * std::max(g.hardware.threads, 1); }

@@ -43,6 +43,7 @@ Controller::Controller(ControllerOptions options, ModelRegistry& registry,
                        cluster::ClusterStateStore& store, WorkerDirectory& workers,
                        ServingMetrics& metrics, DecisionLog& log)
     : options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),
       registry_(registry),
       store_(store),
       workers_(workers),
@@ -172,14 +173,14 @@ void Controller::SendEvictions(std::vector<cluster::Action> evictions, const std
       // Gone from the moment it is sent: a query the worker turns away
       // meanwhile must not find it "present" in a view that still shows it.
       MutexLock lock(&placement_mu_);
-      evicted_[{worker, victim}] = options_.clock() + kReportWithin;
+      evicted_[{worker, victim}] = Now() + kReportWithin;
       ChangedPlacement();
     }
     Send(std::move(evict), [this, victim, reason, model, hardware, worker, answered](Status s) {
       if (s.ok()) {
         {
           MutexLock lock(&placement_mu_);
-          evicted_[{worker, victim}] = options_.clock() + kReportWithin;
+          evicted_[{worker, victim}] = Now() + kReportWithin;
           ChangedPlacement();
         }
         RecordControl("evict", model, victim, hardware, reason);
@@ -189,7 +190,7 @@ void Controller::SendEvictions(std::vector<cluster::Action> evictions, const std
         // until the store has caught up.
         MutexLock lock(&placement_mu_);
         evicted_.erase({worker, victim});
-        busy_[{worker, victim}] = options_.clock() + kReportWithin;
+        busy_[{worker, victim}] = Now() + kReportWithin;
         ChangedPlacement();
       }
       answered(s.ok() ? s : Status(s.code(), "eviction of " + victim + " refused: " + s.message()));
@@ -454,7 +455,7 @@ Status Controller::UnloadModel(const std::string& name) {
 void Controller::Tick() {
   if (options_.before_tick) options_.before_tick();
   MutexLock tick(&tick_mu_);
-  const cluster::TimePoint now = options_.clock();
+  const cluster::TimePoint now = Now();
   const double tick_s = last_tick_ ? std::chrono::duration<double>(now - *last_tick_).count()
                                    : options_.control_tick_ms / 1000.0;
   last_tick_ = now;

@@ -50,6 +50,7 @@
 #include <absl/container/flat_hash_map.h>
 
 #include "cluster/cluster_state_store.h"
+#include "common/clock.h"
 #include "common/mutex.h"
 #include "controller/autoscaler.h"
 #include "controller/control_client.h"
@@ -93,8 +94,9 @@ struct ControllerOptions {
   // ChangeRollout): a cluster's leader publishes its catalog at once, so
   // routers split by the new record now, not at the next lease tick.
   std::function<void(const std::string& model)> on_rollout_change;
-  // The clock the loop and the policies read; tests step their own.
-  std::function<cluster::TimePoint()> clock = [] { return cluster::Clock::now(); };
+  // The clock the policies read (null = Clock::Real()); tests and the
+  // simulator step their own. It must outlive the controller.
+  const Clock* clock = nullptr;
 };
 
 class Controller : public ControlClient {
@@ -119,7 +121,7 @@ class Controller : public ControlClient {
   // old ones go; a broken reload leaves the serving versions alone.
   Status LoadModel(const std::string& name, bool startup = false) override;
   Status UnloadModel(const std::string& name) override;
-  // One step of the control loop, at options.clock() (tests call it).
+  // One step of the control loop, at the clock's Now() (tests call it).
   void Tick();
   // Where the configured instances of `version` run.
   HardwareConfig BaseHardware(const VersionRecord& version) const override;
@@ -143,6 +145,7 @@ class Controller : public ControlClient {
   StatusOr<RolloutView> GetRollout(const std::string& model) override;
 
  private:
+  cluster::TimePoint Now() const { return clock_.Now(); }
   // How long a worker that failed an action stays out of placement (a dead
   // one leaves the store sooner, when its lease lapses).
   static constexpr auto kUnreachableFor = std::chrono::seconds(10);
@@ -238,6 +241,7 @@ class Controller : public ControlClient {
   void Loop();
 
   const ControllerOptions options_;
+  const Clock& clock_;  // options_.clock, else Clock::Real()
   ModelRegistry& registry_;
   cluster::ClusterStateStore& store_;
   WorkerDirectory& workers_;

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "cluster/in_memory_store.h"
+#include "common/clock.h"
 #include "runtime/testing/no_backend.h"
 #include "controller/controller.h"
 #include "worker/testing/fake_worker_stub.h"
@@ -50,11 +51,11 @@ class ControllerRolloutsTest : public ::testing::Test {
     std::filesystem::remove_all(repo_);
     std::filesystem::create_directories(repo_);
     FakeWorkerStub::Options wo;
-    wo.clock = [this] { return now_; };
+    wo.clock = &clock_;
     worker_ = std::make_unique<FakeWorkerStub>(store_, wo);
     workers_ = std::make_unique<SingleWorkerDirectory>(*worker_);
     ControllerOptions co;
-    co.clock = [this] { return now_; };
+    co.clock = &clock_;
     controller_ = std::make_unique<Controller>(co, registry_, store_, *workers_, metrics_, log_);
   }
   void TearDown() override { std::filesystem::remove_all(repo_); }
@@ -95,7 +96,7 @@ class ControllerRolloutsTest : public ::testing::Test {
   const std::string repo_ =
       (std::filesystem::temp_directory_path() / ("controller_rollouts_" + std::to_string(getpid())))
           .string();
-  cluster::TimePoint now_ = cluster::TimePoint(100000s);
+  ManualClock clock_{cluster::TimePoint(100000s)};
   cluster::InMemoryClusterStateStore store_;
   NoBackend backend_;
   ModelRegistry registry_{RegistryOptions{repo_}, backend_};
@@ -111,7 +112,7 @@ TEST_F(ControllerRolloutsTest, AGoodCanaryAdvancesOnceItsStepHasEnoughAndIsSaved
   Counted(100, 2.0, 10, 2.0);
   controller_->Tick();  // the step's window starts here
   EXPECT_EQ(registry_.RolloutOf("m")->percent, 10);
-  now_ += 2s;
+  clock_.Advance(2s);
   Counted(300, 2.0, 40, 2.1);
   controller_->Tick();
   auto r = registry_.RolloutOf("m");
@@ -131,7 +132,7 @@ TEST_F(ControllerRolloutsTest, ASlowCanaryIsRolledBackAndTheStableVersionServesA
   Canary(0.97);
   Counted(100, 2.0, 0, 0);
   controller_->Tick();
-  now_ += 1s;
+  clock_.Advance(1s);
   Counted(200, 2.0, 12, 30.0);
   controller_->Tick();
   auto r = registry_.RolloutOf("m");

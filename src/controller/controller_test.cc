@@ -4,6 +4,7 @@
 // each action it sends, so a test that holds a load runs the tick on a
 // thread of its own and looks at what was sent while the load is in flight.
 #include "controller/controller.h"
+#include "common/clock.h"
 #include "runtime/testing/no_backend.h"
 
 #include <gmock/gmock.h>
@@ -73,11 +74,11 @@ class ControllerTest : public ::testing::Test {
     FakeWorkerStub::Options wo;
     wo.cores = cores;
     wo.hold_loads = true;
-    wo.clock = [this] { return now_; };
+    wo.clock = &clock_;
     worker_ = std::make_unique<FakeWorkerStub>(store_, wo);
     workers_ = std::make_unique<SingleWorkerDirectory>(*worker_);
     ControllerOptions co;
-    co.clock = [this] { return now_; };
+    co.clock = &clock_;
     controller_ = std::make_unique<Controller>(co, registry_, store_, *workers_, metrics_, log_);
     registry_.Publish("m", {v}, {});
     worker_->AddGroup(v, variant, hw);
@@ -98,7 +99,7 @@ class ControllerTest : public ::testing::Test {
     Arrivals(0);
     controller_->Tick();
     ASSERT_TRUE(worker_->actions().empty()) << worker_->ActionLog()[0];
-    now_ += 1s;
+    clock_.Advance(1s);
     Arrivals(rate);
   }
 
@@ -130,7 +131,7 @@ class ControllerTest : public ::testing::Test {
     EXPECT_EQ(worker_->StateOf(old_label), "");
   }
 
-  cluster::TimePoint now_ = cluster::TimePoint(100000s);
+  ManualClock clock_{cluster::TimePoint(100000s)};
   cluster::InMemoryClusterStateStore store_;
   NoBackend backend_;
   ModelRegistry registry_{RegistryOptions{}, backend_};
@@ -190,7 +191,7 @@ TEST_F(ControllerTest, IdleGroupIsUnloadedOnceIdleLongEnough) {
   Arrivals(0);
   controller_->Tick();
   EXPECT_TRUE(worker_->actions().empty());
-  now_ += 31s;  // past the autoscaler's default idle_unload_s (30 s)
+  clock_.Advance(31s);  // past the autoscaler's default idle_unload_s (30 s)
   controller_->Tick();
   EXPECT_EQ(worker_->ActionLog(), std::vector<std::string>{"unload m:1:ts-fp32@cpu1"});
   EXPECT_TRUE(worker_->actions()[0].only_if_idle);  // never under a query in flight
@@ -204,7 +205,7 @@ class ControllerSpreadTest : public ControllerTest {
     w1_.Publish();
     w2_.Publish();
     ControllerOptions co;
-    co.clock = [this] { return now_; };
+    co.clock = &clock_;
     controller_ = std::make_unique<Controller>(co, registry_, store_, directory_, metrics_, log_);
   }
 
@@ -212,7 +213,7 @@ class ControllerSpreadTest : public ControllerTest {
     FakeWorkerStub::Options o;
     o.id = id;
     o.cores = 8;
-    o.clock = [this] { return now_; };
+    o.clock = &clock_;
     return o;
   }
 
@@ -238,7 +239,7 @@ TEST_F(ControllerSpreadTest, ScaleUpPutsTheAddedReplicasOnTheOtherWorkerToo) {
   // 150 q/s on one fp32 replica (100 q/s): 3 replicas, spread 2 + 1.
   Arrivals(0);
   controller_->Tick();
-  now_ += 1s;
+  clock_.Advance(1s);
   Arrivals(150);
   controller_->Tick();
   EXPECT_EQ(Shares(label), (std::map<std::string, int>{{"w1", 2}, {"w2", 1}}));
@@ -259,7 +260,7 @@ TEST_F(ControllerSpreadTest, IdleGroupSpreadOverTwoWorkersLeavesBoth) {
   controller_->Tick();
   EXPECT_TRUE(w1_.actions().empty());
   EXPECT_TRUE(w2_.actions().empty());
-  now_ += 31s;  // past the autoscaler's default idle_unload_s (30 s)
+  clock_.Advance(31s);  // past the autoscaler's default idle_unload_s (30 s)
   controller_->Tick();
   EXPECT_EQ(w1_.ActionLog(), std::vector<std::string>{"unload " + label});
   EXPECT_EQ(w2_.ActionLog(), std::vector<std::string>{"unload " + label});
@@ -278,7 +279,7 @@ TEST_F(ControllerSpreadTest, ScaleDownTakesAShareAwayAndKeepsTheOther) {
   for (int tick = 0; tick < 40 && Shares(label).size() == 2; ++tick) {
     Arrivals(arrivals);
     controller_->Tick();
-    now_ += 1s;
+    clock_.Advance(1s);
     arrivals += 10;
   }
   const auto shares = Shares(label);
@@ -308,13 +309,13 @@ TEST_F(ControllerTest, AnEvictionRefusedByABusyGroupHoldsBackTheLoadThatNeededIt
   FakeWorkerStub::Options wo;
   wo.id = "w";
   wo.budget_bytes = 150 << 20;  // one 100 MiB group
-  wo.clock = [this] { return now_; };
+  wo.clock = &clock_;
   wo.busy = {a};
   FakeWorkerStub worker(store_, wo);
   worker.Publish();
   SingleWorkerDirectory directory(worker);
   ControllerOptions co;
-  co.clock = [this] { return now_; };
+  co.clock = &clock_;
   Controller controller(co, registry_, store_, directory, metrics_, log_);
   VersionPtr va = Named("a"), vb = Named("b");
   registry_.Publish("a", {va}, {});
@@ -365,7 +366,7 @@ TEST_F(ControllerTest, ALoadUnderWayHoldsItsMemoryForTheLoadsAfterIt) {
     o.id = id;
     o.budget_bytes = budget_mib << 20;  // one 100 MiB group each
     o.hold_loads = true;
-    o.clock = [this] { return now_; };
+    o.clock = &clock_;
     return o;
   };
   FakeWorkerStub w1(store_, options("w1", 160));
@@ -375,7 +376,7 @@ TEST_F(ControllerTest, ALoadUnderWayHoldsItsMemoryForTheLoadsAfterIt) {
   LaggingStore view(store_);
   ::somm::testing::FakeWorkerDirectory directory{{&w1, &w2}};
   ControllerOptions co;
-  co.clock = [this] { return now_; };
+  co.clock = &clock_;
   Controller controller(co, registry_, view, directory, metrics_, log_);
   VersionPtr va = Named("a"), vb = Named("b"), vc = Named("c");
   for (const VersionPtr& v : {va, vb, vc}) registry_.Publish(v->config.name, {v}, {});

@@ -133,7 +133,7 @@ StatusOr<std::vector<cluster::Action>> Controller::Reserve(const std::string& la
     // Static provisioning places without evicting; a worker is still chosen.
     if (worker->empty()) {
       auto placed = control::PlaceAcrossWorkers(state, std::max<int64_t>(extra_bytes, 0), "cpu",
-                                                label, options_.clock());
+                                                label, Now());
       if (placed.ok()) *worker = placed->worker;
       else if (!state.devices.empty()) *worker = state.devices.front().worker;
     }
@@ -142,9 +142,9 @@ StatusOr<std::vector<cluster::Action>> Controller::Reserve(const std::string& la
     return std::vector<cluster::Action>{};
   }
   auto placed = worker->empty()
-                    ? control::PlaceAcrossWorkers(state, extra_bytes, "cpu", label, options_.clock())
+                    ? control::PlaceAcrossWorkers(state, extra_bytes, "cpu", label, Now())
                     : control::Place(control::WorkerShare(state, *worker), extra_bytes, "cpu",
-                                     options_.clock());
+                                     Now());
   if (!placed.ok()) {
     if (worker->empty()) NoteShortfall("refused " + label + ": " + placed.status().message());
     return ResourceExhausted("cannot place " + label + ": " + placed.status().message());
@@ -155,7 +155,7 @@ StatusOr<std::vector<cluster::Action>> Controller::Reserve(const std::string& la
       const cluster::GroupState& g = state.groups[v.group];
       // Evicting a group in use for another is the cluster short of memory:
       // its queries come back and evict something else.
-      if (g.uses_total > 0 && std::chrono::duration<double>(options_.clock() - g.last_used).count() <=
+      if (g.uses_total > 0 && std::chrono::duration<double>(Now() - g.last_used).count() <=
                                   options_.in_use_window_s) {
         NoteShortfall("evicted " + cluster::GroupLabel(g) + ", in use, for " + label);
       }
@@ -183,7 +183,7 @@ Controller::Shortfalls Controller::PlacementShortfalls() const {
 
 
 const cluster::ClusterState& Controller::PlacementView() {
-  const cluster::TimePoint now = options_.clock();
+  const cluster::TimePoint now = Now();
   auto snapshot = store_.Read();
   if (view_.source == snapshot && view_.epoch == placement_epoch_ && now < view_.valid_until) {
     return view_.state;
@@ -305,12 +305,12 @@ void Controller::SetTakenInView(const std::string& worker, const std::string& la
 
 void Controller::MarkUnreachable(const std::string& worker) {
   MutexLock lock(&placement_mu_);
-  unreachable_[worker] = options_.clock() + kUnreachableFor;
+  unreachable_[worker] = Now() + kUnreachableFor;
   ChangedPlacement();
 }
 
 void Controller::PruneDropped() {
-  const cluster::TimePoint now = options_.clock();
+  const cluster::TimePoint now = Now();
   std::erase_if(evicted_, [now](const auto& e) { return e.second <= now; });
   std::erase_if(unreachable_, [now](const auto& e) { return e.second <= now; });
 }
@@ -363,7 +363,7 @@ void Controller::Release(const std::string& worker, const std::string& label, bo
   // bytes until the store shows it, else what was unreported before.
   int64_t taken = 0;
   if (loaded_new && reserved > 0) {
-    const cluster::TimePoint until = options_.clock() + kReportWithin;
+    const cluster::TimePoint until = Now() + kReportWithin;
     unreported_[key] = {reserved, until};
     view_.valid_until = std::min(view_.valid_until, until);
     taken = reserved;
@@ -395,7 +395,7 @@ void Controller::FitBudget(const std::string& worker, const std::string& protect
     for (auto& g : state.groups) {
       if (control::HasLabel(g, protect)) g.loading = true;
     }
-    auto placed = control::Place(state, 0, "cpu", options_.clock());
+    auto placed = control::Place(state, 0, "cpu", Now());
     if (!placed.ok()) {
       spdlog::warn("memory budget exceeded after loading {}: {}", protect, placed.status().message());
       return;

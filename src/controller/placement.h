@@ -32,7 +32,6 @@ namespace somm::control {
 using cluster::Action;
 using cluster::ActionKindName;
 using cluster::CauseName;
-using cluster::Clock;
 using cluster::ClusterState;
 using cluster::DeviceState;
 using cluster::FormatBytes;

@@ -100,7 +100,7 @@ class WorkerScaling {
     in.shortfalls_total = shortfalls.total;
     in.last_shortfall = shortfalls.last;
     const control::WorkerScaleDecision d =
-        control::DecideWorkers(*store_.Read(), in, memory_, cluster::Clock::now(), options_);
+        control::DecideWorkers(*store_.Read(), in, memory_, Clock::Real().Now(), options_);
     metrics_.SetWorkers(d.workers, d.desired);
     using Kind = control::WorkerScaleDecision::Kind;
     if (d.kind == Kind::kHold) {

@@ -176,7 +176,7 @@ StatusOr<RedisReply> RedisClusterStateStore::Write(const std::vector<std::string
 }
 
 Status RedisClusterStateStore::WriteWorker(const WorkerReport& report) {
-  const std::string json = cluster::WorkerReportToJson(report, cluster::Clock::now());
+  const std::string json = cluster::WorkerReportToJson(report, Clock::Real().Now());
   SOMM_ASSIGN_OR_RETURN(
       RedisReply reply,
       Write({"EVAL", kPutWorkerScript, "3", Key("worker:" + report.worker), Key("workers"),
@@ -454,7 +454,7 @@ Status RedisClusterStateStore::Refresh() {
     SOMM_ASSIGN_OR_RETURN(values, read_conn_.Pipeline(reads));
   }
 
-  const cluster::TimePoint now = cluster::Clock::now();
+  const cluster::TimePoint now = Clock::Real().Now();
   const auto read_at = std::chrono::steady_clock::now();
   std::map<std::string, WorkerReport> workers;
   std::vector<std::string> lapsed;
@@ -563,7 +563,7 @@ Status RedisClusterStateStore::ApplyLocked(const Changes& changes) {
     SOMM_ASSIGN_OR_RETURN(values, read_conn_.Pipeline(reads));
     ++partial_reads_;
   }
-  const cluster::TimePoint now = cluster::Clock::now();
+  const cluster::TimePoint now = Clock::Real().Now();
   const auto read_at = std::chrono::steady_clock::now();
   // Reports that came with their notices: as read, their lease starting now
   // (the notice left Redis a moment after the lease was set, so the view

@@ -405,7 +405,7 @@ TEST_F(RedisStoreTest, ANoticeWithoutTheReportReadsOnlyTheWorkerItNames) {
   WorkerReport second = first;
   second.sequence = 2;
   ASSERT_TRUE(c.Command({"HSET", "somm:worker:w1", "sequence", "2", "report",
-                         cluster::WorkerReportToJson(second, cluster::Clock::now())})
+                         cluster::WorkerReportToJson(second, Clock::Real().Now())})
                   .ok());
   auto g = c.Command({"INCR", "somm:generation"});
   ASSERT_TRUE(g.ok());
@@ -425,7 +425,7 @@ TEST_F(RedisStoreTest, ALostNoticeShowsAtTheNextRepoll) {
   const WorkerReport report = Report("quiet", NewIncarnation(), 1);
   ASSERT_TRUE(c.Command({"HSET", "somm:worker:quiet", "incarnation", report.incarnation,
                          "sequence", "1", "report",
-                         cluster::WorkerReportToJson(report, cluster::Clock::now())})
+                         cluster::WorkerReportToJson(report, Clock::Real().Now())})
                   .ok());
   ASSERT_TRUE(c.Command({"PEXPIRE", "somm:worker:quiet", "3000"}).ok());
   ASSERT_TRUE(c.Command({"SADD", "somm:workers", "quiet"}).ok());

@@ -99,7 +99,7 @@ class RouterTest : public ::testing::Test {
     FakeWorkerStub::Options o;
     o.hold_loads = true;
     o.budget_bytes = budget_bytes;
-    o.clock = [this] { return now_; };
+    o.clock = &control_clock_;
     return o;
   }
 
@@ -133,7 +133,8 @@ class RouterTest : public ::testing::Test {
     return 0;
   }
 
-  cluster::TimePoint now_ = cluster::TimePoint(100000s);
+  // The controller's and the worker's clock.
+  ManualClock control_clock_{cluster::TimePoint(100000s)};
   cluster::InMemoryClusterStateStore store_;
   FakeWorkerStub worker_;
   SingleWorkerDirectory workers_{worker_};
@@ -143,7 +144,7 @@ class RouterTest : public ::testing::Test {
   DecisionLog log_{100};
   Controller controller_{[this] {
                            ControllerOptions o;
-                           o.clock = [this] { return now_; };
+                           o.clock = &control_clock_;
                            return o;
                          }(),
                          registry_,

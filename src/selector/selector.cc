@@ -53,7 +53,7 @@ struct Evaluation {
 };
 
 Evaluation Evaluate(const Candidate& c, const Requirements& req, const PriceList& prices,
-                    SelectorClock::time_point now) {
+                    cluster::TimePoint now) {
   Evaluation e;
   const double compute_ms = BatchedLatencyMs(c.Latency(), req.batch, c.max_batch_size);
   const double usd_per_s = prices.PerSecond(c.hardware);
@@ -118,7 +118,7 @@ struct Scan {
 };
 
 Scan ScanCandidates(const Requirements& req, const SelectorState& state, const PriceList& prices,
-                    SelectorClock::time_point now) {
+                    cluster::TimePoint now) {
   Scan s;
   const bool by_model = !req.model.empty();
   const double slo = req.latency_slo_ms.value_or(kInf);
@@ -244,7 +244,7 @@ const char* DecisionOutcomeName(DecisionOutcome outcome) {
 }
 
 StatusOr<Decision> SelectVariant(const Requirements& req, const SelectorState& state,
-                                 const PriceList& prices, SelectorClock::time_point now) {
+                                 const PriceList& prices, cluster::TimePoint now) {
   if (req.model.empty() && req.task.empty()) {
     return InvalidArgument("requirements name neither a model nor a task");
   }

@@ -40,8 +40,6 @@
 
 namespace somm {
 
-using SelectorClock = cluster::Clock;
-
 struct Requirements {
   std::string model;  // "" = any model registered for `task`
   std::string task;   // used when model is ""
@@ -144,6 +142,6 @@ inline double QueryChargeUsd(double usd_per_s, double batch_ms, int64_t samples,
 // message names the requirement and the best value achievable, e.g.
 // "cannot meet latency_slo_ms=0.05: best predicted 0.21 ms (digits-mlp:1:ts-opt on cpu1)".
 StatusOr<Decision> SelectVariant(const Requirements& req, const SelectorState& state,
-                                 const PriceList& prices, SelectorClock::time_point now);
+                                 const PriceList& prices, cluster::TimePoint now);
 
 }  // namespace somm

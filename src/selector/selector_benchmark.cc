@@ -49,13 +49,13 @@ std::string TaskName(int t) { return "task-" + std::to_string(t); }
 
 struct World {
   SelectorState state;
-  SelectorClock::time_point now;
+  cluster::TimePoint now;
   int models = 0;
 };
 
 World MakeWorld(int candidates, int instances, uint32_t seed) {
   World w;
-  w.now = SelectorClock::now();
+  w.now = Clock::Real().Now();
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u01(0, 1);
   const int per_model = kVariantsPerModel * 4;

@@ -10,7 +10,7 @@ using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
 // A fixed clock: the selector is pure, so no test sleeps or reads the time.
-const SelectorClock::time_point kNow = SelectorClock::time_point(1000s);
+const cluster::TimePoint kNow = cluster::TimePoint(1000s);
 
 // Round prices keep the expected costs readable: 1e-8 USD per cpu-thread-ms,
 // 1e-7 USD per gpu-ms.

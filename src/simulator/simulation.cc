@@ -388,7 +388,7 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
   co.before_tick = [&router] {
     if (router) router->PublishDemand();
   };
-  co.clock = [&loop] { return loop.Now(); };
+  co.clock = &loop.clock();
   // A leader and a standby (elected_controllers.h); the router reaches the
   // leader.
   ElectedControllers controllers(

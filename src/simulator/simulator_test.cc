@@ -657,11 +657,11 @@ TEST(SimulationTest, SommUnloadsAnIdleModelAndLoadsItAgainOnDemand) {
 
 // The live controller against a fake worker that already serves m x1.
 int LiveReplicasAfterTwoTicks(double high_watermark) {
-  cluster::TimePoint now = cluster::TimePoint(100000s);
+  ManualClock clock{cluster::TimePoint(100000s)};
   cluster::InMemoryClusterStateStore store;
   testing::FakeWorkerStub::Options wo;
   wo.cores = 2;
-  wo.clock = [&now] { return now; };
+  wo.clock = &clock;
   testing::FakeWorkerStub worker(store, wo);
   SingleWorkerDirectory workers(worker);
   class NoBackend : public Backend {
@@ -676,7 +676,7 @@ int LiveReplicasAfterTwoTicks(double high_watermark) {
   NullServingMetrics metrics;
   DecisionLog log(10);
   ControllerOptions co;
-  co.clock = [&now] { return now; };
+  co.clock = &clock;
   co.autoscaler.high_watermark = high_watermark;
   Controller controller(co, registry, store, workers, metrics, log);
   VersionPtr v = Version();
@@ -692,7 +692,7 @@ int LiveReplicasAfterTwoTicks(double high_watermark) {
   };
   arrivals(0);
   controller.Tick();
-  now += 1s;
+  clock.Advance(1s);
   arrivals(240);
   controller.Tick();
   int replicas = 0;

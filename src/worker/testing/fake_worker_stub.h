@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "cluster/cluster_state_store.h"
+#include "common/clock.h"
 #include "common/mutex.h"
 #include "worker/worker_directory.h"
 #include "worker/worker_api.h"
@@ -52,8 +53,9 @@ class FakeWorkerStub : public WorkerStub {
     int cores = 8;
     // Loads and resizes wait for Complete(); otherwise they finish inside Apply().
     bool hold_loads = false;
-    // Stamps last_used; the controller's clock in controller tests.
-    std::function<cluster::TimePoint()> clock = [] { return cluster::Clock::now(); };
+    // Stamps last_used; the controller's clock in controller tests (null =
+    // Clock::Real()). It must outlive the stub.
+    const Clock* clock = nullptr;
     // Groups with queries in flight that the reports do not show: they
     // refuse an eviction or unload that must find them idle, as a worker does.
     std::set<std::string> busy;
@@ -93,7 +95,7 @@ class FakeWorkerStub : public WorkerStub {
       refused = refusal_;
       if (refused.ok()) {
         ++g.uses;
-        g.last_used = options_.clock();
+        g.last_used = Now();
         const ModelConfig& config = g.version->config;
         const std::vector<Tensor>& inputs = request.Inputs();
         for (const TensorSpec& spec : config.outputs) {
@@ -214,7 +216,7 @@ class FakeWorkerStub : public WorkerStub {
       g.hardware = hw;
       g.replicas = replicas;
       g.pinned = pinned;
-      g.last_used = options_.clock();
+      g.last_used = Now();
       for (int i = 0; i < replicas; ++i) g.instance_ids.push_back(next_instance_id_++);
     }
     Publish();
@@ -251,7 +253,7 @@ class FakeWorkerStub : public WorkerStub {
         waiters.swap(g.waiters);
         if (status.ok()) {
           g.loading = false;
-          g.last_used = options_.clock();
+          g.last_used = Now();
           const int replicas = g.replicas;
           g.replicas = 0;
           Resize(g, replicas);
@@ -318,6 +320,9 @@ class FakeWorkerStub : public WorkerStub {
   }
 
  private:
+  cluster::TimePoint Now() const {
+    return (options_.clock != nullptr ? *options_.clock : Clock::Real()).Now();
+  }
   struct Group {
     VersionPtr version;
     std::string variant;
@@ -380,7 +385,7 @@ class FakeWorkerStub : public WorkerStub {
       s.memory_bytes = g.memory_bytes;
       s.pinned = g.pinned;
       s.loading = g.loading;
-      s.last_used = g.loading ? options_.clock() : g.last_used;
+      s.last_used = g.loading ? Now() : g.last_used;
       s.uses_total = g.uses;
       for (int64_t id : g.instance_ids) s.instances.push_back({id, 0, {}});
       if (s.device == "cpu") cpu.used_bytes += s.memory_bytes * s.replicas;
