@@ -82,6 +82,13 @@ Status Router::RegisterModel(RegistrationRequest request) {
   if (shutting_down_) return Unavailable("server is shutting down");
   SOMM_ASSIGN_OR_RETURN(ModelConfig config, registry_.Register(request));
   SOMM_RETURN_IF_ERROR(controller_.LoadModel(config.name));
+  // A router started without a repository (deploy/'s) has nowhere to write
+  // the model: its registry's root would be the working directory.
+  if (registry_.options().repository_path.empty()) {
+    return FailedPrecondition(
+        "this router has no model repository (--model-repository), so it cannot register "
+        "models; register through a server or router that mounts the repository");
+  }
   // The controller profiles (a cluster's leader, where the catalog that
   // carries the profiles to every router is written).
   return controller_.StartVariantJob(config.name, 1);

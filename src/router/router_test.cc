@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -454,6 +455,23 @@ TEST_F(RouterTest, FailedLoadFailsTheQueriesWaitingOnItWithItsError) {
   }
   EXPECT_TRUE(worker_.executed().empty());
   EXPECT_TRUE(store_.Read()->groups.empty());
+}
+
+// A router with no repository wrote a registered model into its working
+// directory, and the controller then answered that it did not know it.
+TEST_F(RouterTest, ARouterWithoutARepositoryRefusesRegistrationAndWritesNothing) {
+  RegistrationRequest r;
+  r.name = "registered-nowhere";
+  r.task = "classification/digits";
+  r.inputs = {{"x", DataType::kFp32, {2}}};
+  r.outputs = {{"y", DataType::kFp32, {2}}};
+  r.max_batch_size = 8;
+  r.model_bytes = "not read";
+  const Status s = router_.RegisterModel(std::move(r));
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find("no model repository"), std::string::npos) << s.message();
+  EXPECT_FALSE(std::filesystem::exists("registered-nowhere"));
+  EXPECT_FALSE(registry_.Resolve("registered-nowhere", "").ok());
 }
 
 TEST_F(RouterTest, GroupGoneAtDispatchIsLoadedAgainAndTheQueryRetried) {
