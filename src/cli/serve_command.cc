@@ -13,6 +13,7 @@
 #include "repository/repository_poller.h"
 #include "cli/commands.h"
 #include "cli/model_sandbox_command.h"
+#include "node/embedded_server.h"
 #include "node/node_parts.h"
 #include "common/host_probe.h"
 #include "common/install_paths.h"
@@ -22,7 +23,6 @@
 #include "frontend/http/http_frontend.h"
 #include "metrics/prometheus_metrics.h"
 #include "runtime/torch/torch_backend.h"
-#include "serving/embedded_server.h"
 #include "serving/byte_budget.h"
 #include "serving/inflight_limit.h"
 

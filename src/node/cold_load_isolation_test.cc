@@ -31,7 +31,7 @@
 #include "client/http_client.h"
 #include "frontend/grpc/grpc_server.h"
 #include "frontend/http/http_frontend.h"
-#include "serving/embedded_server.h"
+#include "node/embedded_server.h"
 
 namespace somm {
 namespace {

@@ -1,4 +1,4 @@
-#include "serving/embedded_server.h"
+#include "node/embedded_server.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
