@@ -10,6 +10,8 @@
 #include <set>
 #include <sstream>
 
+#include "repository/platform_names.h"
+
 namespace somm {
 namespace {
 
@@ -222,10 +224,19 @@ StatusOr<ModelConfig> ParseModelConfig(const std::string& yaml_text, const std::
     if (root["name"]) SOMM_RETURN_IF_ERROR(ReadScalar(root["name"], "name", err, &c.name));
     if (root["platform"]) {
       SOMM_RETURN_IF_ERROR(ReadScalar(root["platform"], "platform", err, &c.platform));
-      if (c.platform != "torchscript") {
+      // Any platform a backend registered (runtime/backend_registry.h), by
+      // its name or an alias; the config keeps the platform's own name.
+      std::optional<std::string> platform = CanonicalPlatform(c.platform);
+      if (!platform) {
+        std::string names;
+        for (const std::string& n : AcceptedPlatformNames()) {
+          names += (names.empty() ? "'" : ", '") + n + "'";
+        }
         return err.Field("platform", "unsupported platform '" + c.platform +
-                                         "' (this build supports 'torchscript')");
+                                         "' (this build supports " +
+                                         (names.empty() ? "none" : names) + ")");
       }
+      c.platform = std::move(*platform);
     }
     if (root["task"]) {
       SOMM_RETURN_IF_ERROR(ReadScalar(root["task"], "task", err, &c.task));

@@ -58,9 +58,15 @@ struct AccuracyInfo {
   std::string source;           // where the figure comes from
 };
 
+// The platform of a model.yaml that names none: every repository written
+// before backends were registered by platform holds TorchScript models.
+inline constexpr char kDefaultPlatform[] = "torchscript";
+
 struct ModelConfig {
   std::string name;
-  std::string platform = "torchscript";
+  // A platform a backend registered (runtime/backend_registry.h), by its own
+  // name: it chooses the backend and the model file of each version.
+  std::string platform = kDefaultPlatform;
   std::string task;  // "task/dataset", optional
   int64_t max_batch_size = 0;  // 0 = the model does not batch
   std::vector<TensorSpec> inputs;

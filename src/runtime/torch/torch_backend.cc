@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "runtime/torch/torch_archive_check.h"
+#include "runtime/torch/torch_registration.h"
 #include "runtime/torch/torch_threads.h"
 #include "runtime/torch/torch_variant_builder.h"
 #include "common/host_probe.h"
@@ -358,5 +359,12 @@ class TorchBackend : public Backend {
 std::unique_ptr<Backend> CreateTorchBackend(TorchBackendOptions options) {
   return std::make_unique<TorchBackend>(options);
 }
+
+namespace {
+// Where libtorch is linked, the torchscript platform gets its factory; its
+// names, file and variants are registered torch-free (torch_registration.cc).
+[[maybe_unused]] const bool kFactoryBound =
+    BindBackendFactory(kTorchScriptPlatform, [] { return CreateTorchBackend(); });
+}  // namespace
 
 }  // namespace somm

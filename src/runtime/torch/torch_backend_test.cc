@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "runtime/torch/torch_registration.h"
+
 namespace somm {
 namespace {
 
@@ -195,6 +197,14 @@ TEST_F(TorchBackendTest, CpuIsAlwaysADevice) {
   auto devices = CreateTorchBackend()->Devices();
   ASSERT_FALSE(devices.empty());
   EXPECT_EQ(devices[0].kind, DeviceKind::kCpu);
+}
+
+// The registry's factory for torchscript is this library's backend: a
+// binary that links libtorch can create it by platform.
+TEST_F(TorchBackendTest, TheTorchScriptPlatformCreatesThisBackend) {
+  auto backend = CreateBackend(kTorchScriptPlatform);
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  EXPECT_EQ((*backend)->Name(), CreateTorchBackend()->Name());
 }
 
 }  // namespace
