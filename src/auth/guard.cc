@@ -12,6 +12,7 @@
 
 #include "auth/roles.h"
 #include "repository/measured_memory.h"
+#include "runtime/backend_registry.h"
 
 namespace somm::auth {
 namespace fs = std::filesystem;
@@ -407,8 +408,8 @@ int64_t Guard::PrivateBytes(const std::string& tenant) const {
     // Every instance holds its own copy of the model.
     const int64_t instances = InstancesOf(entry.path());
     for (const auto& f : fs::recursive_directory_iterator(entry.path(), ec)) {
-      if (f.is_regular_file() && f.path().filename() == "model.pt") {
-        total += instances * ChargedMemoryBytes(f.path().parent_path().string());
+      if (f.is_regular_file() && IsModelFileName(f.path().filename().string())) {
+        total += instances * ChargedMemoryBytes(f.path().string());
       }
     }
   }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "runtime/backend_registry.h"
 #include "sandbox/in_process_sandbox.h"
 #include "variants/variant_pipeline.h"
 
@@ -152,6 +153,13 @@ std::vector<VersionPtr> ModelRegistry::Read(const std::string& name,
     problems->push_back({name, "", "UNAVAILABLE", WithoutPaths(config.status().message())});
     return out;
   }
+  // The platform names each version's model file; the record keeps its path.
+  auto runtime = BackendFor(config->platform);
+  if (!runtime.ok()) {
+    problems->push_back({name, "", "UNAVAILABLE", runtime.status().message()});
+    return out;
+  }
+  const std::string& model_file = (*runtime)->model_file;
   std::vector<int64_t> present;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
@@ -160,7 +168,8 @@ std::vector<VersionPtr> ModelRegistry::Read(const std::string& name,
   }
   if (present.empty()) {
     problems->push_back({name, "", "UNAVAILABLE",
-                         name + ": no version folders (expected " + name + "/<N>/model.pt)"});
+                         name + ": no version folders (expected " + name + "/<N>/" +
+                             model_file + ")"});
     return out;
   }
   std::vector<int64_t> selected = SelectVersions(config->version_policy, present);
@@ -185,7 +194,7 @@ std::vector<VersionPtr> ModelRegistry::Read(const std::string& name,
     record->config = *config;
     record->version = v;
     record->version_str = std::to_string(v);
-    record->path = (dir / std::to_string(v) / "model.pt").string();
+    record->path = (dir / std::to_string(v) / model_file).string();
     record->generation = NextVersionGeneration();
     auto profiles = LoadProfiles(VariantsRoot(), name, v);
     if (profiles.ok()) record->profiles = std::move(profiles).value();

@@ -70,7 +70,9 @@ struct VersionRecord {
   ModelConfig config;
   int64_t version = 0;
   std::string version_str;
-  std::string path;  // <repo>/<model>/<version>/model.pt
+  // <repo>/<model>/<version>/<model file>: the file name is the platform's
+  // (runtime/backend_registry.h); whoever loads the version reads it here.
+  std::string path;
   std::vector<VariantProfile> profiles;
   // Unique in the process for each read of the version's files (a reload
   // gets a new one; new profiles keep it): the response cache's keys carry
@@ -132,8 +134,8 @@ class ModelRegistry {
   // The owner tenant of a published model ("" = public), from memory;
   // nullopt when no config of it is published.
   std::optional<std::string> OwnerOf(const std::string& name) const;
-  // `message` with the repository's path taken out ("<repo>/m/1/model.pt"
-  // says "m/1/model.pt"): what reaches a client names no folder of this
+  // `message` with the repository's path taken out ("<repo>/m/1/x.pt"
+  // says "m/1/x.pt"): what reaches a client names no folder of this
   // machine.
   std::string WithoutPaths(std::string message) const;
   Status WithoutPaths(const Status& status) const;

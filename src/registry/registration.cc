@@ -17,6 +17,7 @@
 #include "registry/model_registry.h"
 #include "registry/task_catalog.h"
 #include "repository/measured_memory.h"
+#include "runtime/backend_registry.h"
 
 namespace somm {
 namespace fs = std::filesystem;
@@ -54,7 +55,8 @@ std::string ConfigYaml(const RegistrationRequest& r) {
   std::ostringstream y;
   // Every caller-given string is quoted: a task or tensor name holding a
   // newline must not add keys (such as owner_tenant) to the model's config.
-  y << "name: " << r.name << "\nplatform: torchscript\ntask: " << Quoted(r.task) << "\n";
+  y << "name: " << r.name << "\nplatform: " << kDefaultPlatform << "\ntask: " << Quoted(r.task)
+    << "\n";
   if (!r.description.empty()) y << "description: " << Quoted(r.description) << "\n";
   if (!r.owner_tenant.empty()) y << "owner_tenant: " << Quoted(r.owner_tenant) << "\n";
   y << "max_batch_size: " << r.max_batch_size << "\n";
@@ -222,7 +224,7 @@ StatusOr<ModelConfig> ModelRegistry::RegisterChecked(const RegistrationRequest& 
       fs::remove_all(path, e);
     }
   } cleanup{staging};
-  // The staged files are named as the model's own ("m/1/model.pt").
+  // The staged files are named as the model's own ("m/1/<model file>").
   const auto staged = [&](const std::string& message) {
     std::string out = message;
     const std::string from = dir.string();
@@ -237,7 +239,10 @@ StatusOr<ModelConfig> ModelRegistry::RegisterChecked(const RegistrationRequest& 
     return written.ok() ? written : Status(written.code(), staged(written.message()));
   };
   SOMM_RETURN_IF_ERROR(write(dir / "model.yaml", ConfigYaml(r)));
-  SOMM_RETURN_IF_ERROR(write(dir / "1" / "model.pt", r.model_bytes));
+  // A registration carries the default platform's model (its request names
+  // no platform); the file takes that platform's name.
+  SOMM_ASSIGN_OR_RETURN(const BackendRegistration* runtime, BackendFor(kDefaultPlatform));
+  SOMM_RETURN_IF_ERROR(write(dir / "1" / runtime->model_file, r.model_bytes));
   if (r.validation_count > 0) {
     SOMM_RETURN_IF_ERROR(write(dir / "1" / "validation" / "inputs.bin", r.validation_inputs));
     SOMM_RETURN_IF_ERROR(write(dir / "1" / "validation" / "labels.bin", r.validation_labels));

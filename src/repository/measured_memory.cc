@@ -29,10 +29,11 @@ std::optional<int64_t> ReadMeasuredMemory(const std::string& version_dir) {
   return bytes >= 0 ? std::optional<int64_t>(bytes) : std::nullopt;
 }
 
-int64_t ChargedMemoryBytes(const std::string& version_dir) {
+int64_t ChargedMemoryBytes(const std::string& model_file) {
+  const std::string version_dir = fs::path(model_file).parent_path().string();
   if (std::optional<int64_t> measured = ReadMeasuredMemory(version_dir)) return *measured;
   std::error_code ec;
-  const auto size = fs::file_size(fs::path(version_dir) / "model.pt", ec);
+  const auto size = fs::file_size(model_file, ec);
   return ec ? 0 : static_cast<int64_t>(size);
 }
 

@@ -9,7 +9,7 @@
 // (auth/guard.h, max_private_memory_mb) charges every instance of a private
 // model that figure; a version without the record (copied in by the
 // operator, or registered before registrations measured) is charged its
-// model.pt's size, which is all that is known of it.
+// model file's size, which is all that is known of it.
 //
 // Pure functions over files; thread-safe.
 #pragma once
@@ -31,8 +31,9 @@ std::string MeasuredMemoryJson(int64_t peak_memory_bytes);
 // or it does not parse.
 std::optional<int64_t> ReadMeasuredMemory(const std::string& version_dir);
 
-// What one instance of the version in `version_dir` is charged: its
-// measured peak, else its model.pt's size (0 when neither is there).
-int64_t ChargedMemoryBytes(const std::string& version_dir);
+// What one instance of the version whose model file is `model_file`
+// (<version_dir>/<the platform's file name>) is charged: the measured peak
+// in its folder's record, else the file's size (0 when neither is there).
+int64_t ChargedMemoryBytes(const std::string& model_file);
 
 }  // namespace somm

@@ -22,6 +22,24 @@ std::string FileStamp(const fs::path& file) {
   return std::to_string(size) + ":" + std::to_string(time.time_since_epoch().count());
 }
 
+// The files directly in a version folder, each "name:size:time", sorted.
+// Every file counts, whichever platform's model file it is (the repository
+// layer knows none: runtime/backend_registry.h names them); the
+// subfolders (validation data) do not.
+std::string VersionStamp(const fs::path& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& f : fs::directory_iterator(dir, ec)) {
+    if (!f.is_regular_file(ec)) continue;
+    const std::string stamp = FileStamp(f.path());
+    if (!stamp.empty()) files.push_back(f.path().filename().string() + ":" + stamp);
+  }
+  std::sort(files.begin(), files.end());
+  std::string out;
+  for (const std::string& f : files) out += (out.empty() ? "" : ",") + f;
+  return out;
+}
+
 bool AllDigits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
@@ -41,7 +59,7 @@ RepositorySnapshot ScanRepository(const std::string& repository) {
     for (const auto& v : fs::directory_iterator(entry.path(), vec)) {
       const std::string dir = v.path().filename().string();
       if (!AllDigits(dir) || !v.is_directory(vec)) continue;
-      versions.push_back(dir + "=" + FileStamp(v.path() / "model.pt"));
+      versions.push_back(dir + "=" + VersionStamp(v.path()));
     }
     std::sort(versions.begin(), versions.end());
     std::string print = "model.yaml=" + config;

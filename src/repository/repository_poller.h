@@ -5,11 +5,12 @@
 // folders changed is loaded again (docs/lifecycle.md).
 //
 // ScanRepository and DiffRepository are pure (a scan is a fingerprint per
-// model folder: model.yaml's size and time, and each version folder's
-// model.pt's); the poller is the mechanism around them. The owner's load
-// keeps what serves when a change is broken (the registry publishes only
-// versions that load: Controller::LoadModel), so a bad model.yaml or a half-
-// copied model.pt is logged and tried again at its next change.
+// model folder: model.yaml's size and time, and those of the files in each
+// version folder, the model file among them); the poller is the mechanism
+// around them. The owner's load keeps what serves when a change is broken
+// (the registry publishes only versions that load: Controller::LoadModel),
+// so a bad model.yaml or a half-copied model file is logged and tried again
+// at its next change.
 //
 // The first scan is the baseline (the server loaded those models itself).
 // Thread-safety: one thread of its own; Stop() (and the destructor) joins it.

@@ -15,6 +15,7 @@
 #include "registry/task_catalog.h"
 #include "router/requirements.h"
 #include "router/router_query.h"
+#include "runtime/backend_registry.h"
 #include "worker/input_check.h"
 
 namespace somm {
@@ -48,7 +49,8 @@ StatusOr<ModelMetadata> Router::GetModelMetadata(const std::string& name,
   md.name = name;
   md.versions = registry_.VersionsOf(name);
   const ModelConfig& c = v->config;
-  md.platform = "pytorch_torchscript";
+  const BackendRegistration* runtime = FindBackend(c.platform);
+  md.platform = runtime != nullptr ? runtime->metadata_platform : c.platform;
   for (const auto& s : c.inputs) md.inputs.push_back({s.name, DataTypeName(s.datatype), FullShape(c, s)});
   for (const auto& s : c.outputs) md.outputs.push_back({s.name, DataTypeName(s.datatype), FullShape(c, s)});
   if (!c.task.empty()) md.parameters["task"] = c.task;

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <string>
 
+#include "runtime/backend_registry.h"
+
 namespace somm {
 namespace fs = std::filesystem;
 
@@ -27,8 +29,8 @@ Status ProbeWithBackend(const ProbeRequest& request, Backend& backend) {
   StatusOr<ModelConfig> config = LoadModelConfig(request.model_dir);
   if (!config.ok()) return config.status();
   config->name = request.model_name;
-  const std::string file =
-      (fs::path(request.model_dir) / std::to_string(request.version) / "model.pt").string();
+  SOMM_ASSIGN_OR_RETURN(const std::string file,
+                        ModelFilePath(*config, request.model_dir, request.version));
   // Loading runs the model once on zeros of the declared signature: a model
   // that does not load or does not match its signature fails here.
   auto loaded = backend.Load(ProbeLoadOptions(*config, file, request.version, request.device));

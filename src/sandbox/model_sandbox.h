@@ -15,7 +15,8 @@
 //     router and the controller use it (fake backends, no somm binary).
 //
 // Contract of both:
-//   * Probe(r) loads r.model_dir/<r.version>/model.pt with the signature of
+//   * Probe(r) loads r.model_dir/<r.version>/<the model file of its
+//     platform> (runtime/backend_registry.h) with the signature of
 //     r.model_dir/model.yaml and runs it once; OK when it answers, with
 //     what it measured (ProbeReport). Errors name the problem; messages may
 //     name r.model_dir's paths (the caller rewrites them).
@@ -44,8 +45,8 @@ namespace somm {
 
 struct ProbeRequest {
   std::string model_name;  // for messages
-  // A model folder: model.yaml and <version>/model.pt (a registration's
-  // staging folder).
+  // A model folder: model.yaml and <version>/<model file> (a
+  // registration's staging folder).
   std::string model_dir;
   int64_t version = 1;
   Device device;

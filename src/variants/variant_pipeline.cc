@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/subprocess.h"
+#include "runtime/backend_registry.h"
 #include "variants/validation_data.h"
 #include "variants/variant_profiler.h"
 
@@ -17,18 +18,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Exit code of tools/quantize_dynamic.py for "nothing to quantise".
+// Exit code of a variant tool (VariantKind::Build::kTool) for "does not
+// apply to this model" (tools/quantize_dynamic.py: nothing to quantise).
 constexpr int kToolNothingToDo = 3;
 
-enum class BuildKind { kLink, kBackend, kInt8Tool };
+using Build = VariantKind::Build;
 
 // One variant this run will try to build.
 struct Plan {
   std::string name;
   std::string precision;     // VariantProfile::precision
-  std::string optimization;  // VariantProfile::optimization (int8: the tool's summary)
-  BuildKind build = BuildKind::kLink;
+  std::string optimization;  // VariantProfile::optimization (a tool's: its summary)
+  Build build = Build::kAsRegistered;
   VariantRecipe recipe;  // kBackend only
+  std::string tool;      // kTool only
   std::vector<HardwareConfig> hardware;
 };
 
@@ -40,54 +43,33 @@ std::vector<HardwareConfig> Only(const std::vector<HardwareConfig>& all, DeviceK
   return out;
 }
 
-// Which variants apply: everything here is decided from the options and the
-// hardware, before any file is touched.
-std::vector<Plan> PlanVariants(const VariantPipelineOptions& options,
+// Which of the runtime's variants apply (runtime/backend_registry.h lists
+// them, with why each may not): everything here is decided from the options
+// and the hardware, before any file is touched.
+std::vector<Plan> PlanVariants(const BackendRegistration& runtime,
+                               const VariantPipelineOptions& options,
                                const std::vector<HardwareConfig>& hardware,
                                std::vector<SkippedVariant>* skipped) {
+  VariantHost host;
+  host.hardware = hardware;
+  host.cpu = options.cpu_features ? *options.cpu_features : DetectCpuFeatures();
+  host.has_tools_dir = !options.tools_dir.empty();
   std::vector<Plan> plans;
-  plans.push_back({kVariantFp32, "fp32", "as registered", BuildKind::kLink, {}, hardware});
-  const auto cpus = Only(hardware, DeviceKind::kCpu);
-  const auto gpus = Only(hardware, DeviceKind::kCuda);
-  const std::string no_cpu = "no CPU hardware config to run it on";
-
-  // The file is the frozen module; LoadOptionsForVariant asks the backend to
-  // run optimize_for_inference at load (see LoadOptions for why not here).
-  plans.push_back({kVariantOpt, "fp32", "frozen; optimize_for_inference at load",
-                   BuildKind::kBackend, VariantRecipe{}, hardware});
-
-  if (cpus.empty()) {
-    skipped->push_back({kVariantInt8, no_cpu});
-  } else if (options.tools_dir.empty()) {
-    skipped->push_back({kVariantInt8,
-                        "no tools_dir configured, so tools/quantize_dynamic.py "
-                        "cannot be found"});
-  } else {
-    plans.push_back({kVariantInt8, "int8", "dynamic int8", BuildKind::kInt8Tool, {}, cpus});
-  }
-
-  const CpuFeatures features = options.cpu_features ? *options.cpu_features : DetectCpuFeatures();
-  if (cpus.empty()) {
-    skipped->push_back({kVariantBf16, no_cpu});
-  } else if (!features.UsefulBf16()) {
-    skipped->push_back({kVariantBf16, "CPU lacks avx512_bf16/AMX, bf16 would be emulated"});
-  } else {
-    VariantRecipe r;
-    r.precision = DataType::kBf16;
-    plans.push_back(
-        {kVariantBf16, "bf16", "frozen, weights in bf16 (cpu)", BuildKind::kBackend, r, cpus});
-  }
-
-  if (gpus.empty()) {
-    skipped->push_back({kVariantFp16Cuda,
-                        "no CUDA hardware config: the backend reports no GPU "
-                        "(CPU-only libtorch or no device)"});
-  } else {
-    VariantRecipe r;
-    r.precision = DataType::kFp16;
-    r.device = Device{DeviceKind::kCuda, gpus[0].device_index};
-    plans.push_back(
-        {kVariantFp16Cuda, "fp16", "frozen, weights in fp16 (cuda)", BuildKind::kBackend, r, gpus});
+  for (const VariantKind& kind : runtime.variants) {
+    std::string reason = kind.skip_reason ? kind.skip_reason(host) : "";
+    std::vector<HardwareConfig> on = kind.runs_on ? Only(hardware, *kind.runs_on) : hardware;
+    if (reason.empty() && on.empty()) reason = "no hardware config to run it on";
+    if (!reason.empty()) {
+      skipped->push_back({kind.name, std::move(reason)});
+      continue;
+    }
+    Plan plan{kind.name, kind.precision, kind.optimization, kind.build, kind.recipe, kind.tool,
+              std::move(on)};
+    if (kind.runs_on) {
+      const HardwareConfig& first = plan.hardware.front();
+      plan.recipe.device = Device{first.device, first.device_index};
+    }
+    plans.push_back(std::move(plan));
   }
   return plans;
 }
@@ -109,11 +91,11 @@ Status LinkOrCopy(const std::string& src, const std::string& dst) {
   return Status::Ok();
 }
 
-// Runs the quantisation tool. Returns the tool's summary line; a
+// Runs a variant's tool. Returns the tool's summary line; a
 // FailedPrecondition carries the reason the variant does not apply.
-StatusOr<std::string> RunInt8Tool(const VariantPipelineOptions& options, const std::string& src,
-                                  const std::string& dst) {
-  const std::string tool = (fs::path(options.tools_dir) / "quantize_dynamic.py").string();
+StatusOr<std::string> RunTool(const std::string& name, const VariantPipelineOptions& options,
+                              const std::string& src, const std::string& dst) {
+  const std::string tool = (fs::path(options.tools_dir) / name).string();
   if (!fs::exists(tool)) return FailedPrecondition(tool + " does not exist");
   const std::string tmp = dst + ".tmp";
   SOMM_ASSIGN_OR_RETURN(ProcessResult r, RunProcess({options.python, tool, src, tmp}));
@@ -122,7 +104,7 @@ StatusOr<std::string> RunInt8Tool(const VariantPipelineOptions& options, const s
   std::error_code ec;
   if (r.exit_code != 0) {
     fs::remove(tmp, ec);
-    return Internal("quantize_dynamic.py exited with " + std::to_string(r.exit_code) + ": " + line);
+    return Internal(name + " exited with " + std::to_string(r.exit_code) + ": " + line);
   }
   fs::rename(tmp, dst, ec);
   if (ec) return Internal("cannot move " + tmp + " to " + dst + ": " + ec.message());
@@ -133,12 +115,12 @@ StatusOr<std::string> RunInt8Tool(const VariantPipelineOptions& options, const s
 Status BuildOne(Plan& plan, const std::string& src, const std::string& dst, Backend& backend,
                 const VariantPipelineOptions& options) {
   switch (plan.build) {
-    case BuildKind::kLink:
+    case Build::kAsRegistered:
       return LinkOrCopy(src, dst);
-    case BuildKind::kBackend:
+    case Build::kBackend:
       return backend.BuildVariant(plan.recipe, src, dst);
-    case BuildKind::kInt8Tool: {
-      SOMM_ASSIGN_OR_RETURN(plan.optimization, RunInt8Tool(options, src, dst));
+    case Build::kTool: {
+      SOMM_ASSIGN_OR_RETURN(plan.optimization, RunTool(plan.tool, options, src, dst));
       return Status::Ok();
     }
   }
@@ -202,7 +184,8 @@ std::string Fixed(double v, int digits = 4) {
   return buf;
 }
 
-// Marks variants that lost too much accuracy against ts-fp32 (profiles[0]).
+// Marks variants that lost too much accuracy against the model as
+// registered (profiles[0]).
 void MarkAccuracyLosses(std::vector<VariantProfile>& profiles, double tolerance) {
   if (profiles.empty() || !profiles[0].accuracy) return;
   const double ref = *profiles[0].accuracy;
@@ -211,7 +194,7 @@ void MarkAccuracyLosses(std::vector<VariantProfile>& profiles, double tolerance)
     if (!p.usable || !p.accuracy || *p.accuracy >= ref - tolerance) continue;
     p.usable = false;
     p.unusable_reason = "accuracy " + Fixed(*p.accuracy) + " is " + Fixed(ref - *p.accuracy) +
-                        " below " + kVariantFp32 + "'s " + Fixed(ref) + " (tolerance " +
+                        " below " + profiles[0].variant + "'s " + Fixed(ref) + " (tolerance " +
                         Fixed(tolerance, 3) + ")";
   }
 }
@@ -237,7 +220,8 @@ class Pipeline {
         progress_(std::move(progress)) {}
 
   StatusOr<VariantSet> Run() {
-    const std::string src = (version_dir_ / "model.pt").string();
+    SOMM_ASSIGN_OR_RETURN(runtime_, BackendFor(config_.platform));
+    const std::string src = (version_dir_ / runtime_->model_file).string();
     if (!fs::is_regular_file(src))
       return NotFound("model '" + Label() + "': no model file at " + src);
     std::error_code ec;
@@ -245,7 +229,7 @@ class Pipeline {
     if (ec) return Internal("cannot create " + out_dir_.string() + ": " + ec.message());
 
     hardware_ = options_.hardware.empty() ? DefaultHardware(backend_) : options_.hardware;
-    std::vector<Plan> plans = PlanVariants(options_, hardware_, &set_.skipped);
+    std::vector<Plan> plans = PlanVariants(*runtime_, options_, hardware_, &set_.skipped);
     total_ = 0;
     for (const auto& p : plans) total_ += 1 + static_cast<int>(p.hardware.size());
     accuracy_ = FindValidation(config_, (version_dir_ / "validation").string());
@@ -256,11 +240,11 @@ class Pipeline {
       const fs::path dir = out_dir_ / plan.name;
       fs::create_directories(dir, ec);
       if (ec) return Internal("cannot create " + dir.string() + ": " + ec.message());
-      const std::string file = (dir / "model.pt").string();
+      const std::string file = (dir / runtime_->model_file).string();
       Status built = BuildOne(plan, src, file, backend_, options_);
       ++done_;
       if (!built.ok()) {
-        if (plan.name == kVariantFp32) return built;
+        if (plan.build == Build::kAsRegistered) return built;
         set_.skipped.push_back({plan.name, built.code() == StatusCode::kFailedPrecondition
                                                ? built.message()
                                                : "build failed: " + built.message()});
@@ -269,7 +253,7 @@ class Pipeline {
       }
       VariantProfile profile = ProfileAll(plan, file);
       if (Cancelled()) return Unavailable("variant generation for '" + Label() + "' cancelled");
-      if (plan.name == kVariantFp32 && profile.hardware.empty()) {
+      if (plan.build == Build::kAsRegistered && profile.hardware.empty()) {
         return FailedPrecondition("model '" + Label() + "' as registered " +
                                   profile.unusable_reason);
       }
@@ -349,16 +333,17 @@ class Pipeline {
   }
 
   void SetAccuracyWithoutData(VariantProfile& profile) const {
-    if (profile.variant == kVariantFp32 && config_.accuracy.value) {
+    const std::string& as_registered = runtime_->variants.front().name;
+    if (profile.variant == as_registered && config_.accuracy.value) {
       profile.accuracy = config_.accuracy.value;
       profile.accuracy_source =
           "declared in model.yaml (" + accuracy_.absent_reason + "): " + config_.accuracy.source;
       return;
     }
     profile.accuracy_source = accuracy_.absent_reason;
-    if (profile.variant != kVariantFp32 && config_.accuracy.value) {
+    if (profile.variant != as_registered && config_.accuracy.value) {
       profile.accuracy_source +=
-          "; the accuracy declared in model.yaml applies to " + std::string(kVariantFp32) + " only";
+          "; the accuracy declared in model.yaml applies to " + as_registered + " only";
     }
   }
 
@@ -386,6 +371,7 @@ class Pipeline {
   const fs::path version_dir_;
   const fs::path out_dir_;
   Backend& backend_;
+  const BackendRegistration* runtime_ = nullptr;  // config_.platform's, set by Run()
   const VariantPipelineOptions& options_;
   const std::function<void(const VariantProgress&)> progress_;
   std::vector<HardwareConfig> hardware_;
@@ -394,15 +380,6 @@ class Pipeline {
   int done_ = 0;
   int total_ = 0;
 };
-
-int GenerationRank(const std::string& variant) {
-  static const char* const kOrder[] = {kVariantFp32, kVariantOpt, kVariantInt8, kVariantBf16,
-                                       kVariantFp16Cuda};
-  for (int i = 0; i < 5; ++i) {
-    if (variant == kOrder[i]) return i;
-  }
-  return 5;
-}
 
 StatusOr<std::string> ReadText(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -435,12 +412,18 @@ StatusOr<std::vector<VariantProfile>> LoadProfiles(const std::string& variants_r
     if (!entry.is_directory() || !fs::exists(json)) continue;
     SOMM_ASSIGN_OR_RETURN(std::string text, ReadText(json));
     SOMM_ASSIGN_OR_RETURN(VariantProfile p, ProfileFromJson(text, json.string()));
-    p.file = (entry.path() / "model.pt").string();
+    // The file is named as its runtime names model files (the one that
+    // lists the variant), else as the profile did; the folder is wherever
+    // the repository is now.
+    const BackendRegistration* runtime = BackendOfVariant(p.variant);
+    const fs::path file = runtime != nullptr ? fs::path(runtime->model_file)
+                                             : fs::path(p.file).filename();
+    p.file = (entry.path() / file).string();
     profiles.push_back(std::move(p));
   }
   if (ec) return Internal("cannot list " + dir.string() + ": " + ec.message());
   std::sort(profiles.begin(), profiles.end(), [](const VariantProfile& a, const VariantProfile& b) {
-    const int ra = GenerationRank(a.variant), rb = GenerationRank(b.variant);
+    const int ra = VariantRank(a.variant), rb = VariantRank(b.variant);
     return ra != rb ? ra < rb : a.variant < b.variant;
   });
   return profiles;
@@ -475,7 +458,8 @@ LoadOptions LoadOptionsForVariant(const ModelConfig& config, const VariantProfil
   o.max_batch_size = config.max_batch_size;
   o.inputs = config.inputs;
   o.outputs = config.outputs;
-  o.optimize_for_inference = profile.variant == kVariantOpt;
+  const VariantKind* kind = FindVariantKind(config.platform, profile.variant);
+  o.optimize_for_inference = kind != nullptr && kind->optimize_at_load;
   if (profile.precision == "bf16") o.precision = DataType::kBf16;
   if (profile.precision == "fp16") o.precision = DataType::kFp16;
   return o;

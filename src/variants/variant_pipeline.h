@@ -3,27 +3,21 @@
 // variant that applies to it and to this worker's hardware, profiles each on
 // each hardware configuration, and persists the results:
 //
-//   <variants_root>/<model>/<version>/<variant>/model.pt      the variant
+//   <variants_root>/<model>/<version>/<variant>/<model file>  the variant
 //   <variants_root>/<model>/<version>/<variant>/profile.json  its VariantProfile
 //   <variants_root>/<model>/<version>/skipped.json            variants not built, and why
 //
-// The variants (names are the `variant` part of VariantProfile::Id()):
-//   ts-fp32       the registered file, hard-linked (copied across filesystems)
-//   ts-opt        frozen; the backend runs optimize_for_inference when it loads
-//                 it (LoadOptions::optimize_for_inference: the optimised graph
-//                 cannot be saved in torch 1.13 and is specific to its device)
-//   ts-int8       dynamic int8 Linear layers, via tools/quantize_dynamic.py run
-//                 with `python` (libtorch's C++ API has no dynamic
-//                 quantisation); CPU only (quantized kernels are CPU kernels)
-//   ts-bf16       bf16 weights, CPU only, built only where the CPU has
-//                 avx512_bf16 or AMX (elsewhere bf16 is emulated: slower than fp32)
-//   ts-fp16-cuda  fp16 weights on CUDA, only when the backend reports a GPU
-// Reduced-precision variants are loaded with LoadOptions::precision, so all
-// of them keep the registered FP32 signature (LoadOptionsForVariant).
+// The variants are those the model's runtime lists in its registration
+// (runtime/backend_registry.h, VariantKind; TorchScript's are in
+// runtime/torch/torch_registration.h), in that order, with the file name of
+// its platform; the first is the registered file, hard-linked (copied
+// across filesystems). Reduced-precision variants are loaded with
+// LoadOptions::precision, so all of them keep the registered FP32 signature
+// (LoadOptionsForVariant).
 //
 // Accuracy: top-1 on <model_dir>/<version>/validation/ (validation_data.h),
 // measured once per variant on the first hardware config it runs on. A
-// variant more than `accuracy_tolerance` below ts-fp32 is kept, with
+// variant more than `accuracy_tolerance` below the registered one is kept, with
 // usable=false and the two figures in unusable_reason, so the selector and
 // the operator see why it is never chosen. Without validation data ts-fp32
 // takes the accuracy declared in model.yaml and the other variants have none
@@ -52,12 +46,6 @@
 
 namespace somm {
 
-inline constexpr char kVariantFp32[] = "ts-fp32";
-inline constexpr char kVariantOpt[] = "ts-opt";
-inline constexpr char kVariantInt8[] = "ts-int8";
-inline constexpr char kVariantBf16[] = "ts-bf16";
-inline constexpr char kVariantFp16Cuda[] = "ts-fp16-cuda";
-
 struct VariantPipelineOptions {
   // <repo>/.somm/variants; created when missing.
   std::string variants_root;
@@ -74,8 +62,9 @@ struct VariantPipelineOptions {
   int warmup_runs = 2;
   int runs_per_point = 9;
   double point_budget_ms = 250;
-  // ts-int8: `python` runs <tools_dir>/quantize_dynamic.py. An empty
-  // tools_dir skips ts-int8 (with that reason).
+  // A variant made by a tool (TorchScript's ts-int8: quantize_dynamic.py):
+  // `python` runs <tools_dir>/<tool>. An empty tools_dir skips it (with
+  // that reason).
   // Polled between steps; true stops the run with UNAVAILABLE ("cancelled"),
   // so a server shutting down does not wait for a whole profiling run.
   std::function<bool()> cancelled;
@@ -109,8 +98,9 @@ struct VariantSet {
   std::vector<std::string> warnings;
 };
 
-// Builds, profiles and persists the variants of <model_dir>/<version>/model.pt
-// (model_dir = <repo>/<model>). Errors: the registered file is missing or
+// Builds, profiles and persists the variants of <model_dir>/<version>/<the
+// model file of config.platform> (model_dir = <repo>/<model>). Errors: the
+// platform is not registered, the registered file is missing or
 // cannot be loaded and run on any config (nothing can be served), or the
 // variants folder cannot be written. Every other failure is recorded in the
 // result: a variant that cannot be built is skipped, one that fails on every
@@ -123,7 +113,8 @@ StatusOr<VariantSet> GenerateAndProfile(const ModelConfig& config, int64_t versi
 
 // Every profile.json under <variants_root>/<model>/<version>/, ts-fp32 first
 // then in generation order; each profile's `file` is re-pointed at the
-// model.pt beside it, so a moved repository still loads. NotFound when the
+// model file beside it (named as the runtime that lists the variant names
+// its files), so a moved repository still loads. NotFound when the
 // folder is absent (nothing generated yet); InvalidArgument naming the file
 // when a profile is malformed.
 StatusOr<std::vector<VariantProfile>> LoadProfiles(const std::string& variants_root,

@@ -17,6 +17,7 @@
 
 #include "common/host_probe.h"
 #include "common/subprocess.h"
+#include "runtime/torch/torch_registration.h"
 #include "variants/validation_data.h"
 
 namespace somm {

@@ -12,6 +12,7 @@
 
 #include "repository/model_config.h"
 #include "runtime/torch/torch_backend.h"
+#include "runtime/torch/torch_registration.h"
 #include "variants/variant_pipeline.h"
 
 namespace somm {
