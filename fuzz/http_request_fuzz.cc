@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "frontend/http/http_request_parser.h"
+#include "transport/http/http_request_parser.h"
 
 namespace {
 

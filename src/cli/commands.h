@@ -26,7 +26,7 @@ struct ServeOptions {
   int metrics_port = 8002;
   int64_t max_body_bytes = 64 << 20;  // REST bodies and gRPC messages
   // REST I/O threads: each an epoll loop over its share of the connections
-  // (frontend/http/http_server.h); requests are decoded on them. 0 = half the
+  // (transport/http/http_server.h); requests are decoded on them. 0 = half the
   // cores, 1 to 4.
   int http_threads = 0;
   // Inference requests (REST and gRPC together) admitted at once; more are
@@ -73,7 +73,7 @@ struct ServeOptions {
   ConnectionLimitFlags connections;
   RegistrationLimitFlags registration;
   // --cors-origin (repeatable): browser origins allowed to call the REST
-  // port cross-origin (frontend/http/origin_policy.h); none = CORS off.
+  // port cross-origin (transport/http/origin_policy.h); none = CORS off.
   std::vector<std::string> cors_origins;
   // --strict-readiness (Triton's): ready once every model is available and
   // its configured instances loaded; false = once the server is up.

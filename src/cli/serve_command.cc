@@ -9,20 +9,22 @@
 #include <iostream>
 
 #include "batch/batch_jobs.h"
+#include "batch/batch_routes.h"
 #include "auth/guard.h"
 #include "repository/repository_poller.h"
 #include "cli/commands.h"
 #include "cli/model_sandbox_command.h"
-#include "node/embedded_server.h"
 #include "node/node_parts.h"
 #include "common/host_probe.h"
 #include "common/install_paths.h"
 #include "controller/placement.h"
 #include "crypto/tls_stream.h"
+#include "dashboard/operator_routes.h"
 #include "frontend/grpc/grpc_server.h"
 #include "frontend/http/http_frontend.h"
 #include "metrics/prometheus_metrics.h"
 #include "runtime/torch/torch_backend.h"
+#include "node/embedded_server.h"
 #include "serving/byte_budget.h"
 #include "serving/inflight_limit.h"
 
@@ -142,7 +144,6 @@ int RunServe(const ServeOptions& options) {
                                                : "a quarter of the memory budget");
 
   HttpFrontendOptions ho;
-  ho.batch = &batch;
   ho.inflight_limit = &inflight_limit;
   ho.byte_budget = &byte_budget;
   ho.address = options.address;
@@ -155,7 +156,12 @@ int RunServe(const ServeOptions& options) {
   ho.header_timeout_s = options.connections.header_timeout_s;
   ho.body_timeout_s = options.connections.body_timeout_s;
   ho.max_connections_per_address = static_cast<size_t>(options.connections.max_connections_per_address);
-  ho.metrics_text = [&metrics] { return metrics.Serialize(); };
+  // The operator's views, the dashboard's pages and the batch jobs, mounted
+  // on the REST port (frontend/http/rest_mount.h).
+  ho.mounts = {dashboard::OperatorViews(manager.router(), guard->get(),
+                                        [&metrics] { return metrics.Serialize(); }),
+               BatchRoutes(batch, guard->get())};
+  ho.pages = {dashboard::DashboardPages()};
   ho.tls = *tls;
   auto http = HttpFrontend::Start(manager.router(), ho);
   if (!http.ok()) {

@@ -6,15 +6,16 @@
 #include <utility>
 
 #include "frontend/grpc/grpc_codec.h"
-#include "frontend/grpc/grpc_tls.h"
 #include "frontend/grpc/somm_codec.h"
 #include "frontend/grpc/task_codec.h"
 #include "proto/inference.grpc.pb.h"
 #include "proto/somm.grpc.pb.h"
+#include "transport/grpc/grpc_runtime.h"
+#include "transport/grpc/grpc_tls.h"
 
 namespace somm {
 
-using grpc_codec::FromGrpcStatus;
+using grpc_transport::FromGrpcStatus;
 
 struct GrpcClient::Impl {
   std::string target;
@@ -38,7 +39,7 @@ struct GrpcClient::Impl {
 StatusOr<std::unique_ptr<GrpcClient>> GrpcClient::Connect(const std::string& target,
                                                           GrpcClientOptions options) {
   if (target.empty()) return InvalidArgument("gRPC target is empty");
-  grpc_codec::TurnOffAbslDeadlockDetection();
+  grpc_transport::TurnOffAbslDeadlockDetection();
   auto impl = std::make_unique<Impl>();
   impl->target = target;
   impl->options = options;

@@ -6,7 +6,7 @@
 // Contract:
 //   * Every call blocks until the server answers or the call's deadline
 //     (GrpcClientOptions::call_timeout) passes, and returns a somm Status;
-//     gRPC codes map back onto somm codes (grpc_codec::FromGrpcStatus), so
+//     gRPC codes map back onto somm codes (grpc_transport::FromGrpcStatus), so
 //     NOT_FOUND from the server is StatusCode::kNotFound here.
 //   * Infer sends inputs as raw_input_contents and decodes outputs (raw or
 //     typed) into somm::Tensor, checking each output's bytes against its

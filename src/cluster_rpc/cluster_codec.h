@@ -1,8 +1,8 @@
 // cluster_codec: the worker service's messages (proto/cluster.proto) <->
 // somm's types (worker/worker.h, cluster/cluster_state.h), for both ends of
 // the wire, and the deadline's crossing between the sender's and the
-// receiver's clocks. Status codes map through grpc_codec (frontend/grpc), the
-// one place somm codes meet gRPC codes.
+// receiver's clocks. Status codes map through transport/grpc/grpc_runtime.h,
+// the one place somm codes meet gRPC codes.
 //
 // Decoders treat their input as hostile: a malformed message (unknown
 // datatype or enum, bytes that do not match the shape) is InvalidArgument

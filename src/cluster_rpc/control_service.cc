@@ -6,11 +6,11 @@
 #include <utility>
 
 #include "common/serial_executor.h"
-#include "frontend/grpc/grpc_codec.h"
-#include "frontend/grpc/grpc_tls.h"
 #include "frontend/grpc/somm_codec.h"
 #include "proto/control.grpc.pb.h"
 #include "proto/somm.pb.h"
+#include "transport/grpc/grpc_runtime.h"
+#include "transport/grpc/grpc_tls.h"
 
 namespace somm {
 namespace {
@@ -18,7 +18,7 @@ namespace {
 namespace pb = ::somm::control_rpc;
 using grpc::CallbackServerContext;
 using grpc::ServerUnaryReactor;
-using grpc_codec::ToGrpcStatus;
+using grpc_transport::ToGrpcStatus;
 
 ServerUnaryReactor* FinishNow(CallbackServerContext* context, const Status& status) {
   ServerUnaryReactor* reactor = context->DefaultReactor();
@@ -167,7 +167,7 @@ StatusOr<std::unique_ptr<ControlService>> ControlService::Start(
     return InvalidArgument("control service port " + std::to_string(options.port) +
                            " is not in 0..65535");
   }
-  grpc_codec::TurnOffAbslDeadlockDetection();
+  grpc_transport::TurnOffAbslDeadlockDetection();
   auto impl = std::make_unique<Impl>(controller, std::move(resolve), std::move(is_leader));
   const std::string where = options.address + ":" + std::to_string(options.port);
   grpc::ServerBuilder builder;

@@ -5,12 +5,12 @@
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
 
-#include "frontend/grpc/async_unary.h"
-#include "frontend/grpc/grpc_codec.h"
-#include "frontend/grpc/grpc_tls.h"
 #include "frontend/grpc/somm_codec.h"
 #include "proto/control.grpc.pb.h"
 #include "proto/somm.pb.h"
+#include "transport/grpc/async_unary.h"
+#include "transport/grpc/grpc_runtime.h"
+#include "transport/grpc/grpc_tls.h"
 
 namespace somm {
 
@@ -30,7 +30,7 @@ Status CallLeader(pb::SommControl::Stub& stub,
                   std::chrono::milliseconds timeout, const Request& request, Response* response) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + timeout);
-  return grpc_codec::FromGrpcStatus((stub.*method)(&context, request, response));
+  return grpc_transport::FromGrpcStatus((stub.*method)(&context, request, response));
 }
 
 pb::ModelRequest Named(const std::string& name) {
@@ -52,7 +52,7 @@ GrpcControlClient::GrpcControlClient(std::function<std::string()> leader, Device
                                      crypto::TlsClientFiles tls)
     : leader_(std::move(leader)), device_(device), load_timeout_(load_timeout),
       tls_(std::move(tls)) {
-  grpc_codec::TurnOffAbslDeadlockDetection();
+  grpc_transport::TurnOffAbslDeadlockDetection();
 }
 
 GrpcControlClient::~GrpcControlClient() = default;
@@ -118,7 +118,7 @@ void GrpcControlClient::EnsureLoaded(VersionPtr version, const std::string& vari
   r.set_urgent(urgent);
   r.set_query_waits(query_waits);
   auto finish = [call](const grpc::Status& s) {
-    Status status = grpc_codec::FromGrpcStatus(s);
+    Status status = grpc_transport::FromGrpcStatus(s);
     if (!status.ok()) {
       status = Status(status.code(),
                       "controller at " + call->channel->address + ": " + status.message());

@@ -11,15 +11,15 @@
 #include "cluster/cluster_state_json.h"
 #include "cluster_rpc/cluster_codec.h"
 #include "common/serial_executor.h"
-#include "frontend/grpc/async_unary.h"
-#include "frontend/grpc/grpc_codec.h"
-#include "frontend/grpc/grpc_tls.h"
 #include "proto/cluster.grpc.pb.h"
+#include "transport/grpc/async_unary.h"
+#include "transport/grpc/grpc_runtime.h"
+#include "transport/grpc/grpc_tls.h"
 
 namespace somm {
 
 namespace pb = cluster_codec::pb;
-using grpc_codec::FromGrpcStatus;
+using grpc_transport::FromGrpcStatus;
 
 // Every ClientContext holds a reference to the channel, and gRPC 1.51 must
 // not lose its last channel on one of its own callback threads: the release
@@ -141,7 +141,7 @@ void GrpcWorkerStub::ImplRelease::operator()(Impl* impl) const { Impl::Release(i
 GrpcWorkerStub::GrpcWorkerStub(std::string worker, std::string address,
                                GrpcWorkerStubOptions options)
     : impl_(new Impl) {
-  grpc_codec::TurnOffAbslDeadlockDetection();
+  grpc_transport::TurnOffAbslDeadlockDetection();
   impl_->worker = std::move(worker);
   impl_->address = std::move(address);
   impl_->options = options;

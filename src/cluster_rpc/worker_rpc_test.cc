@@ -19,8 +19,8 @@
 #include "cluster_rpc/worker_pool.h"
 #include "cluster_rpc/worker_service.h"
 #include "common/testing/thread_names.h"
-#include "frontend/grpc/async_unary.h"
 #include "metrics/serving_metrics.h"
+#include "transport/grpc/async_unary.h"
 
 namespace somm {
 namespace {

@@ -7,17 +7,17 @@
 
 #include "cluster/cluster_state_json.h"
 #include "cluster_rpc/cluster_codec.h"
-#include "frontend/grpc/async_unary.h"
-#include "frontend/grpc/grpc_codec.h"
-#include "frontend/grpc/grpc_tls.h"
 #include "proto/cluster.grpc.pb.h"
+#include "transport/grpc/async_unary.h"
+#include "transport/grpc/grpc_runtime.h"
+#include "transport/grpc/grpc_tls.h"
 
 namespace somm {
 
 namespace pb = cluster_codec::pb;
 
 // The service is gRPC's asynchronous API on one completion queue that the
-// service's own threads poll (frontend/grpc/async_unary.h), not the callback
+// service's own threads poll (transport/grpc/async_unary.h), not the callback
 // API: that saves the worker 5-30 us of CPU per query; latency is the same
 // (bench/grpc_rtt.cc, and "The gRPC hop" in docs/history/router-hop.md).
 namespace worker_service_internal {
@@ -174,7 +174,7 @@ StatusOr<std::unique_ptr<WorkerService>> WorkerService::Start(Worker& worker, Re
   if (options.address.empty()) return InvalidArgument("worker service listen address is empty");
   if (!resolve) return InvalidArgument("worker service needs a model version resolver");
 
-  grpc_codec::TurnOffAbslDeadlockDetection();
+  grpc_transport::TurnOffAbslDeadlockDetection();
   auto impl = std::make_unique<Impl>(worker, std::move(resolve));
   const std::string where = HostPort(options.address, options.port);
   grpc::ServerBuilder builder;

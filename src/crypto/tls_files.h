@@ -3,7 +3,7 @@
 // --tls-ca, --tls-cert, --tls-key on the clients). Plain data with no
 // OpenSSL in it, so the options structs of cli/ and the gRPC adapters can
 // carry it; crypto/tls_stream.h turns it into a context, and
-// frontend/grpc/grpc_tls.h into gRPC credentials.
+// transport/grpc/grpc_tls.h into gRPC credentials.
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
 // TLS on a non-blocking socket, server side: OpenSSL behind the two types
-// the HTTP server (frontend/http/http_server.h) and the metrics endpoint
+// the HTTP server (transport/http/http_server.h) and the metrics endpoint
 // need, so that no other folder includes OpenSSL.
 //
 // TlsServerContext holds the certificate, key and (for mutual TLS) the

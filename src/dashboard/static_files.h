@@ -14,7 +14,7 @@
 #include <optional>
 #include <string_view>
 
-#include "frontend/http/http_server.h"
+#include "transport/http/http_server.h"
 
 namespace somm::dashboard {
 

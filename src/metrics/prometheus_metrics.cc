@@ -9,7 +9,7 @@
 
 #include <string_view>
 
-#include "frontend/http/http_server.h"
+#include "transport/http/http_server.h"
 
 namespace somm {
 namespace {

@@ -87,7 +87,7 @@ struct MetricsAccess {
 };
 
 // Serves GET /metrics on its own port (Triton's --metrics-port habit), on
-// somm's HTTP server (frontend/http/http_server.h), over TLS when `tls` is
+// somm's HTTP server (transport/http/http_server.h), over TLS when `tls` is
 // given (the process's REST context: same certificate, same client CA).
 class MetricsEndpoint {
  public:

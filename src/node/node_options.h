@@ -22,7 +22,7 @@ struct BatchRootFlags {
 };
 
 // The REST port's limits on slow and numerous clients
-// (frontend/http/http_server.h): --header-timeout-s, --body-timeout-s,
+// (transport/http/http_server.h): --header-timeout-s, --body-timeout-s,
 // --max-connections-per-address.
 struct ConnectionLimitFlags {
   int header_timeout_s = 10;

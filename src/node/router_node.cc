@@ -16,8 +16,10 @@
 
 #include "auth/guard.h"
 #include "batch/batch_jobs.h"
+#include "batch/batch_routes.h"
 #include "cluster_rpc/grpc_control_client.h"
 #include "cluster_rpc/worker_pool.h"
+#include "dashboard/operator_routes.h"
 #include "frontend/grpc/grpc_server.h"
 #include "frontend/http/http_frontend.h"
 #include "metrics/prometheus_metrics.h"
@@ -178,14 +180,18 @@ int RunRouterNode(const RouterProcessOptions& o, const NodeProcess& process) {
   workers.UseQueue((*grpc)->queue());
   leader.UseQueue((*grpc)->queue());
   HttpFrontendOptions ho;
-  ho.batch = batch.get();
   ho.inflight_limit = &inflight_limit;
   ho.byte_budget = &byte_budget;
   ho.address = o.address;
   ho.port = o.http_port;
   ho.max_body_bytes = static_cast<size_t>(o.max_body_bytes);
   ho.io_threads = o.http_threads;
-  ho.metrics_text = [&metrics] { return metrics.Serialize(); };
+  // The operator's views, the dashboard's pages and the batch jobs, mounted
+  // on the REST port (frontend/http/rest_mount.h).
+  ho.mounts = {dashboard::OperatorViews(router, guard->get(),
+                                        [&metrics] { return metrics.Serialize(); }),
+               BatchRoutes(*batch, guard->get())};
+  ho.pages = {dashboard::DashboardPages()};
   ho.guard = guard->get();
   ho.origin_policy.loopback_hosts_only = (*guard)->mode() == auth::AuthMode::kNone;
   ho.origin_policy.cors_origins = o.cors_origins;

@@ -12,7 +12,8 @@
 //   * Tensors always leave as raw contents, which is what Triton sends and
 //     what keeps FP16/BF16 representable. Typed contents are accepted on the
 //     way in, from clients that prefer them.
-//   * somm <-> gRPC status codes are mapped here and nowhere else.
+//   * somm <-> gRPC status codes are mapped in transport/grpc/grpc_runtime.h,
+//     below every protocol that answers over gRPC.
 //   * Pure functions; safe to call from any thread.
 //
 // Only gRPC adapter code may include this header, since it pulls in the
@@ -32,19 +33,6 @@
 namespace somm::grpc_codec {
 
 using ProtoParameters = google::protobuf::Map<std::string, inference::InferParameter>;
-
-// Debian builds Abseil with its Mutex deadlock detector on, and gRPC takes an
-// absl::Mutex several times per call, so every lock pays for a lock-order
-// graph (GraphCycles was 2-3% of the server's and the load generator's CPU
-// under load). The detector only ever reports; somm turns it off once, when
-// the first gRPC server or client starts. Idempotent and thread-safe.
-void TurnOffAbslDeadlockDetection();
-
-// The one mapping from somm codes to gRPC codes; the message passes through.
-grpc::Status ToGrpcStatus(const Status& status);
-// Its inverse, for clients. gRPC codes somm has no name for keep their gRPC
-// name in the message ("gRPC CANCELLED: ...").
-Status FromGrpcStatus(const grpc::Status& status);
 
 // `what` names the owner in error messages, e.g. "request", "input 'x'".
 Status DecodeParameters(const ProtoParameters& in, const std::string& what, Parameters* out);

@@ -10,14 +10,14 @@
 #include <utility>
 
 #include "common/serial_executor.h"
-#include "frontend/grpc/async_unary.h"
 #include "frontend/grpc/grpc_codec.h"
-#include "frontend/grpc/grpc_tls.h"
 #include "frontend/grpc/key_first.h"
 #include "frontend/grpc/somm_codec.h"
 #include "frontend/grpc/task_codec.h"
 #include "proto/inference.grpc.pb.h"
 #include "proto/somm.grpc.pb.h"
+#include "transport/grpc/async_unary.h"
+#include "transport/grpc/grpc_tls.h"
 
 namespace somm {
 namespace {
@@ -601,7 +601,7 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& ser
   }
   if (options.address.empty()) return InvalidArgument("gRPC listen address is empty");
 
-  grpc_codec::TurnOffAbslDeadlockDetection();
+  grpc_transport::TurnOffAbslDeadlockDetection();
   auto impl = std::make_unique<Impl>(server, options.guard, options.inflight_limit,
                                      options.byte_budget, options.max_message_bytes);
   const std::string where = HostPort(options.address, options.port);

@@ -9,7 +9,7 @@
 //     and encodes the answer. It never sees models or instances.
 //   * It borrows the InferenceServer, which must outlive the frontend.
 //   * Every method is served from one completion queue by `infer_threads`
-//     threads of the frontend's own (frontend/grpc/async_unary.h); gRPC's
+//     threads of the frontend's own (transport/grpc/async_unary.h); gRPC's
 //     callback API is not used, so gRPC starts no threads that poll beside
 //     them. ModelInfer holds no thread while a query waits: the thread hands
 //     the query to InferenceServer::Infer, and the call is answered from

@@ -17,6 +17,7 @@
 #include "proto/inference.grpc.pb.h"
 #include "proto/somm.grpc.pb.h"
 #include "serving/testing/fake_inference_server.h"
+#include "transport/grpc/grpc_runtime.h"
 
 namespace somm {
 namespace {
@@ -400,9 +401,9 @@ TEST_F(GrpcFrontendTest, StatusCodesMapOneToOne) {
     EXPECT_EQ(s.error_code(), theirs);
     EXPECT_EQ(s.error_message(), message);
     // And the client-side inverse gives the somm code back.
-    EXPECT_EQ(grpc_codec::FromGrpcStatus(s).code(), ours);
+    EXPECT_EQ(grpc_transport::FromGrpcStatus(s).code(), ours);
   }
-  EXPECT_TRUE(grpc_codec::ToGrpcStatus(Status::Ok()).ok());
+  EXPECT_TRUE(grpc_transport::ToGrpcStatus(Status::Ok()).ok());
 }
 
 TEST_F(GrpcFrontendTest, MalformedOutputFromServerIsInternal) {

@@ -52,10 +52,10 @@
 #include <vector>
 
 #include "common/status.h"
-#include "frontend/grpc/async_unary.h"
 #include "frontend/grpc/grpc_codec.h"
 #include "serving/byte_budget.h"
 #include "serving/call_guard.h"
+#include "transport/grpc/async_unary.h"
 
 namespace somm::grpc_async {
 
@@ -167,7 +167,7 @@ class KeyFirstCall : public Tag {
       if (status.ok()) {
         stream_.WriteAndFinish(response_, grpc::WriteOptions(), grpc::Status::OK, this);
       } else {
-        stream_.Finish(grpc_codec::ToGrpcStatus(status), this);
+        stream_.Finish(grpc_transport::ToGrpcStatus(status), this);
       }
     });
     if (!written) delete this;

@@ -1,32 +1,28 @@
 #include "frontend/http/http_frontend.h"
 
-#include "batch/batch_jobs.h"
-
 #include <strings.h>
 
 #include <algorithm>
 #include <chrono>
 #include <exception>
 #include <functional>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "common/serial_executor.h"
-#include "dashboard/operator_api.h"
-#include "dashboard/static_files.h"
-#include "frontend/http/handler_pool.h"
-#include "frontend/http/http_server.h"
 #include "frontend/http/http_status.h"
 #include "frontend/http/oip_json.h"
 #include "frontend/http/oip_metadata_json.h"
 #include "frontend/http/rest_routes.h"
 #include "frontend/http/somm_json.h"
 #include "frontend/http/task_json.h"
+#include "transport/http/handler_pool.h"
+#include "transport/http/http_server.h"
 
 namespace somm {
 namespace {
@@ -35,6 +31,12 @@ using http::Request;
 using http::Responder;
 using http::Response;
 using oip::RestEndpoint;
+using rest::AuthorizationOf;
+using rest::ErrorResponse;
+using rest::JsonResponse;
+using rest::RefusalResponse;
+using rest::StatusResponse;
+using rest::VerifiedKeyOf;
 
 constexpr char kJson[] = "application/json";
 constexpr char kOctetStream[] = "application/octet-stream";
@@ -43,22 +45,6 @@ constexpr char kInferenceHeaderLengthField[] = "inference-header-content-length"
 // The extensions this frontend itself implements; added to whatever the
 // InferenceServer reports, since only the REST frontend speaks them.
 constexpr const char* kRestExtensions[] = {"binary_tensor_data", "model_repository"};
-
-Response JsonResponse(int status, std::string body) {
-  Response res;
-  res.status = status;
-  res.body = std::move(body);
-  res.headers.emplace_back("Content-Type", kJson);
-  return res;
-}
-
-Response ErrorResponse(int status, std::string_view message) {
-  return JsonResponse(status, oip::EncodeError(message));
-}
-
-Response StatusResponse(const Status& status) {
-  return ErrorResponse(oip::HttpStatusFromCode(status.code()), status.message());
-}
 
 // Health endpoints: 200 = true, 400 = false, empty body (KServe v2).
 Response HealthResponse(bool healthy) {
@@ -82,12 +68,6 @@ oip::RestRoute RouteOf(const http::RequestHead& head) {
     route.method = "POST";
   }
   return route;
-}
-
-// The caller the head check verified for this request (ServerOptions::
-// head_check), or null when its head was not checked (no body).
-const VerifiedKey* VerifiedKeyOf(const Request& req) {
-  return static_cast<const VerifiedKey*>(req.head_note.get());
 }
 
 // What a guarded call is, for the CallGuard; nullopt = not guarded (health
@@ -134,22 +114,6 @@ std::optional<Operation> GuardedOperation(RestEndpoint endpoint) {
     default:
       return Operation::kOperator;  // the operator's views
   }
-}
-
-std::string AuthorizationOf(const http::RequestHead& head) {
-  const std::string* value = head.Find("authorization");
-  return value == nullptr ? std::string() : *value;
-}
-std::string AuthorizationOf(const Request& req) { return AuthorizationOf(req.head); }
-
-// A refused call: 401 names the scheme, 429 says when to come back.
-Response RefusalResponse(const Admission& a) {
-  Response res = StatusResponse(a.status);
-  if (a.status.code() == StatusCode::kUnauthenticated) {
-    res.headers.emplace_back("WWW-Authenticate", "Bearer");
-  }
-  if (a.retry_after_s > 0) res.headers.emplace_back("Retry-After", std::to_string(a.retry_after_s));
-  return res;
 }
 
 bool IsInfer(RestEndpoint endpoint) {
@@ -200,7 +164,11 @@ struct HttpFrontend::Impl {
       : server(s),
         options(std::move(o)),
         pool(options.handler_threads),
-        control("somm-http-ctl", options.max_control_queue) {}
+        control("somm-http-ctl", options.max_control_queue) {
+    for (const RestMount& mount : options.mounts) {
+      for (RestEndpoint endpoint : mount.endpoints) mounted.emplace(endpoint, &mount.handler);
+    }
+  }
 
   InferenceServer& server;
   const HttpFrontendOptions options;
@@ -210,6 +178,8 @@ struct HttpFrontend::Impl {
   SerialExecutor control;
   std::unique_ptr<http::Server> http;
   std::mutex shutdown_mu;
+  // Each mounted endpoint's handler (rest_mount.h), in options.mounts.
+  std::unordered_map<RestEndpoint, const decltype(RestMount::handler)*> mounted;
 
   void Handle(Request request, Responder responder);
   Response Dispatch(const oip::RestRoute& route, const Request& req, const Caller& caller);
@@ -233,8 +203,7 @@ struct HttpFrontend::Impl {
   Response RegisterHandler(const oip::RestRoute& route, const Request& req);
   Response VariantsHandler(const oip::RestRoute& route);
   Response DecisionsHandler(const Request& req, const Caller& caller);
-  Response OperatorHandler(RestEndpoint endpoint, const Request& req, const Caller& caller);
-  Response BatchHandler(const oip::RestRoute& route, const Request& req, const Caller& caller);
+  Response MountedHandler(const oip::RestRoute& route, const Request& req, const Caller& caller);
 };
 
 // Runs on an I/O thread: decides, then answers at once, hands the request
@@ -256,8 +225,8 @@ void HttpFrontend::Impl::Handle(Request request, Responder responder) {
       return responder.Send(ErrorResponse(
           415, "multipart/form-data bodies are not part of the inference protocol"));
     }
-    if (dashboard::IsDashboardPath(req.head.path)) {
-      return responder.Send(dashboard::ServeDashboard(req.head.method, req.head.path));
+    for (const PageMount& pages : options.pages) {
+      if (std::optional<Response> page = pages(req.head)) return responder.Send(std::move(*page));
     }
     const oip::RestRoute route = RouteOf(req.head);
     if (route.endpoint == RestEndpoint::kNone) {
@@ -288,7 +257,7 @@ void HttpFrontend::Impl::Handle(Request request, Responder responder) {
     if (options.guard != nullptr) {
       if (std::optional<Operation> op = GuardedOperation(route.endpoint)) {
         Admission a = options.guard->Admit(
-            CallInfo{*op, route.model, AuthorizationOf(req), false, 0, VerifiedKeyOf(req)});
+            CallInfo{*op, route.model, AuthorizationOf(req.head), false, 0, VerifiedKeyOf(req)});
         if (!a.status.ok()) {
           slot.Release();
           return responder.Send(RefusalResponse(a));
@@ -380,12 +349,11 @@ Response HttpFrontend::Impl::Dispatch(const oip::RestRoute& route, const Request
     case RestEndpoint::kOverview:
     case RestEndpoint::kWorkers:
     case RestEndpoint::kActions:
-      return OperatorHandler(route.endpoint, req, caller);
     case RestEndpoint::kBatchList:
     case RestEndpoint::kBatchSubmit:
     case RestEndpoint::kBatchJob:
     case RestEndpoint::kBatchCancel:
-      return BatchHandler(route, req, caller);
+      return MountedHandler(route, req, caller);
     case RestEndpoint::kModelRollout: {
       StatusOr<RolloutView> view = server.GetRollout(route.model, caller);
       if (!view.ok()) return StatusResponse(view.status());
@@ -408,55 +376,19 @@ Response HttpFrontend::Impl::Dispatch(const oip::RestRoute& route, const Request
   }
 }
 
-Response HttpFrontend::Impl::BatchHandler(const oip::RestRoute& route, const Request& req,
-                                          const Caller& caller) {
-  if (options.batch == nullptr) {
-    return ErrorResponse(501, "offline batch jobs are not enabled on this server");
-  }
-  StatusOr<BatchJobStatus> status = Internal("unreachable");
+Response HttpFrontend::Impl::MountedHandler(const oip::RestRoute& route, const Request& req,
+                                            const Caller& caller) {
+  auto it = mounted.find(route.endpoint);
+  if (it != mounted.end()) return (*it->second)(route, req, caller);
   switch (route.endpoint) {
-    case RestEndpoint::kBatchList: {
-      std::string out = "{\"jobs\":[";
-      bool first = true;
-      for (const BatchJobStatus& s : options.batch->List(caller)) {
-        out += (first ? "" : ",") + BatchJobStatusToJson(s);
-        first = false;
-      }
-      return JsonResponse(200, out + "]}");
-    }
+    case RestEndpoint::kBatchList:
+    case RestEndpoint::kBatchSubmit:
     case RestEndpoint::kBatchJob:
-      status = options.batch->Get(route.job, caller);
-      break;
     case RestEndpoint::kBatchCancel:
-      status = options.batch->Cancel(route.job, caller);
-      break;
-    default: {
-      StatusOr<BatchJobSpec> spec = BatchJobSpecFromJson(std::string(req.body));
-      if (!spec.ok()) return StatusResponse(spec.status());
-      Caller runs_as = caller;
-      const CallInfo call{spec->model.empty() ? Operation::kTaskInfer : Operation::kInfer,
-                          spec->model,
-                          AuthorizationOf(req),
-                          false,
-                          0,
-                          VerifiedKeyOf(req)};
-      if (options.guard != nullptr) {
-        // Admitted as a query of its target: a tenant's job runs only what
-        // the tenant may query (another's private model is unknown).
-        Admission a = options.guard->Admit(call);
-        if (!a.status.ok()) return RefusalResponse(a);
-        runs_as = std::move(a.caller);
-      }
-      status = options.batch->Submit(std::move(spec).value(), runs_as);
-      // The admission took one of the tenant's query slots; the submission
-      // is answered now, so it gives it back (the items run at low priority
-      // outside the tenant's online quota).
-      if (options.guard != nullptr) options.guard->Done(runs_as, call, status.status());
-      break;
-    }
+      return ErrorResponse(501, "offline batch jobs are not enabled on this server");
+    default:
+      return ErrorResponse(501, "the operator's views are not enabled on this server");
   }
-  if (!status.ok()) return StatusResponse(status.status());
-  return JsonResponse(200, BatchJobStatusToJson(*status));
 }
 
 Response HttpFrontend::Impl::ServerMetadataHandler() {
@@ -612,7 +544,7 @@ Response HttpFrontend::Impl::RegisterHandler(const oip::RestRoute& route, const 
   Caller caller;
   if (options.guard != nullptr) {
     Admission a = options.guard->Admit(CallInfo{Operation::kRegister, route.model,
-                                                AuthorizationOf(req), request->private_model,
+                                                AuthorizationOf(req.head), request->private_model,
                                                 request->model_bytes.size(), VerifiedKeyOf(req)});
     if (!a.status.ok()) return RefusalResponse(a);
     caller = std::move(a.caller);
@@ -656,38 +588,6 @@ Response HttpFrontend::Impl::DecisionsHandler(const Request& req, const Caller& 
   // A caller sees only its own tenant's decisions (an admin sees all).
   std::erase_if(records, [&](const DecisionRecord& r) { return !caller.MaySeeDecision(r.tenant); });
   return JsonResponse(200, oip::EncodeDecisions(records));
-}
-
-Response HttpFrontend::Impl::OperatorHandler(RestEndpoint endpoint, const Request& req,
-                                             const Caller& caller) {
-  // A user's views hold the models it may see (dashboard/operator_api.h),
-  // each model's owner looked up once per view.
-  dashboard::ModelFilter visible;
-  std::map<std::string, bool> seen;
-  if (options.guard != nullptr && caller.authenticated && !caller.admin) {
-    visible = [&](const std::string& model) {
-      auto it = seen.find(model);
-      if (it == seen.end()) it = seen.emplace(model, options.guard->MaySee(caller, model)).first;
-      return it->second;
-    };
-  }
-  if (endpoint == RestEndpoint::kWorkers) {
-    return JsonResponse(200, dashboard::EncodeWorkers(server, visible));
-  }
-  if (endpoint == RestEndpoint::kActions) {
-    const std::optional<std::string> limit_text = http::QueryParam(req.head.query, "limit");
-    const StatusOr<size_t> limit = oip::ParseDecisionLimit(limit_text);
-    if (!limit.ok()) return StatusResponse(limit.status());
-    return JsonResponse(200,
-                        dashboard::EncodeActions(server.RecentActions(limit.value()), visible));
-  }
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-  const std::string text = options.metrics_text ? options.metrics_text() : std::string();
-  StatusOr<std::string> overview = dashboard::EncodeOverview(server, text, now_ms, visible);
-  if (!overview.ok()) return StatusResponse(overview.status());
-  return JsonResponse(200, std::move(overview).value());
 }
 
 HttpFrontend::HttpFrontend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -1,6 +1,6 @@
 // HttpFrontend: the Open Inference Protocol v2 over REST (KServe v2 + Triton's
 // binary tensor data and model repository extensions), on somm's own
-// event-driven HTTP/1.1 server (frontend/http/http_server.h).
+// event-driven HTTP/1.1 server (transport/http/http_server.h).
 //
 // Start() binds, starts the I/O threads and returns once the server is
 // accepting; the frontend then serves until Shutdown() or destruction. It
@@ -42,9 +42,10 @@
 // inference's decoded tensors theirs; past the budget, 429 with Retry-After,
 // the body unread (the connection then closes). Probes reserve nothing.
 //
-// The operator's view: GET /v2/somm/overview, /workers and /actions
-// (dashboard/operator_api.h), and the web dashboard's static files under
-// /dashboard (dashboard/static_files.h), answered on the I/O thread.
+// Endpoints served by parts of the process above the frontend (the
+// operator's views, the batch jobs) and public pages (the dashboard's files)
+// are mounted by whoever assembles the process (rest_mount.h): routed and
+// admitted here, answered by their handlers.
 //
 // Thread-safety: port() may be called from any thread; Shutdown() from any
 // thread but one of the frontend's own handlers, and it is idempotent.
@@ -54,17 +55,17 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
-#include "frontend/http/origin_policy.h"
+#include "frontend/http/rest_mount.h"
 #include "serving/byte_budget.h"
 #include "serving/call_guard.h"
-#include "serving/inflight_limit.h"
 #include "serving/inference_server.h"
+#include "serving/inflight_limit.h"
+#include "transport/http/origin_policy.h"
 
 namespace somm {
-
-class BatchJobs;
 
 namespace crypto {
 class TlsServerContext;
@@ -102,11 +103,6 @@ struct HttpFrontendOptions {
   int header_timeout_s = 10;
   int body_timeout_s = 30;
   size_t max_connections_per_address = 1024;
-  // The process's Prometheus exposition (what /metrics serves on the metrics
-  // port): GET /v2/somm/overview sums its counters, so that the dashboard
-  // shows the very counters a scrape sees. Null = the overview has no
-  // counters.
-  std::function<std::string()> metrics_text;
   // Who may call what (auth/guard.h: API keys, tenants, quotas, audit).
   // Every endpoint but the health probes asks it first; null = no checks.
   // Must outlive the frontend.
@@ -114,10 +110,13 @@ struct HttpFrontendOptions {
   // TLS on every connection (crypto/tls_stream.h; made from --tls-cert,
   // --tls-key and --tls-client-ca); null = plaintext.
   std::shared_ptr<const crypto::TlsServerContext> tls;
-  // Offline batch jobs (batch/batch_jobs.h) behind /v2/somm/batch; null =
-  // those endpoints answer 501. Must outlive the frontend.
-  BatchJobs* batch = nullptr;
-  // Which browsers' requests are served (frontend/http/origin_policy.h):
+  // Endpoints whose handlers live above the frontend, and public pages
+  // (rest_mount.h): the operator's views and the dashboard's files
+  // (dashboard/operator_routes.h), the batch jobs behind /v2/somm/batch
+  // (batch/batch_routes.h). An endpoint no mount names answers 501.
+  std::vector<RestMount> mounts;
+  std::vector<PageMount> pages;
+  // Which browsers' requests are served (transport/http/origin_policy.h):
   // loopback Host names only without authentication, cross-origin changes
   // refused, CORS for the origins named (--cors-origin).
   http::OriginPolicy origin_policy;

@@ -23,8 +23,8 @@
 
 #include "frontend/http/http_frontend.h"
 #include "serving/byte_budget.h"
-#include "frontend/http/testing/raw_head.h"
 #include "serving/testing/holding_inference_server.h"
+#include "transport/http/testing/raw_head.h"
 
 namespace somm {
 namespace {

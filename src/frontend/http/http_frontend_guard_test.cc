@@ -16,9 +16,9 @@
 #include <thread>
 
 #include "frontend/http/http_frontend.h"
-#include "frontend/http/testing/raw_head.h"
 #include "serving/testing/holding_inference_server.h"
 #include "serving/testing/one_key_guard.h"
+#include "transport/http/testing/raw_head.h"
 
 namespace somm {
 namespace {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/base64.h"
+#include "dashboard/operator_routes.h"
 #include "frontend/http/http_frontend.h"
 #include "frontend/http/oip_json.h"
 #include "frontend/http/somm_json.h"
@@ -230,9 +231,11 @@ TEST(HttpFrontendOperatorTest, ServesTheDashboardAndTheOperatorViews) {
   HttpFrontendOptions options;
   options.address = "127.0.0.1";
   options.port = 0;
-  options.metrics_text = [] {
+  // Mounted as a process mounts them (dashboard/operator_routes.h).
+  options.mounts = {dashboard::OperatorViews(server, nullptr, [] {
     return std::string("somm_inference_request_success_total{model=\"echo\",version=\"1\"} 7\n");
-  };
+  })};
+  options.pages = {dashboard::DashboardPages()};
   auto frontend = HttpFrontend::Start(server, options);
   ASSERT_TRUE(frontend.ok()) << frontend.status().ToString();
   httplib::Client client("127.0.0.1", (*frontend)->port());

@@ -1,7 +1,7 @@
 // OriginPolicy: the review's browser attacks on `--auth none` (a page POSTs
 // to 127.0.0.1:8000; a rebound name points at it) and CORS kept off unless
 // origins are named.
-#include "frontend/http/origin_policy.h"
+#include "transport/http/origin_policy.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "frontend/http/http_request_parser.h"
+#include "transport/http/http_request_parser.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>

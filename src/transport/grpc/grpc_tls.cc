@@ -1,4 +1,4 @@
-#include "frontend/grpc/grpc_tls.h"
+#include "transport/grpc/grpc_tls.h"
 
 #include <grpc/grpc_security_constants.h>
 #include <grpcpp/security/auth_metadata_processor.h>

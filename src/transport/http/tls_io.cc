@@ -1,4 +1,4 @@
-#include "frontend/http/tls_io.h"
+#include "transport/http/tls_io.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

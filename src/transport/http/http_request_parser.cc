@@ -1,4 +1,4 @@
-#include "frontend/http/http_request_parser.h"
+#include "transport/http/http_request_parser.h"
 
 #include <strings.h>
 #include <zlib.h>

@@ -1,6 +1,6 @@
 // http::Server over loopback with raw sockets, so that every byte the server
 // writes is seen: pipelining, 100-continue, timeouts, slow readers, limits.
-#include "frontend/http/http_server.h"
+#include "transport/http/http_server.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

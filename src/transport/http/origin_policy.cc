@@ -1,4 +1,4 @@
-#include "frontend/http/origin_policy.h"
+#include "transport/http/origin_policy.h"
 
 #include <arpa/inet.h>
 

@@ -1,6 +1,7 @@
 // The HTTP server's TLS I/O (http_server.h, ServerOptions::tls): writing a
 // response's parts through a TlsStream, and logging a refused connection.
-// Kept apart so that the server's file holds the plaintext mechanism.
+// Kept apart so that the loop's file (http_loop.cc) holds the plaintext
+// mechanism.
 //
 // Thread-safety: WriteTls as the stream's (its owner serializes calls);
 // LogTlsRefusal from any thread.
@@ -15,7 +16,7 @@
 
 namespace somm::http {
 
-// WriteSome (http_server.cc) through TLS, with the same results: the bytes
+// WriteSome (http_loop.cc) through TLS, with the same results: the bytes
 // written, 0 when the socket is full, -1 when the connection is broken. It
 // stops at the first record the socket does not take; the caller retries from
 // there with the same bytes.

@@ -1,4 +1,6 @@
-// An event-driven HTTP/1.1 server: the mechanism under HttpFrontend.
+// An event-driven HTTP/1.1 server: the mechanism under the REST frontend
+// (frontend/http/http_frontend.h), the dashboard and the /metrics endpoint.
+// It knows HTTP and sockets only; what a request means is its handler's.
 //
 // A few I/O threads each run one epoll loop over non-blocking sockets; a
 // connection stays on the loop that accepted it. A loop reads, frames the
@@ -33,6 +35,10 @@
 //
 // Thread-safety: Start() and Shutdown() from any thread but a loop's own;
 // Responder::Send from any thread, once.
+//
+// The code is split where a connection ends and a request begins:
+// http_loop.cc keeps the connections (accept, read, write, time out,
+// close), http_server.cc the exchange of a request and its answer.
 #pragma once
 
 #include <cstddef>
@@ -45,7 +51,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "frontend/http/http_request_parser.h"
+#include "transport/http/http_request_parser.h"
 
 namespace somm::crypto {
 class TlsServerContext;

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "crypto/tls_stream.h"
-#include "frontend/http/http_server.h"
+#include "transport/http/http_server.h"
 
 namespace somm::http {
 namespace {

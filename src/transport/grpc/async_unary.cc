@@ -1,4 +1,4 @@
-#include "frontend/grpc/async_unary.h"
+#include "transport/grpc/async_unary.h"
 
 #include <pthread.h>
 

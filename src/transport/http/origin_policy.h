@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "frontend/http/http_request_parser.h"
+#include "transport/http/http_request_parser.h"
 
 namespace somm::http {
 

@@ -44,7 +44,7 @@
 
 #include "common/mutex.h"
 #include "common/status.h"
-#include "frontend/grpc/grpc_codec.h"
+#include "transport/grpc/grpc_runtime.h"
 
 namespace somm::grpc_async {
 
@@ -232,7 +232,7 @@ class UnaryCall : public Call {
       if (status.ok()) {
         responder_.Finish(response_, grpc::Status::OK, this);
       } else {
-        responder_.FinishWithError(grpc_codec::ToGrpcStatus(status), this);
+        responder_.FinishWithError(grpc_transport::ToGrpcStatus(status), this);
       }
     });
     if (!written) delete this;
