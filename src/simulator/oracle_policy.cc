@@ -21,6 +21,14 @@ ModelPlan PlanInterval(const std::vector<Candidate>& cands, int64_t max_batch,
   std::map<size_t, double> load;
   std::map<size_t, double> tightest;
   for (const SloDemand& d : demand) {
+    if (d.candidate && *d.candidate < cands.size()) {
+      if (d.peak_qps <= 0) continue;
+      load[*d.candidate] += d.peak_qps;
+      const double slo = d.slo_ms > 0 ? d.slo_ms : std::numeric_limits<double>::infinity();
+      auto [it, fresh] = tightest.emplace(*d.candidate, slo);
+      if (!fresh) it->second = std::min(it->second, slo);
+      continue;
+    }
     size_t best = cands.size();
     double best_price = std::numeric_limits<double>::infinity();
     for (size_t k = 0; k < cands.size(); ++k) {

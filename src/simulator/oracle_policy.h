@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "simulator/zoo.h"
@@ -39,6 +40,10 @@ struct OracleOptions {
 struct SloDemand {
   double slo_ms = 0;  // 0 = no SLO
   double peak_qps = 0;
+  // The candidate the load must go to (a task's or a constrained query's,
+  // chosen by the replay across the task's models); the route is not
+  // written for it. None: the cheapest at the SLO, routed by slo_ms.
+  std::optional<size_t> candidate;
 };
 
 struct ModelPlan {

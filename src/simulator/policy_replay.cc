@@ -9,6 +9,7 @@
 #include <ranges>
 #include <memory>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "cluster/in_memory_store.h"
@@ -58,19 +59,45 @@ class Harness {
       : options_(options), trace_(trace) {}
 
   Status Init() {
-    if (options_.workers < 1) return InvalidArgument("--workers must be at least 1");
+    if (options_.workers < 1 && options_.zones.empty()) {
+      return InvalidArgument("--workers must be at least 1");
+    }
     if (options_.time_scale <= 0) return InvalidArgument("--time-scale must be positive");
-    SOMM_ASSIGN_OR_RETURN(std::vector<std::string> names, TraceModels(trace_));
+    // The fleet is the simulation's, as RunPolicy builds it: the cluster
+    // description's zones, or `workers` alike.
+    std::vector<ZoneSpec> zones = options_.zones;
+    if (zones.empty()) {
+      zones.push_back({"", options_.workers, options_.worker_cores, options_.worker_memory_bytes});
+    }
+    int max_cores = 0;
+    for (const ZoneSpec& z : zones) {
+      for (int k = 0; k < z.workers; ++k) {
+        SimulatedWorkerOptions wo;
+        const int i = static_cast<int>(workers_.size());
+        wo.id = "sim-" + std::to_string(i);
+        wo.zone = z.name;
+        wo.budget_bytes = z.memory_bytes;
+        wo.cores = z.cores;
+        wo.latency_noise_sigma = options_.latency_noise_sigma;
+        wo.seed = options_.seed * 1000003 + static_cast<uint64_t>(i);
+        wo.prices = options_.prices;
+        workers_.push_back(std::make_unique<SimulatedWorker>(loop_, store_, wo));
+        cores_.push_back(z.cores);
+        memory_.push_back(z.memory_bytes);
+        max_cores = std::max(max_cores, z.cores);
+      }
+    }
+    if (workers_.empty()) return InvalidArgument("the cluster has no workers");
     RegistryOptions ro;
     ro.repository_path = options_.repository;
     registry_ = std::make_unique<ModelRegistry>(ro, backend_);
-    SOMM_RETURN_IF_ERROR(PublishZoo(*registry_, names));
-    for (const std::string& name : names) {
+    SOMM_ASSIGN_OR_RETURN(trace_zoo_, PublishTraceZoo(*registry_, trace_));
+    for (const std::string& name : trace_zoo_.models) {
       SOMM_ASSIGN_OR_RETURN(VersionPtr v, registry_->Resolve(name, ""));
       ZooModel& m = zoo_[name];
       m.name = name;
       m.version = v;
-      m.cands = Candidates(*v, options_.prices, options_.worker_cores);
+      m.cands = Candidates(*v, options_.prices, max_cores);
       if (m.cands.empty()) {
         return FailedPrecondition("model '" + name + "' has no usable profiled variant");
       }
@@ -83,19 +110,15 @@ class Harness {
       }
       for (const Candidate& c : m.cands) max_load_ms_ = std::max(max_load_ms_, c.load_ms);
     }
-    for (int i = 0; i < options_.workers; ++i) {
-      SimulatedWorkerOptions wo;
-      wo.id = "sim-" + std::to_string(i);
-      wo.budget_bytes = options_.worker_memory_bytes;
-      wo.cores = options_.worker_cores;
-      wo.latency_noise_sigma = options_.latency_noise_sigma;
-      wo.seed = options_.seed * 1000003 + static_cast<uint64_t>(i);
-      wo.prices = options_.prices;
-      workers_.push_back(std::make_unique<SimulatedWorker>(loop_, store_, wo));
+    for (const auto& [label, target] : trace_zoo_.by_model) models_of_[&target] = {&zoo_.at(label)};
+    for (const auto& [task, target] : trace_zoo_.by_task) {
+      for (const VersionPtr& v : target.versions) {
+        models_of_[&target].push_back(&zoo_.at(v->config.name));
+      }
     }
-    used_cores_.assign(options_.workers, 0);
-    used_bytes_.assign(options_.workers, 0);
-    changed_.assign(options_.workers, false);
+    used_cores_.assign(workers_.size(), 0);
+    used_bytes_.assign(workers_.size(), 0);
+    changed_.assign(workers_.size(), false);
     outcomes_.resize(trace_.queries.size());
     return Status::Ok();
   }
@@ -111,7 +134,13 @@ class Harness {
                                  instances_.lower_bound(m.name + ";"));
   }
   double max_load_ms() const { return max_load_ms_; }
-  int workers() const { return options_.workers; }
+  int workers() const { return static_cast<int>(workers_.size()); }
+  int Cores(int w) const { return cores_[w]; }
+  const TraceZoo& trace_zoo() const { return trace_zoo_; }
+  // The models a row may be served by (its model, or its task's).
+  const std::vector<const ZooModel*>& ModelsOf(const loadgen::TraceQuery& q) const {
+    return models_of_.at(&trace_zoo_.TargetOf(q));
+  }
   const SimulationOptions& options() const { return options_; }
   const loadgen::Trace& trace() const { return trace_; }
   TimePoint t0() const { return t0_; }
@@ -120,8 +149,8 @@ class Harness {
     return t0_ + FromMs(trace_.queries[i].timestamp_ms / options_.time_scale);
   }
 
-  int FreeCores(int w) const { return options_.worker_cores - used_cores_[w]; }
-  int64_t FreeBytes(int w) const { return options_.worker_memory_bytes - used_bytes_[w]; }
+  int FreeCores(int w) const { return cores_[w] - used_cores_[w]; }
+  int64_t FreeBytes(int w) const { return memory_[w] - used_bytes_[w]; }
   // The workers whose cores or memory changed since the last call, each
   // once: a replay that keeps per-worker views refreshes only these
   // (rebuilding 1,000 views per query was most of the INFaaS replay's time).
@@ -211,6 +240,7 @@ class Harness {
     }
     ++inst.sent_period;
     inst.last_used = now;
+    if (!q.task.empty()) outcomes_[i].served_by = inst.model->name;
     if (q.latency_slo_ms &&
         (inst.tightest_slo_ms == 0 || *q.latency_slo_ms < inst.tightest_slo_ms)) {
       inst.tightest_slo_ms = *q.latency_slo_ms;
@@ -228,6 +258,13 @@ class Harness {
       --inst.in_flight;
       Finish(i, s);
     }
+  }
+
+  // Query `i` refused: no candidate the policy may use honours its
+  // min_accuracy or max_cost.
+  void Refuse(size_t i, const std::string& why) {
+    Finish(i, FailedPrecondition(why));
+    outcomes_[i].refused_constraint = true;
   }
 
   void Finish(size_t i, const Status& s) {
@@ -249,6 +286,7 @@ class Harness {
     loop_.RunUntil(t0_);
     PolicyResult result;
     result.policy = name;
+    result.constraints = trace_zoo_.constraints;
     const double last_ms = trace_.queries.empty() ? 0 : trace_.queries.back().timestamp_ms;
     const TimePoint t_end = t0_ + FromMs(last_ms / options_.time_scale);
     result.duration_s = Seconds(t_end - t0_);
@@ -285,9 +323,15 @@ class Harness {
     for (size_t i = 0; i < trace_.queries.size(); ++i) {
       const loadgen::TraceQuery& q = trace_.queries[i];
       QueryOutcome& o = outcomes_[i];
-      o.model = &q.model;
       o.slo_ms = q.latency_slo_ms;
-      if (q.latency_slo_ms) o.feasible = *q.latency_slo_ms >= zoo_.at(q.model).best_b1_ms;
+      if (!q.task.empty() || q.min_accuracy || q.max_cost) {
+        const RowTarget& target = trace_zoo_.TargetOf(q);
+        o.model = &target.label;
+        o.feasible = Feasible(target, q, options_.prices);
+      } else {
+        o.model = &q.model;
+        if (q.latency_slo_ms) o.feasible = *q.latency_slo_ms >= zoo_.at(q.model).best_b1_ms;
+      }
     }
     std::function<void(size_t)> next = [&](size_t i) {
       arrive(i);
@@ -296,7 +340,7 @@ class Harness {
     if (!trace_.queries.empty()) loop_.At(ArrivalOf(0), [&next] { next(0); });
     loop_.Run();
     SummarizeOutcomes(outcomes_, &result);
-    result.worker_seconds = static_cast<double>(options_.workers) * result.duration_s;
+    result.worker_seconds = static_cast<double>(workers_.size()) * result.duration_s;
     result.mean_replicas = result.duration_s > 0 ? result.instance_seconds / result.duration_s : 0;
     result.events = loop_.events_run();
     return result;
@@ -309,8 +353,12 @@ class Harness {
   cluster::InMemoryClusterStateStore store_;
   NoBackend backend_;
   std::unique_ptr<ModelRegistry> registry_;
+  TraceZoo trace_zoo_;
   std::map<std::string, ZooModel> zoo_;
+  std::map<const RowTarget*, std::vector<const ZooModel*>> models_of_;
   std::vector<std::unique_ptr<SimulatedWorker>> workers_;
+  std::vector<int> cores_;        // per worker, from its zone
+  std::vector<int64_t> memory_;  // per worker: its memory budget
   std::map<std::string, Instance> instances_;  // by Key
   std::vector<int> used_cores_;       // per worker: its instances' replicas x cores
   std::vector<int64_t> used_bytes_;  // per worker: its instances' memory
@@ -384,7 +432,7 @@ StatusOr<PolicyResult> RunInfaas(const SimulationOptions& options, const loadgen
     return views;
   };
   for (int w = 0; w < h.workers(); ++w) {
-    views[w].cores = options.worker_cores;
+    views[w].cores = h.Cores(w);
     views[w].free_cores = h.FreeCores(w);
     views[w].free_bytes = h.FreeBytes(w);
   }
@@ -413,8 +461,60 @@ StatusOr<PolicyResult> RunInfaas(const SimulationOptions& options, const loadgen
     }
     return Status::Ok();
   };
+  // A task row, or a row with min_accuracy or max_cost: INFaaS's own
+  // model-less selection, over every variant of the row's models (all of
+  // the task's) that honours the constraints; none: refused.
+  auto arrive_pooled = [&](size_t i) {
+    const loadgen::TraceQuery& q = trace.queries[i];
+    std::vector<Candidate> cands;
+    std::vector<std::pair<const ZooModel*, size_t>> origin;  // per pooled candidate
+    std::vector<Instance*> insts;
+    std::vector<infaas::InstanceView> instance_views;
+    for (const ZooModel* m : h.ModelsOf(q)) {
+      std::vector<int> pooled(m->cands.size(), -1);
+      for (size_t c = 0; c < m->cands.size(); ++c) {
+        if (!Honours(m->cands[c], q)) continue;
+        pooled[c] = static_cast<int>(cands.size());
+        cands.push_back(m->cands[c]);
+        origin.emplace_back(m, c);
+      }
+      for (auto& [key, inst] : h.InstancesOf(*m)) {
+        if (inst.model != m || pooled[inst.cand] < 0) continue;
+        insts.push_back(&inst);
+        infaas::InstanceView v = view_of(inst);
+        v.candidate = static_cast<size_t>(pooled[inst.cand]);
+        instance_views.push_back(v);
+      }
+    }
+    if (cands.empty()) {
+      h.Refuse(i, "infaas: no variant of " + h.trace_zoo().TargetOf(q).label +
+                      " honours the query's min_accuracy and max_cost");
+      return;
+    }
+    const infaas::Selection sel =
+        infaas::SelectVariant(cands, instance_views, worker_views(), q.latency_slo_ms, io);
+    Instance* chosen = nullptr;
+    if (sel.ok && sel.instance >= 0) {
+      chosen = insts[sel.instance];
+    } else if (sel.ok) {
+      const auto [m, c] = origin[sel.candidate];
+      int have = 0;
+      for (const auto& [k, inst] : h.InstancesOf(*m)) {
+        if (inst.model == m && inst.cand == c && inst.worker == sel.worker) have = inst.replicas;
+      }
+      auto placed = h.Set(*m, c, sel.worker, have + 1);
+      if (placed.ok()) chosen = &h.instances().at(*placed);
+    }
+    if (chosen == nullptr) {
+      h.Finish(i, Unavailable("infaas: no worker can hold a variant of " +
+                              h.trace_zoo().TargetOf(q).label));
+      return;
+    }
+    h.Dispatch(i, *chosen);
+  };
   auto arrive = [&](size_t i) {
     const loadgen::TraceQuery& q = trace.queries[i];
+    if (!q.task.empty() || q.min_accuracy || q.max_cost) return arrive_pooled(i);
     const ZooModel& m = h.zoo().at(q.model);
     std::vector<const std::string*> keys;
     std::vector<infaas::InstanceView> instance_views;
@@ -459,7 +559,7 @@ StatusOr<PolicyResult> RunInfaas(const SimulationOptions& options, const loadgen
     std::vector<double> busy(h.workers(), 0.0);
     for (auto& [key, inst] : h.instances()) {
       busy[inst.worker] +=
-          infaas::WorkerUtilization(inst.model->cands, {view_of(inst)}, options.worker_cores);
+          infaas::WorkerUtilization(inst.model->cands, {view_of(inst)}, h.Cores(inst.worker));
     }
     for (int w = 0; w < h.workers(); ++w) {
       blacklisted_until[w] = infaas::BlacklistedUntil(busy[w], now_s(), blacklisted_until[w], io);
@@ -544,10 +644,89 @@ StatusOr<PolicyResult> RunOracle(const SimulationOptions& options, const loadgen
       static_cast<size_t>(last_ms / options.time_scale / 1000.0 / oo.interval_s) + 1;
   std::map<std::string, std::vector<std::map<double, std::map<int64_t, int64_t>>>> bins;
   for (const auto& [name, m] : h.zoo()) bins[name].resize(intervals);
-  for (const auto& q : trace.queries) {
+  // Task rows and rows with min_accuracy or max_cost: classes of one row
+  // target, SLO and constraints, each with the candidates of its models
+  // that honour them (per model, by candidate).
+  struct Class {
+    double slo_ms = 0;
+    // In the models' name order: ties between them go the same way every run.
+    std::vector<std::pair<const ZooModel*, std::vector<bool>>> eligible;
+    bool any = false;
+    std::vector<std::map<int64_t, int64_t>> bins;  // per interval: per second
+  };
+  std::vector<Class> classes;
+  std::map<std::tuple<const RowTarget*, double, double, double>, int> class_ids;
+  std::vector<int> class_of(trace.queries.size(), -1);
+  for (size_t i = 0; i < trace.queries.size(); ++i) {
+    const loadgen::TraceQuery& q = trace.queries[i];
     const double s = q.timestamp_ms / options.time_scale / 1000.0;
     const size_t k = std::min(intervals - 1, static_cast<size_t>(s / oo.interval_s));
-    ++bins[q.model][k][q.latency_slo_ms.value_or(0)][static_cast<int64_t>(s)];
+    if (q.task.empty() && !q.min_accuracy && !q.max_cost) {
+      ++bins[q.model][k][q.latency_slo_ms.value_or(0)][static_cast<int64_t>(s)];
+      continue;
+    }
+    const auto key = std::make_tuple(&h.trace_zoo().TargetOf(q), q.latency_slo_ms.value_or(0),
+                                     q.min_accuracy.value_or(-1), q.max_cost.value_or(-1));
+    auto [it, fresh] = class_ids.emplace(key, static_cast<int>(classes.size()));
+    if (fresh) {
+      Class c;
+      c.slo_ms = q.latency_slo_ms.value_or(0);
+      c.bins.resize(intervals);
+      for (const ZooModel* m : h.ModelsOf(q)) {
+        std::vector<bool>& ok = c.eligible.emplace_back(m, std::vector<bool>()).second;
+        for (const Candidate& cand : m->cands) {
+          ok.push_back(Honours(cand, q));
+          c.any = c.any || ok.back();
+        }
+      }
+      classes.push_back(std::move(c));
+    }
+    class_of[i] = it->second;
+    ++classes[it->second].bins[k][static_cast<int64_t>(s)];
+  }
+  // Per interval, each class's load goes whole to the eligible candidate,
+  // of any of its models, with the lowest price per query/s at its SLO
+  // (PlanInterval's rule across models), or the fastest eligible one when
+  // none can meet the SLO; the models' plans then size it with their own.
+  std::vector<std::map<int, std::pair<const ZooModel*, size_t>>> assigned(intervals);
+  std::vector<std::map<std::string, std::vector<oracle::SloDemand>>> forced(intervals);
+  for (size_t k = 0; k < intervals; ++k) {
+    for (size_t id = 0; id < classes.size(); ++id) {
+      const Class& c = classes[id];
+      if (c.bins[k].empty() || !c.any) continue;
+      const ZooModel* best_m = nullptr;
+      size_t best_c = 0;
+      double best_price = std::numeric_limits<double>::infinity();
+      const ZooModel* fast_m = nullptr;
+      size_t fast_c = 0;
+      for (const auto& [m, ok] : c.eligible) {
+        for (size_t j = 0; j < ok.size(); ++j) {
+          if (!ok[j]) continue;
+          const Candidate& cand = m->cands[j];
+          const double cap =
+              oracle::CapacityAtSlo(cand, m->version->config.max_batch_size, c.slo_ms);
+          if (cap > 0 && cand.usd_per_s / cap < best_price) {
+            best_price = cand.usd_per_s / cap;
+            best_m = m;
+            best_c = j;
+          }
+          if (fast_m == nullptr || cand.batch1_ms < fast_m->cands[fast_c].batch1_ms) {
+            fast_m = m;
+            fast_c = j;
+          }
+        }
+      }
+      if (best_m == nullptr) {
+        best_m = fast_m;
+        best_c = fast_c;
+      }
+      int64_t peak = 0;
+      for (const auto& [sec, n] : c.bins[k]) peak = std::max(peak, n);
+      assigned[k][static_cast<int>(id)] = {best_m, best_c};
+      oracle::SloDemand d{c.slo_ms, static_cast<double>(peak)};
+      d.candidate = best_c;
+      forced[k][best_m->name].push_back(d);
+    }
   }
   std::vector<std::map<std::string, oracle::ModelPlan>> plans(intervals);
   for (size_t k = 0; k < intervals; ++k) {
@@ -557,6 +736,9 @@ StatusOr<PolicyResult> RunOracle(const SimulationOptions& options, const loadgen
         int64_t peak = 0;
         for (const auto& [sec, n] : secs) peak = std::max(peak, n);
         demand.push_back({slo, static_cast<double>(peak)});
+      }
+      if (auto f = forced[k].find(name); f != forced[k].end()) {
+        demand.insert(demand.end(), f->second.begin(), f->second.end());
       }
       plans[k][name] = oracle::PlanInterval(m.cands, m.version->config.max_batch_size, demand, oo);
     }
@@ -612,8 +794,41 @@ StatusOr<PolicyResult> RunOracle(const SimulationOptions& options, const loadgen
     }
     return Status::Ok();
   };
+  // A class's query: to its interval's candidate, else to any instance of a
+  // candidate that honours its constraints; refused when none does.
+  auto arrive_class = [&](size_t i, const Class& c, int id) {
+    if (!c.any) {
+      h.Refuse(i, "oracle: no variant of " + h.trace_zoo().TargetOf(trace.queries[i]).label +
+                      " honours the query's min_accuracy and max_cost");
+      return;
+    }
+    const auto now = h.loop().Now();
+    auto load_of = [now](const Instance& inst) {
+      return (inst.ready_at > now ? 1e9 : 0) +
+             static_cast<double>(inst.in_flight) / std::max(inst.replicas, 1);
+    };
+    auto want = assigned[current].find(id);
+    Instance* best = nullptr;
+    for (int pass = 0; pass < 2 && best == nullptr; ++pass) {
+      for (const auto& [m, ok] : c.eligible) {
+        if (pass == 0 && (want == assigned[current].end() || want->second.first != m)) continue;
+        for (auto& [key, inst] : h.InstancesOf(*m)) {
+          if (inst.model != m || !ok[inst.cand]) continue;
+          if (pass == 0 && inst.cand != want->second.second) continue;
+          if (best == nullptr || load_of(inst) < load_of(*best)) best = &inst;
+        }
+      }
+    }
+    if (best == nullptr) {
+      h.Finish(i, Unavailable("oracle: no instance placed for " +
+                              h.trace_zoo().TargetOf(trace.queries[i]).label));
+      return;
+    }
+    h.Dispatch(i, *best);
+  };
   auto arrive = [&](size_t i) {
     const loadgen::TraceQuery& q = trace.queries[i];
+    if (class_of[i] >= 0) return arrive_class(i, classes[class_of[i]], class_of[i]);
     const ZooModel& m = h.zoo().at(q.model);
     const oracle::ModelPlan& plan = plans[current][q.model];
     auto route = plan.route.find(q.latency_slo_ms.value_or(0));

@@ -25,9 +25,16 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandOptions* o) {
   cmd->add_option("--repository,--model-repository,--repo", o->simulation.repository,
                   "Model repository with persisted variant profiles")
       ->required();
-  cmd->add_option("--trace", o->trace, "Trace CSV (as `somm bench --trace` replays)")->required();
+  cmd->add_option("--trace", o->trace,
+                  "Trace CSV (as `somm bench --trace` replays); a row with a task is a model-less "
+                  "query, and every policy honours min_accuracy and max_cost or refuses the row "
+                  "(refused_constraint in the JSON)")
+      ->required();
   cmd->add_option("--workers", o->simulation.workers, "Simulated workers")->capture_default_str();
-  cmd->add_option("--policy", o->policy, "somm, static-peak, static-avg, infaas, oracle or all")
+  cmd->add_option("--policy", o->policy,
+                  "somm, static-peak, static-avg, infaas, oracle or all. Static policies serve a "
+                  "task through the cheapest of its models whose as-registered accuracy meets the "
+                  "strictest min_accuracy the trace asks of it (static_task_models in the JSON)")
       ->capture_default_str();
   cmd->add_option("--json", o->json_path, "Write the results as JSON to this file");
   cmd->add_option("--seed", o->simulation.seed, "Seed of the latency noise and the router's draws")
@@ -191,6 +198,14 @@ int RunSimulate(SimulateCommandOptions o) {
         static_cast<long long>(r->cold_starts), static_cast<long long>(r->rejections),
         static_cast<long long>(r->expired), static_cast<long long>(r->late), r->p50_ms, r->p99_ms,
         static_cast<long long>(r->control_actions), wall, static_cast<long long>(r->events));
+    if (r->constraints) {
+      std::string served;
+      for (const auto& [task, model] : r->static_task_models) {
+        served += "  " + task + " -> " + model;
+      }
+      std::fprintf(stderr, "%-12s refused: constraint %lld%s\n", "",
+                   static_cast<long long>(r->refused_constraint), served.c_str());
+    }
     if (r->cost.queries > 0) {
       std::fprintf(stderr,
                    "%-12s cost reported / predicted over %lld queries: p10 %.3f  median %.3f  "

@@ -107,6 +107,19 @@ double Percentile(const std::vector<T>& sorted, double p) {
   return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
 }
 
+// Whether the router refused a query because no candidate it could use
+// honours the query's min_accuracy or max_cost: the selector's errors for
+// those (selector.h: FailedPrecondition for the accuracy floor,
+// ResourceExhausted naming "max_cost" for the ceiling; an SLO it cannot meet
+// now is ResourceExhausted naming "latency_slo_ms", a capacity refusal).
+bool IsConstraintRefusal(const Status& s) {
+  constexpr std::string_view kAccuracy = "cannot meet min_accuracy=";
+  constexpr std::string_view kCost = "cannot meet max_cost=";
+  const std::string& m = s.message();
+  return (s.code() == StatusCode::kFailedPrecondition && m.starts_with(kAccuracy)) ||
+         (s.code() == StatusCode::kResourceExhausted && m.starts_with(kCost));
+}
+
 // "20", "12.5": an SLO as make_trace.py writes it (%g).
 std::string SloKey(double ms) {
   char buf[32];
@@ -170,82 +183,6 @@ StatusOr<std::vector<Policy>> ParsePolicies(const std::string& name) {
                          "' (somm, static-peak, static-avg, infaas, oracle or all)");
 }
 
-StatusOr<std::map<std::string, int>> StaticReplicas(const SimulationOptions& options,
-                                                    const loadgen::Trace& trace, Policy policy) {
-  SOMM_ASSIGN_OR_RETURN(std::vector<std::string> models, TraceModels(trace));
-  NoBackend backend;
-  RegistryOptions ro;
-  ro.repository_path = options.repository;
-  ModelRegistry registry(ro, backend);
-  SOMM_RETURN_IF_ERROR(PublishZoo(registry, models));
-  // Queries per simulated second, per model: the busiest one-second bin and
-  // the mean over the trace.
-  std::map<std::string, std::map<int64_t, int64_t>> bins;
-  double last_ms = 0;
-  for (const auto& q : trace.queries) {
-    ++bins[q.model][static_cast<int64_t>(q.timestamp_ms / 1000.0 / options.time_scale)];
-    last_ms = std::max(last_ms, q.timestamp_ms);
-  }
-  const double duration_s = std::max(last_ms / 1000.0 / options.time_scale, 1e-9);
-  std::map<std::string, int> out;
-  std::map<std::string, int> threads_of;  // per replica of the sized variant
-  const auto& given =
-      policy == Policy::kStaticPeak ? options.static_peak_replicas : options.static_avg_replicas;
-  for (const std::string& model : models) {
-    if (auto it = given.find(model); it != given.end()) {
-      if (it->second < 1) {
-        return InvalidArgument("static replicas of " + model + " must be at least 1");
-      }
-      out[model] = it->second;
-      continue;
-    }
-    SOMM_ASSIGN_OR_RETURN(VersionPtr v, registry.Resolve(model, ""));
-    HardwareConfig hw;
-    hw.threads = v->config.intra_op_threads;
-    const HardwareProfile* hp = nullptr;
-    for (const VariantProfile& p : v->profiles) {
-      if (p.variant == kAsRegistered) hp = p.For(hw);
-    }
-    double capacity = 0;
-    if (hp != nullptr) {
-      const int64_t max_batch = std::max<int64_t>(v->config.max_batch_size, 1);
-      for (const LatencyPoint& p : hp->latency.points) {
-        if (p.batch <= max_batch && p.latency_ms > 0) {
-          capacity = std::max(capacity, static_cast<double>(p.batch) * 1000.0 / p.latency_ms);
-        }
-      }
-    }
-    if (capacity <= 0) {
-      return FailedPrecondition("model '" + model + "' has no profile of " + kAsRegistered + "@" +
-                                hw.Name() + ": static provisioning cannot be sized");
-    }
-    int64_t peak = 0;
-    int64_t total = 0;
-    for (const auto& [second, n] : bins[model]) {
-      peak = std::max(peak, n);
-      total += n;
-    }
-    const double rate = policy == Policy::kStaticPeak ? static_cast<double>(peak)
-                                                      : static_cast<double>(total) / duration_s;
-    out[model] = std::max(1, static_cast<int>(std::ceil(rate / capacity)));
-    threads_of[model] = std::max(hw.threads, 1);
-  }
-  // A plan beyond the cluster's cores (a spike's peak can be) is scaled down
-  // to them, every sized model alike: static provisioning can buy no more.
-  int64_t cores = 0;
-  for (const ZoneSpec& z : options.zones) cores += static_cast<int64_t>(z.workers) * z.cores;
-  if (options.zones.empty()) cores = static_cast<int64_t>(options.workers) * options.worker_cores;
-  int64_t wanted = 0;
-  for (const auto& [model, threads] : threads_of) wanted += out[model] * threads;
-  if (wanted > cores && cores > 0) {
-    const double f = static_cast<double>(cores) / static_cast<double>(wanted);
-    for (const auto& [model, threads] : threads_of) {
-      out[model] = std::max(1, static_cast<int>(std::floor(out[model] * f)));
-    }
-  }
-  return out;
-}
-
 void SummarizeOutcomes(const std::vector<QueryOutcome>& outcomes, PolicyResult* result) {
   std::vector<double> latencies;
   // The trace's queries point at its model names, a few thousand strings
@@ -262,11 +199,15 @@ void SummarizeOutcomes(const std::vector<QueryOutcome>& outcomes, PolicyResult* 
     ModelResult& m = *mit->second;
     ++m.queries;
     bool ok_in_time = false;
-    if (!rec.done) {
+    if (rec.refused_constraint) {
+      ++result->refused_constraint;
+      ++m.refused_constraint;
+    } else if (!rec.done) {
       ++result->failed;  // never answered: a bug in the simulation, counted as a miss
     } else if (rec.code == StatusCode::kOk) {
       ++result->answered;
       latencies.push_back(rec.latency_ms);
+      if (!rec.served_by.empty()) ++result->served_by[*name][rec.served_by];
       ok_in_time = !rec.slo_ms || rec.latency_ms <= *rec.slo_ms;
       if (!ok_in_time) {
         ++result->late;
@@ -316,7 +257,6 @@ void SummarizeOutcomes(const std::vector<QueryOutcome>& outcomes, PolicyResult* 
 
 StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen::Trace& trace,
                                  Policy policy) {
-  SOMM_ASSIGN_OR_RETURN(std::vector<std::string> models, TraceModels(trace));
   if (options.workers < 1 && options.zones.empty()) {
     return InvalidArgument("--workers must be at least 1");
   }
@@ -328,7 +268,8 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
   PolicyResult result;
   result.policy = PolicyName(policy);
   if (!managed) {
-    SOMM_ASSIGN_OR_RETURN(result.static_replicas, StaticReplicas(options, trace, policy));
+    SOMM_ASSIGN_OR_RETURN(result.static_replicas,
+                          StaticReplicas(options, trace, policy, &result.static_task_models));
   }
 
   EventLoop loop;
@@ -340,7 +281,8 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
   RegistryOptions ro;
   ro.repository_path = options.repository;
   ModelRegistry registry(ro, backend);
-  SOMM_RETURN_IF_ERROR(PublishZoo(registry, models));
+  SOMM_ASSIGN_OR_RETURN(const TraceZoo zoo, PublishTraceZoo(registry, trace));
+  result.constraints = zoo.constraints;
 
   // The fleet: the cluster description's zones, or `workers` alike.
   std::vector<ZoneSpec> zones = options.zones;
@@ -414,7 +356,8 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
   router = std::make_unique<Router>(rto, registry, store, directory, controllers, metrics, log);
 
   // Start-up: the configured (or the static plan's) replicas of every model's
-  // as-registered variant, as `somm serve` loads them before it listens.
+  // as-registered variant, as `somm serve` loads them before it listens
+  // (static: of the models its plan serves).
   // Per model, looked up by every query of the trace: hashed.
   struct ModelTemplate {
     InferenceRequest request;
@@ -422,8 +365,9 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
   };
   absl::flat_hash_map<std::string, ModelTemplate> templates;
   double max_load_ms = 0;
-  for (const std::string& model : models) {
+  for (const std::string& model : zoo.models) {
     SOMM_ASSIGN_OR_RETURN(VersionPtr v, registry.Resolve(model, ""));
+    if (!managed && result.static_replicas.count(model) == 0) continue;
     const int replicas = managed ? v->config.instance_count : result.static_replicas.at(model);
     Status loaded = Unavailable("no answer");
     controllers.EnsureLoaded(
@@ -443,6 +387,18 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
     SOMM_ASSIGN_OR_RETURN(InferenceRequest req, loadgen::SyntheticRequest(meta, 1, options.seed));
     req.model_name = model;
     templates[model].request = std::move(req);
+  }
+  // A task row's request: the inputs of the task's first model (a task's
+  // models share its signature, which the router checks them against), no
+  // model named.
+  absl::flat_hash_map<std::string, ModelTemplate> task_templates;
+  for (const auto& [task, target] : zoo.by_task) {
+    const std::string& first = target.versions.front()->config.name;
+    SOMM_ASSIGN_OR_RETURN(ModelMetadata meta, router->GetModelMetadata(first, ""));
+    SOMM_ASSIGN_OR_RETURN(InferenceRequest req, loadgen::SyntheticRequest(meta, 1, options.seed));
+    req.model_name.clear();
+    task_templates[task].request = std::move(req);
+    task_templates[task].best_b1_ms = target.best_b1_ms;
   }
   loop.RunUntil(loop.Now() + FromMs(max_load_ms) + std::chrono::seconds(1));
 
@@ -579,18 +535,32 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
   std::function<void(size_t)> arrive = [&](size_t i) {
     const loadgen::TraceQuery& tq = trace.queries[i];
     QueryOutcome& rec = records[i];
-    rec.model = &tq.model;
     rec.slo_ms = tq.latency_slo_ms;
-    const ModelTemplate& model = templates.at(tq.model);
-    if (tq.latency_slo_ms) rec.feasible = *tq.latency_slo_ms >= model.best_b1_ms;
+    const bool task_row = !tq.task.empty();
+    const ModelTemplate& model =
+        task_row ? task_templates.at(tq.task) : templates.at(tq.model);
+    if (task_row || tq.min_accuracy || tq.max_cost) {
+      const RowTarget& target = zoo.TargetOf(tq);
+      rec.model = &target.label;
+      rec.feasible = Feasible(target, tq, options.prices);
+    } else {
+      rec.model = &tq.model;
+      if (tq.latency_slo_ms) rec.feasible = *tq.latency_slo_ms >= model.best_b1_ms;
+    }
     InferenceRequest req = model.request;
     req.id = std::to_string(i);
     loadgen::ApplyTraceQuery(tq, &req);
     const auto arrived = loop.Now();
-    router->Infer(std::move(req), [&loop, &rec, arrived, &note_cost](StatusOr<InferenceResponse> r) {
+    router->Infer(std::move(req), [&loop, &rec, arrived, &note_cost,
+                                   task_row](StatusOr<InferenceResponse> r) {
       rec.done = true;
       rec.code = r.ok() ? StatusCode::kOk : r.status().code();
-      if (r.ok()) note_cost(*r);
+      if (r.ok()) {
+        note_cost(*r);
+        if (task_row) rec.served_by = r->model_name;
+      } else {
+        rec.refused_constraint = IsConstraintRefusal(r.status());
+      }
       rec.latency_ms = std::chrono::duration<double, std::milli>(loop.Now() - arrived).count();
     });
     if (i + 1 < trace.queries.size()) {
@@ -647,6 +617,7 @@ std::string ResultsToJson(const std::vector<PolicyResult>& results) {
     j["rejections"] = r.rejections;
     j["expired"] = r.expired;
     j["failed"] = r.failed;
+    if (r.constraints) j["refused_constraint"] = r.refused_constraint;
     j["late"] = r.late;
     j["p50_ms"] = r.p50_ms;
     j["p99_ms"] = r.p99_ms;
@@ -661,6 +632,8 @@ std::string ResultsToJson(const std::vector<PolicyResult>& results) {
     j["duration_s"] = r.duration_s;
     j["mean_replicas"] = r.mean_replicas;
     if (!r.static_replicas.empty()) j["static_replicas"] = r.static_replicas;
+    if (!r.static_task_models.empty()) j["static_task_models"] = r.static_task_models;
+    if (r.constraints) j["served_by"] = r.served_by;
     nlohmann::ordered_json models = nlohmann::ordered_json::object();
     for (const auto& [name, m] : r.models) {
       models[name] = {{"queries", m.queries},
@@ -670,6 +643,7 @@ std::string ResultsToJson(const std::vector<PolicyResult>& results) {
                       {"rejections", m.rejections},
                       {"expired", m.expired},
                       {"late", m.late}};
+      if (r.constraints) models[name]["refused_constraint"] = m.refused_constraint;
       nlohmann::ordered_json slos = nlohmann::ordered_json::object();
       for (const auto& [slo, c] : m.slos) {
         slos[slo] = {{"queries", c.queries}, {"feasible", c.feasible}, {"met", c.met}};

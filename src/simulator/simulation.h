@@ -21,21 +21,33 @@
 //                (avg) needs at that variant's profiled capacity (the best
 //                batch/latency(batch) over the profiled batches up to
 //                max_batch_size), at least 1: bench/managed_plan.py's rule
-//                with --capacity profile.
+//                with --capacity profile. A task is served through the model
+//                an operator would configure for it (StaticTaskModel): its
+//                rows count as that model's load.
 //   infaas       INFaaS's policy (ATC'21) as infaas_policy.h reads it: its
 //                own variant selection, blacklisting and per-worker scaling
 //                drive the simulated workers directly (no somm router or
-//                controller); infaas_replay.cc.
+//                controller); policy_replay.cc. A task row chooses among
+//                every variant of every model of the task.
 //   oracle       knows the whole trace: per interval the cheapest placement
 //                that covers the coming load at its SLOs, loads paid ahead
 //                (oracle_policy.h); a lower bound on cost.
+//
+// Trace rows (zoo.h, RowTarget): a model row is that model's query; a row
+// with a task is a task query, as live: somm and the static policies send it
+// through the router's task path (the selector over the task's models, the
+// loaded ones only when static), INFaaS and the oracle choose among all the
+// task's models' variants. Every policy honours min_accuracy and max_cost:
+// one that cannot for a query refuses it, and the refusal counts as a miss
+// of an otherwise feasible query ("refused_constraint").
 //
 // Measured per policy, over [start of the replay, last arrival]:
 // attainment (share of the feasible queries with a latency SLO answered
 // successfully within it, latency from the query's arrival; a query is
 // feasible when its SLO is at least the best profiled batch-1 latency of any
-// usable variant of its model, bench/managed_plan.py's rule; queries without
-// an SLO count as met when answered), instance-seconds (replicas, loading
+// usable variant of its model, bench/managed_plan.py's rule, and, when it
+// carries min_accuracy or max_cost, some variant meets them too (zoo.h,
+// Feasible); queries without an SLO count as met when answered), instance-seconds (replicas, loading
 // ones included, integrated over virtual time), cold starts and control
 // actions (as the controller counts them for somm_cold_starts_total and
 // somm_control_actions_total), rejections (RESOURCE_EXHAUSTED and
@@ -44,8 +56,11 @@
 // price, integrated as instance-seconds are), and attainment per SLO value
 // of each model (a trace generator's SLO classes map onto those).
 //
-// Failures and replacements (fail_at_s, lease_s, provision_delay_s) and the
-// view's lag (view_lag_ms, SimulatedStore) are simulated for somm.
+// The fleet (workers, or the zones of a cluster description) is every
+// policy's. Failures and replacements (fail_at_s, lease_s,
+// provision_delay_s) and the view's lag (view_lag_ms, SimulatedStore) are
+// simulated for somm (and the lag for static); INFaaS and the oracle still
+// decide on the workers' exact, current state.
 // So is the leader controller's death (kill_leader_at_s).
 // Not simulated yet: more than one router, the network and RPC
 // time between router and worker (a query costs only its queueing and its
@@ -67,6 +82,7 @@
 #include "controller/autoscaler.h"
 #include "loadgen/trace.h"
 #include "profiles/price_list.h"
+#include "registry/model_registry.h"
 #include "simulator/infaas_policy.h"
 #include "simulator/oracle_policy.h"
 
@@ -172,6 +188,7 @@ struct ModelResult {
   int64_t rejections = 0;
   int64_t expired = 0;
   int64_t late = 0;
+  int64_t refused_constraint = 0;
   std::map<std::string, SloResult> slos;  // by the SLO in ms as the trace writes it ("20")
 };
 
@@ -186,6 +203,17 @@ struct PolicyResult {
   int64_t rejections = 0;  // RESOURCE_EXHAUSTED or UNAVAILABLE
   int64_t expired = 0;     // DEADLINE_EXCEEDED
   int64_t failed = 0;      // any other error
+  // Refused because the policy could not honour min_accuracy or max_cost
+  // (not counted in rejections or failed).
+  int64_t refused_constraint = 0;
+  // Whether the trace has task rows or constraints: the JSON then carries
+  // refused_constraint (per policy and per row) and served_by.
+  bool constraints = false;
+  // Per task row ("task:<task>"): the answered queries by the model that
+  // served them.
+  std::map<std::string, std::map<std::string, int64_t>> served_by;
+  // Static policies: the model each task of the trace is served through.
+  std::map<std::string, std::string> static_task_models;
   int64_t late = 0;        // answered after their SLO
   double p50_ms = 0;
   double p99_ms = 0;
@@ -238,12 +266,14 @@ struct PolicyResult {
 
 // One query's fate, as every policy's replay records it.
 struct QueryOutcome {
-  const std::string* model = nullptr;  // the trace's
+  const std::string* model = nullptr;  // the row's RowTarget::label
   std::optional<double> slo_ms;
   bool feasible = true;  // see above
   bool done = false;
   StatusCode code = StatusCode::kOk;
   double latency_ms = 0;  // from arrival to answer
+  bool refused_constraint = false;  // see PolicyResult
+  std::string served_by;            // task rows: the model that answered
 };
 
 // Fills `result`'s query counts, attainment (overall, per model, per SLO),
@@ -254,11 +284,24 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
                                  Policy policy);
 
 // The static policies' replicas per model (see above; the options' static_*
-// replicas override it model by model). Errors name a model
-// of the trace that the repository lacks or that has no usable profile of
-// its as-registered variant.
-StatusOr<std::map<std::string, int>> StaticReplicas(const SimulationOptions& options,
-                                                    const loadgen::Trace& trace, Policy policy);
+// replicas override it model by model), for the models the trace's rows
+// name and the model each task is served through (written to *task_models
+// when given). Errors name a model of the trace that the repository lacks
+// or that has no usable profile of its as-registered variant.
+StatusOr<std::map<std::string, int>> StaticReplicas(
+    const SimulationOptions& options, const loadgen::Trace& trace, Policy policy,
+    std::map<std::string, std::string>* task_models = nullptr);
+
+// The model a static deployment serves `task` through, as an operator would
+// configure it: the cheapest (its as-registered variant's price per query
+// at profiled capacity) of the task's models whose as-registered variant's
+// accuracy meets the strictest min_accuracy the trace asks of the task; the
+// most accurate when none does (the rows it cannot honour are refused); the
+// cheapest when no row asks. Models without a profile of the as-registered
+// variant on their intra_op_threads are not candidates.
+StatusOr<std::string> StaticTaskModel(const std::vector<VersionPtr>& models,
+                                      std::optional<double> strictest_accuracy,
+                                      const PriceList& prices);
 
 // {"policies": {"<policy>": {...}}}: every PolicyResult field by name.
 std::string ResultsToJson(const std::vector<PolicyResult>& results);
