@@ -10,8 +10,16 @@
 # Usage: bench/simulate.sh [--duration-s S] [--base-rate Q] [--workers N]
 #            [--worker-cores C] [--worker-memory-mb M] [--seed S]
 #            [--skip-build] [--no-docs] [--out DIR] [--scale] [--scale-only]
+#            [--repository DIR] [--models "M1 M2 ..."] [--model-less SHARE]
 # Defaults: 1800 s at 300 q/s over the five demo models, 16 workers of 4 cores
 # and 8 GiB, seed 1: about a minute on two cores.
+#
+# --model-less SHARE turns that share of the rows of models that name a task
+# into model-less rows of the task (bench/model_less_rows.py: a min_accuracy
+# of 0.95 or 0.9 on 30% each, a max_cost no variant meets on 10%) before the
+# replay; its table is not the published one, so it implies --no-docs.
+# --repository and --models replace models/demo and its five models (a
+# repository whose profiles lack a model cannot replay that model).
 #
 # --scale adds the runs at scale (bench/simulate_scale_report.py writes them
 # into docs/simulation.md between its own markers): a synthetic zoo of
@@ -43,6 +51,8 @@ DO_DOCS=1
 OUT=""
 SCALE=0
 COMPARE=1
+MODELS=(resnet18 mobilenet_v3_small digits-cnn digits-mlp digits-logistic)
+MODEL_LESS=""
 while (($#)); do
   case "$1" in
     --duration-s) DURATION_S="${2:?}"; shift 2 ;;
@@ -56,6 +66,9 @@ while (($#)); do
     --out) OUT="${2:?--out needs a folder}"; shift 2 ;;
     --scale) SCALE=1; shift ;;
     --scale-only) SCALE=1; COMPARE=0; shift ;;
+    --repository) REPO="${2:?}"; shift 2 ;;
+    --models) read -r -a MODELS <<<"${2:?}"; shift 2 ;;
+    --model-less) MODEL_LESS="${2:?}"; DO_DOCS=0; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench/simulate.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -74,8 +87,13 @@ fi
 if ((COMPARE)); then
 "$PY" bench/make_trace.py --out "$OUT/trace.csv" --summary-json "$OUT/trace.json" --quiet \
   --seed "$SEED" --duration-s "$DURATION_S" --base-rate "$BASE_RATE" --shape mixed \
-  --models resnet18 mobilenet_v3_small digits-cnn digits-mlp digits-logistic --zipf 1.0 \
+  --models "${MODELS[@]}" --zipf 1.0 \
   --slo-classes tight=0.5:0.2,normal=1:0.5,relaxed=5:0.3
+if [[ -n "$MODEL_LESS" ]]; then
+  "$PY" bench/model_less_rows.py --trace "$OUT/trace.csv" --repository "$REPO" \
+    --out "$OUT/trace-model-less.csv" --share "$MODEL_LESS" --seed "$SEED"
+  mv "$OUT/trace-model-less.csv" "$OUT/trace.csv"
+fi
 
 START=$(date +%s)
 "$BUILD_DIR/somm" simulate --repository "$REPO" --trace "$OUT/trace.csv" --policy all \
