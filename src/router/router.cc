@@ -82,8 +82,6 @@ Status Router::UnloadModel(const std::string& name) { return controller_.UnloadM
 
 Status Router::RegisterModel(RegistrationRequest request) {
   if (shutting_down_) return Unavailable("server is shutting down");
-  SOMM_ASSIGN_OR_RETURN(ModelConfig config, registry_.Register(request));
-  SOMM_RETURN_IF_ERROR(controller_.LoadModel(config.name));
   // A router started without a repository (deploy/'s) has nowhere to write
   // the model: its registry's root would be the working directory.
   if (registry_.options().repository_path.empty()) {
@@ -91,6 +89,8 @@ Status Router::RegisterModel(RegistrationRequest request) {
         "this router has no model repository (--model-repository), so it cannot register "
         "models; register through a server or router that mounts the repository");
   }
+  SOMM_ASSIGN_OR_RETURN(ModelConfig config, registry_.Register(request));
+  SOMM_RETURN_IF_ERROR(controller_.LoadModel(config.name));
   // The controller profiles (a cluster's leader, where the catalog that
   // carries the profiles to every router is written).
   return controller_.StartVariantJob(config.name, 1);
