@@ -304,7 +304,7 @@ struct BatchJobs::Job {
   }
 };
 
-BatchJobs::BatchJobs(Options options, InferenceServer& server)
+BatchJobs::BatchJobs(Options options, InferenceApi& server)
     : options_(std::move(options)), server_(server) {}
 
 BatchJobs::~BatchJobs() { Shutdown(); }

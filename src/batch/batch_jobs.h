@@ -34,8 +34,8 @@
 #include "batch/batch_paths.h"
 #include "common/mutex.h"
 #include "common/status.h"
-#include "serving/caller.h"
-#include "serving/inference_server.h"
+#include "api/caller.h"
+#include "api/inference_api.h"
 
 namespace somm {
 
@@ -105,7 +105,7 @@ class BatchJobs {
     int64_t busy_inflight = 4;
     int max_concurrency = 16;
   };
-  BatchJobs(Options options, InferenceServer& server);
+  BatchJobs(Options options, InferenceApi& server);
   ~BatchJobs();  // Shutdown()
 
   // Checks the spec (the input and output inside the caller's batch folder,
@@ -138,7 +138,7 @@ class BatchJobs {
   StatusOr<std::shared_ptr<Job>> Visible(const std::string& id, const Caller& caller) const;
 
   const Options options_;
-  InferenceServer& server_;
+  InferenceApi& server_;
   std::atomic<bool> stopping_{false};
   mutable Mutex mu_;
   std::map<std::string, std::shared_ptr<Job>> jobs_ SOMM_GUARDED_BY(mu_);

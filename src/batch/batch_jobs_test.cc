@@ -1,4 +1,4 @@
-// BatchJobs against an in-process fake InferenceServer (it echoes each
+// BatchJobs against an in-process fake InferenceApi (it echoes each
 // request's first input, or refuses one with no inputs), on a temporary
 // folder: items from JSONL and folders, per-item outputs and errors, resume
 // without rewriting an output, cancel, restart from the state folder, one
@@ -25,7 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class EchoServer : public InferenceServer {
+class EchoServer : public InferenceApi {
  public:
   std::chrono::milliseconds delay{0};
   std::atomic<int> calls{0};
@@ -60,9 +60,6 @@ class EchoServer : public InferenceServer {
       a();
     }).detach();
   }
-  std::vector<RepositoryEntry> RepositoryIndex(bool) const override { return {}; }
-  Status LoadModel(const std::string&) override { return Status::Ok(); }
-  Status UnloadModel(const std::string&) override { return Status::Ok(); }
 };
 
 constexpr char kItem[] =

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "serving/caller.h"
+#include "api/caller.h"
 
 namespace somm {
 

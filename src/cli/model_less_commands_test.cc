@@ -13,7 +13,7 @@
 #include "cli/commands.h"
 #include "frontend/grpc/grpc_server.h"
 #include "frontend/http/http_frontend.h"
-#include "serving/testing/fake_inference_server.h"
+#include "api/testing/fake_inference_server.h"
 
 namespace somm {
 namespace {

@@ -14,8 +14,8 @@
 
 #include "common/status.h"
 #include "repository/model_config.h"
-#include "serving/inference.h"
-#include "serving/inference_server.h"
+#include "api/inference.h"
+#include "api/inference_server.h"
 
 namespace somm {
 

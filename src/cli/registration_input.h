@@ -16,7 +16,7 @@
 
 #include "cli/commands.h"
 #include "common/status.h"
-#include "serving/inference_server.h"
+#include "api/inference_server.h"
 
 namespace somm {
 

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "frontend/grpc/grpc_server.h"
-#include "serving/testing/fake_inference_server.h"
+#include "api/testing/fake_inference_server.h"
 
 namespace somm {
 namespace {

@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "serving/inference.h"
-#include "serving/inference_server.h"
+#include "api/inference.h"
+#include "api/inference_server.h"
 
 namespace httplib {
 class Client;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "frontend/http/http_frontend.h"
-#include "serving/testing/fake_inference_server.h"
+#include "api/testing/fake_inference_server.h"
 
 namespace somm {
 namespace {

@@ -17,7 +17,7 @@
 #include "common/status.h"
 #include "profiles/variant_profile.h"
 #include "registry/model_registry.h"
-#include "serving/inference_server.h"
+#include "api/inference_server.h"
 
 namespace somm {
 

@@ -57,7 +57,7 @@
 #include "metrics/serving_metrics.h"
 #include "registry/model_registry.h"
 #include "registry/version_options.h"
-#include "serving/decision_log.h"
+#include "api/decision_log.h"
 #include "worker/worker_directory.h"
 
 namespace somm {

@@ -143,7 +143,7 @@ json GroupJson(const cluster::GroupState& g) {
 
 }  // namespace
 
-StatusOr<std::string> EncodeOverview(const InferenceServer& server, std::string_view metrics_text,
+StatusOr<std::string> EncodeOverview(const OperatorApi& server, std::string_view metrics_text,
                                      int64_t unix_ms, const ModelFilter& visible) {
   json out;
   out["unix_ms"] = unix_ms;
@@ -186,7 +186,7 @@ StatusOr<std::string> EncodeOverview(const InferenceServer& server, std::string_
   return out.dump();
 }
 
-std::string EncodeWorkers(const InferenceServer& server, const ModelFilter& visible) {
+std::string EncodeWorkers(const OperatorApi& server, const ModelFilter& visible) {
   const auto view = server.ClusterView();
   json workers = json::array();
   json demand = json::array();

@@ -41,7 +41,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "serving/inference_server.h"
+#include "api/operator_api.h"
 
 namespace somm::dashboard {
 
@@ -53,9 +53,9 @@ inline constexpr char kRequestDurationFamily[] = "somm_inference_request_duratio
 // then the counters are absent, not zero).
 using ModelFilter = std::function<bool(const std::string& model)>;
 
-StatusOr<std::string> EncodeOverview(const InferenceServer& server, std::string_view metrics_text,
+StatusOr<std::string> EncodeOverview(const OperatorApi& server, std::string_view metrics_text,
                                      int64_t unix_ms, const ModelFilter& visible = nullptr);
-std::string EncodeWorkers(const InferenceServer& server, const ModelFilter& visible = nullptr);
+std::string EncodeWorkers(const OperatorApi& server, const ModelFilter& visible = nullptr);
 std::string EncodeActions(const std::vector<DecisionRecord>& actions,
                           const ModelFilter& visible = nullptr);
 

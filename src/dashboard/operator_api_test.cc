@@ -9,22 +9,9 @@ namespace {
 
 using nlohmann::json;
 
-// Only the operator's calls matter here; the rest answer nothing.
-class ViewServer : public InferenceServer {
+// The operator's interface alone, as the views see it.
+class ViewServer : public OperatorApi {
  public:
-  bool IsLive() const override { return true; }
-  bool IsReady() const override { return true; }
-  ServerMetadata GetServerMetadata() const override { return {}; }
-  StatusOr<ModelMetadata> GetModelMetadata(const std::string&, const std::string&) const override {
-    return NotFound("none");
-  }
-  StatusOr<bool> IsModelReady(const std::string&, const std::string&) const override {
-    return false;
-  }
-  void Infer(InferenceRequest, InferCallback done) override { done(NotFound("none")); }
-  std::vector<RepositoryEntry> RepositoryIndex(bool) const override { return {}; }
-  Status LoadModel(const std::string&) override { return Status::Ok(); }
-  Status UnloadModel(const std::string&) override { return Status::Ok(); }
   std::shared_ptr<const cluster::ClusterState> ClusterView() const override { return view; }
   PriceList Prices() const override { return prices; }
   std::map<std::string, int64_t> ControlActionTotals() const override { return action_totals; }

@@ -13,7 +13,7 @@
 
 namespace somm::dashboard {
 
-RestMount OperatorViews(InferenceServer& server, CallGuard* guard,
+RestMount OperatorViews(OperatorApi& server, CallGuard* guard,
                         std::function<std::string()> metrics_text) {
   using oip::RestEndpoint;
   auto handler = [&server, guard, metrics_text = std::move(metrics_text)](

@@ -24,11 +24,11 @@
 
 #include "frontend/http/rest_mount.h"
 #include "serving/call_guard.h"
-#include "serving/inference_server.h"
+#include "api/operator_api.h"
 
 namespace somm::dashboard {
 
-RestMount OperatorViews(InferenceServer& server, CallGuard* guard,
+RestMount OperatorViews(OperatorApi& server, CallGuard* guard,
                         std::function<std::string()> metrics_text);
 PageMount DashboardPages();
 

@@ -18,8 +18,8 @@
 
 #include "common/status.h"
 #include "crypto/tls_files.h"
-#include "serving/inference.h"
-#include "serving/inference_server.h"
+#include "api/inference.h"
+#include "api/inference_server.h"
 
 namespace somm::loadgen {
 

@@ -33,7 +33,7 @@
 #include "loadgen/bench_client.h"
 #include "loadgen/measurement.h"
 #include "common/status.h"
-#include "serving/inference.h"
+#include "api/inference.h"
 
 namespace somm::loadgen {
 

@@ -31,7 +31,7 @@
 #include "loadgen/stability.h"
 #include "loadgen/stats.h"
 #include "common/status.h"
-#include "serving/inference.h"
+#include "api/inference.h"
 
 namespace somm::loadgen {
 

@@ -22,8 +22,8 @@
 
 #include "loadgen/trace.h"
 #include "common/status.h"
-#include "serving/inference.h"
-#include "serving/inference_server.h"
+#include "api/inference.h"
+#include "api/inference_server.h"
 
 namespace somm::loadgen {
 

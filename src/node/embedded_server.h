@@ -23,7 +23,7 @@
 #include "controller/controller.h"
 #include "metrics/serving_metrics.h"
 #include "registry/model_registry.h"
-#include "serving/decision_log.h"
+#include "api/decision_log.h"
 #include "router/router.h"
 #include "runtime/backend.h"
 #include "worker/worker.h"

@@ -45,7 +45,7 @@
 #include "rollout/rollout.h"
 #include "runtime/backend.h"
 #include "sandbox/model_sandbox.h"
-#include "serving/inference_server.h"
+#include "api/inference_server.h"
 
 namespace somm {
 

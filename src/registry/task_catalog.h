@@ -1,6 +1,6 @@
 // Task catalog: the pure functions behind task discovery. From the
 // registry's published versions they build each task's description
-// (serving/task_description.h); they decide whether a model fits its task's
+// (api/task_description.h); they decide whether a model fits its task's
 // signature (registration refuses one that does not), and whether a task
 // query's inputs fit the task before any model is chosen, so that the error
 // a client gets names the task's signature rather than whichever model the
@@ -19,7 +19,7 @@
 #include "common/status.h"
 #include "common/tensor.h"
 #include "registry/model_registry.h"
-#include "serving/task_description.h"
+#include "api/task_description.h"
 
 namespace somm {
 

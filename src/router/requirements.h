@@ -4,7 +4,7 @@
 #pragma once
 
 #include "selector/selector.h"
-#include "serving/inference.h"
+#include "api/inference.h"
 
 namespace somm {
 

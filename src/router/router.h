@@ -64,11 +64,11 @@
 #include "registry/model_registry.h"
 #include "registry/version_options.h"
 #include "router/cost_calibration.h"
-#include "serving/decision_log.h"
+#include "api/decision_log.h"
 #include "router/groups_by_model.h"
 #include "router/routing_policy.h"
 #include "selector/selector.h"
-#include "serving/inference_server.h"
+#include "api/inference_server.h"
 #include "serving/response_cache.h"
 #include "worker/worker_directory.h"
 

@@ -1,4 +1,4 @@
-// Router: task discovery (serving/task_description.h). Kept apart from
+// Router: task discovery (api/task_description.h). Kept apart from
 // router.cc, which is the query path; both read the same registry, so a
 // router of a cluster describes what the leader's catalog publishes.
 #include <algorithm>

@@ -29,7 +29,7 @@
 #include <string_view>
 
 #include "common/status.h"
-#include "serving/caller.h"
+#include "api/caller.h"
 
 namespace somm {
 

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "common/mutex.h"
-#include "serving/inference.h"
+#include "api/inference.h"
 
 namespace somm {
 

@@ -9,7 +9,7 @@
 #include "common/status.h"
 #include "common/tensor.h"
 #include "repository/model_config.h"
-#include "serving/inference.h"
+#include "api/inference.h"
 
 namespace somm {
 

@@ -1,6 +1,6 @@
 // grpc_codec: conversions between the generated Open Inference Protocol gRPC
 // messages (proto/inference.proto) and somm's wire-independent types
-// (serving/inference.h), for both ends of the wire: the gRPC frontend decodes
+// (api/inference.h), for both ends of the wire: the gRPC frontend decodes
 // requests and encodes responses, the gRPC client does the reverse.
 //
 // Contract:
@@ -27,8 +27,8 @@
 #include "common/status.h"
 #include "common/tensor.h"
 #include "proto/inference.grpc.pb.h"
-#include "serving/inference.h"
-#include "serving/inference_server.h"
+#include "api/inference.h"
+#include "api/inference_server.h"
 
 namespace somm::grpc_codec {
 

@@ -41,7 +41,7 @@
 #include "crypto/tls_files.h"
 #include "serving/byte_budget.h"
 #include "serving/call_guard.h"
-#include "serving/inference_server.h"
+#include "api/inference_server.h"
 #include "serving/inflight_limit.h"
 
 namespace somm {

@@ -19,7 +19,7 @@
 #include "proto/inference.grpc.pb.h"
 #include "proto/somm.grpc.pb.h"
 #include "serving/byte_budget.h"
-#include "serving/testing/holding_inference_server.h"
+#include "api/testing/holding_inference_server.h"
 #include "serving/testing/one_key_guard.h"
 
 namespace somm {

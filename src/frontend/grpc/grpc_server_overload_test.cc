@@ -13,7 +13,7 @@
 #include "frontend/grpc/grpc_server.h"
 #include "proto/inference.grpc.pb.h"
 #include "serving/inflight_limit.h"
-#include "serving/testing/holding_inference_server.h"
+#include "api/testing/holding_inference_server.h"
 
 namespace somm {
 namespace {

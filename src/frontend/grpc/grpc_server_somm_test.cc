@@ -14,7 +14,7 @@
 #include "frontend/grpc/somm_codec.h"
 #include "proto/inference.grpc.pb.h"
 #include "proto/somm.grpc.pb.h"
-#include "serving/testing/fake_inference_server.h"
+#include "api/testing/fake_inference_server.h"
 
 namespace somm {
 namespace {

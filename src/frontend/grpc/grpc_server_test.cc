@@ -16,7 +16,7 @@
 #include "frontend/grpc/grpc_codec.h"
 #include "proto/inference.grpc.pb.h"
 #include "proto/somm.grpc.pb.h"
-#include "serving/testing/fake_inference_server.h"
+#include "api/testing/fake_inference_server.h"
 #include "transport/grpc/grpc_runtime.h"
 
 namespace somm {

@@ -1,6 +1,6 @@
 // somm_codec: conversions between the generated messages of somm's control
 // service (proto/somm.proto) and the model-less types of
-// serving/inference_server.h, for both ends of the wire (the gRPC frontend
+// api/inference_server.h, for both ends of the wire (the gRPC frontend
 // and the gRPC client).
 //
 // Contract:
@@ -19,7 +19,7 @@
 
 #include "common/status.h"
 #include "proto/somm.grpc.pb.h"
-#include "serving/inference_server.h"
+#include "api/inference_server.h"
 
 namespace somm::grpc_codec {
 

@@ -1,4 +1,4 @@
-// task_codec: task discovery (serving/task_description.h) <-> the generated
+// task_codec: task discovery (api/task_description.h) <-> the generated
 // somm.TasksResponse (proto/somm.proto), for the gRPC frontend and client.
 // Decoding treats its input as hostile: an unknown datatype is an
 // InvalidArgument naming the task and the tensor. Pure functions.
@@ -10,7 +10,7 @@
 
 #include "common/status.h"
 #include "proto/somm.grpc.pb.h"
-#include "serving/task_description.h"
+#include "api/task_description.h"
 
 namespace somm::grpc_codec {
 

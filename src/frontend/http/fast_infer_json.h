@@ -20,7 +20,7 @@
 #include <string_view>
 
 #include "common/status.h"
-#include "serving/inference.h"
+#include "api/inference.h"
 
 namespace somm::oip::internal {
 

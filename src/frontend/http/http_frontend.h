@@ -61,7 +61,7 @@
 #include "frontend/http/rest_mount.h"
 #include "serving/byte_budget.h"
 #include "serving/call_guard.h"
-#include "serving/inference_server.h"
+#include "api/inference_server.h"
 #include "serving/inflight_limit.h"
 #include "transport/http/origin_policy.h"
 

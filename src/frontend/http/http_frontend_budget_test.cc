@@ -23,7 +23,7 @@
 
 #include "frontend/http/http_frontend.h"
 #include "serving/byte_budget.h"
-#include "serving/testing/holding_inference_server.h"
+#include "api/testing/holding_inference_server.h"
 #include "transport/http/testing/raw_head.h"
 
 namespace somm {

@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "frontend/http/http_frontend.h"
-#include "serving/testing/holding_inference_server.h"
+#include "api/testing/holding_inference_server.h"
 #include "serving/testing/one_key_guard.h"
 #include "transport/http/testing/raw_head.h"
 

@@ -16,7 +16,7 @@
 #include "frontend/http/http_frontend.h"
 #include "frontend/http/oip_json.h"
 #include "serving/inflight_limit.h"
-#include "serving/testing/holding_inference_server.h"
+#include "api/testing/holding_inference_server.h"
 
 namespace somm {
 namespace {

@@ -14,7 +14,7 @@
 #include "frontend/http/http_frontend.h"
 #include "frontend/http/oip_json.h"
 #include "frontend/http/somm_json.h"
-#include "serving/testing/fake_inference_server.h"
+#include "api/testing/fake_inference_server.h"
 
 namespace somm {
 namespace {

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "serving/testing/fake_inference_server.h"
+#include "api/testing/fake_inference_server.h"
 #include "frontend/http/oip_json.h"
 
 namespace somm {

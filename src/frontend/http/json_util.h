@@ -17,7 +17,7 @@
 
 #include "common/status.h"
 #include "common/tensor.h"
-#include "serving/inference.h"
+#include "api/inference.h"
 
 namespace somm::oip::internal {
 

@@ -17,7 +17,7 @@
 #include <string_view>
 
 #include "common/tensor.h"
-#include "serving/inference.h"
+#include "api/inference.h"
 
 namespace somm::oip::internal {
 

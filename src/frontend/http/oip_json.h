@@ -27,7 +27,7 @@
 #include <string_view>
 
 #include "common/status.h"
-#include "serving/inference.h"
+#include "api/inference.h"
 
 namespace somm::oip {
 

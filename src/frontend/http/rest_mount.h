@@ -34,7 +34,7 @@
 #include "common/status.h"
 #include "frontend/http/rest_routes.h"
 #include "serving/call_guard.h"
-#include "serving/caller.h"
+#include "api/caller.h"
 #include "transport/http/http_server.h"
 
 namespace somm {

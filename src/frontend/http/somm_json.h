@@ -43,7 +43,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "serving/inference_server.h"
+#include "api/inference_server.h"
 
 namespace somm::oip {
 

@@ -1,4 +1,4 @@
-// The JSON form of task discovery (serving/task_description.h), as REST
+// The JSON form of task discovery (api/task_description.h), as REST
 // serves it: GET /v2/tasks answers {"tasks": [<task>, ...]} and
 // GET /v2/tasks/{task} one <task>:
 //   {"task": "classification/digits",
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "serving/task_description.h"
+#include "api/task_description.h"
 
 namespace somm::oip {
 

@@ -11,7 +11,7 @@
 
 #include "common/status.h"
 #include "common/tensor.h"
-#include "serving/caller.h"
+#include "api/caller.h"
 
 namespace somm {
 

@@ -48,7 +48,7 @@
 #include <utility>
 #include <vector>
 
-#include "serving/inference_server.h"
+#include "api/inference_server.h"
 
 namespace somm::testing {
 

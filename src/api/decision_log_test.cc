@@ -1,7 +1,7 @@
 // DecisionLog: a bounded ring whose records are numbered so that a query's
 // actual latency reaches its row once answered, and whose control actions
 // are kept apart from per-query decisions.
-#include "serving/decision_log.h"
+#include "api/decision_log.h"
 
 #include <gtest/gtest.h>
 

@@ -21,7 +21,7 @@
 
 #include "common/mutex.h"
 
-#include "serving/inference_server.h"
+#include "api/records.h"
 
 namespace somm {
 

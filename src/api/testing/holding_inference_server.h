@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "serving/testing/fake_inference_server.h"
+#include "api/testing/fake_inference_server.h"
 
 namespace somm::testing {
 
