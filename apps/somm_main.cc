@@ -175,6 +175,10 @@ int main(int argc, char** argv) {
   register_cmd->add_option("--preprocessing-from", reg.preprocessing_from,
                            "A model.yaml whose preprocessing block (image input) is copied")
       ->check(CLI::ExistingFile);
+  register_cmd->add_option("--platform", reg.platform,
+                           "The runtime the model file is for (model.yaml's platform); the "
+                           "server refuses one it does not support, listing those it does")
+      ->capture_default_str();
   register_cmd->add_option("--description", reg.description, "Free text shown in metadata");
   register_cmd->add_flag("--private", reg.private_model,
                          "Private to the tenant of the caller's key (SOMM_API_KEY)");

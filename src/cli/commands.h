@@ -10,6 +10,7 @@
 #include "common/status.h"
 #include "crypto/tls_files.h"
 #include "node/node_options.h"
+#include "repository/model_config.h"
 
 namespace somm {
 
@@ -120,7 +121,8 @@ int RunModels(const ClientOptions& options);
 struct RegisterOptions {
   ClientOptions client;
   std::string name;
-  std::string model_file;           // the TorchScript file
+  std::string model_file;           // the model file (TorchScript for torchscript)
+  std::string platform = kDefaultPlatform;  // model.yaml's platform: the runtime it is for
   std::string task;                 // "task/dataset"
   std::vector<std::string> inputs;  // name:DATATYPE:dims, per sample
   std::vector<std::string> outputs;

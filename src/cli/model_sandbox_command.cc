@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/torch/torch_backend.h"
+#include "runtime/backend_set.h"
 #include "sandbox/sandbox_child.h"
 
 namespace somm {
@@ -15,8 +15,9 @@ void RunModelSandboxCommand(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   int code = 2;
   {
-    auto backend = CreateTorchBackend();
-    code = RunModelSandboxChild(args, *backend);
+    // The backend of the model's platform, made when the request names it.
+    const BackendSet backends;
+    code = RunModelSandboxChild(args, backends);
   }
   std::fflush(nullptr);
   _exit(code);

@@ -103,6 +103,7 @@ StatusOr<RegistrationRequest> BuildRegistration(const RegisterOptions& o) {
   r.name = o.name;
   r.task = o.task;
   r.max_batch_size = o.max_batch_size;
+  r.platform = o.platform;
   r.description = o.description;
   r.private_model = o.private_model;
   for (const std::string& flag : o.inputs) {

@@ -20,12 +20,16 @@
 #include "cluster_rpc/worker_service.h"
 #include "common/testing/thread_names.h"
 #include "metrics/serving_metrics.h"
+#include "runtime/torch/torch_registration.h"
 #include "transport/grpc/async_unary.h"
 
 namespace somm {
 namespace {
 
 using namespace std::chrono_literals;
+// These tests' models are torchscript's: their as-registered variant is
+// torchscript's first (runtime/torch/torch_registration.h).
+constexpr const char* kAsRegistered = kVariantFp32;
 
 // A bound on waits, so that a bug fails the test instead of hanging it; no
 // test relies on its length.

@@ -368,12 +368,13 @@ Status Controller::LoadModel(const std::string& name, bool startup) {
     const bool reload =
         std::find(serving.begin(), serving.end(), v->version_str) != serving.end();
     const HardwareConfig hw = BaseHardware(*v);
+    const std::string as_registered = AsRegisteredVariant(*v);
     const auto t0 = std::chrono::steady_clock::now();
     std::promise<Status> p;
     auto f = p.get_future();
     if (reload) {
       // Every worker's share of the group reloads, at its size.
-      const std::string label = cluster::GroupLabel(v->config.name, v->version, kAsRegistered, hw);
+      const std::string label = cluster::GroupLabel(v->config.name, v->version, as_registered, hw);
       std::vector<std::pair<std::string, int>> shares;
       for (const auto& g : store_.Read()->groups) {
         if (control::HasLabel(g, label)) shares.emplace_back(g.worker, g.replicas);
@@ -382,7 +383,7 @@ Status Controller::LoadModel(const std::string& name, bool startup) {
       Status reloaded;
       for (const auto& [worker, replicas] : shares) {
         WorkerAction a;
-        a.action = ActionFor(cluster::Action::kLoad, *v, kAsRegistered, hw, replicas,
+        a.action = ActionFor(cluster::Action::kLoad, *v, as_registered, hw, replicas,
                              "reload (repository API)");
         a.action.worker = worker;
         a.version = v;
@@ -394,7 +395,7 @@ Status Controller::LoadModel(const std::string& name, bool startup) {
       }
       p.set_value(reloaded);
     } else {
-      EnsureLoaded(v, kAsRegistered, hw, v->config.instance_count,
+      EnsureLoaded(v, as_registered, hw, v->config.instance_count,
                    "configured instances (model.yaml)", startup,
                    [&p](const Status& s, const std::string&) { p.set_value(s); },
                    /*query_waits=*/false);

@@ -28,8 +28,9 @@ void Describe(const ModelRegistry& registry, const std::string& model, int64_t v
   auto v = registry.Resolve(model, std::to_string(version));
   w->profiled = v.ok() && !(*v)->profiles.empty();
   if (!v.ok()) return;
+  const std::string as_registered = AsRegisteredVariant(**v);
   for (const VariantProfile& p : (*v)->profiles) {
-    if (p.variant == kAsRegistered) w->accuracy = p.accuracy;
+    if (p.variant == as_registered) w->accuracy = p.accuracy;
   }
 }
 
@@ -64,7 +65,7 @@ Status Controller::ServeRolloutVersions(const std::string& name) {
     }
     std::promise<Status> p;
     auto f = p.get_future();
-    EnsureLoaded(v, kAsRegistered, BaseHardware(*v), v->config.instance_count,
+    EnsureLoaded(v, AsRegisteredVariant(*v), BaseHardware(*v), v->config.instance_count,
                  "rollout: version " + v->version_str + " serves beside the stable one", true,
                  [&p](const Status& s, const std::string&) { p.set_value(s); },
                  /*query_waits=*/false);

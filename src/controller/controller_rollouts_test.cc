@@ -11,6 +11,7 @@
 #include "cluster/in_memory_store.h"
 #include "common/clock.h"
 #include "runtime/testing/no_backend.h"
+#include "runtime/torch/torch_registration.h"
 #include "controller/controller.h"
 #include "worker/testing/fake_worker_stub.h"
 
@@ -21,6 +22,9 @@ using ::somm::testing::FakeWorkerStub;
 using namespace std::chrono_literals;
 
 using ::somm::testing::NoBackend;
+// These tests' models are torchscript's: their as-registered variant is
+// torchscript's first (runtime/torch/torch_registration.h).
+constexpr const char* kAsRegistered = kVariantFp32;
 
 VersionPtr Version(int64_t n, double accuracy) {
   auto v = std::make_shared<VersionRecord>();

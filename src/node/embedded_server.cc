@@ -9,17 +9,29 @@
 
 namespace somm {
 
-EmbeddedServer::EmbeddedServer(EmbeddedServerOptions options, Backend& backend,
+namespace {
+
+// The devices of the default platform's backend; the CPU alone where this
+// binary cannot make it (a test whose models are of another runtime).
+std::vector<Device> DevicesOf(const BackendSet& backends) {
+  StatusOr<Backend*> backend = backends.For(kDefaultPlatform);
+  return backend.ok() ? (*backend)->Devices() : std::vector<Device>{Device{}};
+}
+
+}  // namespace
+
+EmbeddedServer::EmbeddedServer(EmbeddedServerOptions options, BackendSet backends,
                                ServingMetrics& metrics)
     : options_(std::move(options)), log_(options_.decision_log_size) {
   RegistryOptions ro;
   ro.repository_path = options_.repository_path;
-  ro.hardware = options_.hardware.empty() ? DefaultHardware(backend) : options_.hardware;
+  ro.hardware =
+      options_.hardware.empty() ? DefaultHardware(DevicesOf(backends)) : options_.hardware;
   ro.accuracy_tolerance = options_.accuracy_tolerance;
   ro.tools_dir = options_.tools_dir;
   ro.device = options_.device;
   ro.sandbox = options_.sandbox;
-  registry_ = std::make_unique<ModelRegistry>(ro, backend);
+  registry_ = std::make_unique<ModelRegistry>(ro, backends);
 
   WorkerOptions wo;
   wo.device = options_.device;
@@ -30,7 +42,7 @@ EmbeddedServer::EmbeddedServer(EmbeddedServerOptions options, Backend& backend,
   wo.on_change = [this] {
     if (stub_) stub_->Publish();
   };
-  worker_ = std::make_unique<Worker>(wo, backend, metrics);
+  worker_ = std::make_unique<Worker>(wo, std::move(backends), metrics);
   stub_ = std::make_unique<LocalWorkerStub>(*worker_, store_);
   directory_ = std::make_unique<SingleWorkerDirectory>(*stub_);
 
@@ -89,7 +101,7 @@ bool EmbeddedServer::ConfiguredInstancesLoaded() const {
   for (const VersionPtr& v : registry_->All()) {
     if (!v->config.instance_count_configured) continue;
     const bool loaded = std::any_of(state->groups.begin(), state->groups.end(), [&](const auto& g) {
-      return g.model == v->config.name && g.version == v->version && g.variant == kAsRegistered &&
+      return g.model == v->config.name && g.version == v->version && g.variant == AsRegisteredVariant(*v) &&
              !g.loading;
     });
     if (!loaded) return false;

@@ -25,7 +25,7 @@
 #include "registry/model_registry.h"
 #include "api/decision_log.h"
 #include "router/router.h"
-#include "runtime/backend.h"
+#include "runtime/backend_set.h"
 #include "worker/worker.h"
 #include "worker/worker_directory.h"
 #include "worker/local_worker_stub.h"
@@ -39,7 +39,8 @@ struct EmbeddedServerOptions {
   // Device every configured instance is placed on.
   Device device;
   // Hardware configurations variants are profiled on and may be placed on.
-  // Empty = one thread, every core, and each GPU the backend reports.
+  // Empty = one thread, every core, and each GPU the default platform's
+  // backend reports (the CPU alone where this binary cannot make it).
   std::vector<HardwareConfig> hardware;
   // Generate and profile variants for repository models that have none yet
   // (registered models always get them).
@@ -72,8 +73,10 @@ struct EmbeddedServerOptions {
 
 class EmbeddedServer : public InferenceServer {
  public:
-  // `backend` and `metrics` must outlive the server.
-  EmbeddedServer(EmbeddedServerOptions options, Backend& backend, ServingMetrics& metrics);
+  // Models load on their platform's backend from `backends` (the worker's;
+  // registrations without a sandbox probe there too). `metrics` must
+  // outlive the server.
+  EmbeddedServer(EmbeddedServerOptions options, BackendSet backends, ServingMetrics& metrics);
   ~EmbeddedServer() override;
 
   Status Start();

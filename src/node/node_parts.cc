@@ -33,6 +33,17 @@ StatusOr<Device> ParseDeviceFlag(const std::string& text, const Backend& backend
   return InvalidArgument("unknown device '" + text + "' (use auto, cpu or cuda:N)");
 }
 
+StatusOr<ProcessBackends> StartBackends(const std::string& device_flag,
+                                        std::shared_ptr<DutyCyclePacer> background_pacer) {
+  BackendOptions options;
+  options.background_pacer = std::move(background_pacer);
+  ProcessBackends out{BackendSet(std::move(options)), Device{}, {}};
+  SOMM_ASSIGN_OR_RETURN(Backend* const base, out.backends.For(kDefaultPlatform));
+  SOMM_ASSIGN_OR_RETURN(out.device, ParseDeviceFlag(device_flag, *base));
+  out.hardware = DefaultHardware(*base);
+  return out;
+}
+
 std::string DialHost(const std::string& address) {
   return address == "0.0.0.0" || address == "::" ? "127.0.0.1" : address;
 }
@@ -114,10 +125,12 @@ StatusOr<ProcessParts> StartParts(const std::string& repository, const std::stri
                                   const std::string& redis, int lease_ms, bool watch,
                                   const std::string& client_name,
                                   const RegistrationLimitFlags& registration,
-                                  TorchBackendOptions backend_options) {
+                                  std::shared_ptr<DutyCyclePacer> background_pacer) {
   ProcessParts parts;
-  parts.backend = CreateTorchBackend(std::move(backend_options));
-  SOMM_ASSIGN_OR_RETURN(parts.device, ParseDeviceFlag(device, *parts.backend));
+  SOMM_ASSIGN_OR_RETURN(ProcessBackends backends,
+                        StartBackends(device, std::move(background_pacer)));
+  parts.backends = backends.backends;
+  parts.device = backends.device;
   SOMM_ASSIGN_OR_RETURN(parts.store, OpenStore(redis, lease_ms, watch, client_name));
   RegistryOptions ro;
   ro.repository_path = repository;
@@ -125,12 +138,12 @@ StatusOr<ProcessParts> StartParts(const std::string& repository, const std::stri
   // What a registration's variant job profiles on and builds int8 with; only
   // the leader controller runs one (ControlClient::StartVariantJob), as
   // `somm serve` does.
-  ro.hardware = DefaultHardware(*parts.backend);
+  ro.hardware = backends.hardware;
   ro.tools_dir = ToolsDir(SOMM_DEFAULT_TOOLS_DIR);  // common/install_paths.h
   // A router probes registrations, the leader runs their variant jobs: in a
   // confined child of this binary (a worker never does either).
   ro.sandbox = MakeRegistrationSandbox(registration);
-  parts.registry = std::make_unique<ModelRegistry>(ro, *parts.backend);
+  parts.registry = std::make_unique<ModelRegistry>(ro, parts.backends);
   return parts;
 }
 

@@ -25,7 +25,7 @@
 #include "redis/redis_cluster_state_store.h"
 #include "registry/model_registry.h"
 #include "runtime/backend.h"
-#include "runtime/torch/torch_backend.h"
+#include "runtime/backend_set.h"
 #include "sandbox/model_sandbox.h"
 
 namespace somm {
@@ -34,6 +34,19 @@ namespace somm {
 // libtorch has CUDA and the machine has one, else the CPU), "cpu" or
 // "cuda:N".
 StatusOr<Device> ParseDeviceFlag(const std::string& text, const Backend& backend);
+// The backends a serving process runs models on: one per platform, each
+// made through the backend registry when a model first needs it, recording
+// background work on `background_pacer` (may be null); the device its
+// --device flag names and the hardware configurations variants are
+// profiled on, both from the devices of the default platform's backend
+// (made now).
+struct ProcessBackends {
+  BackendSet backends;
+  Device device;
+  std::vector<HardwareConfig> hardware;
+};
+StatusOr<ProcessBackends> StartBackends(const std::string& device_flag,
+                                        std::shared_ptr<DutyCyclePacer> background_pacer);
 // "127.0.0.1" for a wildcard listen address, else the address: what a local
 // client dials.
 std::string DialHost(const std::string& address);
@@ -74,10 +87,10 @@ std::string DefaultId(const std::string& given, int port);
 // and its id, or its pid when the id is picked later.
 std::string RedisClientName(const std::string& role, const std::string& given_id);
 
-// What every cluster process starts with: libtorch, its device, the Redis
-// store and a registry of the shared repository.
+// What every cluster process starts with: its backends and device
+// (StartBackends), the Redis store and a registry of the shared repository.
 struct ProcessParts {
-  std::unique_ptr<Backend> backend;
+  BackendSet backends;
   Device device;
   std::unique_ptr<redis::RedisClusterStateStore> store;
   std::unique_ptr<ModelRegistry> registry;
@@ -86,7 +99,7 @@ StatusOr<ProcessParts> StartParts(const std::string& repository, const std::stri
                                   const std::string& redis, int lease_ms, bool watch,
                                   const std::string& client_name,
                                   const RegistrationLimitFlags& registration,
-                                  TorchBackendOptions backend_options = {});
+                                  std::shared_ptr<DutyCyclePacer> background_pacer = nullptr);
 
 // The worker ids and addresses a store's view holds: what a GrpcWorkerPool
 // dials.

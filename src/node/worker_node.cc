@@ -51,16 +51,15 @@ int RunWorkerNode(const WorkerProcessOptions& o, const NodeProcess& process) {
   auto metrics_keys = MetricsKeys(o.keys_file);
   if (!tls.ok() || !metrics_keys.ok()) return 2;  // checked above
   PrometheusMetrics metrics;
-  TorchBackendOptions backend_options;
-  backend_options.background_pacer = std::make_shared<DutyCyclePacer>(o.background_duty);
+  // One pacer: the backends record background work, the worker waits.
+  const auto pacer = std::make_shared<DutyCyclePacer>(o.background_duty);
   auto parts = StartParts(o.model_repository, o.device, o.redis, o.lease_ms, /*watch=*/false,
                           RedisClientName("worker", o.worker_id), RegistrationLimitFlags{},
-                          backend_options);
+                          pacer);
   if (!parts.ok()) {
     spdlog::error("{}", parts.status().message());
     return 2;
   }
-  Backend& backend_ref = *parts->backend;
   const Device device = parts->device;
   RedisClusterStateStore* store = parts->store.get();
   ModelRegistry& registry = *parts->registry;
@@ -71,7 +70,7 @@ int RunWorkerNode(const WorkerProcessOptions& o, const NodeProcess& process) {
   wo.zone = o.zone;
   wo.device = device;
   wo.memory_budget_bytes = static_cast<int64_t>(o.memory_budget_mb * 1024 * 1024);
-  wo.background_pacer = backend_options.background_pacer;
+  wo.background_pacer = pacer;
   wo.inline_max_compute_us = o.inline_max_compute_us;
   wo.inline_min_gap_us = o.inline_min_gap_us;
   // A change of the groups is reported at once, not at the next beat.
@@ -80,7 +79,7 @@ int RunWorkerNode(const WorkerProcessOptions& o, const NodeProcess& process) {
   };
   const std::string id = DefaultId(o.worker_id, o.port);
   wo.id = id;
-  Worker worker_instance(wo, backend_ref, metrics);
+  Worker worker_instance(wo, parts->backends, metrics);
   Worker* worker = &worker_instance;
   WorkerServiceOptions so;
   so.address = o.address;

@@ -39,8 +39,13 @@ std::vector<int64_t> SelectVersions(const VersionPolicy& policy, std::vector<int
 
 }  // namespace
 
+std::string AsRegisteredVariant(const VersionRecord& v) {
+  return AsRegisteredVariant(v.config.platform);
+}
+
 void AppendOptions(const VersionRecord& v, std::vector<cluster::VariantOption>* out) {
   constexpr double kMiB = 1024.0 * 1024.0;
+  const std::string as_registered = AsRegisteredVariant(v);
   for (const VariantProfile& p : v.profiles) {
     for (const HardwareProfile& hp : p.hardware) {
       cluster::VariantOption o;
@@ -57,7 +62,7 @@ void AppendOptions(const VersionRecord& v, std::vector<cluster::VariantOption>* 
       o.load_ms = hp.load_time_ms;
       o.usable = p.usable;
       o.unusable_reason = p.unusable_reason;
-      if (p.variant == kAsRegistered && v.config.instance_count_configured) {
+      if (p.variant == as_registered && v.config.instance_count_configured) {
         o.floor_replicas = v.config.instance_count;
       }
       if (!v.config.owner_tenant.empty()) o.max_replicas = std::max(v.config.instance_count, 1);
@@ -76,10 +81,10 @@ bool IsValidModelName(const std::string& name) {
          name.find('/') == std::string::npos && name.find('\\') == std::string::npos;
 }
 
-ModelRegistry::ModelRegistry(RegistryOptions options, Backend& backend)
+ModelRegistry::ModelRegistry(RegistryOptions options, BackendSet backends)
     : options_(std::move(options)),
       sandbox_(options_.sandbox ? options_.sandbox
-                                : std::make_shared<InProcessModelSandbox>(backend)) {}
+                                : std::make_shared<InProcessModelSandbox>(std::move(backends))) {}
 
 ModelRegistry::~ModelRegistry() { Shutdown(); }
 

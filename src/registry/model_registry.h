@@ -43,7 +43,7 @@
 #include "profiles/variant_profile.h"
 #include "repository/model_config.h"
 #include "rollout/rollout.h"
-#include "runtime/backend.h"
+#include "runtime/backend_set.h"
 #include "sandbox/model_sandbox.h"
 #include "api/inference_server.h"
 
@@ -82,12 +82,17 @@ struct VersionRecord {
 using VersionPtr = std::shared_ptr<const VersionRecord>;
 uint64_t NextVersionGeneration();
 
-// The variant name of a model as registered (variants/ generates it first).
-inline constexpr char kAsRegistered[] = "ts-fp32";
+// The name of `v`'s variant that is its model file as registered: the
+// first variant its platform's registration lists (variants/ generates it
+// first; runtime/backend_registry.h). "" when this binary does not know the
+// platform.
+std::string AsRegisteredVariant(const VersionRecord& v);
 
 class ModelRegistry {
  public:
-  ModelRegistry(RegistryOptions options, Backend& backend);
+  // Registrations without RegistryOptions::sandbox probe and make variants
+  // through `backends`, in this process.
+  ModelRegistry(RegistryOptions options, BackendSet backends);
   ~ModelRegistry();  // Shutdown()
 
   const RegistryOptions& options() const { return options_; }

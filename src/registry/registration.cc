@@ -55,7 +55,7 @@ std::string ConfigYaml(const RegistrationRequest& r) {
   std::ostringstream y;
   // Every caller-given string is quoted: a task or tensor name holding a
   // newline must not add keys (such as owner_tenant) to the model's config.
-  y << "name: " << r.name << "\nplatform: " << kDefaultPlatform << "\ntask: " << Quoted(r.task)
+  y << "name: " << r.name << "\nplatform: " << r.platform << "\ntask: " << Quoted(r.task)
     << "\n";
   if (!r.description.empty()) y << "description: " << Quoted(r.description) << "\n";
   if (!r.owner_tenant.empty()) y << "owner_tenant: " << Quoted(r.owner_tenant) << "\n";
@@ -96,6 +96,11 @@ Status CheckRegistration(const RegistrationRequest& r) {
     return InvalidArgument("registration of '" + r.name + "' needs at least one input and one output");
   }
   if (r.model_bytes.empty()) return InvalidArgument("registration of '" + r.name + "' has no model file");
+  // An unknown platform is refused as model.yaml's is, with the list; the
+  // check also keeps what is written into model.yaml to a registered name.
+  if (const auto runtime = BackendFor(r.platform); !runtime.ok()) {
+    return InvalidArgument("registration of '" + r.name + "': " + runtime.status().message());
+  }
   if (r.private_model && r.owner_tenant.empty()) {
     return InvalidArgument("a private registration needs a tenant: serve with --auth keys and "
                            "register with a key (SOMM_API_KEY)");
@@ -239,9 +244,8 @@ StatusOr<ModelConfig> ModelRegistry::RegisterChecked(const RegistrationRequest& 
     return written.ok() ? written : Status(written.code(), staged(written.message()));
   };
   SOMM_RETURN_IF_ERROR(write(dir / "model.yaml", ConfigYaml(r)));
-  // A registration carries the default platform's model (its request names
-  // no platform); the file takes that platform's name.
-  SOMM_ASSIGN_OR_RETURN(const BackendRegistration* runtime, BackendFor(kDefaultPlatform));
+  // The file takes the name its platform gives it.
+  SOMM_ASSIGN_OR_RETURN(const BackendRegistration* runtime, BackendFor(r.platform));
   SOMM_RETURN_IF_ERROR(write(dir / "1" / runtime->model_file, r.model_bytes));
   if (r.validation_count > 0) {
     SOMM_RETURN_IF_ERROR(write(dir / "1" / "validation" / "inputs.bin", r.validation_inputs));

@@ -357,7 +357,8 @@ void Router::RouteDefault(std::shared_ptr<Query> q) {
   q->decision.requirements = "none";
   q->decision.outcome = "default";
   q->decision.reason = "model named without SLOs: its configured instances run it as registered";
-  q->variant = kAsRegistered;
+  const std::string as_registered = AsRegisteredVariant(v);
+  q->variant = as_registered;
   q->hardware = hw;
   const auto state = store_.Read();
   bool found = PickWorker(*q, state->groups);
@@ -389,7 +390,7 @@ void Router::RouteDefault(std::shared_ptr<Query> q) {
   metrics_.RecordDecision(q->decision.outcome);
   if (found) return Dispatch(std::move(q), true);
   q->decision.reason += " (loaded on demand: cold start)";
-  LoadThenDispatch(std::move(q), kAsRegistered, hw, v.config.instance_count,
+  LoadThenDispatch(std::move(q), as_registered, hw, v.config.instance_count,
                    "a query for a model with no instance loaded");
 }
 
@@ -437,10 +438,11 @@ void Router::RouteExplicit(std::shared_ptr<Query> q, InferenceRequest& request,
   HardwareConfig hw = controller_.BaseHardware(rec);
   std::string reason = "variant named explicitly";
   if (!profile) {
-    if (!(variant == kAsRegistered && (hw_name.empty() || hw_name == hw.Name()))) {
-      std::string known = kAsRegistered;
+    const std::string as_registered = AsRegisteredVariant(rec);
+    if (!(variant == as_registered && (hw_name.empty() || hw_name == hw.Name()))) {
+      std::string known = as_registered;
       for (const auto& p : rec.profiles) {
-        if (p.variant != kAsRegistered) known += ", " + p.variant;
+        if (p.variant != as_registered) known += ", " + p.variant;
       }
       return q->done(NotFound("model '" + model + "' version " + ver + " has no variant '" +
                               variant + "' (available: " + known + ")"));

@@ -5,6 +5,7 @@
 // calls, so a query that waits for a load is answered inside Complete().
 #include "router/router.h"
 #include "runtime/testing/no_backend.h"
+#include "runtime/torch/torch_registration.h"
 
 #include "common/clock.h"
 #include "controller/controller.h"
@@ -31,6 +32,9 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 
 // The registry's backend only serves registrations, which these tests do not make.
 using ::somm::testing::NoBackend;
+// These tests' models are torchscript's: their as-registered variant is
+// torchscript's first (runtime/torch/torch_registration.h).
+constexpr const char* kAsRegistered = kVariantFp32;
 
 // Where the controller puts configured instances: cpu, one thread.
 HardwareConfig Cpu1() { return {DeviceKind::kCpu, 0, 1}; }

@@ -131,7 +131,8 @@ std::vector<std::string> RegisteredPlatforms() {
   return out;
 }
 
-StatusOr<std::unique_ptr<Backend>> CreateBackend(std::string_view platform) {
+StatusOr<std::unique_ptr<Backend>> CreateBackend(std::string_view platform,
+                                                 const BackendOptions& options) {
   BackendFactory factory;
   {
     Registry& r = Registered();
@@ -147,7 +148,17 @@ StatusOr<std::unique_ptr<Backend>> CreateBackend(std::string_view platform) {
     }
     factory = b->factory;
   }
-  return factory();
+  std::unique_ptr<Backend> backend = factory(options);
+  if (backend == nullptr) {
+    return Internal("the factory of platform '" + std::string(platform) + "' made no backend");
+  }
+  return backend;
+}
+
+std::string AsRegisteredVariant(std::string_view platform) {
+  const BackendRegistration* b = FindBackend(platform);
+  // AddLocked refuses a registration without variants.
+  return b == nullptr ? "" : b->variants.front().name;
 }
 
 StatusOr<std::string> ModelFilePath(const ModelConfig& config, const std::string& model_dir,

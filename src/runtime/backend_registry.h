@@ -9,7 +9,9 @@
 // BuiltinBackends() (backend_registry.cc) that lists it. The folder's heavy
 // library, which links the framework, binds the factory
 // (BindBackendFactory) from a static initialiser, so a binary without the
-// framework still knows the platform's files and variants.
+// framework still knows the platform's files and variants; its
+// CMakeLists.txt makes every binary that links the library keep that
+// initialiser (runtime/torch/CMakeLists.txt: nothing else calls into it).
 //
 // Contract:
 //   * The built-in registrations are in place before main() and before any
@@ -30,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/duty_cycle_pacer.h"
 #include "common/host_probe.h"
 #include "common/status.h"
 #include "profiles/variant_profile.h"
@@ -68,9 +71,18 @@ struct VariantKind {
   std::function<std::string(const VariantHost& host)> skip_reason;
 };
 
-// Makes a backend with the runtime's default options; a process that tunes
-// them (threads, warm-up) calls the runtime's own Create function.
-using BackendFactory = std::function<std::unique_ptr<Backend>()>;
+// What a process tunes in every backend it makes, whatever the runtime;
+// each runtime keeps its defaults for the rest.
+struct BackendOptions {
+  // Every load and unload records the CPU time it used here
+  // (common/duty_cycle_pacer.h); whoever starts a background load waits on
+  // the same pacer (worker/worker.h). Null: nothing recorded.
+  std::shared_ptr<DutyCyclePacer> background_pacer;
+};
+
+// Makes a backend. Processes reach it through CreateBackend or a BackendSet
+// (runtime/backend_set.h), never through the runtime's own functions.
+using BackendFactory = std::function<std::unique_ptr<Backend>(const BackendOptions&)>;
 
 struct BackendRegistration {
   // model.yaml's `platform`: the name registration writes, and aliases a
@@ -105,7 +117,11 @@ StatusOr<const BackendRegistration*> BackendFor(std::string_view platform);
 std::vector<std::string> RegisteredPlatforms();
 // A new backend for `platform`; FailedPrecondition when this binary has no
 // factory for it (its framework is not linked).
-StatusOr<std::unique_ptr<Backend>> CreateBackend(std::string_view platform);
+StatusOr<std::unique_ptr<Backend>> CreateBackend(std::string_view platform,
+                                                 const BackendOptions& options = {});
+// The name of `platform`'s variant that is the model file as registered
+// (its first, Build::kAsRegistered); "" for an unknown platform.
+std::string AsRegisteredVariant(std::string_view platform);
 
 // <model_dir>/<version>/<the model file of config.platform>.
 StatusOr<std::string> ModelFilePath(const ModelConfig& config, const std::string& model_dir,

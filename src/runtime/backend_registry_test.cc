@@ -30,7 +30,9 @@ BackendRegistration FakeRegistration() {
   small.build = VariantKind::Build::kBackend;
   small.optimize_at_load = true;
   r.variants = {as_registered, small};
-  r.factory = [] { return std::make_unique<testing::NoBackend>("the fake runtime"); };
+  r.factory = [](const BackendOptions&) {
+    return std::make_unique<testing::NoBackend>("the fake runtime");
+  };
   return r;
 }
 

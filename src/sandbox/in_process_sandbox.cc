@@ -6,7 +6,7 @@ namespace somm {
 
 StatusOr<ProbeReport> InProcessModelSandbox::Probe(const ProbeRequest& request) {
   if (stopped_) return Unavailable("server is shutting down");
-  SOMM_RETURN_IF_ERROR(ProbeWithBackend(request, backend_));
+  SOMM_RETURN_IF_ERROR(ProbeWithBackend(request, backends_));
   return ProbeReport{};  // not measured: this process holds much else
 }
 
@@ -16,7 +16,8 @@ StatusOr<VariantSet> InProcessModelSandbox::GenerateVariants(
   VariantPipelineOptions options = request.options;
   const auto cancelled = options.cancelled;
   options.cancelled = [this, cancelled] { return stopped_.load() || (cancelled && cancelled()); };
-  auto result = GenerateAndProfile(request.config, request.version, request.model_dir, backend_,
+  SOMM_ASSIGN_OR_RETURN(Backend* const backend, backends_.For(request.config.platform));
+  auto result = GenerateAndProfile(request.config, request.version, request.model_dir, *backend,
                                    options, std::move(progress));
   if (request.private_files && !options.variants_root.empty()) {
     // One process, one umask: the files are restricted once written.

@@ -1,5 +1,6 @@
 // InProcessModelSandbox: a ModelSandbox (model_sandbox.h) that runs the
-// model code on the caller's thread, through a Backend: no confinement and
+// model code on the caller's thread, through the backend of the model's
+// platform (from a BackendSet, runtime/backend_set.h): no confinement and
 // no limits. For unit tests (fake backends, no somm binary) and for
 // components that never see a user's model; servers use ProcessModelSandbox.
 //
@@ -10,6 +11,7 @@
 
 #include <atomic>
 #include <string>
+#include <utility>
 
 #include "sandbox/model_sandbox.h"
 
@@ -17,7 +19,7 @@ namespace somm {
 
 class InProcessModelSandbox : public ModelSandbox {
  public:
-  explicit InProcessModelSandbox(Backend& backend) : backend_(backend) {}
+  explicit InProcessModelSandbox(BackendSet backends) : backends_(std::move(backends)) {}
 
   std::string Describe() const override { return "the serving process itself (no confinement)"; }
   StatusOr<ProbeReport> Probe(const ProbeRequest& request) override;
@@ -27,7 +29,7 @@ class InProcessModelSandbox : public ModelSandbox {
   void Shutdown() override { stopped_ = true; }
 
  private:
-  Backend& backend_;
+  const BackendSet backends_;
   std::atomic<bool> stopped_{false};
 };
 

@@ -25,15 +25,16 @@ LoadOptions ProbeLoadOptions(const ModelConfig& config, const std::string& model
   return lo;
 }
 
-Status ProbeWithBackend(const ProbeRequest& request, Backend& backend) {
+Status ProbeWithBackend(const ProbeRequest& request, const BackendSet& backends) {
   StatusOr<ModelConfig> config = LoadModelConfig(request.model_dir);
   if (!config.ok()) return config.status();
   config->name = request.model_name;
+  SOMM_ASSIGN_OR_RETURN(Backend* const backend, backends.For(config->platform));
   SOMM_ASSIGN_OR_RETURN(const std::string file,
                         ModelFilePath(*config, request.model_dir, request.version));
   // Loading runs the model once on zeros of the declared signature: a model
   // that does not load or does not match its signature fails here.
-  auto loaded = backend.Load(ProbeLoadOptions(*config, file, request.version, request.device));
+  auto loaded = backend->Load(ProbeLoadOptions(*config, file, request.version, request.device));
   return loaded.ok() ? Status::Ok() : loaded.status();
 }
 

@@ -39,6 +39,7 @@
 #include "profiles/device.h"
 #include "repository/model_config.h"
 #include "runtime/backend.h"
+#include "runtime/backend_set.h"
 #include "variants/variant_pipeline.h"
 
 namespace somm {
@@ -105,9 +106,10 @@ class ModelSandbox {
 LoadOptions ProbeLoadOptions(const ModelConfig& config, const std::string& model_file,
                              int64_t version, const Device& device);
 
-// Runs a probe through `backend` on this thread: what both sandboxes do (a
-// child process, in its own process). Errors as ModelSandbox::Probe.
-Status ProbeWithBackend(const ProbeRequest& request, Backend& backend);
+// Runs a probe on this thread through the backend of the model's platform
+// (model.yaml's, from `backends`): what both sandboxes do (a child process,
+// in its own process). Errors as ModelSandbox::Probe.
+Status ProbeWithBackend(const ProbeRequest& request, const BackendSet& backends);
 
 // Makes `path` and everything under it 0700 (folders) / 0600 (files);
 // links are left alone. Best effort.

@@ -24,7 +24,7 @@ void WriteAll(int fd, const std::string& text) {
   }
 }
 
-Status RunVariants(const std::string& request_json, Backend& backend, int answer_fd,
+Status RunVariants(const std::string& request_json, const BackendSet& backends, int answer_fd,
                    std::vector<std::string>* warnings) {
   SOMM_ASSIGN_OR_RETURN(VariantJobRequest request, sandbox_wire::DecodeVariantJob(request_json));
   SOMM_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(request.model_dir));
@@ -32,9 +32,10 @@ Status RunVariants(const std::string& request_json, Backend& backend, int answer
     return InvalidArgument(request.model_dir + " holds model '" + config.name + "', not '" +
                            request.config.name + "'");
   }
+  SOMM_ASSIGN_OR_RETURN(Backend* const backend, backends.For(config.platform));
   SOMM_ASSIGN_OR_RETURN(
       VariantSet set,
-      GenerateAndProfile(config, request.version, request.model_dir, backend, request.options,
+      GenerateAndProfile(config, request.version, request.model_dir, *backend, request.options,
                          [answer_fd](const VariantProgress& p) {
                            WriteAll(answer_fd, sandbox_wire::ProgressLine(p));
                          }));
@@ -44,7 +45,7 @@ Status RunVariants(const std::string& request_json, Backend& backend, int answer
 
 }  // namespace
 
-int RunModelSandboxChild(const std::vector<std::string>& args, Backend& backend) {
+int RunModelSandboxChild(const std::vector<std::string>& args, const BackendSet& backends) {
   if (args.size() != 2 || (args[0] != sandbox_wire::kProbe && args[0] != sandbox_wire::kVariants)) {
     std::fprintf(stderr, "usage: somm %s probe|variants REQUEST (started by the server only)\n",
                  sandbox_wire::kCommand);
@@ -60,13 +61,20 @@ int RunModelSandboxChild(const std::vector<std::string>& args, Backend& backend)
   try {
     if (args[0] == sandbox_wire::kProbe) {
       StatusOr<ProbeRequest> request = sandbox_wire::DecodeProbe(args[1]);
+      // The platform's backend is made before the mark: what it takes is the
+      // runtime's, not the model's (a failure is the probe's to report).
+      if (request.ok()) {
+        if (const auto config = LoadModelConfig(request->model_dir); config.ok()) {
+          (void)backends.For(config->platform);
+        }
+      }
       // What the load and the run add to this process, which holds nothing
       // else of the server's: what one served instance will cost.
       const PeakMemoryMark mark = PeakMemoryMark::Begin();
-      status = request.ok() ? ProbeWithBackend(*request, backend) : request.status();
+      status = request.ok() ? ProbeWithBackend(*request, backends) : request.status();
       peak_memory_bytes = mark.AddedBytes();
     } else {
-      status = RunVariants(args[1], backend, answer_fd, &warnings);
+      status = RunVariants(args[1], backends, answer_fd, &warnings);
     }
     out_of_memory = !status.ok() && sandbox_wire::LooksLikeOutOfMemory(status.message());
   } catch (const std::bad_alloc&) {

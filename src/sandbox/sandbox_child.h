@@ -1,6 +1,7 @@
 // The child side of ProcessModelSandbox (process_sandbox.h):
 // `somm model-sandbox probe|variants REQUEST` (sandbox_wire.h) runs one
-// probe or one variant job through `backend` and answers with JSON lines.
+// probe or one variant job through the backend of the model's platform
+// (from `backends`) and answers with JSON lines.
 // The server starts it already confined (confinement.h); it is not a user
 // command (docs/hostile-input.md describes it).
 //
@@ -17,11 +18,11 @@
 #include <string>
 #include <vector>
 
-#include "runtime/backend.h"
+#include "runtime/backend_set.h"
 
 namespace somm {
 
 // args: what follows `model-sandbox` (the operation and its request).
-int RunModelSandboxChild(const std::vector<std::string>& args, Backend& backend);
+int RunModelSandboxChild(const std::vector<std::string>& args, const BackendSet& backends);
 
 }  // namespace somm

@@ -109,7 +109,7 @@ class Harness {
       }
       m.best_b1_ms = BestBatch1Ms(*v);
       for (size_t k = 0; k < m.cands.size(); ++k) {
-        if (m.cands[k].variant == kAsRegistered &&
+        if (m.cands[k].variant == AsRegisteredVariant(*v) &&
             m.cands[k].hardware.threads == v->config.intra_op_threads) {
           m.base = k;
         }

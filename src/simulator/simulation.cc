@@ -371,7 +371,7 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
     const int replicas = managed ? v->config.instance_count : result.static_replicas.at(model);
     Status loaded = Unavailable("no answer");
     controllers.EnsureLoaded(
-        v, kAsRegistered, controllers.BaseHardware(*v), replicas,
+        v, AsRegisteredVariant(*v), controllers.BaseHardware(*v), replicas,
         managed ? "configured instances (model.yaml)" : "static provisioning",
         /*urgent=*/true, [&loaded](const Status& s, const std::string&) { loaded = s; },
         /*query_waits=*/false);

@@ -20,8 +20,9 @@ double AsRegisteredCapacity(const VersionRecord& v, const HardwareProfile** prof
   HardwareConfig hw;
   hw.threads = v.config.intra_op_threads;
   const HardwareProfile* hp = nullptr;
+  const std::string as_registered = AsRegisteredVariant(v);
   for (const VariantProfile& p : v.profiles) {
-    if (p.variant == kAsRegistered && p.For(hw) != nullptr) {
+    if (p.variant == as_registered && p.For(hw) != nullptr) {
       hp = p.For(hw);
       if (variant != nullptr) *variant = &p;
     }
@@ -69,9 +70,9 @@ StatusOr<std::string> StaticTaskModel(const std::vector<VersionPtr>& models,
   }
   const VersionRecord* pick = cheapest_meeting != nullptr ? cheapest_meeting : most_accurate;
   if (pick == nullptr) {
-    return FailedPrecondition("no model of the task has a profile of its " +
-                              std::string(kAsRegistered) +
-                              " variant: static provisioning cannot serve it");
+    return FailedPrecondition(
+        "no model of the task has a profile of its as-registered variant: static provisioning "
+        "cannot serve it");
   }
   return pick->config.name;
 }
@@ -128,8 +129,9 @@ StatusOr<std::map<std::string, int>> StaticReplicas(
     if (capacity <= 0) {
       HardwareConfig hw;
       hw.threads = v->config.intra_op_threads;
-      return FailedPrecondition("model '" + model + "' has no profile of " + kAsRegistered + "@" +
-                                hw.Name() + ": static provisioning cannot be sized");
+      return FailedPrecondition("model '" + model + "' has no profile of " +
+                                AsRegisteredVariant(*v) + "@" + hw.Name() +
+                                ": static provisioning cannot be sized");
     }
     int64_t peak = 0;
     int64_t total = 0;

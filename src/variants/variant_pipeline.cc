@@ -466,10 +466,14 @@ LoadOptions LoadOptionsForVariant(const ModelConfig& config, const VariantProfil
 }
 
 std::vector<HardwareConfig> DefaultHardware(const Backend& backend) {
+  return DefaultHardware(backend.Devices());
+}
+
+std::vector<HardwareConfig> DefaultHardware(const std::vector<Device>& devices) {
   const int cores = std::max(1u, std::thread::hardware_concurrency());
   std::vector<HardwareConfig> hw;
   for (int t = 1; t <= std::min(cores, 8); t *= 2) hw.push_back({DeviceKind::kCpu, 0, t});
-  for (const Device& d : backend.Devices()) {
+  for (const Device& d : devices) {
     if (d.kind == DeviceKind::kCuda) hw.push_back({DeviceKind::kCuda, d.index, 1});
   }
   return hw;

@@ -132,6 +132,8 @@ LoadOptions LoadOptionsForVariant(const ModelConfig& config, const VariantProfil
 // cpu1, cpu2, cpu4, cpu8 (as far as the machine has cores), then one config
 // per CUDA device the backend reports.
 std::vector<HardwareConfig> DefaultHardware(const Backend& backend);
+// The same for the devices `devices` lists.
+std::vector<HardwareConfig> DefaultHardware(const std::vector<Device>& devices);
 // 1, 2, 4, ... up to max_batch_size (which is always included); {1} when the
 // model does not batch.
 std::vector<int64_t> DefaultProfileBatches(int64_t max_batch_size);

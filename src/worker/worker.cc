@@ -68,7 +68,7 @@ StatusOr<LoadOptions> VariantLoadOptions(const VersionRecord& v, const std::stri
     }
     return lo;
   }
-  if (variant != kAsRegistered) {
+  if (variant != AsRegisteredVariant(v)) {
     return NotFound("model '" + v.config.name + "' version " + v.version_str +
                     " has no profiled variant '" + variant + "'");
   }
@@ -86,10 +86,10 @@ StatusOr<LoadOptions> VariantLoadOptions(const VersionRecord& v, const std::stri
   return lo;
 }
 
-Worker::Worker(WorkerOptions options, Backend& backend, ServingMetrics& metrics)
+Worker::Worker(WorkerOptions options, BackendSet backends, ServingMetrics& metrics)
     : options_(std::move(options)),
       env_(options_.env != nullptr ? *options_.env : Env::Default()),
-      backend_(backend),
+      backends_(std::move(backends)),
       metrics_(metrics),
       incarnation_(NewIncarnation()) {
   memory_budget_bytes_ = options_.memory_budget_bytes > 0
@@ -265,9 +265,11 @@ StatusOr<std::vector<std::unique_ptr<Batcher>>> Worker::LoadReplicas(
     const LatencyCurve& curve, int first, int count, std::vector<int64_t>* ids) {
   const ModelConfig& config = v.config;
   ModelMetrics* metrics = metrics_.ForModel(config.name, v.version_str);
+  // The version's platform names its backend (made here the first time).
+  SOMM_ASSIGN_OR_RETURN(Backend* const backend, backends_.For(config.platform));
   std::vector<std::unique_ptr<Batcher>> batchers;
   for (int i = 0; i < count; ++i) {
-    SOMM_ASSIGN_OR_RETURN(std::unique_ptr<ExecutableModel> exe, backend_.Load(load));
+    SOMM_ASSIGN_OR_RETURN(std::unique_ptr<ExecutableModel> exe, backend->Load(load));
     BatcherOptions bo;
     bo.name = id + "#" + std::to_string(first + i);
     bo.max_batch_size = config.max_batch_size;
@@ -318,6 +320,9 @@ Status Worker::LoadGroup(const WorkerAction& action) {
   const VariantProfile* profile = FindProfile(v, a.variant);
   const HardwareProfile* hp = profile ? profile->For(a.hardware) : nullptr;
   const int replicas = std::max(a.replicas, 1);
+  // The platform's backend is made before the memory mark: what it takes is
+  // the process's, not this group's.
+  SOMM_RETURN_IF_ERROR(backends_.For(v.config.platform).status());
   const auto t0 = SteadyClock::now();
   const int64_t rss0 = env_.ResidentBytes();
   std::vector<int64_t> ids;

@@ -34,7 +34,7 @@
 #include "common/serial_executor.h"
 #include "metrics/serving_metrics.h"
 #include "registry/model_registry.h"
-#include "runtime/backend.h"
+#include "runtime/backend_set.h"
 #include "worker/instance_group.h"
 #include "worker/worker_api.h"
 
@@ -69,8 +69,9 @@ struct WorkerOptions {
 
 class Worker {
  public:
-  // `backend` and `metrics` must outlive the worker.
-  Worker(WorkerOptions options, Backend& backend, ServingMetrics& metrics);
+  // Each version loads on the backend of its platform, which `backends`
+  // makes on first need. `metrics` must outlive the worker.
+  Worker(WorkerOptions options, BackendSet backends, ServingMetrics& metrics);
   ~Worker();  // Shutdown()
 
   // NotFound, leaving `request` as it was, when the group is not loaded
@@ -106,7 +107,7 @@ class Worker {
 
   const WorkerOptions options_;
   const Env& env_;
-  Backend& backend_;
+  const BackendSet backends_;
   ServingMetrics& metrics_;
   int64_t memory_budget_bytes_ = 0;
   const std::string incarnation_;

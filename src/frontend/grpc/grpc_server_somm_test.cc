@@ -106,6 +106,24 @@ TEST(SommCodecTest, RegistrationRoundTrip) {
   ExpectSameRegistration(bare, out);
 }
 
+TEST(SommCodecTest, RegistrationCarriesItsPlatformAndLeavesTheDefaultOffTheWire) {
+  RegistrationRequest in = SampleRegistration();
+  somm::RegisterModelRequest wire;
+  grpc_codec::EncodeRegistration(in, &wire);
+  EXPECT_TRUE(wire.platform().empty());  // as before the field: old servers see no change
+  RegistrationRequest out;
+  ASSERT_TRUE(grpc_codec::DecodeRegistration(wire, &out).ok());
+  EXPECT_EQ(out.platform, kDefaultPlatform);
+
+  in.platform = "onnx";
+  wire.Clear();
+  grpc_codec::EncodeRegistration(in, &wire);
+  EXPECT_EQ(wire.platform(), "onnx");
+  out = {};
+  ASSERT_TRUE(grpc_codec::DecodeRegistration(wire, &out).ok());
+  EXPECT_EQ(out.platform, "onnx");
+}
+
 TEST(SommCodecTest, MalformedRegistrationIsInvalid) {
   struct Case {
     void (*change)(somm::RegisterModelRequest*);

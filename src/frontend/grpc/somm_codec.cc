@@ -55,6 +55,7 @@ void EncodeRegistration(const RegistrationRequest& in, somm::RegisterModelReques
   EncodeTensors(in.inputs, out->mutable_inputs());
   EncodeTensors(in.outputs, out->mutable_outputs());
   out->set_max_batch_size(in.max_batch_size);
+  if (in.platform != kDefaultPlatform) out->set_platform(in.platform);
   out->set_model(in.model_bytes);
   if (in.validation_count > 0 || !in.validation_inputs.empty() || !in.validation_labels.empty()) {
     Wire::Validation* v = out->mutable_validation();
@@ -96,6 +97,7 @@ Status DecodeRegistration(const somm::RegisterModelRequest& in, RegistrationRequ
                            "': field 'max_batch_size' must not be negative");
   }
   out->max_batch_size = in.max_batch_size();
+  out->platform = in.platform().empty() ? kDefaultPlatform : in.platform();
   out->model_bytes = in.model();
   if (in.has_validation()) {
     out->validation_count = in.validation().count();

@@ -37,7 +37,8 @@ class RegistrationDecoder {
     }
     SOMM_RETURN_IF_ERROR(CheckKeys(root, "",
                                    {"name", "task", "inputs", "outputs", "max_batch_size", "model",
-                                    "validation", "preprocessing", "description", "private"}));
+                                    "validation", "preprocessing", "description", "private",
+                                    "platform"}));
     RegistrationRequest r;
     r.name = name_;
     if (const Json* n = Find(root, "name")) {
@@ -54,6 +55,10 @@ class RegistrationDecoder {
     SOMM_RETURN_IF_ERROR(Tensors(root, "outputs", &r.outputs));
     if (const Json* m = Find(root, "max_batch_size")) {
       SOMM_ASSIGN_OR_RETURN(r.max_batch_size, Integer(*m, "max_batch_size", 0));
+    }
+    if (const Json* p = Find(root, "platform")) {
+      SOMM_ASSIGN_OR_RETURN(r.platform, String(*p, "platform"));
+      if (r.platform.empty()) return Field("platform", "must not be empty");
     }
     const Json* model = Find(root, "model");
     if (model == nullptr) return Field("model", "is required (the base64 TorchScript file)");
@@ -382,6 +387,9 @@ std::string EncodeRegistrationRequest(const RegistrationRequest& r) {
   out["inputs"] = TensorsToJson(r.inputs);
   out["outputs"] = TensorsToJson(r.outputs);
   out["max_batch_size"] = r.max_batch_size;
+  // Sent only when it is not the default, so that a server older than the
+  // field takes a torchscript registration as before.
+  if (r.platform != kDefaultPlatform) out["platform"] = r.platform;
   out["model"] = Base64Encode(r.model_bytes);
   if (r.validation_count > 0 || !r.validation_inputs.empty() || !r.validation_labels.empty()) {
     out["validation"] = {{"count", r.validation_count},

@@ -92,6 +92,32 @@ TEST(RegistrationJsonTest, OptionalFieldsMayBeAbsent) {
   EXPECT_EQ(r->description, "");
 }
 
+TEST(RegistrationJsonTest, PlatformIsOptionalCarriedAndLeftOutWhenDefault) {
+  json body = ValidBody();
+  StatusOr<RegistrationRequest> r = DecodeRegistrationRequest(body.dump(), "m");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->platform, kDefaultPlatform);
+  // The default stays off the wire, so a server older than the field takes it.
+  EXPECT_FALSE(json::parse(EncodeRegistrationRequest(*r)).contains("platform"));
+
+  body["platform"] = "onnx";
+  r = DecodeRegistrationRequest(body.dump(), "m");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->platform, "onnx");
+  StatusOr<RegistrationRequest> again =
+      DecodeRegistrationRequest(EncodeRegistrationRequest(*r), "m");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->platform, "onnx");
+
+  for (const json& bad : {json(""), json(3)}) {
+    body["platform"] = bad;
+    r = DecodeRegistrationRequest(body.dump(), "m");
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("field 'platform'"), std::string::npos)
+        << r.status().message();
+  }
+}
+
 TEST(RegistrationJsonTest, EveryMalformedFieldIsNamed) {
   struct Case {
     std::function<void(json&)> change;

@@ -360,11 +360,19 @@ std::unique_ptr<Backend> CreateTorchBackend(TorchBackendOptions options) {
   return std::make_unique<TorchBackend>(options);
 }
 
-namespace {
 // Where libtorch is linked, the torchscript platform gets its factory; its
 // names, file and variants are registered torch-free (torch_registration.cc).
-[[maybe_unused]] const bool kFactoryBound =
-    BindBackendFactory(kTorchScriptPlatform, [] { return CreateTorchBackend(); });
-}  // namespace
+// Nothing calls into this file by name (processes make backends through the
+// registry), so the symbol is what keeps it in a binary: CMakeLists.txt
+// asks the linker for it wherever somm_runtime_torch is linked.
+extern "C" {
+[[maybe_unused]] extern const bool somm_torch_factory_bound;
+const bool somm_torch_factory_bound =
+    BindBackendFactory(kTorchScriptPlatform, [](const BackendOptions& o) {
+      TorchBackendOptions options;
+      options.background_pacer = o.background_pacer;
+      return CreateTorchBackend(std::move(options));
+    });
+}
 
 }  // namespace somm
