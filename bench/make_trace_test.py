@@ -131,18 +131,19 @@ class SimulateReportTest(unittest.TestCase):
                    "slo_classes": {"a": {"10": "tight", "20": "normal"}}}
         policy = {"attainment": 0.75, "instance_seconds": 100, "usd": 0.002, "cold_starts": 1,
                   "rejections": 2, "p50_ms": 1, "p99_ms": 9, "worker_seconds": 120,
-                  "control_actions": 3,
+                  "control_actions": 3, "cost_bound_usd": 0.0005, "cost_over_bound": 4.0,
                   "models": {"a": {"slos": {"10": {"queries": 4, "feasible": 4, "met": 1},
                                             "20": {"queries": 4, "feasible": 4, "met": 4}}}}}
-        oracle = dict(policy, usd=0.001)
+        clairvoyant = dict(policy, usd=0.001)
         meta = {"date": "d", "git": "g", "command": "c", "workers": 2, "worker_cores": 4,
                 "worker_memory_mb": 1024, "repository": "r", "seed": 1}
-        text = simulate_report.report({"policies": {"somm": policy, "oracle": oracle}},
+        text = simulate_report.report({"policies": {"somm": policy, "clairvoyant": clairvoyant}},
                                       summary, meta)
         row = [line for line in text.splitlines() if line.startswith("| **somm**")][0]
         cells = [c.strip() for c in row.strip("|").split("|")]
         self.assertEqual(cells[1:4], ["0.7500", "0.2500", "1.0000"])  # overall, tight, normal
-        self.assertIn("2.00x", cells)  # twice the oracle's dollars
+        self.assertIn("2.00x", cells)  # twice the clairvoyant heuristic's dollars
+        self.assertIn("4.00x", cells)  # four times the lower bound on cost
         with tempfile.TemporaryDirectory() as d:
             doc = os.path.join(d, "sim.md")
             with open(doc, "w") as f:
@@ -153,7 +154,7 @@ class SimulateReportTest(unittest.TestCase):
         self.assertTrue(out.startswith("intro\n"))
         self.assertTrue(out.endswith("rest\n"))
         self.assertNotIn("STALE-TABLE", out)
-        self.assertIn("| **oracle**", out)
+        self.assertIn("| **clairvoyant**", out)
 
 
 if __name__ == "__main__":

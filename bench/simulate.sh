@@ -2,8 +2,9 @@
 # The simulator's side-by-side comparison: a mixed-shape trace (spiky,
 # diurnal and surge thirds, Zipf popularity, tight/normal/relaxed SLO
 # classes) from bench/make_trace.py, replayed by `somm simulate --policy all`
-# (somm, INFaaS as its paper reads, static peak, static average, the offline
-# oracle) on simulated workers with the demo zoo's persisted profiles, and
+# (somm, INFaaS as its paper reads, static peak, static average, the
+# clairvoyant heuristic), each with its cost over the lower bound on cost at
+# its attainment, on simulated workers with the demo zoo's persisted profiles, and
 # the table from bench/simulate_report.py written to bench/out/<timestamp>/
 # and into docs/simulation.md (between its simulate.sh markers).
 #
@@ -11,6 +12,7 @@
 #            [--worker-cores C] [--worker-memory-mb M] [--seed S]
 #            [--skip-build] [--no-docs] [--out DIR] [--scale] [--scale-only]
 #            [--repository DIR] [--models "M1 M2 ..."] [--model-less SHARE]
+#            [--routers N]
 # Defaults: 1800 s at 300 q/s over the five demo models, 16 workers of 4 cores
 # and 8 GiB, seed 1: about a minute on two cores.
 #
@@ -18,6 +20,8 @@
 # into model-less rows of the task (bench/model_less_rows.py: a min_accuracy
 # of 0.95 or 0.9 on 30% each, a max_cost no variant meets on 10%) before the
 # replay; its table is not the published one, so it implies --no-docs.
+# --routers N puts N routers in front of the workers (somm simulate
+# --routers: round-robin, each with its own view; default 1).
 # --repository and --models replace models/demo and its five models (a
 # repository whose profiles lack a model cannot replay that model).
 #
@@ -53,6 +57,7 @@ SCALE=0
 COMPARE=1
 MODELS=(resnet18 mobilenet_v3_small digits-cnn digits-mlp digits-logistic)
 MODEL_LESS=""
+ROUTERS=1
 while (($#)); do
   case "$1" in
     --duration-s) DURATION_S="${2:?}"; shift 2 ;;
@@ -69,6 +74,7 @@ while (($#)); do
     --repository) REPO="${2:?}"; shift 2 ;;
     --models) read -r -a MODELS <<<"${2:?}"; shift 2 ;;
     --model-less) MODEL_LESS="${2:?}"; DO_DOCS=0; shift 2 ;;
+    --routers) ROUTERS="${2:?}"; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench/simulate.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -98,7 +104,7 @@ fi
 START=$(date +%s)
 "$BUILD_DIR/somm" simulate --repository "$REPO" --trace "$OUT/trace.csv" --policy all \
   --workers "$WORKERS" --worker-cores "$WORKER_CORES" --worker-memory-mb "$WORKER_MEMORY_MB" \
-  --seed "$SEED" --json "$OUT/sim.json" 2>&1 | tee "$OUT/simulate.log"
+  --routers "$ROUTERS" --seed "$SEED" --json "$OUT/sim.json" 2>&1 | tee "$OUT/simulate.log"
 WALL=$(($(date +%s) - START))
 
 cat >"$OUT/meta.json" <<JSON
@@ -133,7 +139,7 @@ if ((SCALE)); then
   grep -E "^somm " "$OUT/scale.log" || true
   # The same hour with a shorter and a longer idle unload (15 and 45 s
   # against 30): the long tail of a zoo of fast-loading models is where
-  # somm's cost departs from the oracle's; 15 s comes near the oracle's
+  # somm's cost departs from the clairvoyant's; 15 s comes near the clairvoyant's
   # cost and 45 s near INFaaS's (docs/simulation.md).
   for IDLE in 15 45; do
     "$BUILD_DIR/somm" simulate --repository "$ZOO" --trace "$OUT/scale-trace.csv" --policy somm \
@@ -142,8 +148,8 @@ if ((SCALE)); then
       2>>"$OUT/scale.log" | tail -1
   done
   # Decision quality at scale: the same hour under the INFaaS policy and the
-  # oracle, side by side with somm's run above.
-  for P in oracle infaas; do
+  # clairvoyant heuristic, side by side with somm's run above.
+  for P in clairvoyant infaas; do
     "$BUILD_DIR/somm" simulate --repository "$ZOO" --trace "$OUT/scale-trace.csv" --policy "$P" \
       --workers 1000 --worker-cores "$WORKER_CORES" --worker-memory-mb "$WORKER_MEMORY_MB" \
       --seed "$SEED" --json "$OUT/scale-$P.json" 2>>"$OUT/scale.log" | tail -1

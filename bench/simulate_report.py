@@ -6,8 +6,11 @@ Usage: /usr/bin/python3 bench/simulate_report.py --sim sim.json --trace-summary 
 
 Per policy: SLO attainment overall and per SLO class (the classes come from
 make_trace.py --slo-classes, whose summary maps each model's SLO values to
-their class), instance-seconds, dollars at the price list, cold starts on
+their class), instance-seconds, dollars at the price list, the lower bound on
+cost at that attainment and the dollars over it (cost_bound_usd,
+cost_over_bound), dollars over the clairvoyant heuristic's, cold starts on
 the critical path, rejections, p50/p99, worker-seconds and control actions.
+A JSON of before the rename names the clairvoyant heuristic "oracle".
 With --docs, the part of that file between the markers
 <!-- simulate.sh: begin --> and <!-- simulate.sh: end --> is replaced by the
 report; the rest of the file is left as written. Standard library only.
@@ -19,7 +22,7 @@ import sys
 
 BEGIN = "<!-- simulate.sh: begin -->"
 END = "<!-- simulate.sh: end -->"
-ORDER = ["somm", "infaas", "static-peak", "static-avg", "oracle"]
+ORDER = ["somm", "infaas", "static-peak", "static-avg", "clairvoyant"]
 
 
 def class_attainment(policy, slo_classes):
@@ -39,7 +42,9 @@ def fmt_share(met, feasible):
 
 
 def report(sim, summary, meta):
-    policies = sim["policies"]
+    policies = dict(sim["policies"])
+    if "oracle" in policies and "clairvoyant" not in policies:
+        policies["clairvoyant"] = policies.pop("oracle")
     names = [p for p in ORDER if p in policies] + [p for p in policies if p not in ORDER]
     slo_classes = summary.get("slo_classes", {})
     classes = []
@@ -47,7 +52,9 @@ def report(sim, summary, meta):
         for c in model_labels.values():
             if c not in classes:
                 classes.append(c)
-    oracle_usd = policies.get("oracle", {}).get("usd")
+    clairvoyant_usd = policies.get("clairvoyant", {}).get("usd")
+    bound = sim.get("cost_bound")
+    routers = sorted({p["routers"] for p in policies.values() if p.get("routers")})
     lines = [
         f"Measured {meta['date']} at commit `{meta['git']}` by `{meta['command']}`.",
         "",
@@ -63,14 +70,22 @@ def report(sim, summary, meta):
            if "wall_s" in meta else "."),
         "",
     ]
+    if routers:
+        lines[-2] = lines[-2][:-1] + (
+            f"; routers in front of the workers (somm, static): {', '.join(map(str, routers))}.")
+    if bound:
+        lines.append(f"Lower bound on cost (docs/simulation.md, \"The lower bound on cost\"): "
+                     f"${bound['usd_at_full_attainment']:.4f} to meet all "
+                     f"{bound['feasible']} feasible queries.")
+        lines.append("")
     if slo_classes:
         lines.append("SLO classes (ms per model): " + "; ".join(
             f"{m}: " + ", ".join(f"{c} {ms}" for ms, c in labels.items())
             for m, labels in slo_classes.items()) + ".")
         lines.append("")
     head = (["policy", "attainment"] + [f"{c}" for c in classes] +
-            ["instance-s", "USD", "vs oracle", "cold starts", "rejections", "p50 ms", "p99 ms",
-             "worker-s", "control actions"])
+            ["instance-s", "USD", "bound USD", "cost / bound", "vs clairvoyant", "cold starts",
+             "rejections", "p50 ms", "p99 ms", "worker-s", "control actions"])
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
     for name in names:
@@ -78,8 +93,11 @@ def report(sim, summary, meta):
         per = class_attainment(p, slo_classes)
         row = [f"**{name}**", f"{p['attainment']:.4f}"]
         row += [fmt_share(*per.get(c, (0, 0))) for c in classes]
+        has_bound = p.get("cost_bound_usd", -1) >= 0
         row += [f"{p['instance_seconds']:.0f}", f"{p['usd']:.4f}",
-                f"{p['usd'] / oracle_usd:.2f}x" if oracle_usd else "n/a",
+                f"{p['cost_bound_usd']:.4f}" if has_bound else "n/a",
+                f"{p['cost_over_bound']:.2f}x" if has_bound and p["cost_bound_usd"] > 0 else "n/a",
+                f"{p['usd'] / clairvoyant_usd:.2f}x" if clairvoyant_usd else "n/a",
                 str(p["cold_starts"]), str(p["rejections"]), f"{p['p50_ms']:.2f}",
                 f"{p['p99_ms']:.1f}", f"{p['worker_seconds']:.0f}", str(p["control_actions"])]
         lines.append("| " + " | ".join(row) + " |")
@@ -88,7 +106,9 @@ def report(sim, summary, meta):
                  "batch-1 latency of the model) answered within their SLO. USD: every replica, "
                  "loading ones included, at its hardware's price (PriceList). Cold starts: "
                  "loads a query waited for. Rejections: RESOURCE_EXHAUSTED and "
-                 "UNAVAILABLE answers. Worker-seconds: the fixed fleet over the replay.")
+                 "UNAVAILABLE answers. Worker-seconds: the fixed fleet over the replay. "
+                 "Bound USD: the least any policy pays to meet the attainment of that row "
+                 "(a linear program's dual, docs/simulation.md); cost / bound: USD over it.")
     lines += cost_agreement_table(policies, names)
     return "\n".join(lines) + "\n"
 

@@ -212,31 +212,41 @@ def quality_plot(rows):
     return "\n".join(out) + "\n"
 
 
+def over_bound(p):
+    """USD over the lower bound on cost at the run's attainment ("-" for a JSON
+    without it)."""
+    if p.get("cost_bound_usd", 0) > 0:
+        return f"{p['cost_over_bound']:.2f}x"
+    return "-"
+
+
 def quality_table(somm, others, variants=()):
     """Decision quality on the hour: each policy's attainment, cost against the
-    oracle's, and SLOs missed against INFaaS's. `variants`: (label, result) of
+    lower bound at its attainment and against the clairvoyant heuristic's, and
+    SLOs missed against INFaaS's. `variants`: (label, result) of
     further somm runs with other settings (scale-somm-<label>.json)."""
     rows = quality_rows(somm, others, variants)
-    oracle_usd = others["oracle"]["usd"]
+    clairvoyant_usd = others["clairvoyant"]["usd"]
     infaas = others.get("infaas")
 
     out = [
         "### Decision quality at 1,000 workers",
         "",
-        "The same hour, zoo and cluster under the oracle"
+        "The same hour, zoo and cluster under the clairvoyant heuristic"
         + (" and the INFaaS policy" if infaas else " (no INFaaS run: scale-infaas.json is missing)")
         + ". Missed: feasible queries not answered within their SLO.",
         "",
-        "| policy | attainment | USD | vs oracle | missed | vs INFaaS | rejections | cold starts "
-        "| control actions |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| policy | attainment | USD | cost / bound | vs clairvoyant | missed | vs INFaaS "
+        "| rejections | cold starts | control actions |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, p in rows:
         missed = p["feasible"] - p["met"]
         vs_infaas = (f"{missed / max(infaas['feasible'] - infaas['met'], 1):.2f}x"
                      if infaas else "-")
         out.append(
-            f"| **{name}** | {p['attainment']:.4f} | {p['usd']:.2f} | {p['usd'] / max(oracle_usd, 1e-12):.2f}x | {missed} "
+            f"| **{name}** | {p['attainment']:.4f} | {p['usd']:.2f} "
+            f"| {over_bound(p)} | {p['usd'] / max(clairvoyant_usd, 1e-12):.2f}x | {missed} "
             f"| {vs_infaas} | {p['rejections']} | {p['cold_starts']} | {p['control_actions']} |")
     cost = [(name, p["cost_reported_over_predicted"]) for name, p in rows
             if "cost_reported_over_predicted" in p]
@@ -292,11 +302,15 @@ def report(d):
             "",
         ]
     others = {}
-    for name in ("oracle", "infaas"):
+    for name in ("clairvoyant", "infaas"):
         path = os.path.join(d, f"scale-{name}.json")
+        key = name
+        if name == "clairvoyant" and not os.path.exists(path):
+            # A run of before the rename.
+            path, key = os.path.join(d, "scale-oracle.json"), "oracle"
         if os.path.exists(path):
             with open(path) as f:
-                others[name] = json.load(f)["policies"][name]
+                others[name] = json.load(f)["policies"][key]
     # Further somm runs of the same hour with other settings, named by file:
     # scale-somm-idle-unload-s-15.json -> "somm, --idle-unload-s 15".
     variants = []
@@ -306,7 +320,7 @@ def report(d):
         label = f"--{m.group(1)} {m.group(2)}" if m else label
         with open(path) as f:
             variants.append((label, json.load(f)["policies"]["somm"]))
-    if os.path.exists(scale_path) and "oracle" in others:
+    if os.path.exists(scale_path) and "clairvoyant" in others:
         lines += quality_table(somm, others, variants)
         with open(os.path.join(d, "simulation-scale-cost.svg"), "w") as f:
             f.write(quality_plot(quality_rows(somm, others, variants)))

@@ -83,11 +83,12 @@ TEST_F(SimulateE2eTest, WritesEveryPolicysFiguresAndRepeatsWithTheSameSeed) {
   const std::string a = Read(dir_ / "a.json");
   EXPECT_EQ(a, Read(dir_ / "b.json"));
   const auto j = nlohmann::json::parse(a);
-  for (const char* policy : {"somm", "static-peak", "static-avg", "infaas", "oracle"}) {
+  for (const char* policy : {"somm", "static-peak", "static-avg", "infaas", "clairvoyant"}) {
     ASSERT_TRUE(j["policies"].contains(policy)) << a;
     const auto& r = j["policies"][policy];
     for (const char* key : {"attainment", "instance_seconds", "cold_starts", "rejections", "p50_ms",
-                            "p99_ms", "worker_seconds", "control_actions", "usd"}) {
+                            "p99_ms", "worker_seconds", "control_actions", "usd",
+                            "cost_bound_usd", "cost_over_bound", "routers"}) {
       EXPECT_TRUE(r.contains(key)) << policy << " lacks " << key;
     }
     EXPECT_EQ(r["queries"], 2000);
@@ -97,9 +98,24 @@ TEST_F(SimulateE2eTest, WritesEveryPolicysFiguresAndRepeatsWithTheSameSeed) {
   }
 }
 
+// "oracle", the clairvoyant heuristic's old name, still runs it; --routers
+// puts that many routers in front of the workers and the JSON says so.
+TEST_F(SimulateE2eTest, TheOldOracleNameAndSeveralRouters) {
+  ASSERT_EQ(Simulate("--policy oracle --json " + (dir_ / "c.json").string()), 0)
+      << Read(dir_ / "stderr.txt");
+  const auto c = nlohmann::json::parse(Read(dir_ / "c.json"));
+  EXPECT_TRUE(c["policies"].contains("clairvoyant")) << c.dump();
+  EXPECT_GT(c["cost_bound"]["usd_at_full_attainment"].get<double>(), 0.0) << c.dump();
+  ASSERT_EQ(Simulate("--policy somm --routers 2 --json " + (dir_ / "r.json").string()), 0)
+      << Read(dir_ / "stderr.txt");
+  const auto r = nlohmann::json::parse(Read(dir_ / "r.json"));
+  EXPECT_EQ(r["policies"]["somm"]["routers"], 2) << r.dump();
+  EXPECT_EQ(r["policies"]["somm"]["demand_arrivals"], 2000) << r.dump();
+}
+
 TEST_F(SimulateE2eTest, RefusesAnUnknownPolicyAndAMissingTrace) {
-  EXPECT_EQ(Simulate("--policy clairvoyant"), 2);
-  EXPECT_NE(Read(dir_ / "stderr.txt").find("unknown policy 'clairvoyant'"), std::string::npos);
+  EXPECT_EQ(Simulate("--policy prophet"), 2);
+  EXPECT_NE(Read(dir_ / "stderr.txt").find("unknown policy 'prophet'"), std::string::npos);
   fs::remove(dir_ / "trace.csv");
   EXPECT_EQ(Simulate("--policy somm"), 2);
 }

@@ -22,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::vector<Policy> kAll = {Policy::kSomm, Policy::kStaticPeak, Policy::kStaticAvg,
-                                  Policy::kInfaas, Policy::kOracle};
+                                  Policy::kInfaas, Policy::kClairvoyant};
 
 // ts-fp32 of `model` on one thread: `b1_ms` at batch 1 up to 2.4x that at 8;
 // 100 MiB a replica, loaded in 500 ms.
@@ -140,7 +140,7 @@ TEST(SimulationModelLessTest, AnAccuracyFloorIsServedByTheAccurateModelOrRefused
   plan = StaticReplicas(o, trace, Policy::kStaticPeak, &task_models);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(task_models.at("t/demo"), "cheap");
-  for (Policy p : {Policy::kSomm, Policy::kInfaas, Policy::kOracle}) {
+  for (Policy p : {Policy::kSomm, Policy::kInfaas, Policy::kClairvoyant}) {
     auto r = RunPolicy(o, trace, p);
     ASSERT_TRUE(r.ok()) << PolicyName(p) << ": " << r.status().ToString();
     EXPECT_GT(r->served_by["task:t/demo"]["cheap"], r->answered / 2) << ResultsToJson({*r});
@@ -169,7 +169,7 @@ TEST(SimulationModelLessTest, StaticRefusesWhatItsConfiguredModelCannotHonour) {
   EXPECT_EQ(peak->refused_constraint, 100) << ResultsToJson({*peak});
   EXPECT_EQ(peak->feasible, 200);
   EXPECT_LE(peak->met, 100);
-  auto oracle = RunPolicy(o, trace, Policy::kOracle);
+  auto oracle = RunPolicy(o, trace, Policy::kClairvoyant);
   ASSERT_TRUE(oracle.ok()) << oracle.status().ToString();
   EXPECT_EQ(oracle->refused_constraint, 0) << ResultsToJson({*oracle});
   EXPECT_EQ(oracle->served_by["task:t/demo"]["cheap"], 100) << ResultsToJson({*oracle});

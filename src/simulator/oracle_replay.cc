@@ -13,7 +13,7 @@ using replay::ZooModel;
 StatusOr<PolicyResult> RunOracle(const SimulationOptions& options, const loadgen::Trace& trace) {
   const oracle::OracleOptions& oo = options.oracle;
   if (oo.interval_s <= 0 || oo.headroom <= 0) {
-    return InvalidArgument("oracle interval and headroom must be positive");
+    return InvalidArgument("clairvoyant interval and headroom must be positive");
   }
   Harness h(options, trace);
   SOMM_RETURN_IF_ERROR(h.Init());
@@ -177,7 +177,7 @@ StatusOr<PolicyResult> RunOracle(const SimulationOptions& options, const loadgen
   // candidate that honours its constraints; refused when none does.
   auto arrive_class = [&](size_t i, const Class& c, int id) {
     if (!c.any) {
-      h.Refuse(i, "oracle: no variant of " + h.trace_zoo().TargetOf(trace.queries[i]).label +
+      h.Refuse(i, "clairvoyant: no variant of " + h.trace_zoo().TargetOf(trace.queries[i]).label +
                       " honours the query's min_accuracy and max_cost");
       return;
     }
@@ -199,7 +199,7 @@ StatusOr<PolicyResult> RunOracle(const SimulationOptions& options, const loadgen
       }
     }
     if (best == nullptr) {
-      h.Finish(i, Unavailable("oracle: no instance placed for " +
+      h.Finish(i, Unavailable("clairvoyant: no instance placed for " +
                               h.trace_zoo().TargetOf(trace.queries[i]).label));
       return;
     }
@@ -227,13 +227,13 @@ StatusOr<PolicyResult> RunOracle(const SimulationOptions& options, const loadgen
       }
     }
     if (best == nullptr) {
-      h.Finish(i, Unavailable("oracle: no instance of " + q.model + " placed"));
+      h.Finish(i, Unavailable("clairvoyant: no instance of " + q.model + " placed"));
       return;
     }
     h.Dispatch(i, *best);
   };
   return h.Run(
-      "oracle", prepare, arrive, [] {}, interval, lead + std::chrono::seconds(1));
+      "clairvoyant", prepare, arrive, [] {}, interval, lead + std::chrono::seconds(1));
 }
 
 }  // namespace somm::sim

@@ -31,8 +31,15 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandOptions* o) {
                   "(refused_constraint in the JSON)")
       ->required();
   cmd->add_option("--workers", o->simulation.workers, "Simulated workers")->capture_default_str();
+  cmd->add_option("--routers", o->simulation.routers,
+                  "Routers in front of the workers (somm and static policies): queries go to "
+                  "them round-robin, each reads the cluster state through its own lagged view, "
+                  "and the controllers see their demand merged")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--policy", o->policy,
-                  "somm, static-peak, static-avg, infaas, oracle or all. Static policies serve a "
+                  "somm, static-peak, static-avg, infaas, clairvoyant (alias: oracle) or all. "
+                  "Static policies serve a "
                   "task through the cheapest of its models whose as-registered accuracy meets the "
                   "strictest min_accuracy the trace asks of it (static_task_models in the JSON)")
       ->capture_default_str();
@@ -59,8 +66,8 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandOptions* o) {
   cmd->add_option("--idle-unload-s", o->simulation.idle_unload_s,
                   "Unload a model's instances after this long without queries (0 = default)")
       ->capture_default_str();
-  cmd->add_option("--oracle-interval-s", o->simulation.oracle.interval_s,
-                  "The oracle's planning interval")
+  cmd->add_option("--clairvoyant-interval-s,--oracle-interval-s", o->simulation.oracle.interval_s,
+                  "The clairvoyant heuristic's planning interval")
       ->capture_default_str();
   cmd->add_option("--infaas-fast-path", o->simulation.infaas.fast_path_candidates,
                   "INFaaS: cheapest candidates its fast path looks at")
@@ -174,10 +181,21 @@ int RunSimulate(SimulateCommandOptions o) {
     std::fprintf(stderr, "error: %s\n", trace.status().message().c_str());
     return 2;
   }
-  std::fprintf(stderr, "simulate: %zu queries, %d worker(s) of %d cores and %lld MiB, seed %llu\n",
+  std::fprintf(stderr,
+               "simulate: %zu queries, %d worker(s) of %d cores and %lld MiB, %d router(s), "
+               "seed %llu\n",
                trace->queries.size(), s.workers, s.worker_cores,
-               static_cast<long long>(s.worker_memory_bytes >> 20),
+               static_cast<long long>(s.worker_memory_bytes >> 20), s.routers,
                static_cast<unsigned long long>(s.seed));
+  auto bound = CostBound(s, *trace);
+  if (!bound.ok()) {
+    std::fprintf(stderr, "error: the lower bound on cost: %s\n", bound.status().message().c_str());
+    return 1;
+  }
+  std::fprintf(stderr,
+               "lower bound on cost (docs/simulation.md): $%.4f at full attainment of the %lld "
+               "feasible queries, $%.4f at 99%%\n",
+               bound->UsdAt(1), static_cast<long long>(bound->feasible()), bound->UsdAt(0.99));
   std::vector<PolicyResult> results;
   for (Policy p : *policies) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -198,6 +216,10 @@ int RunSimulate(SimulateCommandOptions o) {
         static_cast<long long>(r->cold_starts), static_cast<long long>(r->rejections),
         static_cast<long long>(r->expired), static_cast<long long>(r->late), r->p50_ms, r->p99_ms,
         static_cast<long long>(r->control_actions), wall, static_cast<long long>(r->events));
+    ApplyCostBound(*bound, &*r);
+    std::fprintf(stderr,
+                 "%-12s routers %d  lower bound at its attainment $%.4f  cost / bound %.2fx\n", "",
+                 r->routers, r->cost_bound_usd, r->cost_over_bound);
     if (r->constraints) {
       std::string served;
       for (const auto& [task, model] : r->static_task_models) {
@@ -215,7 +237,7 @@ int RunSimulate(SimulateCommandOptions o) {
     }
     results.push_back(std::move(*r));
   }
-  const std::string json = ResultsToJson(results);
+  const std::string json = ResultsToJson(results, &*bound);
   if (o.json_path.empty()) {
     std::fputs(json.c_str(), stdout);
   } else {

@@ -52,28 +52,39 @@ std::shared_ptr<const cluster::ClusterState> SimulatedStore::Read() const {
   // than the lag read the previous tick's counters again: a rate of 0, then
   // twice the rate, and a surge answered a tick late.
   if (dirty_ && (rebuilds_ == 0 || demand_dirty_ || now - built_at_ >= options_.view_lag)) {
-    if (demand_dirty_) {
-      merged_demand_ = cluster::MergeClusterState({}, demand_).demand;
-      demand_dirty_ = false;
-    }
-    std::unique_ptr<Built> built;
-    {
-      MutexLock spares_lock(&spares_->mu);
-      if (!spares_->built.empty()) {
-        built = std::move(spares_->built.back());
-        spares_->built.pop_back();
-      }
-    }
-    if (!built) built = std::make_unique<Built>();
-    Merge(built.get());
-    Built* raw = built.get();
-    snapshot_ = std::shared_ptr<const cluster::ClusterState>(
-        std::shared_ptr<Built>(built.release(), Recycle{spares_}), &raw->state);
-    dirty_ = false;
-    built_at_ = now;
-    ++rebuilds_;
+    Rebuild();
   }
   return snapshot_;
+}
+
+std::shared_ptr<const cluster::ClusterState> SimulatedStore::ReadFresh() const {
+  MutexLock lock(&mu_);
+  if (dirty_) Rebuild();
+  return snapshot_;
+}
+
+void SimulatedStore::Rebuild() const {
+  const auto now = loop_.Now();
+  if (demand_dirty_) {
+    merged_demand_ = cluster::MergeClusterState({}, demand_).demand;
+    demand_dirty_ = false;
+  }
+  std::unique_ptr<Built> built;
+  {
+    MutexLock spares_lock(&spares_->mu);
+    if (!spares_->built.empty()) {
+      built = std::move(spares_->built.back());
+      spares_->built.pop_back();
+    }
+  }
+  if (!built) built = std::make_unique<Built>();
+  Merge(built.get());
+  Built* raw = built.get();
+  snapshot_ = std::shared_ptr<const cluster::ClusterState>(
+      std::shared_ptr<Built>(built.release(), Recycle{spares_}), &raw->state);
+  dirty_ = false;
+  built_at_ = now;
+  ++rebuilds_;
 }
 
 namespace {

@@ -50,6 +50,11 @@ class SimulatedStore : public cluster::ClusterStateStore {
   std::shared_ptr<const cluster::ClusterState> Read() const override;
   uint64_t generation() const override;
 
+  // The snapshot of everything put so far, rebuilt now if anything changed
+  // since the last one, whatever the lag: what a router's own view
+  // (RouterView, router_fleet.h) takes when its own lag has passed.
+  std::shared_ptr<const cluster::ClusterState> ReadFresh() const;
+
   // Snapshots built so far (for the report).
   int64_t rebuilds() const;
 
@@ -99,6 +104,8 @@ class SimulatedStore : public cluster::ClusterStateStore {
     void operator()(Built* built) const;
   };
   const std::shared_ptr<Spares> spares_ = std::make_shared<Spares>();
+  // Replaces snapshot_ by the merge of what is held now.
+  void Rebuild() const SOMM_REQUIRES(mu_);
   // Makes built->state the merge of workers_ and merged_demand_.
   void Merge(Built* built) const SOMM_REQUIRES(mu_);
   mutable EventLoop::TimePoint built_at_ SOMM_GUARDED_BY(mu_){};

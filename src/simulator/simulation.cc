@@ -27,6 +27,7 @@
 #include "simulator/elected_controllers.h"
 #include "simulator/event_loop.h"
 #include "simulator/policy_replay.h"
+#include "simulator/router_fleet.h"
 #include "simulator/simulated_store.h"
 #include "simulator/simulated_worker.h"
 #include "simulator/zoo.h"
@@ -166,21 +167,23 @@ const char* PolicyName(Policy policy) {
       return "static-avg";
     case Policy::kInfaas:
       return "infaas";
-    case Policy::kOracle:
-      return "oracle";
+    case Policy::kClairvoyant:
+      return "clairvoyant";
   }
   return "?";
 }
 
 StatusOr<std::vector<Policy>> ParsePolicies(const std::string& name) {
   const std::vector<Policy> all = {Policy::kSomm, Policy::kStaticPeak, Policy::kStaticAvg,
-                                   Policy::kInfaas, Policy::kOracle};
+                                   Policy::kInfaas, Policy::kClairvoyant};
   if (name == "all") return all;
+  // The clairvoyant heuristic's old name, so that old commands still run.
+  if (name == "oracle") return std::vector<Policy>{Policy::kClairvoyant};
   for (Policy p : all) {
     if (name == PolicyName(p)) return std::vector<Policy>{p};
   }
   return InvalidArgument("unknown policy '" + name +
-                         "' (somm, static-peak, static-avg, infaas, oracle or all)");
+                         "' (somm, static-peak, static-avg, infaas, clairvoyant or all)");
 }
 
 void SummarizeOutcomes(const std::vector<QueryOutcome>& outcomes, PolicyResult* result) {
@@ -261,9 +264,10 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
     return InvalidArgument("--workers must be at least 1");
   }
   if (options.time_scale <= 0) return InvalidArgument("--time-scale must be positive");
-  // INFaaS and the oracle drive the simulated workers themselves.
+  if (options.routers < 1) return InvalidArgument("--routers must be at least 1");
+  // INFaaS and the clairvoyant heuristic drive the simulated workers themselves.
   if (policy == Policy::kInfaas) return RunInfaas(options, trace);
-  if (policy == Policy::kOracle) return RunOracle(options, trace);
+  if (policy == Policy::kClairvoyant) return RunOracle(options, trace);
   const bool managed = policy == Policy::kSomm;
   PolicyResult result;
   result.policy = PolicyName(policy);
@@ -321,7 +325,8 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
   CountingMetrics metrics;
   DecisionLog log(16);
 
-  std::unique_ptr<Router> router;
+  // A fleet of options.routers routers (router_fleet.h).
+  std::unique_ptr<RouterFleet> router;
   ControllerOptions co;
   co.managed = managed;
   co.control_tick_ms = options.control_tick_ms;
@@ -353,7 +358,9 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
   rto.clock = &loop.clock();
   rto.seed = static_cast<uint32_t>(options.seed) | 1u;
   SOMM_ASSIGN_OR_RETURN(rto.routing_policy, RoutingPolicy::ByName(options.routing_policy));
-  router = std::make_unique<Router>(rto, registry, store, directory, controllers, metrics, log);
+  router = std::make_unique<RouterFleet>(options.routers, rto, loop, so.view_lag, registry, store,
+                                         directory, controllers, metrics, log);
+  result.routers = router->size();
 
   // Start-up: the configured (or the static plan's) replicas of every model's
   // as-registered variant, as `somm serve` loads them before it listens
@@ -383,7 +390,7 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
         max_load_ms = std::max(max_load_ms, hp.load_time_ms);
     }
     templates[model].best_b1_ms = BestBatch1Ms(*v);
-    SOMM_ASSIGN_OR_RETURN(ModelMetadata meta, router->GetModelMetadata(model, ""));
+    SOMM_ASSIGN_OR_RETURN(ModelMetadata meta, router->front().GetModelMetadata(model, ""));
     SOMM_ASSIGN_OR_RETURN(InferenceRequest req, loadgen::SyntheticRequest(meta, 1, options.seed));
     req.model_name = model;
     templates[model].request = std::move(req);
@@ -394,7 +401,7 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
   absl::flat_hash_map<std::string, ModelTemplate> task_templates;
   for (const auto& [task, target] : zoo.by_task) {
     const std::string& first = target.versions.front()->config.name;
-    SOMM_ASSIGN_OR_RETURN(ModelMetadata meta, router->GetModelMetadata(first, ""));
+    SOMM_ASSIGN_OR_RETURN(ModelMetadata meta, router->front().GetModelMetadata(first, ""));
     SOMM_ASSIGN_OR_RETURN(InferenceRequest req, loadgen::SyntheticRequest(meta, 1, options.seed));
     req.model_name.clear();
     task_templates[task].request = std::move(req);
@@ -551,8 +558,8 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
     req.id = std::to_string(i);
     loadgen::ApplyTraceQuery(tq, &req);
     const auto arrived = loop.Now();
-    router->Infer(std::move(req), [&loop, &rec, arrived, &note_cost,
-                                   task_row](StatusOr<InferenceResponse> r) {
+    router->Infer(i, std::move(req), [&loop, &rec, arrived, &note_cost,
+                                      task_row](StatusOr<InferenceResponse> r) {
       rec.done = true;
       rec.code = r.ok() ? StatusCode::kOk : r.status().code();
       if (r.ok()) {
@@ -573,6 +580,12 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
             [&arrive] { arrive(0); });
   }
   loop.Run();
+  // What the controllers' next tick would read: every router's demand row,
+  // merged.
+  router->PublishDemand();
+  for (const cluster::ModelDemand& d : store.Read()->demand) {
+    result.demand_arrivals += d.arrivals_total;
+  }
   router->Shutdown();
 
   SummarizeOutcomes(records, &result);
@@ -606,7 +619,26 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
   return result;
 }
 
-std::string ResultsToJson(const std::vector<PolicyResult>& results) {
+StatusOr<bound::CostCurve> CostBound(const SimulationOptions& options,
+                                     const loadgen::Trace& trace) {
+  int max_cores = options.worker_cores;
+  if (!options.zones.empty()) {
+    max_cores = 0;
+    for (const ZoneSpec& z : options.zones) max_cores = std::max(max_cores, z.cores);
+  }
+  SOMM_ASSIGN_OR_RETURN(bound::Demand demand,
+                        bound::TraceDemand(options.repository, options.prices, max_cores,
+                                           options.time_scale, trace));
+  return bound::ComputeCostBound(demand);
+}
+
+void ApplyCostBound(const bound::CostCurve& curve, PolicyResult* result) {
+  result->cost_bound_usd = curve.UsdAt(result->attainment);
+  result->cost_over_bound = result->cost_bound_usd > 0 ? result->usd / result->cost_bound_usd : 0;
+}
+
+std::string ResultsToJson(const std::vector<PolicyResult>& results,
+                          const bound::CostCurve* curve) {
   nlohmann::ordered_json policies = nlohmann::ordered_json::object();
   for (const PolicyResult& r : results) {
     nlohmann::ordered_json j;
@@ -623,6 +655,12 @@ std::string ResultsToJson(const std::vector<PolicyResult>& results) {
     j["p99_ms"] = r.p99_ms;
     j["worker_seconds"] = r.worker_seconds;
     j["usd"] = r.usd;
+    if (r.cost_bound_usd >= 0) {
+      j["cost_bound_usd"] = r.cost_bound_usd;
+      j["cost_over_bound"] = r.cost_over_bound;
+    }
+    j["routers"] = r.routers;
+    if (r.routers > 0) j["demand_arrivals"] = r.demand_arrivals;
     j["control_actions"] = r.control_actions;
     j["control_actions_by_kind"] = r.control_actions_by_kind;
     j["queries"] = r.queries;
@@ -677,6 +715,16 @@ std::string ResultsToJson(const std::vector<PolicyResult>& results) {
   }
   nlohmann::ordered_json out;
   out["policies"] = std::move(policies);
+  if (curve != nullptr) {
+    nlohmann::ordered_json points = nlohmann::ordered_json::array();
+    for (int i = 0; i <= 20; ++i) {
+      const double a = 0.5 + 0.025 * i;
+      points.push_back({a, curve->UsdAt(a)});
+    }
+    out["cost_bound"] = {{"feasible", curve->feasible()},
+                         {"usd_at_full_attainment", curve->UsdAt(1)},
+                         {"curve", std::move(points)}};
+  }
   return out.dump(2) + "\n";
 }
 

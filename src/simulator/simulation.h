@@ -29,14 +29,16 @@
 //                drive the simulated workers directly (no somm router or
 //                controller); policy_replay.cc. A task row chooses among
 //                every variant of every model of the task.
-//   oracle       knows the whole trace: per interval the cheapest placement
-//                that covers the coming load at its SLOs, loads paid ahead
-//                (oracle_policy.h); a lower bound on cost.
+//   clairvoyant  a heuristic that knows the whole trace: per interval the
+//                cheapest placement it finds that covers the coming load at
+//                its SLOs, loads paid ahead (oracle_policy.h, the file of its
+//                old name "oracle", still accepted). Not an optimum: the
+//                lower bound on cost is cost_bound.h's.
 //
 // Trace rows (zoo.h, RowTarget): a model row is that model's query; a row
 // with a task is a task query, as live: somm and the static policies send it
 // through the router's task path (the selector over the task's models, the
-// loaded ones only when static), INFaaS and the oracle choose among all the
+// loaded ones only when static), INFaaS and the clairvoyant choose among all the
 // task's models' variants. Every policy honours min_accuracy and max_cost:
 // one that cannot for a query refuses it, and the refusal counts as a miss
 // of an otherwise feasible query ("refused_constraint").
@@ -59,10 +61,11 @@
 // The fleet (workers, or the zones of a cluster description) is every
 // policy's. Failures and replacements (fail_at_s, lease_s,
 // provision_delay_s) and the view's lag (view_lag_ms, SimulatedStore) are
-// simulated for somm (and the lag for static); INFaaS and the oracle still
-// decide on the workers' exact, current state.
-// So is the leader controller's death (kill_leader_at_s).
-// Not simulated yet: more than one router, the network and RPC
+// simulated for somm (and the lag for static); INFaaS and the clairvoyant
+// still decide on the workers' exact, current state.
+// So is the leader controller's death (kill_leader_at_s), and several
+// routers (`routers`, router_fleet.h: round-robin, each with its own view).
+// Not simulated yet: the network and RPC
 // time between router and worker (a query costs only its queueing and its
 // batch), and CPU contention (between replicas, and from whatever else runs
 // on the machine): batches take their profiled time times the noise, so
@@ -83,14 +86,16 @@
 #include "loadgen/trace.h"
 #include "profiles/price_list.h"
 #include "registry/model_registry.h"
+#include "simulator/cost_bound.h"
 #include "simulator/infaas_policy.h"
 #include "simulator/oracle_policy.h"
 
 namespace somm::sim {
 
-enum class Policy { kSomm, kStaticPeak, kStaticAvg, kInfaas, kOracle };
+enum class Policy { kSomm, kStaticPeak, kStaticAvg, kInfaas, kClairvoyant };
 const char* PolicyName(Policy policy);
-// "somm", "static-peak", "static-avg", "infaas", "oracle"; "all" gives all five.
+// "somm", "static-peak", "static-avg", "infaas", "clairvoyant" ("oracle", its
+// old name, too); "all" gives all five.
 StatusOr<std::vector<Policy>> ParsePolicies(const std::string& name);
 
 // One zone of the cluster description.
@@ -141,6 +146,10 @@ struct SimulationOptions {
   // one's forecasts and pending actions died with it), as a standby
   // controller process does (docs/cluster.md; the live --leader-lease-ms).
   double kill_leader_at_s = -1;
+  // The routers in front of the workers (somm and static): queries go to
+  // them round-robin, each reads the store through its own lagged view, and
+  // the controllers see their demand merged (router_fleet.h).
+  int routers = 1;
   // The router's routing policy (router/routing_policy.h): p2c or least-wait.
   std::string routing_policy = "p2c";
   double leader_lease_s = 3;
@@ -162,7 +171,7 @@ struct SimulationOptions {
   int control_tick_ms = 1000;
   double idle_unload_s = 0;  // 0 = the autoscaler's default
   control::AutoscalerConfig autoscaler;
-  // The INFaaS policy's and the oracle's settings (their defaults).
+  // The INFaaS policy's and the clairvoyant heuristic's settings (their defaults).
   infaas::InfaasOptions infaas;
   oracle::OracleOptions oracle;
   // Replicas per model for static-peak / static-avg instead of the plan
@@ -247,6 +256,15 @@ struct PolicyResult {
   // standby held the lease (-1: no kill, or no takeover before the end).
   double leader_takeover_s = -1;
   int64_t view_rebuilds = 0;
+  // The routers that ran (0: the policy routes by itself, INFaaS and the
+  // clairvoyant), and the arrivals their demand rows, merged as the
+  // controllers read them, counted at the end of the replay.
+  int routers = 0;
+  int64_t demand_arrivals = 0;
+  // The lower bound on cost at this policy's attainment (cost_bound.h; < 0:
+  // not computed) and usd over it (0 when the bound is 0).
+  double cost_bound_usd = -1;
+  double cost_over_bound = 0;
   // The policies that route through somm's router (somm, static-*): what
   // each answered query's explanation reported as its cost (somm_cost_usd,
   // the charge rule on the batch as it ran) over what the selector
@@ -303,7 +321,19 @@ StatusOr<std::string> StaticTaskModel(const std::vector<VersionPtr>& models,
                                       std::optional<double> strictest_accuracy,
                                       const PriceList& prices);
 
-// {"policies": {"<policy>": {...}}}: every PolicyResult field by name.
-std::string ResultsToJson(const std::vector<PolicyResult>& results);
+// The lower bound on cost of `trace` (cost_bound.h) over the simulation's
+// zoo, prices, fleet (its largest worker's cores) and time scale.
+StatusOr<bound::CostCurve> CostBound(const SimulationOptions& options,
+                                     const loadgen::Trace& trace);
+
+// Sets the result's cost_bound_usd (the curve at its attainment) and
+// cost_over_bound.
+void ApplyCostBound(const bound::CostCurve& curve, PolicyResult* result);
+
+// {"policies": {"<policy>": {...}}}: every PolicyResult field by name; with
+// a curve, also {"cost_bound": {"feasible", "usd_at_full_attainment",
+// "curve": [[attainment, usd], ...]}}.
+std::string ResultsToJson(const std::vector<PolicyResult>& results,
+                          const bound::CostCurve* curve = nullptr);
 
 }  // namespace somm::sim

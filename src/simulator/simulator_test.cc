@@ -419,7 +419,7 @@ TEST(SimulationTest, InfaasScalesOutAndTheOracleProvisionsAheadForLess) {
   }
   for (auto& q : trace.queries) q.latency_slo_ms = 100;
   auto infaas = RunPolicy(o, trace, Policy::kInfaas);
-  auto oracle = RunPolicy(o, trace, Policy::kOracle);
+  auto oracle = RunPolicy(o, trace, Policy::kClairvoyant);
   auto peak = RunPolicy(o, trace, Policy::kStaticPeak);
   ASSERT_TRUE(infaas.ok()) << infaas.status().ToString();
   ASSERT_TRUE(oracle.ok()) << oracle.status().ToString();
@@ -461,7 +461,7 @@ TEST(SimulationTest, OracleSendsNoQueryToTheNextIntervalsLoadingInstances) {
     trace.queries.push_back(q);
   }
   for (auto& q : trace.queries) q.latency_slo_ms = 100;
-  auto r = RunPolicy(o, trace, Policy::kOracle);
+  auto r = RunPolicy(o, trace, Policy::kClairvoyant);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_GE(r->control_actions_by_kind["load"], 1) << ResultsToJson({*r});
   EXPECT_EQ(r->cold_starts, 0) << ResultsToJson({*r});
