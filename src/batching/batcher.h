@@ -43,6 +43,7 @@
 // are thread-safe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -137,6 +138,17 @@ class Batcher {
   // when it returns true. Otherwise it returns false with `task` untouched,
   // for Enqueue. The batcher thread starts nothing while such a batch runs.
   bool RunInlineIfIdle(BatchTask& task);
+  // Runs `inputs` (one batch, dim 0 its samples) `runs` times on the
+  // batcher's thread, one after the other, as it executes a query's batch,
+  // before the instance takes queries: the first runs of a freshly loaded
+  // model there are many times slower than the rest (TorchScript's
+  // profiling runs, the thread's OpenMP team, cold caches), and a query that
+  // paid for them would cost far more than predicted. Blocks until they
+  // ran. The predictor learns every run; the observer sees none (they are
+  // no queries' batches). Returns the median compute time, in µs, of the
+  // later half of the runs (the settled ones), or nullopt when none ran.
+  // Call it only before the instance is handed queries.
+  std::optional<double> WarmUp(const std::vector<Tensor>& inputs, int runs);
   void Stop();
 
   int64_t queue_length() const;     // queries waiting, not counting the executing batch
@@ -196,6 +208,7 @@ class Batcher {
   const Clock& clock_;
   const std::unique_ptr<ExecutableModel> model_;
   const BatchObserver observer_;
+  std::atomic<bool> warming_{false};  // WarmUp's batches run: the observer skips them
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

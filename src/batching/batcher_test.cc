@@ -729,5 +729,32 @@ TEST(SplitBatchTest, RejectsOutputWithWrongBatchDim) {
   EXPECT_NE(s.message().find("held 2 samples"), std::string::npos);
 }
 
+// Issue #43: a new instance runs its first batches before it takes
+// queries, on the thread that serves them; they are no queries' batches, so
+// the observer (the batch metrics) does not count them, but the predictor
+// learns them.
+TEST(BatcherTest, WarmUpRunsBatchesTheObserverDoesNotSeeAndThePredictorLearns) {
+  ManualClock clock;
+  BatcherOptions o;
+  o.clock = &clock;
+  o.max_batch_size = 4;
+  auto m = std::make_unique<DoublingModel>(&clock);
+  DoublingModel* model = m.get();
+  model->compute_us = 50;
+  std::atomic<int> observed{0};
+  Batcher b(o, std::move(m), [&observed](int64_t, int64_t, bool) { ++observed; });
+  const std::optional<double> settled = b.WarmUp({Row({1, 2}, 2)}, 6);
+  ASSERT_TRUE(settled.has_value());
+  EXPECT_DOUBLE_EQ(*settled, 50.0);
+  EXPECT_EQ(model->batch_sizes(), std::vector<int64_t>(6, 1));
+  EXPECT_EQ(observed.load(), 0);
+  ASSERT_TRUE(b.PredictComputeUs(1).has_value());
+  EXPECT_DOUBLE_EQ(*b.PredictComputeUs(1), 50.0);
+  // A query's batch is observed as before.
+  Result r = Submit(b, Row({1, 2}, 2)).get();
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(observed.load(), 1);
+}
+
 }  // namespace
 }  // namespace somm

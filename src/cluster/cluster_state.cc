@@ -36,7 +36,7 @@ GroupState WithoutInstances(const GroupState& g) {
 #if defined(__x86_64__) && defined(__GLIBCXX__)
   // A field added to GroupState must be copied below too: this fails until
   // it is (and the size is updated).
-  static_assert(sizeof(GroupState) == 296, "copy the new GroupState field here");
+  static_assert(sizeof(GroupState) == 304, "copy the new GroupState field here");
 #endif
   GroupState c;
   c.worker = g.worker;
@@ -57,6 +57,7 @@ GroupState WithoutInstances(const GroupState& g) {
   c.pinned = g.pinned;
   c.uses_total = g.uses_total;
   c.observed_slowdown = g.observed_slowdown;
+  c.warm_overhead_ms = g.warm_overhead_ms;
   return c;
 }
 

@@ -108,6 +108,11 @@ struct GroupState {
   // How much slower than the profile its batches run lately (>= 0; 0 =
   // unknown), for the controller's calibration.
   double observed_slowdown = 0;
+  // How much longer than its profile a batch of one sample took when its
+  // instances loaded (their warm-up, on the serving path), ms; < 0 =
+  // unknown. The router predicts a query's charge with it until batches it
+  // saw served count (router/cost_calibration.h).
+  double warm_overhead_ms = -1;
   std::vector<InstanceState> instances;  // empty while loading
 };
 

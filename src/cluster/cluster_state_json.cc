@@ -65,6 +65,7 @@ std::string WorkerReportToJson(const WorkerReport& report, TimePoint now) {
                       {"pinned", g.pinned},
                       {"uses_total", g.uses_total},
                       {"observed_slowdown", g.observed_slowdown},
+                      {"warm_overhead_ms", g.warm_overhead_ms},
                       {"instances", std::move(instances)}});
   }
   json j = {{"worker", report.worker},     {"incarnation", report.incarnation},
@@ -111,6 +112,7 @@ StatusOr<WorkerReport> WorkerReportFromJson(const std::string& text, TimePoint n
       s.pinned = g.at("pinned").get<bool>();
       s.uses_total = g.at("uses_total").get<int64_t>();
       s.observed_slowdown = g.at("observed_slowdown").get<double>();
+      s.warm_overhead_ms = g.value("warm_overhead_ms", -1.0);  // older workers send none
       for (const json& i : g.at("instances")) {
         InstanceState is;
         is.instance_id = i.at("id").get<int64_t>();

@@ -31,6 +31,7 @@ WorkerReport Sample(TimePoint now) {
   g.load_ms = 88;
   g.uses_total = 99;
   g.observed_slowdown = 1.25;
+  g.warm_overhead_ms = 0.032;
   g.instances.push_back(InstanceState{7, 4, now + 3ms});
   g.instances.push_back(InstanceState{9, 0, now - 1s});
   r.groups.push_back(g);
@@ -60,6 +61,7 @@ TEST(ClusterStateJsonTest, WorkerReportRoundTripsWithTimesRelativeToTheReader) {
   EXPECT_EQ(g.replicas, 3);
   EXPECT_EQ(g.uses_total, 99);
   EXPECT_DOUBLE_EQ(g.observed_slowdown, 1.25);
+  EXPECT_DOUBLE_EQ(g.warm_overhead_ms, 0.032);
   // Ages survive; absolute times move to the reader's clock.
   EXPECT_NEAR(Ms(reader_now - g.last_used), 2500, 1);
   ASSERT_EQ(g.instances.size(), 2u);

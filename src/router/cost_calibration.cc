@@ -51,12 +51,40 @@ void CostCalibration::Observe(const std::string& device, const std::string& vari
 
 double CostCalibration::OverheadMs(const std::string& device, const std::string& variant,
                                    TimePoint now) const {
+  const Learnt learnt = Lookup(device, variant, now);
+  return learnt.variant_ms.value_or(learnt.device_ms.value_or(0));
+}
+
+CostCalibration::Learnt CostCalibration::Lookup(const std::string& device,
+                                                const std::string& variant, TimePoint now) const {
+  Learnt learnt;
   ReaderLock lock(&mu_);
   auto d = by_device_.find(device);
-  if (d == by_device_.end()) return 0;
+  if (d == by_device_.end()) return learnt;
   auto v = d->second.by_variant.find(variant);
-  if (v != d->second.by_variant.end() && Counts(v->second, now)) return v->second.overhead_ms;
-  return Counts(d->second.all, now) ? d->second.all.overhead_ms : 0;
+  if (v != d->second.by_variant.end() && Counts(v->second, now)) {
+    learnt.variant_ms = v->second.overhead_ms;
+  }
+  if (Counts(d->second.all, now)) learnt.device_ms = d->second.all.overhead_ms;
+  return learnt;
+}
+
+double CandidateOverheadMs(const CostCalibration::Learnt& learnt, const Candidate& c,
+                           const std::vector<cluster::GroupState>& groups) {
+  if (learnt.variant_ms) return *learnt.variant_ms;
+  double own = -1, model = -1;
+  for (const cluster::GroupState& g : groups) {
+    if (g.warm_overhead_ms < 0 || g.model != c.model || g.hardware.device != c.hardware.device ||
+        g.hardware.device_index != c.hardware.device_index) {
+      continue;
+    }
+    const bool same = c.variant_id == g.model + ":" + std::to_string(g.version) + ":" + g.variant;
+    double& best = same ? own : model;
+    best = std::max(best, g.warm_overhead_ms);
+  }
+  if (own >= 0) return own;
+  if (model >= 0) return model;
+  return learnt.device_ms.value_or(0);
 }
 
 }  // namespace somm

@@ -22,11 +22,13 @@
 // An overhead is a quantile (Options::quantile) of measured minus profiled
 // over the last Options::window batches, never below 0 (a profile slower
 // than serving stays as it is). It counts once Options::min_batches batches
-// are in, so that a few batches (the first ones after a load are often many
-// times slower) do not set it. Batches older than Options::max_age are
-// forgotten: a burst of other work that pushed the predictions above the
-// clients' ceilings (so that no batch runs to correct them) does not keep
-// queries out for good. Only the cost prediction uses it; predicted latency
+// are in, so that one or two batches do not set it; few, because until then
+// a query is predicted from a prior (CandidateOverheadMs), and the first
+// batches after a load are no longer the model's slow first runs (the
+// worker warms each instance on its serving thread, Batcher::WarmUp).
+// Batches older than Options::max_age are forgotten: a burst of other work
+// that pushed the predictions above the clients' ceilings (so that no batch
+// runs to correct them) does not keep queries out for good. Only the cost prediction uses it; predicted latency
 // stays the profile's.
 //
 // Thread-safety: every method may be called from any thread.
@@ -34,13 +36,16 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
 
+#include "cluster/cluster_state.h"
 #include "common/clock.h"
 #include "common/mutex.h"
+#include "selector/selector.h"
 
 namespace somm {
 
@@ -52,7 +57,7 @@ class CostCalibration {
     // Batches remembered per variant and per device.
     int window = 64;
     // Batches needed before the overhead counts (0 until then).
-    int min_batches = 16;
+    int min_batches = 4;
     // Which quantile of measured - profiled is the overhead. The median:
     // a higher one would err high more often, but after an idle spell the
     // first few batches run on cold caches at several times the usual time,
@@ -79,6 +84,15 @@ class CostCalibration {
   // its own, else the device's, else 0.
   double OverheadMs(const std::string& device, const std::string& variant, TimePoint now) const;
 
+  // The same two, apart: each set only when its batches count, so that a
+  // caller with a better prior than the device's (what the variant's
+  // instances measured when they loaded) can put it between them.
+  struct Learnt {
+    std::optional<double> variant_ms;
+    std::optional<double> device_ms;
+  };
+  Learnt Lookup(const std::string& device, const std::string& variant, TimePoint now) const;
+
  private:
   struct Differences {
     std::vector<double> ring;    // up to Options::window, in ms
@@ -99,5 +113,18 @@ class CostCalibration {
   mutable SharedMutex mu_;
   absl::flat_hash_map<std::string, DeviceDifferences> by_device_ SOMM_GUARDED_BY(mu_);
 };
+
+// What a batch of candidate `c` adds to its profile in the predicted charge
+// (Candidate::batch_overhead_ms), from the best figure there is, in order:
+// the variant's own served batches, once they count (`learnt`); what its
+// instances measured when they loaded (GroupState::warm_overhead_ms; the
+// largest among `groups` of it on that device), so that the first queries
+// after a load are predicted at what they will cost and not at the profile
+// alone (a few microseconds for the digits models, against tens served);
+// what its model's other instances on the device measured at load (the
+// same model's variants share most of it; a variant that needs a load has
+// no instance yet); the device's served batches; else 0.
+double CandidateOverheadMs(const CostCalibration::Learnt& learnt, const Candidate& c,
+                           const std::vector<cluster::GroupState>& groups);
 
 }  // namespace somm

@@ -121,5 +121,60 @@ TEST(CostCalibrationTest, MeaninglessTimesAreIgnored) {
   EXPECT_DOUBLE_EQ(c.OverheadMs("cpu", "a", kT0), 2.0);
 }
 
+cluster::GroupState Group(const std::string& model, const std::string& variant, double warm_ms) {
+  cluster::GroupState g;
+  g.model = model;
+  g.version = 1;
+  g.variant = variant;
+  g.hardware = HardwareConfig{DeviceKind::kCpu, 0, 1};
+  g.device = "cpu";
+  g.warm_overhead_ms = warm_ms;
+  return g;
+}
+
+Candidate CandidateOf(const std::string& model, const std::string& variant) {
+  Candidate c;
+  c.model = model;
+  c.variant_id = model + ":1:" + variant;
+  c.hardware = HardwareConfig{DeviceKind::kCpu, 0, 1};
+  return c;
+}
+
+TEST(CandidateOverheadTest, ServedBatchesThenLoadMeasurementsThenTheDevice) {
+  const Candidate fp32 = CandidateOf("m", "ts-fp32");
+  const Candidate opt = CandidateOf("m", "ts-opt");  // not loaded
+  const Candidate other = CandidateOf("n", "ts-fp32");
+  const std::vector<cluster::GroupState> groups = {Group("m", "ts-fp32", 0.04),
+                                                   Group("n", "ts-fp32", -1)};
+  CostCalibration::Learnt none;
+  // Nothing served yet: the variant's own load measurement, else its model's.
+  EXPECT_DOUBLE_EQ(CandidateOverheadMs(none, fp32, groups), 0.04);
+  EXPECT_DOUBLE_EQ(CandidateOverheadMs(none, opt, groups), 0.04);
+  EXPECT_DOUBLE_EQ(CandidateOverheadMs(none, other, groups), 0.0);  // unknown: the profile
+  CostCalibration::Learnt device;
+  device.device_ms = 0.1;
+  EXPECT_DOUBLE_EQ(CandidateOverheadMs(device, fp32, groups), 0.04);
+  EXPECT_DOUBLE_EQ(CandidateOverheadMs(device, other, groups), 0.1);
+  CostCalibration::Learnt own = device;
+  own.variant_ms = 0.03;
+  EXPECT_DOUBLE_EQ(CandidateOverheadMs(own, fp32, groups), 0.03);
+  // Another device's measurements say nothing of this one.
+  Candidate gpu = fp32;
+  gpu.hardware = HardwareConfig{DeviceKind::kCuda, 0, 1};
+  EXPECT_DOUBLE_EQ(CandidateOverheadMs(none, gpu, groups), 0.0);
+}
+
+TEST(CostCalibrationTest, LookupSaysWhichCount) {
+  CostCalibration c(Opts(2, 0.5));
+  c.Observe("cpu", "a", 0.5, 0.25, kT0);
+  EXPECT_FALSE(c.Lookup("cpu", "a", kT0).variant_ms);
+  EXPECT_FALSE(c.Lookup("cpu", "a", kT0).device_ms);
+  c.Observe("cpu", "b", 0.5, 0.25, kT0);
+  EXPECT_FALSE(c.Lookup("cpu", "a", kT0).variant_ms);
+  EXPECT_DOUBLE_EQ(*c.Lookup("cpu", "a", kT0).device_ms, 0.25);
+  c.Observe("cpu", "a", 0.5, 0.25, kT0);
+  EXPECT_DOUBLE_EQ(*c.Lookup("cpu", "a", kT0).variant_ms, 0.25);
+}
+
 }  // namespace
 }  // namespace somm

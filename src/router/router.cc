@@ -506,8 +506,10 @@ void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> ver
         previous->hardware.device_index == c.hardware.device_index) {
       c.batch_overhead_ms = previous->batch_overhead_ms;
     } else {
-      c.batch_overhead_ms = cost_calibration_.OverheadMs(
-          Device{c.hardware.device, c.hardware.device_index}.ToString(), c.variant_id, now);
+      c.batch_overhead_ms = CandidateOverheadMs(
+          cost_calibration_.Lookup(Device{c.hardware.device, c.hardware.device_index}.ToString(),
+                                   c.variant_id, now),
+          c, groups);
     }
     previous = &c;
   }

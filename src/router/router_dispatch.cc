@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <random>
 
+#include "common/format_number.h"
 #include "router/router_query.h"
 
 namespace somm {
@@ -20,6 +21,22 @@ bool SameGroup(const cluster::GroupState& g, const VersionRecord& v, const std::
                const HardwareConfig& hw) {
   return g.version == v.version && g.variant == variant && g.hardware == hw &&
          g.model == v.config.name;
+}
+
+// Why a query admitted under max_cost measured above it: its batch against
+// the batch time its charge was predicted from (the query alone). Rare, so
+// built only then.
+std::string CostOverReason(double measured_usd, double max_cost_usd, double batch_ms,
+                           int64_t batch_size, double predicted_usd, double usd_per_s) {
+  std::string s = "measured cost " + FormatG(measured_usd, 3) + " USD over max_cost " +
+                  FormatG(max_cost_usd, 3) + " USD: its batch (" + std::to_string(batch_size) +
+                  (batch_size == 1 ? " sample" : " samples") + ") took " + FormatG(batch_ms, 3) +
+                  " ms";
+  if (usd_per_s > 0 && predicted_usd > 0) {
+    s += " where " + FormatG(predicted_usd / usd_per_s * 1000.0, 3) +
+         " ms was predicted (profile plus learned overhead)";
+  }
+  return s + "; reported at max_cost, the server absorbs the rest";
 }
 }  // namespace
 
@@ -236,11 +253,16 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
   // selector admitted under a cost ceiling is never reported above it: the
   // ceiling is what the client agreed to, and a batch slower than predicted
   // (noise, neighbours) is the server's misprediction, so the server absorbs
-  // the rest and says so in somm_cost_capped.
+  // the rest and says so: somm_cost_capped, the measured charge and why it
+  // ran over, in the answer and in the decision log.
   const double batch_ms = static_cast<double>(stats.compute_ns) / 1e6;
-  double charge = QueryChargeUsd(q->price_per_s, batch_ms, q->samples, stats.batch_size);
-  const bool capped = q->max_cost_usd && charge > *q->max_cost_usd;
-  if (capped) charge = *q->max_cost_usd;
+  const double measured = QueryChargeUsd(q->price_per_s, batch_ms, q->samples, stats.batch_size);
+  const bool capped = q->max_cost_usd && measured > *q->max_cost_usd;
+  const double charge = capped ? *q->max_cost_usd : measured;
+  const std::string over =
+      capped ? CostOverReason(measured, *q->max_cost_usd, batch_ms, stats.batch_size,
+                              q->predicted_charge_usd, q->price_per_s)
+             : "";
   const bool selected = !q->calibration_device.empty();
   if (selected && stats.first_in_batch) {
     cost_calibration_.Observe(q->calibration_device, decision.variant, batch_ms,
@@ -272,9 +294,11 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
     number("predicted_ms", decision.predicted_latency_ms);
     number("cost_usd", charge);
     if (capped) add("cost_capped", "true");
+    if (capped) number("measured_cost_usd", measured);
     if (selected) number("predicted_cost_usd", q->predicted_charge_usd);
     if (!q->rollout_note.empty()) add("rollout", q->rollout_note);
     s.append("reason=").append(decision.reason);
+    if (capped) s.append("; ").append(over);
     if (!options_.zone.empty()) s.append("; ").append(ZoneReason(*q));
     p["somm"] = std::move(s);
   } else {
@@ -289,7 +313,11 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
     p["somm_decision"] = decision.outcome;
     p["somm_predicted_latency_ms"] = decision.predicted_latency_ms;
     p["somm_latency_ms"] = static_cast<double>(total_us) / 1000.0;
-    if (capped) p["somm_cost_capped"] = true;
+    if (capped) {
+      p["somm_cost_capped"] = true;
+      p["somm_measured_cost_usd"] = measured;
+      p["somm_cost_over_reason"] = over;
+    }
     p["somm_cost_usd"] = charge;
     if (selected) p["somm_predicted_cost_usd"] = q->predicted_charge_usd;
     p["somm_reason"] = decision.reason;
@@ -309,7 +337,10 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
   // process marks one query per batch, and this router counts the batch by
   // it, so the routers' histograms add up to the workers'.
   if (q->remote && stats.first_in_batch) q->stats->metrics->RecordBatch(stats.batch_size);
-  if (q->log_number != 0) log_.Complete(q->log_number, static_cast<double>(total_us) / 1000.0, "OK");
+  if (q->log_number != 0) {
+    log_.Complete(q->log_number, static_cast<double>(total_us) / 1000.0,
+                  capped ? "OK; " + over : "OK");
+  }
   if (!q->cache_key.empty()) {
     const std::string& model = q->version->config.name;
     const int64_t evicted_before = response_cache_.StatsFor(model).evictions;

@@ -752,5 +752,40 @@ TEST_F(RouterTest, PredictedAndReportedCostFollowOneRuleAndTheCeilingBoundsTheRe
   EXPECT_EQ(third->get()->parameters.count("somm_cost_capped"), 0u);
 }
 
+// Issue #43: the first queries after a load were predicted at the profile
+// alone (the router had measured none of their batches yet) and reported at
+// many times that. What the instances measured when they loaded is the prior.
+TEST_F(RouterTest, FirstQueryAfterALoadIsPredictedAtWhatItsInstancesMeasuredLoading) {
+  VersionPtr v = Publish(HalfAsFastAsMeasured("m"));
+  worker_.AddGroup(v, kAsRegistered, Cpu1());
+  worker_.SetWarmOverheadMs(0.001);  // 2 us a batch at load, against a 1 us profile
+  const double measured = QueryChargeUsd(PriceList().PerSecond(Cpu1()), 0.002, 1, 1);
+  auto a = InferWithMaxCost(router_, "m", 1.0);
+  ASSERT_TRUE(a->answered());
+  ASSERT_TRUE(a->get().ok()) << a->get().status().ToString();
+  EXPECT_DOUBLE_EQ(std::get<double>(a->get()->parameters.at("somm_predicted_cost_usd")), measured);
+  EXPECT_DOUBLE_EQ(std::get<double>(a->get()->parameters.at("somm_cost_usd")), measured);
+}
+
+TEST_F(RouterTest, AnAnswerWhoseMeasuredCostRanOverMaxCostSaysByHowMuchAndWhy) {
+  VersionPtr v = Publish(HalfAsFastAsMeasured("m"));
+  worker_.AddGroup(v, kAsRegistered, Cpu1());
+  const double usd_per_s = PriceList().PerSecond(Cpu1());
+  const double profiled = QueryChargeUsd(usd_per_s, 0.001, 1, 1);
+  const double measured = QueryChargeUsd(usd_per_s, 0.002, 1, 1);
+  auto a = InferWithMaxCost(router_, "m", 1.5 * profiled);
+  ASSERT_TRUE(a->answered());
+  ASSERT_TRUE(a->get().ok()) << a->get().status().ToString();
+  const auto& p = a->get()->parameters;
+  EXPECT_DOUBLE_EQ(std::get<double>(p.at("somm_cost_usd")), 1.5 * profiled);
+  EXPECT_DOUBLE_EQ(std::get<double>(p.at("somm_measured_cost_usd")), measured);
+  const std::string why = std::get<std::string>(p.at("somm_cost_over_reason"));
+  EXPECT_NE(why.find("over max_cost"), std::string::npos) << why;
+  EXPECT_NE(why.find("took 0.002 ms where 0.001 ms was predicted"), std::string::npos) << why;
+  const auto logged = log_.Recent(1);
+  ASSERT_EQ(logged.size(), 1u);
+  EXPECT_EQ(logged[0].status, "OK; " + why);
+}
+
 }  // namespace
 }  // namespace somm

@@ -40,6 +40,48 @@ const VariantProfile* FindProfile(const VersionRecord& v, const std::string& var
   return nullptr;
 }
 
+// Batches of one sample a new instance runs before it takes queries
+// (Batcher::WarmUp): TorchScript's profiling runs, the first optimised ones
+// and cold caches are past by the fifth on the digits models; the later half
+// measures the settled time.
+constexpr int kWarmRuns = 8;
+
+// One sample of zeros of each input (a batch of one when the model batches);
+// empty when a dim is variable or an input is BYTES.
+std::vector<Tensor> ZeroSample(const ModelConfig& config) {
+  std::vector<Tensor> inputs;
+  for (const TensorSpec& spec : config.inputs) {
+    Tensor t;
+    t.name = spec.name;
+    t.datatype = spec.datatype;
+    if (config.max_batch_size > 0) t.shape.push_back(1);
+    t.shape.insert(t.shape.end(), spec.shape.begin(), spec.shape.end());
+    const int64_t count = ElementCount(t.shape);
+    if (count < 0 || spec.datatype == DataType::kBytes) return {};
+    t.data.assign(static_cast<size_t>(count) * DataTypeSize(spec.datatype), '\0');
+    inputs.push_back(std::move(t));
+  }
+  return inputs;
+}
+
+// Warms each new instance on the serving path, so that the first query
+// after a load is not the one that pays for the model's first runs, and
+// returns how much longer than `curve` a settled batch of one took there
+// (GroupState::warm_overhead_ms): the router's prior for the charge of a
+// query here, before its own measurements count. -1 when unknown.
+double WarmReplicas(const std::vector<std::unique_ptr<Batcher>>& batchers,
+                    const ModelConfig& config, const LatencyCurve& curve) {
+  const std::vector<Tensor> zeros = ZeroSample(config);
+  if (zeros.empty()) return -1;
+  std::vector<double> settled_us;
+  for (const auto& b : batchers) {
+    if (auto us = b->WarmUp(zeros, kWarmRuns)) settled_us.push_back(*us);
+  }
+  if (settled_us.empty() || curve.points.empty()) return -1;
+  std::sort(settled_us.begin(), settled_us.end());
+  return std::max(0.0, settled_us[settled_us.size() / 2] / 1000.0 - curve.Predict(1));
+}
+
 }  // namespace
 
 struct Worker::Slot {
@@ -50,6 +92,7 @@ struct Worker::Slot {
   VersionPtr record;
   LatencyCurve curve;
   double load_ms = 0;
+  double warm_overhead_ms = -1;  // GroupState::warm_overhead_ms
   bool pinned = false;
   std::shared_ptr<InstanceGroup> group;  // null while the first load runs
   bool loading = false;
@@ -329,6 +372,7 @@ Status Worker::LoadGroup(const WorkerAction& action) {
   SOMM_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Batcher>> batchers,
                         LoadReplicas(v, load, id, hp ? hp->latency : LatencyCurve{}, 0, replicas,
                                      &ids));
+  const double warm_overhead_ms = WarmReplicas(batchers, v.config, hp ? hp->latency : LatencyCurve{});
   int64_t bytes_per = hp ? static_cast<int64_t>(hp->peak_memory_mb * kMiB) : 0;
   if (!hp) {
     // Unprofiled: account what the load added to the process, at least the
@@ -346,6 +390,7 @@ Status Worker::LoadGroup(const WorkerAction& action) {
     if (it == slots_.end()) return Unavailable(label + " was unloaded while it loaded");
     Slot& slot = *it->second;
     if (!hp) slot.memory_bytes = std::max(slot.memory_bytes, bytes_per);
+    slot.warm_overhead_ms = warm_overhead_ms;
     replaced = std::move(slot.group);
     slot.group = std::move(group);
     slot.record = action.version;
@@ -379,6 +424,7 @@ Status Worker::Resize(const WorkerAction& action) {
     SOMM_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Batcher>> batchers,
                           LoadReplicas(*slot->record, load, slot->variant_id, slot->curve, have,
                                        want - have, &ids));
+    WarmReplicas(batchers, slot->record->config, slot->curve);
     slot->group->AddReplicas(std::move(batchers), std::move(ids));
   } else if (want < have) {
     slot->group->RemoveReplicas(have - want);
@@ -459,6 +505,7 @@ cluster::WorkerReport Worker::Report() const {
     g.device = DeviceName(slot->hardware);
     g.memory_bytes = slot->memory_bytes;
     g.load_ms = slot->load_ms;
+    g.warm_overhead_ms = slot->warm_overhead_ms;
     g.pinned = slot->pinned;
     g.loading = slot->group == nullptr;
     if (slot->group) {

@@ -222,6 +222,16 @@ class FakeWorkerStub : public WorkerStub {
     Publish();
   }
 
+  // What every group reports its instances measured beyond the profile
+  // when they loaded (cluster::GroupState::warm_overhead_ms), reported at once.
+  void SetWarmOverheadMs(double ms) {
+    {
+      MutexLock lock(&mu_);
+      warm_overhead_ms_ = ms;
+    }
+    Publish();
+  }
+
   // Forgets `label` without telling the store, which still shows it: a
   // group unloaded a moment before a query the router routed to it arrives.
   void DropSilently(const std::string& label) {
@@ -387,6 +397,7 @@ class FakeWorkerStub : public WorkerStub {
       s.loading = g.loading;
       s.last_used = g.loading ? Now() : g.last_used;
       s.uses_total = g.uses;
+      s.warm_overhead_ms = warm_overhead_ms_;
       for (int64_t id : g.instance_ids) s.instances.push_back({id, 0, {}});
       if (s.device == "cpu") cpu.used_bytes += s.memory_bytes * s.replicas;
       r.groups.push_back(std::move(s));
@@ -404,6 +415,7 @@ class FakeWorkerStub : public WorkerStub {
   std::vector<WorkerAction> actions_ SOMM_GUARDED_BY(mu_);
   std::vector<ExecuteRequest> executed_ SOMM_GUARDED_BY(mu_);
   Status refusal_ SOMM_GUARDED_BY(mu_);
+  double warm_overhead_ms_ SOMM_GUARDED_BY(mu_) = -1;
   std::atomic<bool> remote_{false};
   int loads_started_ SOMM_GUARDED_BY(mu_) = 0;
   int64_t next_instance_id_ SOMM_GUARDED_BY(mu_) = 0;
