@@ -93,19 +93,19 @@ int main(int argc, char** argv) {
                         "How often --model-control-mode poll scans the repository")
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
-  serve_cmd->add_option("--explain", serve.explain,
+  serve_cmd->add_option("--explain", serve.routing.explain,
                         "How answers explain somm's choice: compact (one 'somm' parameter holding "
                         "every fact; cheaper to encode) or full (one somm_* parameter per fact); "
                         "a query may ask for either with the parameter somm_explain")
       ->check(CLI::IsMember({"full", "compact"}))
       ->capture_default_str();
-  serve_cmd->add_option("--routing-policy", serve.routing_policy,
+  serve_cmd->add_option("--routing-policy", serve.routing.routing_policy,
                         "Where among the workers that hold a query's chosen variant it goes: "
                         "p2c (two drawn at random, the less loaded wins) or least-wait (the "
                         "shortest wait predicted from the queues and the variant's profile)")
       ->check(CheckRoutingPolicy)
       ->capture_default_str();
-  serve_cmd->add_option("--control-tick-ms", serve.control_tick_ms,
+  serve_cmd->add_option("--control-tick-ms", serve.control.tick_ms,
                         "How often the controller looks at the load")
       ->check(CLI::Range(10, 3600000))
       ->capture_default_str();
@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
                         "Memory for instances (0 = half the memory available at start)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  serve_cmd->add_option("--idle-unload-s", serve.idle_unload_s,
+  serve_cmd->add_option("--idle-unload-s", serve.control.idle_unload_s,
                         "Unload a model's instances after this long without queries (0 = 30 s)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -413,8 +413,8 @@ int main(int argc, char** argv) {
   router_cmd->add_option("--grpc-port", router.grpc_port, "gRPC port (0 = pick)")->capture_default_str();
   router_cmd->add_option("--metrics-port", router.metrics_port, "Prometheus port (0 = pick)")->capture_default_str();
   router_cmd->add_option("--router-id", router.router_id, "Router name (default hostname-port)");
-  router_cmd->add_option("--zone", router.zone, "Zone label: prefer workers of this --zone");
-  router_cmd->add_option("--cross-zone-rtt-ms", router.cross_zone_rtt_ms, "Round trip to a worker of another zone, added to latency predictions")->capture_default_str();
+  router_cmd->add_option("--zone", router.routing.zone, "Zone label: prefer workers of this --zone");
+  router_cmd->add_option("--cross-zone-rtt-ms", router.routing.cross_zone_rtt_ms, "Round trip to a worker of another zone, added to latency predictions")->capture_default_str();
   router_cmd->add_option("--device", router.device, "Where configured instances run: auto, cpu or cuda:N")->capture_default_str();
   router_cmd->add_option("--max-body-bytes", router.max_body_bytes, "Largest request body or message")->capture_default_str();
   router_cmd->add_option("--http-threads", router.http_threads, "REST I/O threads (0 = half the cores, 1 to 4)")->capture_default_str();
@@ -427,10 +427,10 @@ int main(int argc, char** argv) {
                          "Bytes of REST bodies, gRPC messages and decoded tensors held at once; past it, 429 / RESOURCE_EXHAUSTED before the body is read. -1 (default) = a quarter of half the memory free at start, at least eight times --max-body-bytes; 0 = no bound")
       ->capture_default_str()->check(CLI::Range(int64_t{-1}, int64_t{1} << 50));
   router_cmd->add_option("--managed", router.managed, "As the controller's --managed (false = pick only loaded variants)")->capture_default_str();
-  router_cmd->add_option("--explain", router.explain, "As somm serve's --explain: full or compact")
+  router_cmd->add_option("--explain", router.routing.explain, "As somm serve's --explain: full or compact")
       ->check(CLI::IsMember({"full", "compact"}))
       ->capture_default_str();
-  router_cmd->add_option("--routing-policy", router.routing_policy, "As somm serve's --routing-policy: p2c or least-wait")
+  router_cmd->add_option("--routing-policy", router.routing.routing_policy, "As somm serve's --routing-policy: p2c or least-wait")
       ->check(CheckRoutingPolicy)
       ->capture_default_str();
   router_cmd->add_option("--log-level", router.log_level, "trace, debug, info, warn, error")->capture_default_str();
@@ -448,7 +448,7 @@ int main(int argc, char** argv) {
   controller_cmd->add_option("--metrics-port", ctl.metrics_port, "Prometheus and health port (0 = pick)")->capture_default_str();
   controller_cmd->add_option("--controller-id", ctl.controller_id, "Controller name (default hostname-port)");
   controller_cmd->add_option("--leader-lease-ms", ctl.leader_lease_ms, "Leader lease TTL")->capture_default_str();
-  controller_cmd->add_option("--control-tick-ms", ctl.control_tick_ms, "Control loop period")->capture_default_str();
+  controller_cmd->add_option("--control-tick-ms", ctl.control.tick_ms, "Control loop period")->capture_default_str();
   controller_cmd->add_option("--managed", ctl.managed, "Autoscale, evict and load on demand (false = static)")->capture_default_str();
   controller_cmd->add_option("--auto-variants", ctl.auto_variants,
                              "As leader, generate and profile variants of model versions that have none (also redoes a job its predecessor did not finish)")
@@ -461,7 +461,7 @@ int main(int argc, char** argv) {
                              "How often the leader scans the repository in poll mode")
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
-  controller_cmd->add_option("--idle-unload-s", ctl.idle_unload_s, "Seconds idle before a model's instances go (0 = default)")->capture_default_str();
+  controller_cmd->add_option("--idle-unload-s", ctl.control.idle_unload_s, "Seconds idle before a model's instances go (0 = default)")->capture_default_str();
   controller_cmd->add_option("--device", ctl.device, "Where configured instances run: auto, cpu or cuda:N")->capture_default_str();
   controller_cmd->add_option("--wait-for-workers-s", ctl.wait_for_workers_s, "How long a new leader waits for a first worker")->capture_default_str();
   controller_cmd->add_option("--provisioner", ctl.provisioner, "Worker autoscaling: none, local (child processes) or kubernetes (the worker Deployment)")->check(CLI::IsMember({"none", "local", "kubernetes"}))->capture_default_str();

@@ -14,83 +14,14 @@
 
 namespace somm {
 
-struct ServeOptions {
-  std::string model_repository;
-  // Loopback unless asked: beyond it, --auth keys is required.
-  std::string address = "127.0.0.1";
-  // "keys": every call but the health probes needs an API key
-  // (docs/security.md); "none": no checks, loopback only.
-  std::string auth = "none";
-  std::string keys_file;  // "" = <repo>/.somm/keys (e.g. a mounted Secret)
-  int http_port = 8000;     // 0 = pick a free port and print it
-  int grpc_port = 8001;
-  int metrics_port = 8002;
-  int64_t max_body_bytes = 64 << 20;  // REST bodies and gRPC messages
-  // REST I/O threads: each an epoll loop over its share of the connections
-  // (transport/http/http_server.h); requests are decoded on them. 0 = half the
-  // cores, 1 to 4.
-  int http_threads = 0;
-  // Inference requests (REST and gRPC together) admitted at once; more are
-  // refused with 429 / RESOURCE_EXHAUSTED before their body is decoded
-  // (serving/inflight_limit.h). 0 = no bound. 64 (one full batch of the demo
-  // models queued behind one running) drains within a 20 ms SLO on two
-  // cores; 256 did not, and its queued queries expired after being decoded
-  // (docs/hostile-input.md, "Overload").
-  int64_t max_inflight = 64;
-  // Bytes of REST bodies, gRPC messages and decoded tensors held at once
-  // (serving/byte_budget.h); more get 429 / RESOURCE_EXHAUSTED before they
-  // are read. -1 = a quarter of the memory budget (InflightBytesBudget); 0 =
-  // no bound.
-  int64_t max_inflight_bytes = -1;
-  std::string device = "auto";        // "auto" (GPU if present), "cpu" or "cuda:N"
-  std::string log_level = "info";
-  // Generate and profile variants for repository models that have none.
-  bool auto_variants = true;
-  // The managed runtime (docs/managed.md): autoscaling, eviction, on-demand
-  // loads. false = static provisioning (the configured instances only).
-  bool managed = true;
-  // --explain: "compact" (one `somm` parameter with every fact) or "full"
-  // (one parameter per fact); RouterOptions::compact_explanation. Compact by
-  // default: the full form's 13-14 parameters cost 2-5 us of every answer
-  // (docs/selection.md), and a query may still ask for it (somm_explain).
-  std::string explain = "compact";
-  // --routing-policy: where among a variant's holders a query goes
-  // (router/routing_policy.h): p2c or least-wait.
-  std::string routing_policy = "p2c";
-  // --model-control-mode none|poll, --repository-poll-secs (Triton's names):
-  // poll watches the repository (repository/repository_poller.h).
-  std::string model_control_mode = "none";
-  double repository_poll_secs = 5;
-  int control_tick_ms = 1000;
-  double memory_budget_mb = 0;    // 0 = a fraction of the memory available at start
-  double idle_unload_s = 0;      // 0 = the autoscaler's default
-  // Share of wall time that background loads and unloads may take when they
-  // come back to back (common/duty_cycle_pacer.h; docs/isolation.md).
-  double background_duty = 0.15;
-  // TLS on the REST, gRPC and metrics ports (--tls-cert, --tls-key;
-  // --tls-client-ca for mutual TLS); not enabled = plaintext.
-  crypto::TlsServerFiles tls;
-  BatchRootFlags batch;
-  ConnectionLimitFlags connections;
-  RegistrationLimitFlags registration;
-  // --cors-origin (repeatable): browser origins allowed to call the REST
-  // port cross-origin (transport/http/origin_policy.h); none = CORS off.
-  std::vector<std::string> cors_origins;
-  // --strict-readiness (Triton's): ready once every model is available and
-  // its configured instances loaded; false = once the server is up.
-  bool strict_readiness = true;
-  // --check-args: check the flags as a start would, print "ok", and stop.
-  bool check_args = false;
-};
-// The checks a start makes of its flags before anything listens or loads.
-Status CheckServeArgs(const ServeOptions& options);
+// `somm serve` (node/serve_node.h; ServeOptions is in node/node_options.h).
 int RunServe(const ServeOptions& options);
 
 // The cluster's processes (docs/cluster.md; node/node_options.h holds their
-// options): each checks its flags, sets the process up (logging, the stop
-// signals) and runs its node until SIGTERM or SIGINT.
-// --check-args runs the checks alone: deploy/'s manifests are checked with
-// them.
+// options): each checks its flags, sets the process up (node/node_parts.h's
+// SetUpProcess: logging, the stop signals) and runs its node until SIGTERM
+// or SIGINT. --check-args runs the checks alone: deploy/'s manifests are
+// checked with them.
 int RunWorker(const WorkerProcessOptions& options);
 int RunRouter(const RouterProcessOptions& options);
 int RunController(const ControllerProcessOptions& options);

@@ -101,8 +101,8 @@ class ColdLoadIsolationTest : public ::testing::Test {
     EmbeddedServerOptions o;
     o.repository_path = repo_.string();
     o.auto_variants = false;
-    o.control_tick_ms = 100;
-    o.idle_unload_s = 1;  // "slow" goes cold a second after its last query
+    o.controller.control_tick_ms = 100;
+    o.controller.idle_unload_s = 1;  // "slow" goes cold a second after its last query
     server_ = std::make_unique<EmbeddedServer>(o, backend_, metrics_);
     ASSERT_TRUE(server_->Start().ok());
     HttpFrontendOptions http;

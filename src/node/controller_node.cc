@@ -20,6 +20,7 @@
 #include "controller/worker_scaler.h"
 #include "metrics/prometheus_metrics.h"
 #include "node/catalog_publisher.h"
+#include "node/component_options.h"
 #include "node/leader_elector.h"
 #include "provisioner/kubernetes_provisioner.h"
 #include "provisioner/local_provisioner.h"
@@ -182,10 +183,7 @@ int RunControllerNode(const ControllerProcessOptions& o, const NodeProcess& proc
   pool_options.stub.tls = crypto::ForPeer(crypto::PeerClientFiles(o.tls), "somm-worker");
   GrpcWorkerPool workers(AddressesOf(*store), pool_options);
   DecisionLog log(1000);
-  ControllerOptions co;
-  co.managed = o.managed;
-  co.control_tick_ms = std::max(o.control_tick_ms, 10);
-  co.idle_unload_s = o.idle_unload_s;
+  ControllerOptions co = BuildControllerOptions(o.control, o.managed);
   co.device = device;
   co.fresh_reports = false;  // the workers' heartbeats keep the store fresh
   co.in_use_window_s = o.worker_in_use_window_s;

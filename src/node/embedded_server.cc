@@ -46,10 +46,7 @@ EmbeddedServer::EmbeddedServer(EmbeddedServerOptions options, BackendSet backend
   stub_ = std::make_unique<LocalWorkerStub>(*worker_, store_);
   directory_ = std::make_unique<SingleWorkerDirectory>(*stub_);
 
-  ControllerOptions co;
-  co.managed = options_.managed;
-  co.control_tick_ms = options_.control_tick_ms;
-  co.idle_unload_s = options_.idle_unload_s;
+  ControllerOptions co = options_.controller;
   co.prices = options_.prices;
   co.device = options_.device;
   co.before_tick = [this] {
@@ -57,12 +54,9 @@ EmbeddedServer::EmbeddedServer(EmbeddedServerOptions options, BackendSet backend
   };
   controller_ = std::make_unique<Controller>(co, *registry_, store_, *directory_, metrics, log_);
 
-  RouterOptions rto;
+  RouterOptions rto = options_.router;
   rto.server_name = options_.server_name;
   rto.server_version = options_.server_version;
-  rto.managed = options_.managed;
-  rto.compact_explanation = options_.compact_explanation;
-  rto.routing_policy = options_.routing_policy;
   rto.prices = options_.prices;
   rto.ready = [this] { return started_.load() && (!options_.strict_readiness || ConfiguredInstancesLoaded()); };
   router_ = std::make_unique<Router>(rto, *registry_, store_, *directory_, *controller_, metrics,

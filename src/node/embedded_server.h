@@ -52,17 +52,18 @@ struct EmbeddedServerOptions {
   // Where registrations run the model's code (RegistryOptions::sandbox);
   // null: in this process (tests).
   std::shared_ptr<ModelSandbox> sandbox;
+  // The router's and the controller's prices (RouterOptions::prices,
+  // ControllerOptions::prices).
   PriceList prices;
   size_t decision_log_size = 1000;
-  // The managed runtime (docs/managed.md); off = static provisioning.
-  bool managed = true;
-  bool compact_explanation = false;  // RouterOptions::compact_explanation
-  std::shared_ptr<const RoutingPolicy> routing_policy;  // RouterOptions::routing_policy
-  int control_tick_ms = 1000;
+  // The router's and the controller's options as a process's flags make
+  // them (node/component_options.h), managed or not (docs/managed.md). The
+  // server adds its wiring: the prices and device above, the server's name,
+  // readiness, the demand the router publishes before each control tick.
+  RouterOptions router;
+  ControllerOptions controller;
   // Memory instances may use on the CPU; 0 = the default fraction.
   int64_t memory_budget_bytes = 0;
-  // Seconds without a query before a model's instances go (0 = default).
-  double idle_unload_s = 0;
   // Paces background loads (--background-duty). Null: unpaced.
   std::shared_ptr<DutyCyclePacer> background_pacer;
   // Triton's --strict-readiness: ready (/v2/health/ready) once every model

@@ -1,7 +1,8 @@
-// The options of the processes a node assembles (worker_node.h,
-// router_node.h, controller_node.h), and the flag groups `somm serve`
-// shares with them. apps/somm_main.cc parses the flags into these structs
-// (CLI11); plain values.
+// The options of the processes a node assembles (serve_node.h,
+// worker_node.h, router_node.h, controller_node.h), and the flag groups
+// they share. apps/somm_main.cc parses the flags into these structs
+// (CLI11); plain values. What a flag group says of a component's options
+// is turned into them in one place (node/component_options.h).
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,95 @@ struct RegistrationLimitFlags {
   int64_t memory_mb = 4096;
   double variants_cpu_s = 3600;
   double variants_timeout_s = 3600;
+};
+
+// What the flags say of a router's policies (RouterOptions, built by
+// BuildRouterOptions): `somm serve`'s and `somm router`'s --explain and
+// --routing-policy, and `somm router`'s --zone and --cross-zone-rtt-ms (a
+// served repository has one local worker and no zones).
+struct RouterFlags {
+  // --explain: "compact" (one `somm` parameter with every fact) or "full"
+  // (one parameter per fact); RouterOptions::compact_explanation. Compact by
+  // default: the full form's 13-14 parameters cost 2-5 us of every answer
+  // (docs/selection.md), and a query may still ask for it (somm_explain).
+  std::string explain = "compact";
+  // --routing-policy: where among a variant's holders a query goes
+  // (router/routing_policy.h): p2c or least-wait.
+  std::string routing_policy = "p2c";
+  // --zone: it prefers workers of the same zone (RouterOptions::zone).
+  std::string zone;
+  double cross_zone_rtt_ms = 1.0;  // RouterOptions::cross_zone_rtt_ms
+};
+
+// What the flags say of a controller's loop (ControllerOptions, built by
+// BuildControllerOptions): `somm serve`'s and `somm controller`'s
+// --control-tick-ms and --idle-unload-s.
+struct ControlLoopFlags {
+  int tick_ms = 1000;        // raised to 10 at least
+  double idle_unload_s = 0;  // 0 = the autoscaler's default
+};
+
+// `somm serve`: somm in one process (serve_node.h).
+struct ServeOptions {
+  std::string model_repository;
+  // Loopback unless asked: beyond it, --auth keys is required.
+  std::string address = "127.0.0.1";
+  // "keys": every call but the health probes needs an API key
+  // (docs/security.md); "none": no checks, loopback only.
+  std::string auth = "none";
+  std::string keys_file;  // "" = <repo>/.somm/keys (e.g. a mounted Secret)
+  int http_port = 8000;     // 0 = pick a free port and print it
+  int grpc_port = 8001;
+  int metrics_port = 8002;
+  int64_t max_body_bytes = 64 << 20;  // REST bodies and gRPC messages
+  // REST I/O threads: each an epoll loop over its share of the connections
+  // (transport/http/http_server.h); requests are decoded on them. 0 = half the
+  // cores, 1 to 4.
+  int http_threads = 0;
+  // Inference requests (REST and gRPC together) admitted at once; more are
+  // refused with 429 / RESOURCE_EXHAUSTED before their body is decoded
+  // (serving/inflight_limit.h). 0 = no bound. 64 (one full batch of the demo
+  // models queued behind one running) drains within a 20 ms SLO on two
+  // cores; 256 did not, and its queued queries expired after being decoded
+  // (docs/hostile-input.md, "Overload").
+  int64_t max_inflight = 64;
+  // Bytes of REST bodies, gRPC messages and decoded tensors held at once
+  // (serving/byte_budget.h); more get 429 / RESOURCE_EXHAUSTED before they
+  // are read. -1 = a quarter of the memory budget (InflightBytesBudget); 0 =
+  // no bound.
+  int64_t max_inflight_bytes = -1;
+  std::string device = "auto";        // "auto" (GPU if present), "cpu" or "cuda:N"
+  std::string log_level = "info";
+  // Generate and profile variants for repository models that have none.
+  bool auto_variants = true;
+  // The managed runtime (docs/managed.md): autoscaling, eviction, on-demand
+  // loads, for the router and the controller alike. false = static
+  // provisioning (the configured instances only).
+  bool managed = true;
+  RouterFlags routing;      // --explain, --routing-policy
+  ControlLoopFlags control;  // --control-tick-ms, --idle-unload-s
+  // --model-control-mode none|poll, --repository-poll-secs (Triton's names):
+  // poll watches the repository (repository/repository_poller.h).
+  std::string model_control_mode = "none";
+  double repository_poll_secs = 5;
+  double memory_budget_mb = 0;    // 0 = a fraction of the memory available at start
+  // Share of wall time that background loads and unloads may take when they
+  // come back to back (common/duty_cycle_pacer.h; docs/isolation.md).
+  double background_duty = 0.15;
+  // TLS on the REST, gRPC and metrics ports (--tls-cert, --tls-key;
+  // --tls-client-ca for mutual TLS); not enabled = plaintext.
+  crypto::TlsServerFiles tls;
+  BatchRootFlags batch;
+  ConnectionLimitFlags connections;
+  RegistrationLimitFlags registration;
+  // --cors-origin (repeatable): browser origins allowed to call the REST
+  // port cross-origin (transport/http/origin_policy.h); none = CORS off.
+  std::vector<std::string> cors_origins;
+  // --strict-readiness (Triton's): ready once every model is available and
+  // its configured instances loaded; false = once the server is up.
+  bool strict_readiness = true;
+  // --check-args: check the flags as a start would, print "ok", and stop.
+  bool check_args = false;
 };
 
 // The cluster's processes (docs/cluster.md): they share state through one
@@ -92,9 +182,6 @@ struct RouterProcessOptions {
   int grpc_port = 8001;
   int metrics_port = 8002;
   std::string router_id;  // "" = hostname-port
-  // Its zone: it prefers workers of the same --zone (RouterOptions::zone).
-  std::string zone;
-  double cross_zone_rtt_ms = 1.0;  // RouterOptions::cross_zone_rtt_ms
   std::string device = "auto";  // where configured instances run (as the controller's)
   int64_t max_body_bytes = 64 << 20;
   int http_threads = 0;
@@ -111,8 +198,8 @@ struct RouterProcessOptions {
   // As the controller's --managed: false = static provisioning, so the
   // selector picks only loaded variants (RouterOptions::managed).
   bool managed = true;
-  std::string explain = "compact";  // as somm serve's --explain
-  std::string routing_policy = "p2c";  // as somm serve's --routing-policy
+  // --explain and --routing-policy as somm serve's; --zone, --cross-zone-rtt-ms.
+  RouterFlags routing;
   std::string log_level = "info";
   // TLS on its REST, gRPC and metrics ports; with a client CA, mutual TLS,
   // and it dials workers and the controller with the same certificate
@@ -138,7 +225,7 @@ struct ControllerProcessOptions {
   int metrics_port = 8202;
   std::string controller_id;          // "" = hostname-port
   int leader_lease_ms = 3000;
-  int control_tick_ms = 1000;
+  ControlLoopFlags control;  // --control-tick-ms, --idle-unload-s
   std::string model_control_mode = "none";  // as somm serve's
   double repository_poll_secs = 5;
   bool managed = true;
@@ -146,7 +233,6 @@ struct ControllerProcessOptions {
   // every model version that has none, each time it takes the lease (the
   // job of a leader that died mid-way lived in its memory, and is redone).
   bool auto_variants = true;
-  double idle_unload_s = 0;
   std::string device = "auto";
   // Seconds the new leader waits for a first worker before loading the
   // repository's models.

@@ -1,8 +1,11 @@
 #include "node/node_parts.h"
 
+#include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -90,6 +93,34 @@ StatusOr<BatchJobs::Options> BatchSetup(const BatchRootFlags& flags, const std::
 namespace node {
 
 using redis::RedisClusterStateStore;
+
+NodeProcess SetUpProcess(const std::string& log_level) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("somm"));
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  NodeProcess p;
+  p.wait_for_stop = [stop]() -> const char* {
+    int signal_number = 0;
+    sigwait(&stop, &signal_number);
+    return signal_number == SIGTERM ? "SIGTERM" : "SIGINT";
+  };
+  p.request_stop = [] { kill(getpid(), SIGTERM); };
+  return p;
+}
+
+int ReportArgs(const char* command, const Status& checked) {
+  if (!checked.ok()) {
+    std::fprintf(stderr, "somm %s: %s\n", command, checked.message().c_str());
+    return 2;
+  }
+  std::printf("ok\n");
+  return 0;
+}
 
 // "<hostname>-<port>", or "<hostname>-<pid>" when the port is picked at
 // start (0).

@@ -1,11 +1,13 @@
-# The processes a node assembles (`somm worker`, `somm router`, `somm
-# controller`) and the parts they start from: they wire libtorch, gRPC,
-# Redis and the frontends, so they are not core. Included from the
-# top-level CMakeLists.txt after those packages are found (their imported
-# targets are visible from there on only).
+# The processes a node assembles (`somm serve`, `somm worker`, `somm
+# router`, `somm controller`), the frontends the serving ones share and the
+# parts they start from: they wire libtorch, gRPC, Redis and the frontends,
+# so they are not core. Included from the top-level CMakeLists.txt after
+# those packages are found (their imported targets are visible from there
+# on only).
 set(SOMM_NODE_DIR ${PROJECT_SOURCE_DIR}/src/node)
 somm_library(somm_node_processes
-             SOURCES ${SOMM_NODE_DIR}/node_parts.cc ${SOMM_NODE_DIR}/worker_node.cc
+             SOURCES ${SOMM_NODE_DIR}/node_parts.cc ${SOMM_NODE_DIR}/serving_frontends.cc
+                     ${SOMM_NODE_DIR}/serve_node.cc ${SOMM_NODE_DIR}/worker_node.cc
                      ${SOMM_NODE_DIR}/router_node.cc ${SOMM_NODE_DIR}/controller_node.cc
              DEPS somm_node somm_embedded somm_sandbox somm_cluster_rpc somm_redis somm_runtime_torch
                   somm_prometheus_metrics somm_http somm_grpc somm_provisioner somm_auth somm_batch somm_batch_routes somm_dashboard_routes

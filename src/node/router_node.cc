@@ -16,17 +16,14 @@
 
 #include "auth/guard.h"
 #include "batch/batch_jobs.h"
-#include "batch/batch_routes.h"
 #include "cluster_rpc/grpc_control_client.h"
 #include "cluster_rpc/worker_pool.h"
-#include "dashboard/operator_routes.h"
-#include "frontend/grpc/grpc_server.h"
-#include "frontend/http/http_frontend.h"
 #include "metrics/prometheus_metrics.h"
 #include "node/catalog_follower.h"
+#include "node/component_options.h"
+#include "node/serving_frontends.h"
 #include "router/router.h"
 #include "serving/byte_budget.h"
-#include "serving/inflight_limit.h"
 
 namespace somm::node {
 namespace {
@@ -71,7 +68,7 @@ crypto::TlsClientFiles RouterPeerFiles(const RouterProcessOptions& o) {
 Status CheckRouterArgs(const RouterProcessOptions& o) {
   SOMM_ASSIGN_OR_RETURN(auth::AuthMode mode, auth::ParseAuthMode(o.auth));
   SOMM_RETURN_IF_ERROR(auth::CheckListenAddress(mode, o.address, "--address"));
-  SOMM_RETURN_IF_ERROR(RoutingPolicy::ByName(o.routing_policy).status());
+  SOMM_RETURN_IF_ERROR(BuildRouterOptions(o.routing, o.managed).status());
   SOMM_RETURN_IF_ERROR(RouterTls(o).status());
   SOMM_RETURN_IF_ERROR(o.cluster_tls.Validate());
   if (mode == auth::AuthMode::kKeys && !o.keys_file.empty() &&
@@ -120,13 +117,13 @@ int RunRouterNode(const RouterProcessOptions& o, const NodeProcess& process) {
                            crypto::ForPeer(RouterPeerFiles(o), "somm-controller"));
   node::CatalogFollowingControl control(leader, catalog, registry);
   DecisionLog log(1000);
-  RouterOptions rto;
+  auto built = BuildRouterOptions(o.routing, o.managed);
+  if (!built.ok()) {
+    spdlog::error("{}", built.status().message());
+    return 2;
+  }
+  RouterOptions rto = std::move(built).value();
   rto.id = DefaultId(o.router_id, o.http_port);
-  rto.managed = o.managed;
-  rto.compact_explanation = o.explain == "compact";
-  rto.zone = o.zone;
-  rto.cross_zone_rtt_ms = o.cross_zone_rtt_ms;
-  rto.routing_policy = RoutingPolicy::ByName(o.routing_policy).value();  // checked above
   // Ready means able to serve: the catalog is here, a leader controller and
   // a live worker are seen (a query before that was answered 404 or 503).
   // With a repository mounted, its models must be in the catalog too (an
@@ -150,75 +147,42 @@ int RunRouterNode(const RouterProcessOptions& o, const NodeProcess& process) {
   spdlog::info("router {}: audit log, quota file and batch jobs in {}; batch files under {}",
                rto.id, state_dir, batch->paths()->root());
 
-  // One bound for both frontends, as in `somm serve`, and one byte budget.
-  InflightLimit inflight_limit(InflightLimit::Options{o.max_inflight, 1, &metrics});
-  const int64_t max_inflight_bytes =
-      InflightBytesBudget(o.max_inflight_bytes, 0, o.max_body_bytes).value();  // checked above
-  ByteBudget byte_budget(ByteBudget::Options{max_inflight_bytes, 1, &metrics});
-  spdlog::info("router {}: bytes of request bodies and tensors in flight: at most {}", rto.id,
-               max_inflight_bytes > 0 ? ByteBudget::Mib(max_inflight_bytes) : "no bound");
-  GrpcFrontendOptions go;
-  go.address = o.address;
-  go.port = o.grpc_port;
-  go.max_message_bytes = static_cast<int>(o.max_body_bytes);
-  go.guard = guard->get();
-  go.inflight_limit = &inflight_limit;
-  go.byte_budget = &byte_budget;
-  go.tls = o.tls;
-  go.infer_threads = o.grpc_threads;
-  go.min_infer_threads = 2;
-  auto grpc = GrpcFrontend::Start(router, go);
-  if (!grpc.ok()) {
-    spdlog::error("gRPC frontend: {}", grpc.status().message());
-    return 2;
-  }
+  // How stale its view of the cluster gets (docs/cluster-state.md, "Steady-state
+  // cost of the cluster state").
+  store->SetOnViewLag(metrics.ViewLagRecorder("router:" + rto.id));
+  ServingFrontendsOptions fo;
+  fo.name = "router " + rto.id;
+  fo.address = o.address;
+  fo.http_port = o.http_port;
+  fo.grpc_port = o.grpc_port;
+  fo.metrics_port = o.metrics_port;
+  fo.max_body_bytes = o.max_body_bytes;
+  fo.http_threads = o.http_threads;
+  fo.grpc_threads = o.grpc_threads;
+  fo.min_grpc_threads = 2;
+  fo.max_inflight = o.max_inflight;
+  fo.max_inflight_bytes = o.max_inflight_bytes;
+  fo.connections = o.connections;
+  fo.cors_origins = o.cors_origins;
+  fo.tls = o.tls;
+  fo.tls_context = *tls;
   // The worker calls' answers come back on the frontend's completion queue,
   // taken by its threads: no other thread polls gRPC in a router, which
   // spares gRPC's callback threads and their hand-offs (docs/cluster.md, the
   // router hop). Before the REST frontend starts, so that no query is on its
   // way yet.
-  workers.UseQueue((*grpc)->queue());
-  leader.UseQueue((*grpc)->queue());
-  HttpFrontendOptions ho;
-  ho.inflight_limit = &inflight_limit;
-  ho.byte_budget = &byte_budget;
-  ho.address = o.address;
-  ho.port = o.http_port;
-  ho.max_body_bytes = static_cast<size_t>(o.max_body_bytes);
-  ho.io_threads = o.http_threads;
-  // The operator's views, the dashboard's pages and the batch jobs, mounted
-  // on the REST port (frontend/http/rest_mount.h).
-  ho.mounts = {dashboard::OperatorViews(router, guard->get(),
-                                        [&metrics] { return metrics.Serialize(); }),
-               BatchRoutes(*batch, guard->get())};
-  ho.pages = {dashboard::DashboardPages()};
-  ho.guard = guard->get();
-  ho.origin_policy.loopback_hosts_only = (*guard)->mode() == auth::AuthMode::kNone;
-  ho.origin_policy.cors_origins = o.cors_origins;
-  ho.header_timeout_s = o.connections.header_timeout_s;
-  ho.body_timeout_s = o.connections.body_timeout_s;
-  ho.max_connections_per_address = static_cast<size_t>(o.connections.max_connections_per_address);
-  ho.tls = *tls;
-  auto http = HttpFrontend::Start(router, ho);
-  if (!http.ok()) {
-    spdlog::error("REST frontend: {}", http.status().message());
-    return 2;
-  }
-  MetricsAccess metrics_access;
-  metrics_access.authorize = [g = guard->get()](const std::string& a) { return g->AdmitMetrics(a); };
-  metrics_access.extra_text = [g = guard->get()] { return g->MetricsText(); };
-  // How stale its view of the cluster gets (docs/cluster-state.md, "Steady-state
-  // cost of the cluster state").
-  store->SetOnViewLag(metrics.ViewLagRecorder("router:" + rto.id));
-  auto endpoint = MetricsEndpoint::Start(metrics, o.address, o.metrics_port, nullptr,
-                                         std::move(metrics_access), *tls);
-  if (!endpoint.ok()) {
-    spdlog::error("{}", endpoint.status().message());
+  fo.before_rest = [&workers, &leader](GrpcFrontend& grpc) {
+    workers.UseQueue(grpc.queue());
+    leader.UseQueue(grpc.queue());
+  };
+  auto frontends = ServingFrontends::Start(router, **guard, batch.get(), metrics, fo);
+  if (!frontends.ok()) {
+    spdlog::error("{}", frontends.status().message());
     return 2;
   }
   // The same first line as `somm serve`: scripts and tests read it.
-  std::printf("somm: listening http=%d grpc=%d metrics=%d\n", (*http)->port(), (*grpc)->port(),
-              (*endpoint)->port());
+  std::printf("somm: listening http=%d grpc=%d metrics=%d\n", (*frontends)->http_port(),
+              (*frontends)->grpc_port(), (*frontends)->metrics_port());
   if (batch) batch->ResumeAll();
   std::printf("somm router %s: the cluster at redis %s\n", rto.id.c_str(), o.redis.c_str());
   std::fflush(stdout);
@@ -228,10 +192,9 @@ int RunRouterNode(const RouterProcessOptions& o, const NodeProcess& process) {
   registry.Shutdown();  // a registration's probe in progress is killed at once
   if (batch) batch->Shutdown();  // before the router refuses their items
   router.Shutdown();
-  (*http)->Shutdown();
-  (*grpc)->Shutdown(std::chrono::seconds(30));
+  (*frontends)->StopFrontends();
   demand.Stop();
-  (*endpoint)->Shutdown();
+  (*frontends)->StopMetrics();
   // The watch thread calls into `catalog`, which goes before the store does:
   // a change notice during the teardown (a worker draining) used it freed.
   store->StopWatching();

@@ -22,6 +22,7 @@
 #include "loadgen/measurement.h"
 #include "loadgen/request_builder.h"
 #include "metrics/serving_metrics.h"
+#include "node/component_options.h"
 #include "registry/model_registry.h"
 #include "router/router.h"
 #include "simulator/elected_controllers.h"
@@ -327,10 +328,8 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
 
   // A fleet of options.routers routers (router_fleet.h).
   std::unique_ptr<RouterFleet> router;
-  ControllerOptions co;
-  co.managed = managed;
-  co.control_tick_ms = options.control_tick_ms;
-  co.idle_unload_s = options.idle_unload_s;
+  ControllerOptions co =
+      BuildControllerOptions({options.control_tick_ms, options.idle_unload_s}, managed);
   co.autoscaler = options.autoscaler;
   co.before_tick = [&router] {
     if (router) router->PublishDemand();
@@ -350,14 +349,14 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
     }
   });
   controllers.StartElecting();
-  RouterOptions rto;
-  rto.managed = managed;
+  RouterFlags router_flags;
   // Nothing reads an answer's explanation here: the compact one (one
   // parameter, the same facts) costs the least to build per query.
-  rto.compact_explanation = true;
+  router_flags.explain = "compact";
+  router_flags.routing_policy = options.routing_policy;
+  SOMM_ASSIGN_OR_RETURN(RouterOptions rto, BuildRouterOptions(router_flags, managed));
   rto.clock = &loop.clock();
   rto.seed = static_cast<uint32_t>(options.seed) | 1u;
-  SOMM_ASSIGN_OR_RETURN(rto.routing_policy, RoutingPolicy::ByName(options.routing_policy));
   router = std::make_unique<RouterFleet>(options.routers, rto, loop, so.view_lag, registry, store,
                                          directory, controllers, metrics, log);
   result.routers = router->size();
