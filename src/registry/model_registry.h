@@ -46,6 +46,7 @@
 #include "runtime/backend_set.h"
 #include "sandbox/model_sandbox.h"
 #include "api/inference_server.h"
+#include "registry/version_record.h"
 
 namespace somm {
 
@@ -64,29 +65,6 @@ struct RegistryOptions {
   // unit tests; servers give a ProcessModelSandbox.
   std::shared_ptr<ModelSandbox> sandbox;
 };
-
-// One version of one model, as the repository and the profiles describe it.
-struct VersionRecord {
-  ModelConfig config;
-  int64_t version = 0;
-  std::string version_str;
-  // <repo>/<model>/<version>/<model file>: the file name is the platform's
-  // (runtime/backend_registry.h); whoever loads the version reads it here.
-  std::string path;
-  std::vector<VariantProfile> profiles;
-  // Unique in the process for each read of the version's files (a reload
-  // gets a new one; new profiles keep it): the response cache's keys carry
-  // it, so an answer of the files before a reload is never found again.
-  uint64_t generation = 0;
-};
-using VersionPtr = std::shared_ptr<const VersionRecord>;
-uint64_t NextVersionGeneration();
-
-// The name of `v`'s variant that is its model file as registered: the
-// first variant its platform's registration lists (variants/ generates it
-// first; runtime/backend_registry.h). "" when this binary does not know the
-// platform.
-std::string AsRegisteredVariant(const VersionRecord& v);
 
 class ModelRegistry {
  public:

@@ -23,7 +23,7 @@
 #include "cluster/cluster_state_store.h"
 #include "common/status.h"
 #include "common/tensor.h"
-#include "registry/model_registry.h"
+#include "registry/version_record.h"
 
 namespace somm {
 
