@@ -467,7 +467,7 @@ void BatchJobs::Run(std::shared_ptr<Job> job) {
         s > 0 ? static_cast<double>(job->status.Done() - job->status.resumed_from) / s : 0;
   };
   // The answer of one item, written once, on the job's thread.
-  auto write = [this, job, out](const Item& item, const StatusOr<InferenceResponse>& r) {
+  auto write = [job, out](const Item& item, const StatusOr<InferenceResponse>& r) {
     std::string bytes;
     bool ok = r.ok();
     if (ok) {

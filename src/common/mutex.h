@@ -2,10 +2,10 @@
 // safety analysis (-Wthread-safety), as LevelDB's port::Mutex is: a field
 // marked SOMM_GUARDED_BY(mu_) can then only be touched with mu_ held, and the
 // compiler says so. Under GCC the annotations expand to nothing and these are
-// thin wrappers of the std types. The builds here use GCC, so the analysis
-// runs only where someone compiles with clang and -Wthread-safety; the
-// annotations document which lock guards what either way
-// (docs/architecture.md, "Locks").
+// thin wrappers of the std types. build/ uses GCC; the sanitizer trees of
+// scripts/test use clang with -Wthread-safety as an error (CMakeLists.txt),
+// so CI runs the analysis over the serving core. The annotations document
+// which lock guards what either way (docs/architecture.md, "Locks").
 #pragma once
 
 #include <condition_variable>

@@ -29,6 +29,16 @@ cluster::GroupState TakenGroup(const std::string& worker, const std::string& lab
   return g;
 }
 
+
+// Removes the entries of the workers in `gone`. A function, not a lambda
+// over the member: clang's lock analysis follows a lambda's captures back to
+// the guarded member but cannot see that the lambda runs under its lock.
+template <typename Entry>
+void DropWorkers(std::vector<Entry>* entries,
+                 const std::map<std::string, cluster::TimePoint>& gone) {
+  std::erase_if(*entries, [&gone](const Entry& e) { return gone.count(e.worker) > 0; });
+}
+
 }  // namespace
 
 std::shared_ptr<const cluster::ClusterState> Controller::ReadStore(bool fresh) {
@@ -232,8 +242,10 @@ const cluster::ClusterState& Controller::PlacementView() {
   cluster::TimePoint valid_until = cluster::TimePoint::max();
   for (auto it = unreported_.begin(); it != unreported_.end();) {
     const std::vector<size_t>& at = groups_of(it->first);
-    const bool shown =
-        std::any_of(at.begin(), at.end(), [&](size_t i) { return !state.groups[i].loading; });
+    // A loop, not std::any_of with a lambda: clang's lock analysis cannot
+    // see that a lambda runs under placement_mu_, held here.
+    bool shown = false;
+    for (size_t i : at) shown = shown || !state.groups[i].loading;
     if (shown || it->second.second <= now) {
       it = unreported_.erase(it);
     } else {
@@ -331,7 +343,10 @@ void Controller::DropUnreachable(cluster::ClusterState* state) {
   // its answer) are gone: a query for one must load it again, with its
   // memory reserved, not find it "present".
   for (const auto& [at, _] : evicted_) {
-    const auto& [worker, label] = at;
+    // Named, not a structured binding: the lambda below captures them,
+    // which clang accepts only from version 16.
+    const std::string& worker = at.first;
+    const std::string& label = at.second;
     for (const cluster::GroupState& g : state->groups) {
       if (g.worker != worker || g.loading || !control::HasLabel(g, label)) continue;
       for (auto& d : state->devices) {
@@ -343,9 +358,8 @@ void Controller::DropUnreachable(cluster::ClusterState* state) {
     });
   }
   if (unreachable_.empty()) return;
-  auto gone = [this](const std::string& w) { return unreachable_.count(w) > 0; };
-  std::erase_if(state->devices, [&](const cluster::DeviceState& d) { return gone(d.worker); });
-  std::erase_if(state->groups, [&](const cluster::GroupState& g) { return gone(g.worker); });
+  DropWorkers(&state->devices, unreachable_);
+  DropWorkers(&state->groups, unreachable_);
 }
 
 void Controller::Release(const std::string& worker, const std::string& label, bool loaded_new,

@@ -210,7 +210,10 @@ StatusOr<RolloutChange> RolloutChangeFromJson(const std::string& model, const st
   if (!j.is_object()) return InvalidArgument("rollout: the body must be a JSON object");
   static const char* const kKnown[] = {"action", "version", "percent", "mode",
                                        "steps",  "automatic", "bounds", "reason"};
-  for (const auto& [key, _] : j.items()) {
+  for (const auto& item : j.items()) {
+    // Not a structured binding: the lambda below captures the key, which
+    // clang accepts only from version 16.
+    const std::string& key = item.key();
     if (std::find_if(std::begin(kKnown), std::end(kKnown),
                      [&key](const char* k) { return key == k; }) == std::end(kKnown)) {
       return InvalidArgument("rollout: unknown field '" + key + "'");
