@@ -309,6 +309,12 @@ std::optional<double> Batcher::WarmUp(const std::vector<Tensor>& inputs, int run
   if (inputs.empty()) return std::nullopt;
   warming_.store(true);
   std::vector<double> settled_us;
+  // The runs settle costs of a few milliseconds (a thread's first batches);
+  // a model whose batches take longer than this has nothing to settle that
+  // matters beside them, and eight of its batches would hold the load (a
+  // test model sleeping 1.5 s a batch took 12 s to load).
+  constexpr auto kBudget = std::chrono::milliseconds(250);
+  const auto start = SteadyClock::now();
   for (int i = 0; i < runs; ++i) {
     // On the batcher's own thread, through Execute, as a query's batch runs:
     // libtorch keeps per-thread state (the OpenMP team, the executor's
@@ -323,7 +329,9 @@ std::optional<double> Batcher::WarmUp(const std::vector<Tensor>& inputs, int run
     std::future<std::optional<double>> us = ran->get_future();
     if (!Enqueue(std::move(task)).ok()) break;
     const std::optional<double> got = us.get();
-    if (got && 2 * i >= runs) settled_us.push_back(*got);
+    const bool over_budget = SteadyClock::now() - start >= kBudget;
+    if (got && (2 * i >= runs || over_budget)) settled_us.push_back(*got);
+    if (over_budget && !settled_us.empty()) break;
   }
   warming_.store(false);
   if (settled_us.empty()) return std::nullopt;
