@@ -18,7 +18,7 @@ namespace somm::auth {
 namespace fs = std::filesystem;
 namespace {
 
-// The text ModelRegistry::UnknownModel gives; the tenant e2e tests check
+// The text ModelCatalog::UnknownModel gives; the tenant e2e tests check
 // that both answers are the same.
 Status UnknownModel(const std::string& name) { return NotFound("unknown model '" + name + "'"); }
 
@@ -323,7 +323,7 @@ Status Guard::CheckTenantRules(const Caller& caller, const CallInfo& call) {
 Status Guard::CheckRegistration(const Caller& caller, const CallInfo& call) {
   // The name is not looked at here: a name another tenant's private model
   // holds is answered as a new name is, by the registry, which checks the
-  // registration first and the name last (ModelRegistry::Register).
+  // registration first and the name last (ModelRegistrar::Register).
   if (!caller.admin && !call.private_model) {
     return PermissionDenied(
         "a user key registers private models only (somm register --private); public "

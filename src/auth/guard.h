@@ -10,7 +10,7 @@
 // may not see, or one that does not exist, gets the very NOT_FOUND an
 // unknown model gets, so existence is not revealed; the index leaves it out
 // (MaySee). A registration over a hidden name is answered as one of a new
-// name (ModelRegistry::Register). Task queries are checked by the router,
+// name (ModelRegistrar::Register). Task queries are checked by the router,
 // which has the configs in memory (InferenceRequest::caller). The owner
 // comes from the registry in memory (SetOwnerLookup), else from the
 // repository's model.yaml.

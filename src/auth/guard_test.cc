@@ -97,7 +97,7 @@ TEST_F(GuardTest, AnotherTenantsPrivateModelLooksUnknown) {
     }
   }
   // A registration over it is admitted as one of a new name is: the
-  // registry answers both alike (ModelRegistry::Register).
+  // registry answers both alike (ModelRegistrar::Register).
   EXPECT_TRUE(Admit(Operation::kRegister, "priv", user_b_, true).ok());
   EXPECT_TRUE(Admit(Operation::kRegister, "nope", user_b_, true).ok());
   // An admin is told what the server says of a missing model.

@@ -35,7 +35,7 @@
 
 #include "common/status.h"
 #include "crypto/tls_files.h"
-#include "registry/model_registry.h"
+#include "registry/version_record.h"
 #include "worker/worker.h"
 
 namespace somm {

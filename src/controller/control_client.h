@@ -16,7 +16,7 @@
 
 #include "common/status.h"
 #include "profiles/variant_profile.h"
-#include "registry/model_registry.h"
+#include "registry/version_record.h"
 #include "api/inference_server.h"
 
 namespace somm {
@@ -39,7 +39,7 @@ class ControlClient {
   virtual Status UnloadModel(const std::string& name) = 0;
   // Where the configured instances of `version` run.
   virtual HardwareConfig BaseHardware(const VersionRecord& version) const = 0;
-  // A registration's second half (registry/model_registry.h): generates and
+  // A registration's second half (registry/registrar.h): generates and
   // profiles the variants of a loaded model version in the background where
   // the controller runs, which then publishes the profiles (a cluster's
   // leader: with the model's next catalog generation, so every router

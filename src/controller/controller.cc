@@ -39,12 +39,13 @@ cluster::Action ActionFor(cluster::Action::Kind kind, const VersionRecord& v,
 
 }  // namespace
 
-Controller::Controller(ControllerOptions options, ModelRegistry& registry,
+Controller::Controller(ControllerOptions options, ModelCatalog& catalog, Registrar* registrar,
                        cluster::ClusterStateStore& store, WorkerDirectory& workers,
                        ServingMetrics& metrics, DecisionLog& log)
     : options_(std::move(options)),
       clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),
-      registry_(registry),
+      catalog_(catalog),
+      registrar_(registrar),
       store_(store),
       workers_(workers),
       metrics_(metrics),
@@ -76,13 +77,14 @@ HardwareConfig Controller::BaseHardware(const VersionRecord& v) const {
 
 Status Controller::StartVariantJob(const std::string& name, int64_t version) {
   if (stopping_) return Unavailable("server is shutting down");
-  SOMM_ASSIGN_OR_RETURN(VersionPtr v, registry_.Resolve(name, std::to_string(version)));
-  registry_.StartVariantJob(v->config, v->version);
+  SOMM_ASSIGN_OR_RETURN(VersionPtr v, catalog_.Resolve(name, std::to_string(version)));
+  if (registrar_ != nullptr) registrar_->StartVariantJob(v->config, v->version);
   return Status::Ok();
 }
 
 StatusOr<RegistrationStatus> Controller::GetRegistrationStatus(const std::string& name) {
-  return registry_.GetRegistrationStatus(name);
+  return registrar_ != nullptr ? registrar_->GetRegistrationStatus(name)
+                               : PublishedVariants(catalog_, name);
 }
 
 void Controller::RecordControl(const std::string& kind, const std::string& model,
@@ -356,13 +358,13 @@ Status Controller::LoadModel(const std::string& name, bool startup) {
   if (stopping_) return Unavailable("server is shutting down");
   MutexLock lifecycle(&lifecycle_mu_);
   std::error_code ec;
-  const std::string& repo = registry_.options().repository_path;
+  const std::string& repo = catalog_.repository_path();
   if (!std::filesystem::is_directory(std::filesystem::path(repo) / name, ec)) {
-    return ModelRegistry::UnknownModel(name);  // names no folder of this machine
+    return ModelCatalog::UnknownModel(name);  // names no folder of this machine
   }
   std::vector<RepositoryEntry> problems;
-  std::vector<VersionPtr> versions = registry_.Read(name, &problems);
-  const std::vector<std::string> serving = registry_.VersionsOf(name);
+  std::vector<VersionPtr> versions = catalog_.Read(name, &problems);
+  const std::vector<std::string> serving = catalog_.VersionsOf(name);
   std::vector<VersionPtr> loaded;
   for (const VersionPtr& v : versions) {
     const bool reload =
@@ -413,7 +415,7 @@ Status Controller::LoadModel(const std::string& name, bool startup) {
       // The reason goes to clients (the index, the load's answer): without
       // the repository's path.
       problems.push_back(
-          {name, v->version_str, "UNAVAILABLE", registry_.WithoutPaths(s.message())});
+          {name, v->version_str, "UNAVAILABLE", catalog_.WithoutPaths(s.message())});
     }
   }
   std::string why;
@@ -426,11 +428,11 @@ Status Controller::LoadModel(const std::string& name, bool startup) {
     return InvalidArgument("failed to reload model '" + name +
                            "', previous versions keep serving: " + why);
   }
-  registry_.Publish(name, loaded, problems);
+  catalog_.Publish(name, loaded, problems);
   // The model's rollout, as saved (rollout.h): its split holds across a
   // restart or a reload.
   if (auto rollout = LoadRollout(repo, name); rollout.ok()) {
-    registry_.SetRollout(name, std::move(rollout).value());
+    catalog_.SetRollout(name, std::move(rollout).value());
   }
   // Versions no longer selected go once the new ones are up.
   UnloadGroups(
@@ -446,7 +448,7 @@ Status Controller::LoadModel(const std::string& name, bool startup) {
 
 Status Controller::UnloadModel(const std::string& name) {
   MutexLock lifecycle(&lifecycle_mu_);
-  if (!registry_.Remove(name)) return NotFound("model '" + name + "' is not loaded");
+  if (!catalog_.Remove(name)) return NotFound("model '" + name + "' is not loaded");
   UnloadGroups(
       name, [](const cluster::GroupState&) { return true; }, "unloaded (repository API)");
   spdlog::info("unloaded model {}", name);
@@ -491,11 +493,11 @@ void Controller::Tick() {
     }
   }
   if (slowdown != tick_options_scaled_by_) {
-    // Scaled from the registry's latencies, whatever the last tick's factor
-    // was (only registry rows carry one: ReadTickState resets it otherwise).
+    // Scaled from the catalog's latencies, whatever the last tick's factor
+    // was (only catalog rows carry one: ReadTickState resets it otherwise).
     if (tick_options_scaled_by_ != 1.0) {
       for (size_t i = 0; i < state.options.size(); ++i) {
-        state.options[i].latency = registry_options_[i].latency;
+        state.options[i].latency = catalog_options_[i].latency;
       }
     }
     for (auto& o : state.options) {
@@ -540,7 +542,7 @@ void Controller::Tick() {
   bool made_ok = true;  // the last load or resize, for the unloads it replaces
   for (const cluster::Action& a : decision.actions) {
     if (stopping_) return;
-    auto version = registry_.Resolve(a.model, std::to_string(a.version));
+    auto version = catalog_.Resolve(a.model, std::to_string(a.version));
     const std::string label = cluster::GroupLabel(a);
     Status s;
     switch (a.kind) {

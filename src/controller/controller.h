@@ -1,6 +1,6 @@
 // Controller: the control loop, and the one place that decides what is loaded
 // where. Every tick it reads the cluster state (workers' reports and the
-// routers' demand, through the cluster-state store, plus the registry's
+// routers' demand, through the cluster-state store, plus the catalog's
 // profiles), runs the autoscaler (autoscaler.h) and sends the actions it
 // returns to the workers, make before break. On demand, it places a load a
 // query needs (placement.h: which device, which groups to evict) and sends it.
@@ -27,7 +27,7 @@
 // (rollout_policy.h) on what each version did in the current step (the
 // routers' outcome counters in the demand rows) and carries out its
 // decision. The record is saved in <repo>/.somm/rollouts and set on the
-// registry, so routers split by it (a cluster's through the leader's
+// catalog, so routers split by it (a cluster's through the leader's
 // catalog entry); every step is a control action with its reason, and is
 // counted on /metrics (somm_canary_*). controller_rollouts.cc.
 //
@@ -55,7 +55,8 @@
 #include "controller/autoscaler.h"
 #include "controller/control_client.h"
 #include "metrics/serving_metrics.h"
-#include "registry/model_registry.h"
+#include "registry/model_catalog.h"
+#include "registry/registrar.h"
 #include "registry/version_options.h"
 #include "api/decision_log.h"
 #include "worker/worker_directory.h"
@@ -101,8 +102,11 @@ struct ControllerOptions {
 
 class Controller : public ControlClient {
  public:
-  // Everything passed by reference must outlive the controller.
-  Controller(ControllerOptions options, ModelRegistry& registry, cluster::ClusterStateStore& store,
+  // Everything passed by reference must outlive the controller, and so must
+  // `registrar` (null: no variant job is ever started, as in the simulator,
+  // whose versions come profiled).
+  Controller(ControllerOptions options, ModelCatalog& catalog, Registrar* registrar,
+             cluster::ClusterStateStore& store,
              WorkerDirectory& workers, ServingMetrics& metrics, DecisionLog& log);
   ~Controller() override;  // Stop()
 
@@ -133,7 +137,7 @@ class Controller : public ControlClient {
     std::string last;  // the latest one, in words
   };
   Shortfalls PlacementShortfalls() const;
-  // The registry's variant job (ControlClient's contract).
+  // The registrar's variant job (ControlClient's contract).
   Status StartVariantJob(const std::string& name, int64_t version) override;
   StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) override;
   std::vector<DecisionRecord> RecentActions(size_t limit) override {
@@ -242,7 +246,8 @@ class Controller : public ControlClient {
 
   const ControllerOptions options_;
   const Clock& clock_;  // options_.clock, else Clock::Real()
-  ModelRegistry& registry_;
+  ModelCatalog& catalog_;
+  Registrar* const registrar_;  // null: makes no variants
   cluster::ClusterStateStore& store_;
   WorkerDirectory& workers_;
   ServingMetrics& metrics_;
@@ -304,19 +309,19 @@ class Controller : public ControlClient {
   // scale) into fresh memory and freed it again; assigned over the last
   // tick's, the copy reuses its strings and vectors.
   cluster::ClusterState tick_state_ SOMM_GUARDED_BY(tick_mu_);
-  // Every registered version's options as the registry has them (before
+  // Every registered version's options as the catalog has them (before
   // the tick's calibration), and the versions they were built from:
-  // rebuilt only when registry_.All() changes.
-  std::vector<VersionPtr> registry_versions_ SOMM_GUARDED_BY(tick_mu_);
-  std::vector<cluster::VariantOption> registry_options_ SOMM_GUARDED_BY(tick_mu_);
-  // tick_state_.options are registry_options_'s rows, in order, with only
+  // rebuilt only when catalog_.All() changes.
+  std::vector<VersionPtr> catalog_versions_ SOMM_GUARDED_BY(tick_mu_);
+  std::vector<cluster::VariantOption> catalog_options_ SOMM_GUARDED_BY(tick_mu_);
+  // tick_state_.options are catalog_options_'s rows, in order, with only
   // their latencies changed since: scaled by tick_options_scaled_by_ (the
   // last tick's slowdown; 1 for rows just copied).
-  bool tick_options_are_registry_ SOMM_GUARDED_BY(tick_mu_) = false;
+  bool tick_options_are_catalog_ SOMM_GUARDED_BY(tick_mu_) = false;
   double tick_options_scaled_by_ SOMM_GUARDED_BY(tick_mu_) = 1.0;
-  // registry_.VersionsChanged() when registry_versions_ was listed.
-  bool registry_listed_ SOMM_GUARDED_BY(tick_mu_) = false;
-  uint64_t registry_changes_ SOMM_GUARDED_BY(tick_mu_) = 0;
+  // catalog_.VersionsChanged() when catalog_versions_ was listed.
+  bool catalog_listed_ SOMM_GUARDED_BY(tick_mu_) = false;
+  uint64_t catalog_changes_ SOMM_GUARDED_BY(tick_mu_) = 0;
 
   // Rollouts: the policy's step, its windows and where each version's
   // counters stood when the step began.
@@ -330,12 +335,12 @@ class Controller : public ControlClient {
     cluster::TimePoint step_start{};
     VersionWindow stable;
     VersionWindow canary;
-    // Versions whose variant job this step started (the registry runs one
+    // Versions whose variant job this step started (the registrar runs one
     // job per model at a time, and skips a second: tried again once free).
     std::set<int64_t> jobs_started;
   };
   void TickRollouts(const std::vector<cluster::ModelDemand>& demand, cluster::TimePoint now);
-  // Saves `rollout`, sets it on the registry, logs and counts `event`.
+  // Saves `rollout`, sets it on the catalog, logs and counts `event`.
   Status CommitRollout(Rollout rollout, const std::string& event) SOMM_REQUIRES(rollout_mu_);
   // Loads the versions `name`'s rollout serves that are not loaded yet and
   // publishes them beside those that are.

@@ -20,12 +20,12 @@ int64_t UnixMs() {
       .count();
 }
 
-// What the registry knows of a version for the policy: whether it is
+// What the catalog knows of a version for the policy: whether it is
 // profiled, and the held-out top-1 of its as-registered variant.
-void Describe(const ModelRegistry& registry, const std::string& model, int64_t version,
+void Describe(const ModelCatalog& catalog, const std::string& model, int64_t version,
               VersionWindow* w) {
   w->accuracy.reset();
-  auto v = registry.Resolve(model, std::to_string(version));
+  auto v = catalog.Resolve(model, std::to_string(version));
   w->profiled = v.ok() && !(*v)->profiles.empty();
   if (!v.ok()) return;
   const std::string as_registered = AsRegisteredVariant(**v);
@@ -54,11 +54,11 @@ std::string StepOf(const Rollout& r) {
 
 Status Controller::ServeRolloutVersions(const std::string& name) {
   std::vector<RepositoryEntry> problems;
-  std::vector<VersionPtr> wanted = registry_.Read(name, &problems);
+  std::vector<VersionPtr> wanted = catalog_.Read(name, &problems);
   std::vector<VersionPtr> served;
   for (const VersionPtr& v : wanted) {
     // A version already served keeps its record (its generation, profiles).
-    auto current = registry_.Resolve(name, v->version_str);
+    auto current = catalog_.Resolve(name, v->version_str);
     if (current.ok()) {
       served.push_back(*current);
       continue;
@@ -79,15 +79,15 @@ Status Controller::ServeRolloutVersions(const std::string& name) {
   }
   // Versions still served by the model's policy stay; Publish keeps the
   // rollout already set.
-  for (const std::string& version : registry_.VersionsOf(name)) {
+  for (const std::string& version : catalog_.VersionsOf(name)) {
     if (std::none_of(served.begin(), served.end(),
                      [&version](const VersionPtr& v) { return v->version_str == version; })) {
-      if (auto v = registry_.Resolve(name, version); v.ok()) served.push_back(*v);
+      if (auto v = catalog_.Resolve(name, version); v.ok()) served.push_back(*v);
     }
   }
   std::sort(served.begin(), served.end(),
             [](const VersionPtr& a, const VersionPtr& b) { return a->version < b->version; });
-  registry_.Publish(name, std::move(served), std::move(problems));
+  catalog_.Publish(name, std::move(served), std::move(problems));
   return Status::Ok();
 }
 
@@ -98,9 +98,9 @@ StatusOr<RolloutView> Controller::ChangeRollout(const RolloutChange& change) {
   if (stopping_) return Unavailable("server is shutting down");
   MutexLock lifecycle(&lifecycle_mu_);
   const std::string& name = change.model;
-  const std::string& repo = registry_.options().repository_path;
-  SOMM_ASSIGN_OR_RETURN(VersionPtr serving, registry_.Resolve(name, ""));
-  std::shared_ptr<const Rollout> current = registry_.RolloutOf(name);
+  const std::string& repo = catalog_.repository_path();
+  SOMM_ASSIGN_OR_RETURN(VersionPtr serving, catalog_.Resolve(name, ""));
+  std::shared_ptr<const Rollout> current = catalog_.RolloutOf(name);
   const int64_t now_ms = UnixMs();
   if (change.kind != RolloutChange::Kind::kStart) {
     if (!current || !current->Active()) {
@@ -196,8 +196,10 @@ StatusOr<RolloutView> Controller::ChangeRollout(const RolloutChange& change) {
   }
   // Its accuracy on held-out data, for the policy: profiled as any version.
   for (int64_t version : {stable, canary}) {
-    auto v = registry_.Resolve(name, std::to_string(version));
-    if (v.ok() && (*v)->profiles.empty()) registry_.StartVariantJob((*v)->config, version);
+    auto v = catalog_.Resolve(name, std::to_string(version));
+    if (registrar_ != nullptr && v.ok() && (*v)->profiles.empty()) {
+      registrar_->StartVariantJob((*v)->config, version);
+    }
   }
   MutexLock lock(&rollout_mu_);
   SOMM_RETURN_IF_ERROR(CommitRollout(r, "started"));
@@ -205,9 +207,9 @@ StatusOr<RolloutView> Controller::ChangeRollout(const RolloutChange& change) {
 }
 
 StatusOr<RolloutView> Controller::GetRollout(const std::string& model) {
-  SOMM_ASSIGN_OR_RETURN(VersionPtr serving, registry_.Resolve(model, ""));
+  SOMM_ASSIGN_OR_RETURN(VersionPtr serving, catalog_.Resolve(model, ""));
   (void)serving;
-  std::shared_ptr<const Rollout> r = registry_.RolloutOf(model);
+  std::shared_ptr<const Rollout> r = catalog_.RolloutOf(model);
   if (!r) return NotFound("model '" + model + "' has no rollout");
   MutexLock lock(&rollout_mu_);
   return ViewOf(*r);
@@ -221,18 +223,18 @@ RolloutView Controller::ViewOf(const Rollout& rollout) {
     view.stable = m->second.stable;
     view.canary = m->second.canary;
   }
-  Describe(registry_, rollout.model, rollout.stable_version, &view.stable);
-  Describe(registry_, rollout.model, rollout.canary_version, &view.canary);
+  Describe(catalog_, rollout.model, rollout.stable_version, &view.stable);
+  Describe(catalog_, rollout.model, rollout.canary_version, &view.canary);
   return view;
 }
 
 Status Controller::CommitRollout(Rollout rollout, const std::string& event) {
-  SOMM_RETURN_IF_ERROR(SaveRollout(registry_.options().repository_path, rollout));
+  SOMM_RETURN_IF_ERROR(SaveRollout(catalog_.repository_path(), rollout));
   const std::string model = rollout.model;
   const int percent = rollout.percent;
   const std::string label = model + ":" + std::to_string(rollout.canary_version);
   const std::string reason = rollout.reason;
-  registry_.SetRollout(model, std::move(rollout));
+  catalog_.SetRollout(model, std::move(rollout));
   metrics_.RecordRollout(model, event, percent);
   RecordControl("canary_" + event, model, label, "", reason);
   if (options_.on_rollout_change) options_.on_rollout_change(model);
@@ -244,9 +246,9 @@ void Controller::TickRollouts(const std::vector<cluster::ModelDemand>& demand,
   MutexLock lock(&rollout_mu_);
   // Only models with a rollout: listing every version and looking up each
   // one's rollout cost a tick more than its decisions at thousands of models.
-  for (const auto& [model, r] : registry_.Rollouts()) {
+  for (const auto& [model, r] : catalog_.Rollouts()) {
     // Only running canaries, whose canary version is registered.
-    if (!r->Active() || !registry_.Resolve(model, std::to_string(r->canary_version)).ok()) {
+    if (!r->Active() || !catalog_.Resolve(model, std::to_string(r->canary_version)).ok()) {
       continue;
     }
     cluster::ModelDemand stable_now;
@@ -271,17 +273,18 @@ void Controller::TickRollouts(const std::vector<cluster::ModelDemand>& demand,
     m.canary = Since(canary_now, m.canary_base);
     // Unprofiled versions get their variant job (the policy waits for it).
     for (int64_t version : {r->stable_version, r->canary_version}) {
-      auto record = registry_.Resolve(model, std::to_string(version));
+      auto record = catalog_.Resolve(model, std::to_string(version));
       if (!record.ok() || !(*record)->profiles.empty() || m.jobs_started.count(version) > 0) {
         continue;
       }
-      auto job = registry_.GetRegistrationStatus(model);
+      auto job = registrar_ != nullptr ? registrar_->GetRegistrationStatus(model)
+                                        : PublishedVariants(catalog_, model);
       if (job.ok() && job->state == "GENERATING") continue;
-      registry_.StartVariantJob((*record)->config, version);
+      if (registrar_ != nullptr) registrar_->StartVariantJob((*record)->config, version);
       m.jobs_started.insert(version);
     }
-    Describe(registry_, model, r->stable_version, &m.stable);
-    Describe(registry_, model, r->canary_version, &m.canary);
+    Describe(catalog_, model, r->stable_version, &m.stable);
+    Describe(catalog_, model, r->canary_version, &m.canary);
     const double age_s = std::chrono::duration<double>(now - m.step_start).count();
     const RolloutDecision d = DecideRollout(*r, m.stable, m.canary, age_s);
     if (d.kind == RolloutDecision::Kind::kHold) continue;

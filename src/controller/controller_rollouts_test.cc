@@ -10,7 +10,6 @@
 
 #include "cluster/in_memory_store.h"
 #include "common/clock.h"
-#include "runtime/testing/no_backend.h"
 #include "runtime/torch/torch_registration.h"
 #include "controller/controller.h"
 #include "worker/testing/fake_worker_stub.h"
@@ -21,7 +20,6 @@ namespace {
 using ::somm::testing::FakeWorkerStub;
 using namespace std::chrono_literals;
 
-using ::somm::testing::NoBackend;
 // These tests' models are torchscript's: their as-registered variant is
 // torchscript's first (runtime/torch/torch_registration.h).
 constexpr const char* kAsRegistered = kVariantFp32;
@@ -60,13 +58,13 @@ class ControllerRolloutsTest : public ::testing::Test {
     workers_ = std::make_unique<SingleWorkerDirectory>(*worker_);
     ControllerOptions co;
     co.clock = &clock_;
-    controller_ = std::make_unique<Controller>(co, registry_, store_, *workers_, metrics_, log_);
+    controller_ = std::make_unique<Controller>(co, catalog_, /*registrar=*/nullptr, store_, *workers_, metrics_, log_);
   }
   void TearDown() override { std::filesystem::remove_all(repo_); }
 
   // v1 and v2 served, v2 a canary at `percent` with short steps.
   void Canary(double v2_accuracy, int percent = 10) {
-    registry_.Publish("m", {Version(1, 0.97), Version(2, v2_accuracy)}, {});
+    catalog_.Publish("m", {Version(1, 0.97), Version(2, v2_accuracy)}, {});
     Rollout r;
     r.model = "m";
     r.stable_version = 1;
@@ -76,7 +74,7 @@ class ControllerRolloutsTest : public ::testing::Test {
     r.bounds.min_queries_to_judge = 10;
     r.bounds.min_step_s = 1;
     r.step_started_unix_ms = 1;
-    registry_.SetRollout("m", r);
+    catalog_.SetRollout("m", r);
   }
   // The routers' counters so far: answers and their summed latency.
   void Counted(int64_t v1_answered, double v1_ms, int64_t v2_answered, double v2_ms) {
@@ -102,8 +100,7 @@ class ControllerRolloutsTest : public ::testing::Test {
           .string();
   ManualClock clock_{cluster::TimePoint(100000s)};
   cluster::InMemoryClusterStateStore store_;
-  NoBackend backend_;
-  ModelRegistry registry_{RegistryOptions{repo_}, backend_};
+  ModelCatalog catalog_{repo_};
   NullServingMetrics metrics_;
   DecisionLog log_{100};
   std::unique_ptr<FakeWorkerStub> worker_;
@@ -115,11 +112,11 @@ TEST_F(ControllerRolloutsTest, AGoodCanaryAdvancesOnceItsStepHasEnoughAndIsSaved
   Canary(0.97);
   Counted(100, 2.0, 10, 2.0);
   controller_->Tick();  // the step's window starts here
-  EXPECT_EQ(registry_.RolloutOf("m")->percent, 10);
+  EXPECT_EQ(catalog_.RolloutOf("m")->percent, 10);
   clock_.Advance(2s);
   Counted(300, 2.0, 40, 2.1);
   controller_->Tick();
-  auto r = registry_.RolloutOf("m");
+  auto r = catalog_.RolloutOf("m");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->percent, 25) << r->reason;
   EXPECT_TRUE(r->Active());
@@ -139,25 +136,25 @@ TEST_F(ControllerRolloutsTest, ASlowCanaryIsRolledBackAndTheStableVersionServesA
   clock_.Advance(1s);
   Counted(200, 2.0, 12, 30.0);
   controller_->Tick();
-  auto r = registry_.RolloutOf("m");
+  auto r = catalog_.RolloutOf("m");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->state, Rollout::State::kRolledBack);
   EXPECT_NE(r->reason.find("mean latency"), std::string::npos) << r->reason;
   EXPECT_TRUE(Logged("control:canary_rolled_back"));
-  EXPECT_EQ(registry_.Resolve("m", "").value()->version, 1) << "unversioned queries go to v1";
+  EXPECT_EQ(catalog_.Resolve("m", "").value()->version, 1) << "unversioned queries go to v1";
 }
 
 TEST_F(ControllerRolloutsTest, LowerHeldOutAccuracyRollsBackBeforeAnyQuery) {
   Canary(0.50);
   controller_->Tick();
-  auto r = registry_.RolloutOf("m");
+  auto r = catalog_.RolloutOf("m");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->state, Rollout::State::kRolledBack);
   EXPECT_NE(r->reason.find("held-out top-1 0.5000"), std::string::npos) << r->reason;
 }
 
 TEST_F(ControllerRolloutsTest, OperatorChangesNeedARunningCanary) {
-  registry_.Publish("m", {Version(1, 0.97)}, {});
+  catalog_.Publish("m", {Version(1, 0.97)}, {});
   RolloutChange promote;
   promote.kind = RolloutChange::Kind::kPromote;
   promote.model = "m";
@@ -167,7 +164,7 @@ TEST_F(ControllerRolloutsTest, OperatorChangesNeedARunningCanary) {
   s = controller_->ChangeRollout(promote);
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(s->rollout.state, Rollout::State::kPromoted);
-  EXPECT_EQ(registry_.Resolve("m", "").value()->version, 2);
+  EXPECT_EQ(catalog_.Resolve("m", "").value()->version, 2);
   RolloutChange start;
   start.model = "m";
   start.version = 7;

@@ -5,7 +5,6 @@
 // thread of its own and looks at what was sent while the load is in flight.
 #include "controller/controller.h"
 #include "common/clock.h"
-#include "runtime/testing/no_backend.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -27,7 +26,6 @@ using ::somm::testing::FakeWorkerStub;
 using namespace std::chrono_literals;
 
 // The registry's backend only serves registrations, which these tests do not make.
-using ::somm::testing::NoBackend;
 
 HardwareConfig Cpu(int threads) { return {DeviceKind::kCpu, 0, threads}; }
 
@@ -79,8 +77,8 @@ class ControllerTest : public ::testing::Test {
     workers_ = std::make_unique<SingleWorkerDirectory>(*worker_);
     ControllerOptions co;
     co.clock = &clock_;
-    controller_ = std::make_unique<Controller>(co, registry_, store_, *workers_, metrics_, log_);
-    registry_.Publish("m", {v}, {});
+    controller_ = std::make_unique<Controller>(co, catalog_, /*registrar=*/nullptr, store_, *workers_, metrics_, log_);
+    catalog_.Publish("m", {v}, {});
     worker_->AddGroup(v, variant, hw);
   }
 
@@ -133,8 +131,7 @@ class ControllerTest : public ::testing::Test {
 
   ManualClock clock_{cluster::TimePoint(100000s)};
   cluster::InMemoryClusterStateStore store_;
-  NoBackend backend_;
-  ModelRegistry registry_{RegistryOptions{}, backend_};
+  ModelCatalog catalog_{""};
   NullServingMetrics metrics_;
   DecisionLog log_{100};
   std::unique_ptr<FakeWorkerStub> worker_;
@@ -206,7 +203,7 @@ class ControllerSpreadTest : public ControllerTest {
     w2_.Publish();
     ControllerOptions co;
     co.clock = &clock_;
-    controller_ = std::make_unique<Controller>(co, registry_, store_, directory_, metrics_, log_);
+    controller_ = std::make_unique<Controller>(co, catalog_, /*registrar=*/nullptr, store_, directory_, metrics_, log_);
   }
 
   FakeWorkerStub::Options Worker(const std::string& id) {
@@ -234,7 +231,7 @@ class ControllerSpreadTest : public ControllerTest {
 TEST_F(ControllerSpreadTest, ScaleUpPutsTheAddedReplicasOnTheOtherWorkerToo) {
   const std::string label = "m:1:ts-fp32@cpu1";
   VersionPtr v = Model({Fp32()});
-  registry_.Publish("m", {v}, {});
+  catalog_.Publish("m", {v}, {});
   w1_.AddGroup(v, "ts-fp32", Cpu(1));
   // 150 q/s on one fp32 replica (100 q/s): 3 replicas, spread 2 + 1.
   Arrivals(0);
@@ -253,7 +250,7 @@ TEST_F(ControllerSpreadTest, ScaleUpPutsTheAddedReplicasOnTheOtherWorkerToo) {
 TEST_F(ControllerSpreadTest, IdleGroupSpreadOverTwoWorkersLeavesBoth) {
   const std::string label = "m:1:ts-fp32@cpu1";
   VersionPtr v = Model({Fp32()});
-  registry_.Publish("m", {v}, {});
+  catalog_.Publish("m", {v}, {});
   w1_.AddGroup(v, "ts-fp32", Cpu(1));
   w2_.AddGroup(v, "ts-fp32", Cpu(1), 2);
   Arrivals(0);
@@ -270,7 +267,7 @@ TEST_F(ControllerSpreadTest, IdleGroupSpreadOverTwoWorkersLeavesBoth) {
 TEST_F(ControllerSpreadTest, ScaleDownTakesAShareAwayAndKeepsTheOther) {
   const std::string label = "m:1:ts-fp32@cpu1";
   VersionPtr v = Model({Fp32()});
-  registry_.Publish("m", {v}, {});
+  catalog_.Publish("m", {v}, {});
   w1_.AddGroup(v, "ts-fp32", Cpu(1));
   w2_.AddGroup(v, "ts-fp32", Cpu(1));
   // 10 q/s, a tenth of one replica, tick after tick: once low long enough
@@ -316,10 +313,10 @@ TEST_F(ControllerTest, AnEvictionRefusedByABusyGroupHoldsBackTheLoadThatNeededIt
   SingleWorkerDirectory directory(worker);
   ControllerOptions co;
   co.clock = &clock_;
-  Controller controller(co, registry_, store_, directory, metrics_, log_);
+  Controller controller(co, catalog_, /*registrar=*/nullptr, store_, directory, metrics_, log_);
   VersionPtr va = Named("a"), vb = Named("b");
-  registry_.Publish("a", {va}, {});
-  registry_.Publish("b", {vb}, {});
+  catalog_.Publish("a", {va}, {});
+  catalog_.Publish("b", {vb}, {});
   worker.AddGroup(va, "ts-fp32", Cpu(1));
 
   std::promise<Status> loaded;
@@ -377,9 +374,9 @@ TEST_F(ControllerTest, ALoadUnderWayHoldsItsMemoryForTheLoadsAfterIt) {
   ::somm::testing::FakeWorkerDirectory directory{{&w1, &w2}};
   ControllerOptions co;
   co.clock = &clock_;
-  Controller controller(co, registry_, view, directory, metrics_, log_);
+  Controller controller(co, catalog_, /*registrar=*/nullptr, view, directory, metrics_, log_);
   VersionPtr va = Named("a"), vb = Named("b"), vc = Named("c");
-  for (const VersionPtr& v : {va, vb, vc}) registry_.Publish(v->config.name, {v}, {});
+  for (const VersionPtr& v : {va, vb, vc}) catalog_.Publish(v->config.name, {v}, {});
 
   std::promise<std::string> at_a, at_b, at_c, refused_c;
   auto where = [](std::promise<std::string>& p) {

@@ -52,21 +52,21 @@ std::shared_ptr<const cluster::ClusterState> Controller::ReadStore(bool fresh) {
 
 void Controller::ReadTickState() {
   const auto snapshot = ReadStore(true);
-  bool registry_changed = false;
-  // Listing every version (thousands at scale) only when the registry says
+  bool catalog_changed = false;
+  // Listing every version (thousands at scale) only when the catalog says
   // its records moved.
-  const uint64_t changes = registry_.VersionsChanged();
-  if (!registry_listed_ || changes != registry_changes_) {
-    std::vector<VersionPtr> versions = registry_.All();
-    registry_changes_ = changes;
-    registry_listed_ = true;
-    if (versions != registry_versions_) {
+  const uint64_t changes = catalog_.VersionsChanged();
+  if (!catalog_listed_ || changes != catalog_changes_) {
+    std::vector<VersionPtr> versions = catalog_.All();
+    catalog_changes_ = changes;
+    catalog_listed_ = true;
+    if (versions != catalog_versions_) {
       // A version record's options never change (VersionOptions keys them
       // by record), so the same records give the same rows.
-      registry_options_.clear();
-      for (const VersionPtr& v : versions) version_options_.Append(v, &registry_options_);
-      registry_versions_ = std::move(versions);
-      registry_changed = true;
+      catalog_options_.clear();
+      for (const VersionPtr& v : versions) version_options_.Append(v, &catalog_options_);
+      catalog_versions_ = std::move(versions);
+      catalog_changed = true;
     }
   }
   cluster::ClusterState& state = tick_state_;
@@ -74,19 +74,19 @@ void Controller::ReadTickState() {
   state.groups = snapshot->groups;
   state.demand = snapshot->demand;
   if (snapshot->options.empty()) {
-    if (registry_changed || !tick_options_are_registry_ ||
-        state.options.size() != registry_options_.size()) {
-      state.options = registry_options_;
+    if (catalog_changed || !tick_options_are_catalog_ ||
+        state.options.size() != catalog_options_.size()) {
+      state.options = catalog_options_;
       tick_options_scaled_by_ = 1.0;
     }
     // Else the same rows as the last tick's, their latencies scaled by
     // tick_options_scaled_by_: Tick() rescales them only if its slowdown
     // differs.
-    tick_options_are_registry_ = true;
+    tick_options_are_catalog_ = true;
   } else {
     state.options = snapshot->options;
-    state.options.insert(state.options.end(), registry_options_.begin(), registry_options_.end());
-    tick_options_are_registry_ = false;
+    state.options.insert(state.options.end(), catalog_options_.begin(), catalog_options_.end());
+    tick_options_are_catalog_ = false;
     tick_options_scaled_by_ = 1.0;
   }
 }

@@ -10,8 +10,8 @@
 
 namespace somm::node {
 
-CatalogFollower::CatalogFollower(ModelRegistry& registry, cluster::CatalogStore& store)
-    : registry_(registry), store_(store) {}
+CatalogFollower::CatalogFollower(ModelCatalog& models, cluster::CatalogStore& store)
+    : models_(models), store_(store) {}
 
 CatalogFollower::~CatalogFollower() { store_.SetOnCatalogChange(nullptr); }
 
@@ -34,7 +34,7 @@ void CatalogFollower::Sync(const cluster::Catalog& catalog) {
   for (auto it = synced_.begin(); it != synced_.end();) {
     if (catalog.models.count(it->first) == 0) {
       spdlog::info("catalog: model {} is no longer served", it->first);
-      registry_.Remove(it->first);
+      models_.Remove(it->first);
       it = synced_.erase(it);
     } else {
       ++it;
@@ -49,7 +49,7 @@ void CatalogFollower::Refresh(const std::string& name) {
 
 void CatalogFollower::Forget(const std::string& name) {
   MutexLock lock(&mu_);
-  registry_.Remove(name);
+  models_.Remove(name);
 }
 
 const char* CatalogFollower::LoadLocked(const std::string& name) {
@@ -57,17 +57,17 @@ const char* CatalogFollower::LoadLocked(const std::string& name) {
   if (entry.ok()) {
     StatusOr<PublishedModel> published = PublishedModelFromJson(*entry, name);
     if (published.ok()) {
-      registry_.Publish(name, std::move(published->versions), std::move(published->problems));
-      registry_.SetRollout(name, std::move(published->rollout));
+      models_.Publish(name, std::move(published->versions), std::move(published->problems));
+      models_.SetRollout(name, std::move(published->rollout));
       return "the leader's published entry";
     }
     spdlog::warn("catalog: {}; reading the repository instead", published.status().message());
   }
   std::vector<RepositoryEntry> problems;
-  std::vector<VersionPtr> versions = registry_.Read(name, &problems);
-  registry_.Publish(name, std::move(versions), std::move(problems));
-  if (auto rollout = LoadRollout(registry_.options().repository_path, name); rollout.ok()) {
-    registry_.SetRollout(name, std::move(rollout).value());
+  std::vector<VersionPtr> versions = models_.Read(name, &problems);
+  models_.Publish(name, std::move(versions), std::move(problems));
+  if (auto rollout = LoadRollout(models_.repository_path(), name); rollout.ok()) {
+    models_.SetRollout(name, std::move(rollout).value());
   }
   return "the shared repository";
 }
@@ -94,7 +94,7 @@ StatusOr<RegistrationStatus> CatalogFollowingControl::GetRegistrationStatus(
     const std::string& name) {
   StatusOr<RegistrationStatus> status = inner_.GetRegistrationStatus(name);
   if (status.ok() && status->state == "READY") {
-    auto v = registry_.Resolve(name, "");
+    auto v = models_.Resolve(name, "");
     if (!v.ok() || (*v)->profiles.size() != status->variants.size()) catalog_.Refresh(name);
   }
   return status;

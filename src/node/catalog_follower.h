@@ -1,4 +1,4 @@
-// CatalogFollower: keeps a router's registry in line with the cluster's
+// CatalogFollower: keeps a router's catalog in line with the cluster's
 // catalog (cluster/catalog_store.h). A model the catalog lists is read again
 // whenever its generation changes, from the entry the leader published with
 // that generation (registry/published_model.h: config, versions, profiles,
@@ -10,7 +10,7 @@
 // all along.
 //
 // CatalogFollowingControl is the router's ControlClient: the leader's, with
-// this router's registry brought in line as soon as a repository call
+// this router's catalog brought in line as soon as a repository call
 // succeeds or a variant job is seen READY, rather than at the catalog's next
 // notice: a client that loads a model, or waits for its variants, and then
 // queries it must find it so.
@@ -24,13 +24,13 @@
 #include "cluster/catalog_store.h"
 #include "common/mutex.h"
 #include "node/forwarding_control.h"
-#include "registry/model_registry.h"
+#include "registry/model_catalog.h"
 
 namespace somm::node {
 
 class CatalogFollower {
  public:
-  CatalogFollower(ModelRegistry& registry, cluster::CatalogStore& store);
+  CatalogFollower(ModelCatalog& models, cluster::CatalogStore& store);
   // Stops following (the store calls no more once this returns, for a store
   // whose change callback runs on the writer's thread; a store with a watch
   // thread must stop it first).
@@ -38,7 +38,7 @@ class CatalogFollower {
 
   // Reads the catalog now, then again whenever the store says it changed.
   void Start();
-  // Brings the registry in line with `catalog` (Start's callback calls it).
+  // Brings the router's catalog in line with `catalog` (Start's callback calls it).
   void Sync(const cluster::Catalog& catalog);
   // Reads `name` now, ahead of the catalog's notice (a repository call or a
   // variant job this router saw finish); the notice reads it again.
@@ -51,7 +51,7 @@ class CatalogFollower {
   // says which.
   const char* LoadLocked(const std::string& name) SOMM_REQUIRES(mu_);
 
-  ModelRegistry& registry_;
+  ModelCatalog& models_;
   cluster::CatalogStore& store_;
   Mutex mu_;
   std::map<std::string, std::string> synced_ SOMM_GUARDED_BY(mu_);  // model -> generation read
@@ -60,8 +60,8 @@ class CatalogFollower {
 class CatalogFollowingControl : public ForwardingControl {
  public:
   CatalogFollowingControl(ControlClient& leader, CatalogFollower& catalog,
-                          const ModelRegistry& registry)
-      : ForwardingControl(leader), catalog_(catalog), registry_(registry) {}
+                          const ModelCatalog& models)
+      : ForwardingControl(leader), catalog_(catalog), models_(models) {}
   Status LoadModel(const std::string& name, bool startup) override;
   Status UnloadModel(const std::string& name) override;
   StatusOr<RolloutView> ChangeRollout(const RolloutChange& change) override;
@@ -69,7 +69,7 @@ class CatalogFollowingControl : public ForwardingControl {
 
  private:
   CatalogFollower& catalog_;
-  const ModelRegistry& registry_;
+  const ModelCatalog& models_;
 };
 
 }  // namespace somm::node

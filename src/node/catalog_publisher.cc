@@ -11,46 +11,46 @@
 
 namespace somm::node {
 
-std::string PublishedEntry(const ModelRegistry& registry, const std::string& name,
+std::string PublishedEntry(const ModelCatalog& models, const std::string& name,
                            const std::vector<VersionPtr>& versions) {
   PublishedModel model;
   model.name = name;
   model.versions = versions;
-  std::ifstream yaml(std::filesystem::path(registry.options().repository_path) / name /
+  std::ifstream yaml(std::filesystem::path(models.repository_path()) / name /
                      "model.yaml");
   std::stringstream text;
   text << yaml.rdbuf();
   model.config_yaml = text.str();
-  if (auto rollout = registry.RolloutOf(name)) model.rollout = *rollout;
-  for (RepositoryEntry& row : registry.Index(/*ready_only=*/false)) {
+  if (auto rollout = models.RolloutOf(name)) model.rollout = *rollout;
+  for (RepositoryEntry& row : models.Index(/*ready_only=*/false)) {
     if (row.name == name && row.state != "READY") model.problems.push_back(std::move(row));
   }
   return PublishedModelToJson(model);
 }
 
-CatalogPublisher::CatalogPublisher(const ModelRegistry& registry, cluster::CatalogStore& store,
+CatalogPublisher::CatalogPublisher(const ModelCatalog& models, cluster::CatalogStore& store,
                                    std::string publisher,
                                    std::function<std::string()> new_generation)
-    : registry_(registry),
+    : models_(models),
       store_(store),
       publisher_(std::move(publisher)),
       new_generation_(std::move(new_generation)) {}
 
 void CatalogPublisher::Publish() {
   MutexLock lock(&mu_);
-  // Whether the mark may be written is read before the registry is: a
+  // Whether the mark may be written is read before the models is: a
   // start-up that ends meanwhile is marked at the next publication.
   const bool started_up = started_up_.load();
   std::map<std::string, std::vector<VersionPtr>> known;
-  for (const std::string& name : registry_.ListModelFolders()) {
-    if (registry_.IsPublished(name)) known[name];
+  for (const std::string& name : models_.ListModelFolders()) {
+    if (models_.IsPublished(name)) known[name];
   }
-  for (const VersionPtr& v : registry_.All()) known[v->config.name].push_back(v);
+  for (const VersionPtr& v : models_.All()) known[v->config.name].push_back(v);
   const cluster::Catalog held = store_.ReadCatalog();
   bool wrote_all = true;
   for (const auto& [name, records] : known) {
     Published& last = published_[name];
-    const auto rollout_now = registry_.RolloutOf(name);
+    const auto rollout_now = models_.RolloutOf(name);
     if (last.generation.empty() || last.records != records || last.rollout != rollout_now) {
       last.generation = new_generation_();
     }
@@ -58,7 +58,7 @@ void CatalogPublisher::Publish() {
     last.rollout = rollout_now;
     auto it = held.models.find(name);
     if (it == held.models.end() || it->second != last.generation) {
-      const Status s = store_.PublishModel(name, last.generation, PublishedEntry(registry_, name, records));
+      const Status s = store_.PublishModel(name, last.generation, PublishedEntry(models_, name, records));
       if (!s.ok()) wrote_all = false;
     }
   }

@@ -1,6 +1,6 @@
 // CatalogPublisher: the leader controller's half of the catalog
 // (cluster/catalog_store.h). It writes the entry of every model its
-// registry knows (served, or whose load failed: routers show its problems
+// catalog knows (served, or whose load failed: routers show its problems
 // as `somm serve` does) under a generation that changes whenever the
 // model's records or rollout do, so routers read it again; it removes the
 // models it no longer knows; and once the leader's start-up loads are done
@@ -29,32 +29,32 @@
 #include "cluster/catalog_store.h"
 #include "common/mutex.h"
 #include "node/forwarding_control.h"
-#include "registry/model_registry.h"
+#include "registry/model_catalog.h"
 
 namespace somm::node {
 
 // What the leader publishes for `name`: the model.yaml it serves (read
-// again from the repository: the registry keeps it parsed), its versions
+// again from the repository: the catalog keeps it parsed), its versions
 // with their profiles, its rollout, and the problems its last read found.
-std::string PublishedEntry(const ModelRegistry& registry, const std::string& name,
+std::string PublishedEntry(const ModelCatalog& models, const std::string& name,
                            const std::vector<VersionPtr>& versions);
 
 class CatalogPublisher {
  public:
   // `publisher` names the leader in the complete mark; `new_generation`
   // makes a generation no earlier one equals (redis::NewIncarnation).
-  CatalogPublisher(const ModelRegistry& registry, cluster::CatalogStore& store,
+  CatalogPublisher(const ModelCatalog& models, cluster::CatalogStore& store,
                    std::string publisher, std::function<std::string()> new_generation);
 
-  // Brings the store's catalog in line with the registry, and marks it
+  // Brings the store's catalog in line with the leader's catalog, and marks it
   // complete when started up and every write succeeded.
   void Publish();
-  // The leader's start-up loads are done: its registry lists every model it
+  // The leader's start-up loads are done: its catalog lists every model it
   // serves, so a publication from now on is the whole catalog.
   void SetStartedUp() { started_up_ = true; }
 
  private:
-  const ModelRegistry& registry_;
+  const ModelCatalog& models_;
   cluster::CatalogStore& store_;
   const std::string publisher_;
   const std::function<std::string()> new_generation_;

@@ -14,7 +14,6 @@
 #include "cluster/in_memory_catalog_store.h"
 #include "node/catalog_follower.h"
 #include "node/catalog_publisher.h"
-#include "runtime/testing/no_backend.h"
 
 namespace somm::node {
 namespace {
@@ -30,22 +29,20 @@ class CatalogTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(repo_); }
 
-  // A leader's registry over the repository, as its start-up loads leave
+  // A leader's catalog over the repository, as its start-up loads leave
   // it: `names` published (each with one problem row, so the entry needs no
   // model file and a router shows where it came from).
-  std::unique_ptr<ModelRegistry> LeaderRegistry() {
-    RegistryOptions o;
-    o.repository_path = repo_.string();
-    return std::make_unique<ModelRegistry>(o, backend_);
+  std::unique_ptr<ModelCatalog> LeaderRegistry() {
+    return std::make_unique<ModelCatalog>(repo_.string());
   }
-  static void Load(ModelRegistry& registry, const std::string& name) {
+  static void Load(ModelCatalog& registry, const std::string& name) {
     registry.Publish(name, {}, {{name, "1", "UNAVAILABLE", "published by the leader"}});
   }
   std::function<std::string()> Generations() {
     return [this] { return "g" + std::to_string(++generations_); };
   }
-  // What the router's registry serves, by the problem rows it shows.
-  static std::set<std::string> Served(const ModelRegistry& router) {
+  // What the router's catalog serves, by the problem rows it shows.
+  static std::set<std::string> Served(const ModelCatalog& router) {
     std::set<std::string> names;
     for (const RepositoryEntry& row : router.Index(/*ready_only=*/false)) {
       if (row.reason == "published by the leader") names.insert(row.name);
@@ -54,11 +51,10 @@ class CatalogTest : public ::testing::Test {
   }
 
   fs::path repo_;
-  testing::NoBackend backend_;
   int generations_ = 0;
   cluster::InMemoryCatalogStore store_;
   // A router mounts no repository.
-  ModelRegistry router_{RegistryOptions{}, backend_};
+  ModelCatalog router_{""};
 };
 
 using Names = std::set<std::string>;

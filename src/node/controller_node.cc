@@ -171,14 +171,15 @@ int RunControllerNode(const ControllerProcessOptions& o, const NodeProcess& proc
   if (!tls.ok() || !metrics_keys.ok()) return 2;  // checked above
   PrometheusMetrics metrics;
   auto parts = StartParts(o.model_repository, o.device, o.redis, 3000, /*watch=*/true,
-                          RedisClientName("controller", o.controller_id), o.registration);
+                          RedisClientName("controller", o.controller_id), o.registration,
+                          /*with_registrar=*/true);
   if (!parts.ok()) {
     spdlog::error("{}", parts.status().message());
     return 2;
   }
   const Device device = parts->device;
   RedisClusterStateStore* store = parts->store.get();
-  ModelRegistry& registry = *parts->registry;
+  ModelCatalog& models = *parts->catalog;
   GrpcWorkerPoolOptions pool_options;
   pool_options.stub.tls = crypto::ForPeer(crypto::PeerClientFiles(o.tls), "somm-worker");
   GrpcWorkerPool workers(AddressesOf(*store), pool_options);
@@ -189,17 +190,17 @@ int RunControllerNode(const ControllerProcessOptions& o, const NodeProcess& proc
   co.in_use_window_s = o.worker_in_use_window_s;
   // The catalog of what this controller serves, written while it leads
   // (node/catalog_publisher.h); a rollout step reaches the routers at once.
-  node::CatalogPublisher catalog(registry, *store, RedisClientName("controller", o.controller_id),
+  node::CatalogPublisher catalog(models, *store, RedisClientName("controller", o.controller_id),
                                  redis::NewIncarnation);
   co.on_rollout_change = [&catalog](const std::string&) { catalog.Publish(); };
-  Controller controller(co, registry, *store, workers, metrics, log);
+  Controller controller(co, models, parts->registrar.get(), *store, workers, metrics, log);
   node::CatalogPublishingControl control(controller, catalog);
 
   std::atomic<bool> leader{false};
   auto service = ControlService::Start(
       control,
-      [&registry](const std::string& m, int64_t v) {
-        return registry.Resolve(m, std::to_string(v));
+      [&models](const std::string& m, int64_t v) {
+        return models.Resolve(m, std::to_string(v));
       },
       [&leader] { return leader.load(); }, ControlServiceOptions{o.address, o.port, o.tls});
   if (!service.ok()) {
@@ -269,8 +270,8 @@ int RunControllerNode(const ControllerProcessOptions& o, const NodeProcess& proc
       while (workers.Ids().empty() && std::chrono::steady_clock::now() < give_up && !lost) {
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
       }
-      for (const std::string& name : registry.ListModelFolders()) {
-        if (registry.IsPublished(name)) continue;
+      for (const std::string& name : models.ListModelFolders()) {
+        if (models.IsPublished(name)) continue;
         const Status s = controller.LoadModel(name, /*startup=*/true);
         if (!s.ok()) spdlog::error("model {}: {}", name, s.message());
         // At once, not at the next lease tick: a router that sees the
@@ -282,7 +283,7 @@ int RunControllerNode(const ControllerProcessOptions& o, const NodeProcess& proc
         // Variant jobs run on the leader and live in its memory: one that a
         // dead leader did not finish left its model without profiles, and
         // is redone here, as are models placed in the repository by hand.
-        for (const VersionPtr& v : registry.All()) {
+        for (const VersionPtr& v : models.All()) {
           if (!v->profiles.empty()) continue;
           spdlog::info("controller {}: {}:{} has no profiled variants; generating them", id,
                        v->config.name, v->version);
@@ -324,7 +325,7 @@ int RunControllerNode(const ControllerProcessOptions& o, const NodeProcess& proc
 
   const char* why = process.wait_for_stop();
   spdlog::info("controller {}: {}: stopping", id, why);
-  registry.Shutdown();  // a variant job in progress is killed at once
+  if (parts->registrar) parts->registrar->Shutdown();  // a variant job in progress is killed at once
   if (poller) poller->Stop();
   scaler.Stop();
   leadership.Stop();

@@ -23,15 +23,15 @@ std::vector<Device> DevicesOf(const BackendSet& backends) {
 EmbeddedServer::EmbeddedServer(EmbeddedServerOptions options, BackendSet backends,
                                ServingMetrics& metrics)
     : options_(std::move(options)), log_(options_.decision_log_size) {
-  RegistryOptions ro;
-  ro.repository_path = options_.repository_path;
+  catalog_ = std::make_unique<ModelCatalog>(options_.repository_path);
+  RegistrarOptions ro;
   ro.hardware =
       options_.hardware.empty() ? DefaultHardware(DevicesOf(backends)) : options_.hardware;
   ro.accuracy_tolerance = options_.accuracy_tolerance;
   ro.tools_dir = options_.tools_dir;
   ro.device = options_.device;
   ro.sandbox = options_.sandbox;
-  registry_ = std::make_unique<ModelRegistry>(ro, backends);
+  registrar_ = std::make_unique<ModelRegistrar>(*catalog_, ro, backends);
 
   WorkerOptions wo;
   wo.device = options_.device;
@@ -52,14 +52,14 @@ EmbeddedServer::EmbeddedServer(EmbeddedServerOptions options, BackendSet backend
   co.before_tick = [this] {
     if (router_) router_->PublishDemand();
   };
-  controller_ = std::make_unique<Controller>(co, *registry_, store_, *directory_, metrics, log_);
+  controller_ = std::make_unique<Controller>(co, *catalog_, registrar_.get(), store_, *directory_, metrics, log_);
 
   RouterOptions rto = options_.router;
   rto.server_name = options_.server_name;
   rto.server_version = options_.server_version;
   rto.prices = options_.prices;
   rto.ready = [this] { return started_.load() && (!options_.strict_readiness || ConfiguredInstancesLoaded()); };
-  router_ = std::make_unique<Router>(rto, *registry_, store_, *directory_, *controller_, metrics,
+  router_ = std::make_unique<Router>(rto, *catalog_, registrar_.get(), store_, *directory_, *controller_, metrics,
                                      log_);
 }
 
@@ -71,15 +71,15 @@ Status EmbeddedServer::Start() {
     return NotFound("model repository '" + options_.repository_path + "' is not a directory");
   }
   stub_->Publish();
-  for (const std::string& name : registry_->ListModelFolders()) {
+  for (const std::string& name : catalog_->ListModelFolders()) {
     Status s = controller_->LoadModel(name, /*startup=*/true);
     if (!s.ok()) spdlog::error("{}", s.message());
   }
   if (options_.auto_variants) {
     // Models placed in the repository by hand are managed like registered
     // ones: variants are generated for any version that has none yet.
-    for (const VersionPtr& v : registry_->All()) {
-      if (v->profiles.empty()) registry_->StartVariantJob(v->config, v->version);
+    for (const VersionPtr& v : catalog_->All()) {
+      if (v->profiles.empty()) registrar_->StartVariantJob(v->config, v->version);
     }
   }
   controller_->Start();
@@ -88,11 +88,11 @@ Status EmbeddedServer::Start() {
 }
 
 bool EmbeddedServer::ConfiguredInstancesLoaded() const {
-  for (const RepositoryEntry& row : registry_->Index(/*ready_only=*/false)) {
+  for (const RepositoryEntry& row : catalog_->Index(/*ready_only=*/false)) {
     if (row.state == "UNAVAILABLE") return false;  // a model that failed to load
   }
   const auto state = store_.Read();
-  for (const VersionPtr& v : registry_->All()) {
+  for (const VersionPtr& v : catalog_->All()) {
     if (!v->config.instance_count_configured) continue;
     const bool loaded = std::any_of(state->groups.begin(), state->groups.end(), [&](const auto& g) {
       return g.model == v->config.name && g.version == v->version && g.variant == AsRegisteredVariant(*v) &&
@@ -108,7 +108,7 @@ void EmbeddedServer::Shutdown() {
   stopped_ = true;
   router_->Shutdown();
   controller_->Stop();
-  registry_->Shutdown();
+  registrar_->Shutdown();
   worker_->Shutdown();
 }
 

@@ -1,6 +1,6 @@
 // EmbeddedServer: somm in one process (`somm serve`): a router, a controller
-// and one local worker around an in-memory cluster-state store and the model
-// registry. It is the cluster's code path wired with direct calls instead of
+// and one local worker around an in-memory cluster-state store, the model
+// catalog and the registrar. It is the cluster's code path wired with direct calls instead of
 // RPCs (docs/architecture.md): the router reaches the worker through a
 // LocalWorkerStub, exactly where a cluster's router uses a gRPC stub.
 //
@@ -22,7 +22,8 @@
 #include "common/duty_cycle_pacer.h"
 #include "controller/controller.h"
 #include "metrics/serving_metrics.h"
-#include "registry/model_registry.h"
+#include "registry/model_catalog.h"
+#include "registry/model_registrar.h"
 #include "api/decision_log.h"
 #include "router/router.h"
 #include "runtime/backend_set.h"
@@ -49,7 +50,7 @@ struct EmbeddedServerOptions {
   double accuracy_tolerance = 0.02;
   // Where tools/quantize_dynamic.py lives (int8 variants).
   std::string tools_dir;
-  // Where registrations run the model's code (RegistryOptions::sandbox);
+  // Where registrations run the model's code (RegistrarOptions::sandbox);
   // null: in this process (tests).
   std::shared_ptr<ModelSandbox> sandbox;
   // The router's and the controller's prices (RouterOptions::prices,
@@ -87,7 +88,8 @@ class EmbeddedServer : public InferenceServer {
   Router& router() { return *router_; }
   Worker& worker() { return *worker_; }
   Controller& controller() { return *controller_; }
-  ModelRegistry& registry() { return *registry_; }
+  ModelCatalog& catalog() { return *catalog_; }
+  ModelRegistrar& registrar() { return *registrar_; }
   int64_t QueuedQueries() const { return worker_->QueuedQueries(); }
 
   bool IsLive() const override { return true; }
@@ -143,14 +145,15 @@ class EmbeddedServer : public InferenceServer {
   // Installs profiled variants of a published model version (tests).
   Status SetVariantProfiles(const std::string& name, int64_t version,
                             std::vector<VariantProfile> profiles) {
-    return registry_->SetProfiles(name, version, std::move(profiles));
+    return catalog_->SetProfiles(name, version, std::move(profiles));
   }
 
  private:
   const EmbeddedServerOptions options_;
   cluster::InMemoryClusterStateStore store_;
   DecisionLog log_;
-  std::unique_ptr<ModelRegistry> registry_;
+  std::unique_ptr<ModelCatalog> catalog_;
+  std::unique_ptr<ModelRegistrar> registrar_;
   std::unique_ptr<Worker> worker_;
   std::unique_ptr<LocalWorkerStub> stub_;
   std::unique_ptr<SingleWorkerDirectory> directory_;

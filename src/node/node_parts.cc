@@ -155,7 +155,7 @@ static StatusOr<std::unique_ptr<RedisClusterStateStore>> OpenStore(const std::st
 StatusOr<ProcessParts> StartParts(const std::string& repository, const std::string& device,
                                   const std::string& redis, int lease_ms, bool watch,
                                   const std::string& client_name,
-                                  const RegistrationLimitFlags& registration,
+                                  const RegistrationLimitFlags& registration, bool with_registrar,
                                   std::shared_ptr<DutyCyclePacer> background_pacer) {
   ProcessParts parts;
   SOMM_ASSIGN_OR_RETURN(ProcessBackends backends,
@@ -163,18 +163,19 @@ StatusOr<ProcessParts> StartParts(const std::string& repository, const std::stri
   parts.backends = backends.backends;
   parts.device = backends.device;
   SOMM_ASSIGN_OR_RETURN(parts.store, OpenStore(redis, lease_ms, watch, client_name));
-  RegistryOptions ro;
-  ro.repository_path = repository;
+  parts.catalog = std::make_unique<ModelCatalog>(repository);
+  // A router without a repository has nowhere to write a model: no registrar.
+  if (!with_registrar || repository.empty()) return parts;
+  RegistrarOptions ro;
   ro.device = parts.device;
   // What a registration's variant job profiles on and builds int8 with; only
   // the leader controller runs one (ControlClient::StartVariantJob), as
   // `somm serve` does.
   ro.hardware = backends.hardware;
   ro.tools_dir = ToolsDir(SOMM_DEFAULT_TOOLS_DIR);  // common/install_paths.h
-  // A router probes registrations, the leader runs their variant jobs: in a
-  // confined child of this binary (a worker never does either).
+  // Both in a confined child of this binary.
   ro.sandbox = MakeRegistrationSandbox(registration);
-  parts.registry = std::make_unique<ModelRegistry>(ro, parts.backends);
+  parts.registrar = std::make_unique<ModelRegistrar>(*parts.catalog, ro, parts.backends);
   return parts;
 }
 

@@ -23,7 +23,8 @@
 #include "metrics/prometheus_metrics.h"
 #include "node/node_options.h"
 #include "redis/redis_cluster_state_store.h"
-#include "registry/model_registry.h"
+#include "registry/model_catalog.h"
+#include "registry/model_registrar.h"
 #include "runtime/backend.h"
 #include "runtime/backend_set.h"
 #include "sandbox/model_sandbox.h"
@@ -98,17 +99,21 @@ std::string DefaultId(const std::string& given, int port);
 std::string RedisClientName(const std::string& role, const std::string& given_id);
 
 // What every cluster process starts with: its backends and device
-// (StartBackends), the Redis store and a registry of the shared repository.
+// (StartBackends), the Redis store and the catalog of the shared repository;
+// a router's and a controller's also a registrar (`with_registrar`: a router
+// probes registrations, the leader runs their variant jobs; a worker does
+// neither).
 struct ProcessParts {
   BackendSet backends;
   Device device;
   std::unique_ptr<redis::RedisClusterStateStore> store;
-  std::unique_ptr<ModelRegistry> registry;
+  std::unique_ptr<ModelCatalog> catalog;
+  std::unique_ptr<ModelRegistrar> registrar;  // null without with_registrar
 };
 StatusOr<ProcessParts> StartParts(const std::string& repository, const std::string& device,
                                   const std::string& redis, int lease_ms, bool watch,
                                   const std::string& client_name,
-                                  const RegistrationLimitFlags& registration,
+                                  const RegistrationLimitFlags& registration, bool with_registrar,
                                   std::shared_ptr<DutyCyclePacer> background_pacer = nullptr);
 
 // The worker ids and addresses a store's view holds: what a GrpcWorkerPool

@@ -30,11 +30,11 @@ namespace {
 
 using redis::RedisClusterStateStore;
 
-// A model's owner as the router's registry has it (the leader's catalog):
+// A model's owner as the router's catalog has it (the leader's catalog):
 // nullopt when no version of it is published here.
-auth::Guard::OwnerLookup RegistryOwner(const ModelRegistry& registry) {
-  return [&registry](const std::string& model) -> std::optional<std::string> {
-    StatusOr<VersionPtr> v = registry.Resolve(model, "");
+auth::Guard::OwnerLookup RegistryOwner(const ModelCatalog& models) {
+  return [&models](const std::string& model) -> std::optional<std::string> {
+    StatusOr<VersionPtr> v = models.Resolve(model, "");
     if (!v.ok()) return std::nullopt;
     return (*v)->config.owner_tenant;
   };
@@ -96,17 +96,18 @@ int RunRouterNode(const RouterProcessOptions& o, const NodeProcess& process) {
   }
   PrometheusMetrics metrics;
   auto parts = StartParts(o.model_repository, o.device, o.redis, 3000, /*watch=*/true,
-                          RedisClientName("router", o.router_id), o.registration);
+                          RedisClientName("router", o.router_id), o.registration,
+                          /*with_registrar=*/true);
   if (!parts.ok()) {
     spdlog::error("{}", parts.status().message());
     return 2;
   }
   const Device device = parts->device;
   RedisClusterStateStore* store = parts->store.get();
-  ModelRegistry& registry = *parts->registry;
+  ModelCatalog& models = *parts->catalog;
   // Owners come from the catalog: a router may have no repository mounted.
-  (*guard)->SetOwnerLookup(RegistryOwner(registry));
-  node::CatalogFollower catalog(registry, *store);
+  (*guard)->SetOwnerLookup(RegistryOwner(models));
+  node::CatalogFollower catalog(models, *store);
   catalog.Start();
 
   GrpcWorkerPoolOptions pool_options;
@@ -115,7 +116,7 @@ int RunRouterNode(const RouterProcessOptions& o, const NodeProcess& process) {
   GrpcControlClient leader([store] { return LeaderAddress(*store); }, device,
                            std::chrono::minutes(5),
                            crypto::ForPeer(RouterPeerFiles(o), "somm-controller"));
-  node::CatalogFollowingControl control(leader, catalog, registry);
+  node::CatalogFollowingControl control(leader, catalog, models);
   DecisionLog log(1000);
   auto built = BuildRouterOptions(o.routing, o.managed);
   if (!built.ok()) {
@@ -128,11 +129,11 @@ int RunRouterNode(const RouterProcessOptions& o, const NodeProcess& process) {
   // a live worker are seen (a query before that was answered 404 or 503).
   // With a repository mounted, its models must be in the catalog too (an
   // empty catalog is a cluster that serves nothing yet, ready to register).
-  rto.ready = [store, &workers, &registry] {
+  rto.ready = [store, &workers, &models] {
     if (LeaderAddress(*store).empty() || workers.Ids().empty()) return false;
-    return !store->ReadCatalog().models.empty() || registry.ListModelFolders().empty();
+    return !store->ReadCatalog().models.empty() || models.ListModelFolders().empty();
   };
-  Router router(rto, registry, *store, workers, control, metrics, log);
+  Router router(rto, models, parts->registrar.get(), *store, workers, control, metrics, log);
   Ticker demand(std::chrono::milliseconds(1000), [&router] { router.PublishDemand(); });
   // Offline batch jobs run on the router that took them, beside its queries;
   // their state is kept in its state folder, so a restarted router resumes
@@ -189,7 +190,7 @@ int RunRouterNode(const RouterProcessOptions& o, const NodeProcess& process) {
 
   const char* why = process.wait_for_stop();
   spdlog::info("router {}: {}: finishing the queries in flight", rto.id, why);
-  registry.Shutdown();  // a registration's probe in progress is killed at once
+  if (parts->registrar) parts->registrar->Shutdown();  // a registration's probe in progress is killed at once
   if (batch) batch->Shutdown();  // before the router refuses their items
   router.Shutdown();
   (*frontends)->StopFrontends();

@@ -83,8 +83,8 @@ Status ServeNode::Start() {
   SOMM_RETURN_IF_ERROR(p.server->Start());
   // The guard checks the model of every query a user key names (a hidden
   // one answers as a missing one): its owner comes from memory, not disk.
-  p.guard->SetOwnerLookup([&registry = p.server->registry()](const std::string& model) {
-    return registry.OwnerOf(model);
+  p.guard->SetOwnerLookup([&catalog = p.server->catalog()](const std::string& model) {
+    return catalog.OwnerOf(model);
   });
 
   // Offline batch jobs (docs/lifecycle.md): low priority beside the queries.
@@ -134,7 +134,7 @@ void ServeNode::Stop() {
   p.stopped = true;
   // Registrations first: a probe or variant job in progress is killed, so
   // the frontends below wait for no registration.
-  if (p.server) p.server->registry().Shutdown();
+  if (p.server) p.server->registrar().Shutdown();
   if (p.poller) p.poller->Stop();
   // Batch jobs first, while the server still answers their items in flight;
   // they stay running on disk and resume at the next start.

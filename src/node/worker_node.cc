@@ -27,17 +27,17 @@ using redis::RedisClusterStateStore;
 
 // The version of `model` the shared repository holds, read afresh (a worker
 // loads what the controller names, which may be newer than anything it saw).
-StatusOr<VersionPtr> ReadVersion(const ModelRegistry& registry, const std::string& model,
+StatusOr<VersionPtr> ReadVersion(const ModelCatalog& models, const std::string& model,
                                  int64_t version) {
   if (!IsValidModelName(model)) return InvalidArgument("invalid model name '" + model + "'");
   std::vector<RepositoryEntry> problems;
-  for (const VersionPtr& v : registry.Read(model, &problems)) {
+  for (const VersionPtr& v : models.Read(model, &problems)) {
     if (v->version == version) return v;
   }
   std::string why;
   for (const auto& p : problems) why += "; " + p.reason;
   return NotFound("model '" + model + "' version " + std::to_string(version) +
-                  " is not in the repository " + registry.options().repository_path + why);
+                  " is not in the repository " + models.repository_path() + why);
 }
 
 }  // namespace
@@ -55,6 +55,7 @@ int RunWorkerNode(const WorkerProcessOptions& o, const NodeProcess& process) {
   const auto pacer = std::make_shared<DutyCyclePacer>(o.background_duty);
   auto parts = StartParts(o.model_repository, o.device, o.redis, o.lease_ms, /*watch=*/false,
                           RedisClientName("worker", o.worker_id), RegistrationLimitFlags{},
+                          /*with_registrar=*/false,
                           pacer);
   if (!parts.ok()) {
     spdlog::error("{}", parts.status().message());
@@ -62,7 +63,7 @@ int RunWorkerNode(const WorkerProcessOptions& o, const NodeProcess& process) {
   }
   const Device device = parts->device;
   RedisClusterStateStore* store = parts->store.get();
-  ModelRegistry& registry = *parts->registry;
+  ModelCatalog& models = *parts->catalog;
 
   std::atomic<bool> draining{false};
   std::unique_ptr<Ticker> heartbeat;
@@ -86,7 +87,7 @@ int RunWorkerNode(const WorkerProcessOptions& o, const NodeProcess& process) {
   so.port = o.port;
   so.tls = o.tls;
   auto service = WorkerService::Start(
-      *worker, [&registry](const std::string& m, int64_t v) { return ReadVersion(registry, m, v); },
+      *worker, [&models](const std::string& m, int64_t v) { return ReadVersion(models, m, v); },
       so);
   if (!service.ok()) {
     spdlog::error("{}", service.status().message());

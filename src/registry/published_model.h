@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "registry/model_registry.h"
+#include "registry/model_catalog.h"
 
 namespace somm {
 

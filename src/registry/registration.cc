@@ -1,5 +1,5 @@
-// ModelRegistry's registration path: validate a new model and move it into
-// the repository (model_registry.h says what happens next).
+// ModelRegistrar's registration path: validate a new model and move it into
+// the repository (registrar.h says what happens next).
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -14,7 +14,7 @@
 #include <sstream>
 #include <thread>
 
-#include "registry/model_registry.h"
+#include "registry/model_registrar.h"
 #include "registry/task_catalog.h"
 #include "repository/measured_memory.h"
 #include "runtime/backend_registry.h"
@@ -162,26 +162,26 @@ Status WriteFile(const fs::path& root, const fs::path& path, const std::string& 
 
 }  // namespace
 
-bool ModelRegistry::MaySee(const Caller& caller, const std::string& name) const {
+bool ModelRegistrar::MaySee(const Caller& caller, const std::string& name) const {
   if (!caller.authenticated || caller.admin) return true;
-  if (std::optional<std::string> owner = OwnerOf(name)) return caller.MayUse(*owner);
+  if (std::optional<std::string> owner = catalog_.OwnerOf(name)) return caller.MayUse(*owner);
   // Not published: its model.yaml says. One that does not parse has no
   // known owner, and only an admin sees it (as auth::Guard has it).
-  auto config = LoadModelConfig((fs::path(options_.repository_path) / name).string());
+  auto config = LoadModelConfig((fs::path(catalog_.repository_path()) / name).string());
   return config.ok() && caller.MayUse(config->owner_tenant);
 }
 
-StatusOr<ModelConfig> ModelRegistry::Register(const RegistrationRequest& r) {
+StatusOr<ModelConfig> ModelRegistrar::Register(const RegistrationRequest& r) {
   // Errors name the model's files from its own folder, never the server's.
   StatusOr<ModelConfig> config = RegisterChecked(r);
-  if (!config.ok()) return WithoutPaths(config.status());
+  if (!config.ok()) return catalog_.WithoutPaths(config.status());
   return config;
 }
 
-StatusOr<ModelConfig> ModelRegistry::RegisterChecked(const RegistrationRequest& r) {
+StatusOr<ModelConfig> ModelRegistrar::RegisterChecked(const RegistrationRequest& r) {
   if (shutting_down_) return Unavailable("server is shutting down");
   SOMM_RETURN_IF_ERROR(CheckRegistration(r));
-  const fs::path repo(options_.repository_path);
+  const fs::path repo(catalog_.repository_path());
   std::error_code ec;
   // A name the registrant may see is refused at once. One it may not see
   // (another tenant's private model) is answered as a new name is, through
@@ -202,7 +202,7 @@ StatusOr<ModelConfig> ModelRegistry::RegisterChecked(const RegistrationRequest& 
     candidate.inputs = r.inputs;
     candidate.outputs = r.outputs;
     candidate.max_batch_size = r.max_batch_size;
-    std::vector<VersionPtr> visible = All();
+    std::vector<VersionPtr> visible = catalog_.All();
     std::erase_if(visible,
                   [&](const VersionPtr& v) { return !r.caller.MayUse(v->config.owner_tenant); });
     SOMM_RETURN_IF_ERROR(CheckTaskSignature(candidate, visible));

@@ -18,7 +18,7 @@
 
 #include "common/status.h"
 #include "common/tensor.h"
-#include "registry/model_registry.h"
+#include "registry/model_catalog.h"
 #include "api/task_description.h"
 
 namespace somm {
@@ -29,7 +29,7 @@ bool SameSignature(const TaskSignature& a, const TaskSignature& b);
 std::string SignatureToString(const TaskSignature& s);
 
 // One description per task of `versions` (the latest published version of
-// each model, as ModelRegistry::All() gives), sorted by task; models without
+// each model, as ModelCatalog::All() gives), sorted by task; models without
 // a task are left out.
 std::vector<TaskDescription> DescribeTasks(const std::vector<VersionPtr>& versions);
 
@@ -41,7 +41,7 @@ std::vector<TaskDescription> DescribeTasks(const std::vector<VersionPtr>& versio
 Status CheckTaskSignature(const ModelConfig& candidate, const std::vector<VersionPtr>& existing);
 
 // The task and signature alone of `versions` (one task's models, as
-// ModelRegistry::ForTask gives): what a task query is checked against.
+// ModelCatalog::ForTask gives): what a task query is checked against.
 TaskDescription TaskSignatureOf(const std::string& task, const std::vector<VersionPtr>& versions);
 
 // InvalidArgument naming the task and its signature when `inputs` do not

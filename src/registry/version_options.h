@@ -1,4 +1,4 @@
-// VersionOptions: AppendOptions() (model_registry.h) for a version record,
+// VersionOptions: AppendOptions() (model_catalog.h) for a version record,
 // built once per record and copied out afterwards. The router asks for the
 // options of a query's model on every query with SLOs, and the controller
 // for every model's on every tick (20,000 options for a zoo of 10,000
@@ -20,7 +20,7 @@
 
 #include "cluster/cluster_state.h"
 #include "common/mutex.h"
-#include "registry/model_registry.h"
+#include "registry/model_catalog.h"
 
 namespace somm {
 

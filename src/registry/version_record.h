@@ -1,8 +1,8 @@
 // VersionRecord: one version of one model as the catalog knows it (its
-// config, its files, its variant profiles), with no registry, backend or
+// config, its files, its variant profiles), with no catalog, backend or
 // sandbox behind it. The worker API (worker/worker_api.h), the router and
-// the controller pass versions around as VersionPtr; only the registry
-// (model_registry.h) makes them.
+// the controller pass versions around as VersionPtr; only the catalog
+// (model_catalog.h) makes them.
 //
 // A VersionRecord is immutable once published: new profiles make a new
 // record, so readers hold a shared_ptr and no lock.

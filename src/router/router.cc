@@ -20,7 +20,8 @@
 
 namespace somm {
 
-Router::Router(RouterOptions options, ModelRegistry& registry, cluster::ClusterStateStore& store,
+Router::Router(RouterOptions options, ModelCatalog& catalog, Registrar* registrar,
+               cluster::ClusterStateStore& store,
                WorkerDirectory& workers, ControlClient& controller, ServingMetrics& metrics,
                DecisionLog& log)
     : options_(std::move(options)),
@@ -28,7 +29,8 @@ Router::Router(RouterOptions options, ModelRegistry& registry, cluster::ClusterS
       clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),
       routing_(options_.routing_policy != nullptr ? options_.routing_policy
                                                   : std::make_shared<PowerOfTwoChoices>()),
-      registry_(registry),
+      catalog_(catalog),
+      registrar_(registrar),
       store_(store),
       workers_(workers),
       controller_(controller),
@@ -44,10 +46,10 @@ ServerMetadata Router::GetServerMetadata() const {
 
 StatusOr<ModelMetadata> Router::GetModelMetadata(const std::string& name,
                                                  const std::string& version) const {
-  SOMM_ASSIGN_OR_RETURN(VersionPtr v, registry_.Resolve(name, version));
+  SOMM_ASSIGN_OR_RETURN(VersionPtr v, catalog_.Resolve(name, version));
   ModelMetadata md;
   md.name = name;
-  md.versions = registry_.VersionsOf(name);
+  md.versions = catalog_.VersionsOf(name);
   const ModelConfig& c = v->config;
   const BackendRegistration* runtime = FindBackend(c.platform);
   md.platform = runtime != nullptr ? runtime->metadata_platform : c.platform;
@@ -63,14 +65,14 @@ StatusOr<ModelMetadata> Router::GetModelMetadata(const std::string& name,
 }
 
 StatusOr<bool> Router::IsModelReady(const std::string& name, const std::string& version) const {
-  auto v = registry_.Resolve(name, version);
+  auto v = catalog_.Resolve(name, version);
   if (v.ok()) return !shutting_down_.load();
   if (v.status().code() == StatusCode::kUnavailable) return false;
   return v.status();
 }
 
 std::vector<RepositoryEntry> Router::RepositoryIndex(bool ready_only) const {
-  return registry_.Index(ready_only);
+  return catalog_.Index(ready_only);
 }
 
 Status Router::LoadModel(const std::string& name) {
@@ -83,13 +85,13 @@ Status Router::UnloadModel(const std::string& name) { return controller_.UnloadM
 Status Router::RegisterModel(RegistrationRequest request) {
   if (shutting_down_) return Unavailable("server is shutting down");
   // A router started without a repository (deploy/'s) has nowhere to write
-  // the model: its registry's root would be the working directory.
-  if (registry_.options().repository_path.empty()) {
+  // the model, and so no registrar.
+  if (registrar_ == nullptr) {
     return FailedPrecondition(
         "this router has no model repository (--model-repository), so it cannot register "
         "models; register through a server or router that mounts the repository");
   }
-  SOMM_ASSIGN_OR_RETURN(ModelConfig config, registry_.Register(request));
+  SOMM_ASSIGN_OR_RETURN(ModelConfig config, registrar_->Register(request));
   SOMM_RETURN_IF_ERROR(controller_.LoadModel(config.name));
   // The controller profiles (a cluster's leader, where the catalog that
   // carries the profiles to every router is written).
@@ -248,7 +250,7 @@ void Router::Infer(InferenceRequest request, InferCallback done) {
   auto req = ParseRequirements(request.parameters, &has_slo);
   if (!req.ok()) return q->done(req.status());
   if (!task.empty()) {
-    std::vector<VersionPtr> versions = registry_.ForTask(task);
+    std::vector<VersionPtr> versions = catalog_.ForTask(task);
     // The candidates are the models the caller may use: another tenant's
     // private model is never chosen, nor hinted at.
     std::erase_if(versions, [&](const VersionPtr& v) {
@@ -273,13 +275,13 @@ void Router::Infer(InferenceRequest request, InferCallback done) {
     RouteExplicit(q, request, *req);
     return;
   }
-  auto v = registry_.Resolve(request.model_name, request.model_version);
+  auto v = catalog_.Resolve(request.model_name, request.model_version);
   if (!v.ok()) return q->done(v.status());
   if (!request.caller.MayUse((*v)->config.owner_tenant)) {
-    return q->done(ModelRegistry::UnknownModel(request.model_name));
+    return q->done(ModelCatalog::UnknownModel(request.model_name));
   }
   if (request.model_version.empty()) {
-    if (auto rollout = registry_.RolloutOf(request.model_name); rollout && rollout->Active()) {
+    if (auto rollout = catalog_.RolloutOf(request.model_name); rollout && rollout->Active()) {
       ApplyRollout(*q, *rollout, request, v);
     }
   }
@@ -299,14 +301,14 @@ void Router::Infer(InferenceRequest request, InferCallback done) {
 }
 
 StatusOr<RolloutView> Router::ChangeRollout(const RolloutChange& change, const Caller& caller) {
-  SOMM_ASSIGN_OR_RETURN(VersionPtr v, registry_.Resolve(change.model, ""));
-  if (!caller.MayUse(v->config.owner_tenant)) return ModelRegistry::UnknownModel(change.model);
+  SOMM_ASSIGN_OR_RETURN(VersionPtr v, catalog_.Resolve(change.model, ""));
+  if (!caller.MayUse(v->config.owner_tenant)) return ModelCatalog::UnknownModel(change.model);
   return controller_.ChangeRollout(change);
 }
 
 StatusOr<RolloutView> Router::GetRollout(const std::string& model, const Caller& caller) const {
-  SOMM_ASSIGN_OR_RETURN(VersionPtr v, registry_.Resolve(model, ""));
-  if (!caller.MayUse(v->config.owner_tenant)) return ModelRegistry::UnknownModel(model);
+  SOMM_ASSIGN_OR_RETURN(VersionPtr v, catalog_.Resolve(model, ""));
+  if (!caller.MayUse(v->config.owner_tenant)) return ModelCatalog::UnknownModel(model);
   return controller_.GetRollout(model);
 }
 
@@ -323,7 +325,7 @@ void Router::ApplyRollout(Query& q, const Rollout& rollout, const InferenceReque
                      " draws " + share + ")";
     return;
   }
-  auto canary_version = registry_.Resolve(request.model_name, canary);
+  auto canary_version = catalog_.Resolve(request.model_name, canary);
   if (!canary_version.ok()) {
     q.rollout_note = "stable v" + stable + " (canary v" + canary + " is not served)";
     return;
@@ -415,10 +417,10 @@ void Router::RouteExplicit(std::shared_ptr<Query> q, InferenceRequest& request,
     return q->done(InvalidArgument("variant '" + name + "' names version " + ver +
                                    " but the request names " + request.model_version));
   }
-  auto v = registry_.Resolve(model, ver);
+  auto v = catalog_.Resolve(model, ver);
   if (!v.ok()) return q->done(v.status());
   if (!request.caller.MayUse((*v)->config.owner_tenant)) {
-    return q->done(ModelRegistry::UnknownModel(model));
+    return q->done(ModelCatalog::UnknownModel(model));
   }
   SetVersion(*q, *v);
   Status prepared = Prepare(*q, request);

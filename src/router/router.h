@@ -61,7 +61,8 @@
 #include "common/mutex.h"
 #include "controller/control_client.h"
 #include "metrics/serving_metrics.h"
-#include "registry/model_registry.h"
+#include "registry/model_catalog.h"
+#include "registry/registrar.h"
 #include "registry/version_options.h"
 #include "router/cost_calibration.h"
 #include "api/decision_log.h"
@@ -117,8 +118,11 @@ struct RouterOptions {
 
 class Router : public InferenceServer {
  public:
-  // Everything passed by reference must outlive the router.
-  Router(RouterOptions options, ModelRegistry& registry, cluster::ClusterStateStore& store,
+  // Everything passed by reference must outlive the router, and so must
+  // `registrar` (null: this router registers no model, as one that mounts
+  // no repository).
+  Router(RouterOptions options, ModelCatalog& catalog, Registrar* registrar,
+         cluster::ClusterStateStore& store,
          WorkerDirectory& workers, ControlClient& controller, ServingMetrics& metrics,
          DecisionLog& log);
   ~Router() override;
@@ -215,7 +219,8 @@ class Router : public InferenceServer {
   const RouterZone where_;  // options_' zone and round trip, for the selector
   const Clock& clock_;
   const std::shared_ptr<const RoutingPolicy> routing_;
-  ModelRegistry& registry_;
+  ModelCatalog& catalog_;
+  Registrar* const registrar_;  // null: registers nothing
   cluster::ClusterStateStore& store_;
   WorkerDirectory& workers_;
   ControlClient& controller_;

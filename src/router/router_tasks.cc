@@ -18,12 +18,12 @@ std::vector<VersionPtr> Visible(std::vector<VersionPtr> versions, const Caller& 
 }  // namespace
 
 std::vector<TaskDescription> Router::ListTasks(const Caller& caller) const {
-  return DescribeTasks(Visible(registry_.All(), caller));
+  return DescribeTasks(Visible(catalog_.All(), caller));
 }
 
 StatusOr<TaskDescription> Router::DescribeTask(const std::string& task,
                                                const Caller& caller) const {
-  std::vector<VersionPtr> versions = Visible(registry_.All(), caller);
+  std::vector<VersionPtr> versions = Visible(catalog_.All(), caller);
   std::erase_if(versions, [&](const VersionPtr& v) { return v->config.task != task; });
   std::vector<TaskDescription> described = DescribeTasks(versions);
   if (described.empty()) return NotFound("no loaded model serves task '" + task + "'");

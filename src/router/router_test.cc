@@ -4,7 +4,6 @@
 // here. Everything runs on the test's thread: the fake answers inside the
 // calls, so a query that waits for a load is answered inside Complete().
 #include "router/router.h"
-#include "runtime/testing/no_backend.h"
 #include "runtime/torch/torch_registration.h"
 
 #include "common/clock.h"
@@ -31,7 +30,6 @@ using namespace std::chrono_literals;
 constexpr int64_t kMiB = int64_t{1} << 20;
 
 // The registry's backend only serves registrations, which these tests do not make.
-using ::somm::testing::NoBackend;
 // These tests' models are torchscript's: their as-registered variant is
 // torchscript's first (runtime/torch/torch_registration.h).
 constexpr const char* kAsRegistered = kVariantFp32;
@@ -109,7 +107,7 @@ class RouterTest : public ::testing::Test {
   }
 
   VersionPtr Publish(VersionPtr v) {
-    registry_.Publish(v->config.name, {v}, {});
+    catalog_.Publish(v->config.name, {v}, {});
     return v;
   }
 
@@ -143,8 +141,7 @@ class RouterTest : public ::testing::Test {
   cluster::InMemoryClusterStateStore store_;
   FakeWorkerStub worker_;
   SingleWorkerDirectory workers_{worker_};
-  NoBackend backend_;
-  ModelRegistry registry_{RegistryOptions{}, backend_};
+  ModelCatalog catalog_{""};
   InflightMetrics metrics_;
   DecisionLog log_{100};
   Controller controller_{[this] {
@@ -152,7 +149,7 @@ class RouterTest : public ::testing::Test {
                            o.clock = &control_clock_;
                            return o;
                          }(),
-                         registry_,
+                         catalog_, /*registrar=*/nullptr,
                          store_,
                          workers_,
                          metrics_,
@@ -164,7 +161,7 @@ class RouterTest : public ::testing::Test {
                    o.clock = &clock_;
                    return o;
                  }(),
-                 registry_, store_, workers_, controller_, metrics_, log_};
+                 catalog_, /*registrar=*/nullptr, store_, workers_, controller_, metrics_, log_};
 };
 
 TEST_F(RouterTest, LoadedModelRunsOnItsGroupAndTheResponseSaysWhatRan) {
@@ -475,7 +472,7 @@ TEST_F(RouterTest, ARouterWithoutARepositoryRefusesRegistrationAndWritesNothing)
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
   EXPECT_NE(s.message().find("no model repository"), std::string::npos) << s.message();
   EXPECT_FALSE(std::filesystem::exists("registered-nowhere"));
-  EXPECT_FALSE(registry_.Resolve("registered-nowhere", "").ok());
+  EXPECT_FALSE(catalog_.Resolve("registered-nowhere", "").ok());
 }
 
 TEST_F(RouterTest, GroupGoneAtDispatchIsLoadedAgainAndTheQueryRetried) {
@@ -540,7 +537,7 @@ class RouterZoneTest : public ::testing::Test {
     fast.variant = "ts-fast";
     fast.hardware[0].latency = LatencyCurve::Fit({{1, 0.2}, {4, 0.2}});
     v->profiles.push_back(fast);
-    registry_.Publish("m", {v}, {});
+    catalog_.Publish("m", {v}, {});
     return v;
   }
 
@@ -573,11 +570,10 @@ class RouterZoneTest : public ::testing::Test {
   FakeWorkerStub a1_;
   FakeWorkerStub b1_;
   ::somm::testing::FakeWorkerDirectory workers_{{&a1_, &b1_}};
-  NoBackend backend_;
-  ModelRegistry registry_{RegistryOptions{}, backend_};
+  ModelCatalog catalog_{""};
   NullServingMetrics metrics_;
   DecisionLog log_{100};
-  Controller controller_{ControllerOptions{}, registry_, store_, workers_, metrics_, log_};
+  Controller controller_{ControllerOptions{}, catalog_, /*registrar=*/nullptr, store_, workers_, metrics_, log_};
   ManualClock clock_;
   Router router_{[this] {
                    RouterOptions o;
@@ -586,7 +582,7 @@ class RouterZoneTest : public ::testing::Test {
                    o.cross_zone_rtt_ms = 1.5;
                    return o;
                  }(),
-                 registry_, store_, workers_, controller_, metrics_, log_};
+                 catalog_, /*registrar=*/nullptr, store_, workers_, controller_, metrics_, log_};
 };
 
 TEST_F(RouterZoneTest, HolderInTheRoutersZoneIsPreferred) {

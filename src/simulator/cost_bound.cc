@@ -7,7 +7,7 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "registry/model_registry.h"
+#include "registry/model_catalog.h"
 #include "simulator/zoo.h"
 
 namespace somm::sim::bound {
@@ -206,10 +206,7 @@ CostCurve ComputeCostBound(const Demand& demand, const BoundOptions& options) {
 StatusOr<Demand> TraceDemand(const std::string& repository, const PriceList& prices, int max_cores,
                              double time_scale, const loadgen::Trace& trace) {
   if (time_scale <= 0) return InvalidArgument("--time-scale must be positive");
-  NoBackend backend;
-  RegistryOptions ro;
-  ro.repository_path = repository;
-  ModelRegistry registry(ro, backend);
+  ModelCatalog registry(repository);
   SOMM_ASSIGN_OR_RETURN(const TraceZoo zoo, PublishTraceZoo(registry, trace));
   Demand d;
   // Options by (model, candidate), each model's candidates read once.

@@ -6,19 +6,15 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <random>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "simulator/simulation.h"
+#include "simulator/testing/test_repository.h"
 
 namespace somm::sim {
 namespace {
-
-namespace fs = std::filesystem;
 
 // One option at $1/s with a replica carrying `capacity` queries/s at the
 // SLO, loaded in `load_s`.
@@ -100,49 +96,9 @@ TEST(CostBoundTest, CapacityAtTheSloIsTheBestBatchThatFitsIt) {
 
 // Task "t/b": "small" (accuracy 0.80; 2 ms at batch 1, loaded in 300 ms)
 // and "big" (0.95; 8 ms, 800 ms), one thread each.
-VariantProfile Profile(const std::string& model, double accuracy, double b1_ms, double load_ms) {
-  VariantProfile p;
-  p.model = model;
-  p.variant = "ts-fp32";
-  p.precision = "fp32";
-  p.optimization = "as-registered";
-  p.accuracy = accuracy;
-  HardwareProfile hp;
-  hp.hardware = {DeviceKind::kCpu, 0, 1};
-  hp.latency =
-      LatencyCurve::Fit({{1, b1_ms}, {2, 1.2 * b1_ms}, {4, 1.6 * b1_ms}, {8, 2.4 * b1_ms}});
-  hp.peak_memory_mb = 100;
-  hp.load_time_ms = load_ms;
-  p.hardware = {hp};
-  return p;
-}
-
 std::string WriteRepository() {
-  const fs::path root = fs::path(::testing::TempDir()) / "somm-sim-cost-bound";
-  fs::remove_all(root);
-  for (const auto& [model, accuracy, b1_ms, load_ms] :
-       {std::tuple{"small", 0.80, 2.0, 300.0}, std::tuple{"big", 0.95, 8.0, 800.0}}) {
-    fs::create_directories(root / model / "1");
-    std::ofstream(root / model / "model.yaml") << "name: " << model << R"(
-platform: torchscript
-task: t/b
-max_batch_size: 8
-inputs:
-- name: x
-  datatype: FP32
-  shape: [4]
-outputs:
-- name: y
-  datatype: FP32
-  shape: [2]
-intra_op_threads: 1
-)";
-    const fs::path variant = root / ".somm" / "variants" / model / "1" / "ts-fp32";
-    fs::create_directories(variant);
-    std::ofstream(variant / "profile.json")
-        << ProfileToJson(Profile(model, accuracy, b1_ms, load_ms));
-  }
-  return root.string();
+  return WriteTestRepository(
+      "cost-bound", {{"small", "t/b", 0.80, 2.0, 300.0}, {"big", "t/b", 0.95, 8.0, 800.0}});
 }
 
 // 40 s of Poisson arrivals whose rate changes every 4 s (50-1,500

@@ -51,11 +51,10 @@ struct Instance {
   TimePoint last_used;
   int64_t sent_period = 0;  // queries sent since the period began
   double rate_qps = 0;      // over the last full period
-  double tightest_slo_ms = 0;
-  TimePoint underloaded_since = TimePoint::max();
   int64_t in_flight = 0;
-  bool waited_for = false;  // a query waited for its load (a cold start)
-  std::string replaced_by;  // an upgrade or downgrade waiting to be ready
+  int64_t done_period = 0;       // answered since the period began
+  double latency_ms_period = 0;  // their latencies from arrival, summed
+  bool waited_for = false;       // a query waited for its load (a cold start)
 };
 
 // The world both replays share, and the mechanism that carries decisions out.
@@ -94,9 +93,7 @@ class Harness {
       }
     }
     if (workers_.empty()) return InvalidArgument("the cluster has no workers");
-    RegistryOptions ro;
-    ro.repository_path = options_.repository;
-    registry_ = std::make_unique<ModelRegistry>(ro, backend_);
+    registry_ = std::make_unique<ModelCatalog>(options_.repository);
     SOMM_ASSIGN_OR_RETURN(trace_zoo_, PublishTraceZoo(*registry_, trace_));
     for (const std::string& name : trace_zoo_.models) {
       SOMM_ASSIGN_OR_RETURN(VersionPtr v, registry_->Resolve(name, ""));
@@ -123,6 +120,7 @@ class Harness {
       }
     }
     used_cores_.assign(workers_.size(), 0);
+    busy_core_s_.assign(workers_.size(), 0.0);
     used_bytes_.assign(workers_.size(), 0);
     changed_.assign(workers_.size(), false);
     outcomes_.resize(trace_.queries.size());
@@ -156,6 +154,10 @@ class Harness {
   }
 
   int FreeCores(int w) const { return cores_[w] - used_cores_[w]; }
+  // Core-seconds worker `w` computed since the last call (each answered
+  // query's share of its batch's compute, times its threads): what a CPU
+  // utilisation monitor on the worker would see.
+  double TakeBusyCoreSeconds(int w) { return std::exchange(busy_core_s_[w], 0.0); }
   int64_t FreeBytes(int w) const { return memory_[w] - used_bytes_[w]; }
   // The workers whose cores or memory changed since the last call, each
   // once: a replay that keeps per-worker views refreshes only these
@@ -247,18 +249,24 @@ class Harness {
     ++inst.sent_period;
     inst.last_used = now;
     if (!q.task.empty()) outcomes_[i].served_by = inst.model->name;
-    if (q.latency_slo_ms &&
-        (inst.tightest_slo_ms == 0 || *q.latency_slo_ms < inst.tightest_slo_ms)) {
-      inst.tightest_slo_ms = *q.latency_slo_ms;
-    }
     ++inst.in_flight;
     ExecuteRequest req;
     req.group = inst.label;
     if (q.latency_slo_ms) req.deadline = ArrivalOf(i) + FromMs(*q.latency_slo_ms);
     const std::string key = Key(inst.label, inst.worker);
-    Status s = workers_[inst.worker]->Execute(req, [this, i, key](StatusOr<ExecuteResult> r) {
+    const int w = inst.worker;
+    const int cores = inst.model->cands[inst.cand].cores;
+    Status s = workers_[w]->Execute(req, [this, i, key, w, cores](StatusOr<ExecuteResult> r) {
       Finish(i, r.ok() ? Status::Ok() : r.status());
-      if (auto it = instances_.find(key); it != instances_.end()) --it->second.in_flight;
+      if (r.ok() && r->stats.batch_size > 0) {
+        busy_core_s_[w] += 1e-9 * static_cast<double>(r->stats.compute_ns) * cores /
+                           static_cast<double>(r->stats.batch_size);
+      }
+      if (auto it = instances_.find(key); it != instances_.end()) {
+        --it->second.in_flight;
+        ++it->second.done_period;
+        it->second.latency_ms_period += outcomes_[i].latency_ms;
+      }
     });
     if (!s.ok()) {
       --inst.in_flight;
@@ -357,8 +365,7 @@ class Harness {
   const loadgen::Trace& trace_;
   EventLoop loop_;
   cluster::InMemoryClusterStateStore store_;
-  NoBackend backend_;
-  std::unique_ptr<ModelRegistry> registry_;
+  std::unique_ptr<ModelCatalog> registry_;
   TraceZoo trace_zoo_;
   std::map<std::string, ZooModel> zoo_;
   std::map<const RowTarget*, std::vector<const ZooModel*>> models_of_;
@@ -367,6 +374,7 @@ class Harness {
   std::vector<int64_t> memory_;  // per worker: its memory budget
   std::map<std::string, Instance> instances_;  // by Key
   std::vector<int> used_cores_;       // per worker: its instances' replicas x cores
+  std::vector<double> busy_core_s_;   // per worker: computed since TakeBusyCoreSeconds
   std::vector<int64_t> used_bytes_;  // per worker: its instances' memory
   std::vector<int> changed_workers_;  // since the last TakeChangedWorkers
   std::vector<bool> changed_;         // per worker: listed in changed_workers_

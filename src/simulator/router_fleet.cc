@@ -16,7 +16,7 @@ std::shared_ptr<const cluster::ClusterState> RouterView::Read() const {
 }
 
 RouterFleet::RouterFleet(int count, const RouterOptions& options, const EventLoop& loop,
-                         EventLoop::Duration view_lag, ModelRegistry& registry,
+                         EventLoop::Duration view_lag, ModelCatalog& registry,
                          SimulatedStore& store, WorkerDirectory& workers, ControlClient& controller,
                          ServingMetrics& metrics, DecisionLog& log) {
   for (int k = 0; k < std::max(count, 1); ++k) {
@@ -32,7 +32,7 @@ RouterFleet::RouterFleet(int count, const RouterOptions& options, const EventLoo
       view = views_.back().get();
     }
     routers_.push_back(
-        std::make_unique<Router>(o, registry, *view, workers, controller, metrics, log));
+        std::make_unique<Router>(o, registry, /*registrar=*/nullptr, *view, workers, controller, metrics, log));
   }
 }
 

@@ -55,7 +55,7 @@ class RouterFleet {
   // id and seed, router k > 0 is "<id>-<k>" with its own seed. Everything
   // passed by reference must outlive the fleet.
   RouterFleet(int count, const RouterOptions& options, const EventLoop& loop,
-              EventLoop::Duration view_lag, ModelRegistry& registry, SimulatedStore& store,
+              EventLoop::Duration view_lag, ModelCatalog& registry, SimulatedStore& store,
               WorkerDirectory& workers, ControlClient& controller, ServingMetrics& metrics,
               DecisionLog& log);
 

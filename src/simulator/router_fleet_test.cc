@@ -5,53 +5,17 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "simulator/simulation.h"
+#include "simulator/testing/test_repository.h"
 
 namespace somm::sim {
 namespace {
 
-namespace fs = std::filesystem;
-
 // "m": ts-fp32 on one thread, 10 ms at batch 1 up to 24 ms at 8 (333
 // queries/s a replica), 100 MiB, loaded in 500 ms.
-std::string WriteRepository() {
-  const fs::path root = fs::path(::testing::TempDir()) / "somm-sim-router-fleet";
-  fs::remove_all(root);
-  fs::create_directories(root / "m" / "1");
-  std::ofstream(root / "m" / "model.yaml") << R"(name: m
-platform: torchscript
-max_batch_size: 8
-inputs:
-- name: x
-  datatype: FP32
-  shape: [4]
-outputs:
-- name: y
-  datatype: FP32
-  shape: [2]
-intra_op_threads: 1
-)";
-  VariantProfile p;
-  p.model = "m";
-  p.variant = "ts-fp32";
-  p.precision = "fp32";
-  p.optimization = "as-registered";
-  p.accuracy = 0.97;
-  HardwareProfile hp;
-  hp.hardware = {DeviceKind::kCpu, 0, 1};
-  hp.latency = LatencyCurve::Fit({{1, 10}, {2, 12}, {4, 16}, {8, 24}});
-  hp.peak_memory_mb = 100;
-  hp.load_time_ms = 500;
-  p.hardware = {hp};
-  const fs::path variant = root / ".somm" / "variants" / "m" / "1" / "ts-fp32";
-  fs::create_directories(variant);
-  std::ofstream(variant / "profile.json") << ProfileToJson(p);
-  return root.string();
-}
+std::string WriteRepository() { return WriteTestRepository("router-fleet"); }
 
 // 50 queries/s for 10 s, then 400/s for 30 s (more than one replica
 // carries), 200-ms SLO: the controller must scale up on the demand it reads.

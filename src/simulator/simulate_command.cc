@@ -69,9 +69,10 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandOptions* o) {
   cmd->add_option("--clairvoyant-interval-s,--oracle-interval-s", o->simulation.oracle.interval_s,
                   "The clairvoyant heuristic's planning interval")
       ->capture_default_str();
-  cmd->add_option("--infaas-fast-path", o->simulation.infaas.fast_path_candidates,
-                  "INFaaS: cheapest candidates its fast path looks at")
-      ->capture_default_str();
+  cmd->add_option("--infaas", o->infaas,
+                  "NAME=VALUE (repeatable): one of the INFaaS policy's thresholds "
+                  "(infaas_policy.h, InfaasOptions; the released values by default), e.g. "
+                  "blacklist_latency_factor=2.5");
   cmd->add_option("--static-peak-replicas", o->static_peak_replicas,
                   "MODEL=N (repeatable): static-peak's replicas of MODEL instead of the "
                   "profile-sized plan");
@@ -166,6 +167,16 @@ int RunSimulate(SimulateCommandOptions o) {
   for (const Status& st :
        {ParseReplicas(o.static_peak_replicas, "--static-peak-replicas", &s.static_peak_replicas),
         ParseReplicas(o.static_avg_replicas, "--static-avg-replicas", &s.static_avg_replicas)}) {
+    if (!st.ok()) {
+      std::fprintf(stderr, "error: %s\n", st.message().c_str());
+      return 2;
+    }
+  }
+  for (const std::string& item : o.infaas) {
+    const size_t eq = item.find('=');
+    const Status st = eq == std::string::npos
+                          ? InvalidArgument("--infaas '" + item + "': expected NAME=VALUE")
+                          : infaas::SetOption(s.infaas, item.substr(0, eq), item.substr(eq + 1));
     if (!st.ok()) {
       std::fprintf(stderr, "error: %s\n", st.message().c_str());
       return 2;

@@ -30,6 +30,8 @@ struct SimulateCommandOptions {
   // "MODEL=N" items: SimulationOptions::static_peak_replicas / static_avg_replicas.
   std::vector<std::string> static_peak_replicas;
   std::vector<std::string> static_avg_replicas;
+  // "NAME=VALUE" items: SimulationOptions::infaas (infaas::SetOption).
+  std::vector<std::string> infaas;
 };
 
 // Adds the subcommand and its flags to `app`, filling `*options` (which must

@@ -23,7 +23,7 @@
 #include "loadgen/request_builder.h"
 #include "metrics/serving_metrics.h"
 #include "node/component_options.h"
-#include "registry/model_registry.h"
+#include "registry/model_catalog.h"
 #include "router/router.h"
 #include "simulator/elected_controllers.h"
 #include "simulator/event_loop.h"
@@ -282,10 +282,7 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
   so.view_lag = duration_cast<EventLoop::Duration>(
       std::chrono::duration<double, std::milli>(std::max(options.view_lag_ms, 0.0)));
   SimulatedStore store(loop, so);
-  NoBackend backend;
-  RegistryOptions ro;
-  ro.repository_path = options.repository;
-  ModelRegistry registry(ro, backend);
+  ModelCatalog registry(options.repository);
   SOMM_ASSIGN_OR_RETURN(const TraceZoo zoo, PublishTraceZoo(registry, trace));
   result.constraints = zoo.constraints;
 
@@ -339,7 +336,10 @@ StatusOr<PolicyResult> RunPolicy(const SimulationOptions& options, const loadgen
   // leader.
   ElectedControllers controllers(
       loop, 2, std::chrono::milliseconds(std::llround(options.leader_lease_s * 1000)),
-      [&](int) { return std::make_unique<Controller>(co, registry, store, directory, metrics, log); });
+      [&](int) {
+        return std::make_unique<Controller>(co, registry, /*registrar=*/nullptr, store, directory,
+                                            metrics, log);
+      });
   std::optional<EventLoop::TimePoint> leader_killed_at;
   controllers.OnElected([&](int i) {
     spdlog::info("simulation: controller-{} took the leader lease", i);

@@ -24,11 +24,11 @@
 //                with --capacity profile. A task is served through the model
 //                an operator would configure for it (StaticTaskModel): its
 //                rows count as that model's load.
-//   infaas       INFaaS's policy (ATC'21) as infaas_policy.h reads it: its
-//                own variant selection, blacklisting and per-worker scaling
-//                drive the simulated workers directly (no somm router or
-//                controller); policy_replay.cc. A task row chooses among
-//                every variant of every model of the task.
+//   infaas       INFaaS's released master, ported (infaas_policy.h): its
+//                query scheduling, its workers' blacklist and autoscaler and
+//                its VM daemon drive the simulated workers directly (no somm
+//                router or controller); policy_replay.cc. A task row is its
+//                model-less query, over every variant of the task's models.
 //   clairvoyant  a heuristic that knows the whole trace: per interval the
 //                cheapest placement it finds that covers the coming load at
 //                its SLOs, loads paid ahead (oracle_policy.h, the file of its
@@ -61,8 +61,9 @@
 // The fleet (workers, or the zones of a cluster description) is every
 // policy's. Failures and replacements (fail_at_s, lease_s,
 // provision_delay_s) and the view's lag (view_lag_ms, SimulatedStore) are
-// simulated for somm (and the lag for static); INFaaS and the clairvoyant
-// still decide on the workers' exact, current state.
+// simulated for somm (and the lag for static); INFaaS sees an instance
+// run view_lag_ms after its load and decides on the last second's rates;
+// the clairvoyant still decides on the workers' exact, current state.
 // So is the leader controller's death (kill_leader_at_s), and several
 // routers (`routers`, router_fleet.h: round-robin, each with its own view).
 // Not simulated yet: the network and RPC
@@ -85,7 +86,7 @@
 #include "controller/autoscaler.h"
 #include "loadgen/trace.h"
 #include "profiles/price_list.h"
-#include "registry/model_registry.h"
+#include "registry/model_catalog.h"
 #include "simulator/cost_bound.h"
 #include "simulator/infaas_policy.h"
 #include "simulator/oracle_policy.h"

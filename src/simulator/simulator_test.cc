@@ -19,6 +19,7 @@
 #include "simulator/simulated_store.h"
 #include "simulator/simulated_worker.h"
 #include "simulator/simulation.h"
+#include "simulator/testing/test_repository.h"
 #include "worker/testing/fake_worker_stub.h"
 
 namespace somm::sim {
@@ -30,22 +31,8 @@ using namespace std::chrono_literals;
 HardwareConfig Cpu1() { return {DeviceKind::kCpu, 0, 1}; }
 
 // ts-fp32 of "m" on one thread: 10 ms at batch 1, 12 at 2, 16 at 4, 24 at 8;
-// 100 MiB a replica, loaded in 500 ms.
-VariantProfile Fp32() {
-  VariantProfile p;
-  p.model = "m";
-  p.variant = "ts-fp32";
-  p.precision = "fp32";
-  p.optimization = "as-registered";
-  p.accuracy = 0.97;
-  HardwareProfile hp;
-  hp.hardware = Cpu1();
-  hp.latency = LatencyCurve::Fit({{1, 10}, {2, 12}, {4, 16}, {8, 24}});
-  hp.peak_memory_mb = 100;
-  hp.load_time_ms = 500;
-  p.hardware = {hp};
-  return p;
-}
+// 100 MiB a replica, loaded in 500 ms (the test repository's default model).
+VariantProfile Fp32() { return TestProfile(TestModel{}); }
 
 ModelConfig Config() {
   ModelConfig c;
@@ -70,30 +57,7 @@ VersionPtr Version() {
 
 // A repository holding "m" (Config()) with its persisted profile, in a
 // fresh temporary folder.
-std::string WriteRepository(const std::string& name) {
-  const fs::path root = fs::path(::testing::TempDir()) / ("somm-sim-" + name);
-  fs::remove_all(root);
-  fs::create_directories(root / "m" / "1");
-  // No instance_count: written, it would be a floor idle unloading keeps
-  // (docs/managed.md), and these tests follow the managed replicas.
-  std::ofstream(root / "m" / "model.yaml") << R"(name: m
-platform: torchscript
-max_batch_size: 8
-inputs:
-- name: x
-  datatype: FP32
-  shape: [4]
-outputs:
-- name: y
-  datatype: FP32
-  shape: [2]
-intra_op_threads: 1
-)";
-  const fs::path variant = root / ".somm" / "variants" / "m" / "1" / "ts-fp32";
-  fs::create_directories(variant);
-  std::ofstream(variant / "profile.json") << ProfileToJson(Fp32());
-  return root.string();
-}
+std::string WriteRepository(const std::string& name) { return WriteTestRepository(name); }
 
 // `qps` queries a second of "m" with a 200-ms SLO, evenly spaced, for `seconds`.
 loadgen::Trace SteadyTrace(double qps, double seconds) {
@@ -664,21 +628,13 @@ int LiveReplicasAfterTwoTicks(double high_watermark) {
   wo.clock = &clock;
   testing::FakeWorkerStub worker(store, wo);
   SingleWorkerDirectory workers(worker);
-  class NoBackend : public Backend {
-   public:
-    std::string Name() const override { return "none"; }
-    std::vector<Device> Devices() const override { return {Device{}}; }
-    StatusOr<std::unique_ptr<ExecutableModel>> Load(const LoadOptions&) override {
-      return Unimplemented("none");
-    }
-  } backend;
-  ModelRegistry registry(RegistryOptions{}, backend);
+  ModelCatalog registry("");
   NullServingMetrics metrics;
   DecisionLog log(10);
   ControllerOptions co;
   co.clock = &clock;
   co.autoscaler.high_watermark = high_watermark;
-  Controller controller(co, registry, store, workers, metrics, log);
+  Controller controller(co, registry, /*registrar=*/nullptr, store, workers, metrics, log);
   VersionPtr v = Version();
   registry.Publish("m", {v}, {});
   worker.AddGroup(v, "ts-fp32", Cpu1());

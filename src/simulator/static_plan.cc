@@ -80,10 +80,7 @@ StatusOr<std::string> StaticTaskModel(const std::vector<VersionPtr>& models,
 StatusOr<std::map<std::string, int>> StaticReplicas(
     const SimulationOptions& options, const loadgen::Trace& trace, Policy policy,
     std::map<std::string, std::string>* task_models) {
-  NoBackend backend;
-  RegistryOptions ro;
-  ro.repository_path = options.repository;
-  ModelRegistry registry(ro, backend);
+  ModelCatalog registry(options.repository);
   SOMM_ASSIGN_OR_RETURN(TraceZoo zoo, PublishTraceZoo(registry, trace));
   // Each task's model, from the strictest floor the trace asks of it.
   std::map<std::string, std::optional<double>> strictest;

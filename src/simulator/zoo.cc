@@ -7,7 +7,7 @@
 
 namespace somm::sim {
 
-StatusOr<TraceZoo> PublishTraceZoo(ModelRegistry& registry, const loadgen::Trace& trace) {
+StatusOr<TraceZoo> PublishTraceZoo(ModelCatalog& registry, const loadgen::Trace& trace) {
   TraceZoo zoo;
   std::set<std::string> named;
   std::set<std::string> tasks;
@@ -29,7 +29,7 @@ StatusOr<TraceZoo> PublishTraceZoo(ModelRegistry& registry, const loadgen::Trace
     if (versions.empty()) {
       std::string why = problems.empty() ? "no version" : problems[0].reason;
       return NotFound("model '" + name + "' of the trace: not in repository " +
-                      registry.options().repository_path + " (" + why + ")");
+                      registry.repository_path() + " (" + why + ")");
     }
     read[name] = versions;
     registry.Publish(name, std::move(versions), std::move(problems));
@@ -73,7 +73,7 @@ StatusOr<TraceZoo> PublishTraceZoo(ModelRegistry& registry, const loadgen::Trace
     auto it = task_models.find(task);
     if (it == task_models.end()) {
       return NotFound("task '" + task + "' of the trace: no model of repository " +
-                      registry.options().repository_path + " serves it");
+                      registry.repository_path() + " serves it");
     }
     SOMM_ASSIGN_OR_RETURN(zoo.by_task[task], target("task:" + task, it->second));
   }

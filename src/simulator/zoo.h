@@ -16,20 +16,9 @@
 #include "common/status.h"
 #include "loadgen/trace.h"
 #include "profiles/price_list.h"
-#include "registry/model_registry.h"
+#include "registry/model_catalog.h"
 
 namespace somm::sim {
-
-// The registry only reads the repository here: nothing is registered, so
-// nothing is ever loaded through a backend.
-class NoBackend : public Backend {
- public:
-  std::string Name() const override { return "simulated"; }
-  std::vector<Device> Devices() const override { return {Device{}}; }
-  StatusOr<std::unique_ptr<ExecutableModel>> Load(const LoadOptions&) override {
-    return Unimplemented("the simulator loads no model");
-  }
-};
 
 // What one trace row asks for, as the live router reads it: a row with a
 // task is a task query (the router takes the task before the model), served
@@ -60,7 +49,7 @@ struct TraceZoo {
 // every model folder of the repository whose model.yaml registers that task
 // and that has a usable profile, and publishes them into `registry`. Errors: a row with neither a model
 // nor a task, a model the repository lacks, a task no model serves.
-StatusOr<TraceZoo> PublishTraceZoo(ModelRegistry& registry, const loadgen::Trace& trace);
+StatusOr<TraceZoo> PublishTraceZoo(ModelCatalog& registry, const loadgen::Trace& trace);
 
 // The feasibility rule of the report (simulation.h): whether some usable
 // variant of the row's models, on any profiled hardware, meets all of the

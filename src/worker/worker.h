@@ -33,7 +33,7 @@
 #include "common/mutex.h"
 #include "common/serial_executor.h"
 #include "metrics/serving_metrics.h"
-#include "registry/model_registry.h"
+#include "registry/version_record.h"
 #include "runtime/backend_set.h"
 #include "worker/instance_group.h"
 #include "worker/worker_api.h"

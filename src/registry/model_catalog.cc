@@ -1,4 +1,4 @@
-#include "registry/model_registry.h"
+#include "registry/model_catalog.h"
 
 #include <spdlog/spdlog.h>
 
@@ -8,8 +8,8 @@
 #include <set>
 
 #include "runtime/backend_registry.h"
-#include "sandbox/in_process_sandbox.h"
 #include "variants/variant_pipeline.h"
+
 
 namespace somm {
 
@@ -40,7 +40,7 @@ std::vector<int64_t> SelectVersions(const VersionPolicy& policy, std::vector<int
 }  // namespace
 
 std::string AsRegisteredVariant(const VersionRecord& v) {
-  return AsRegisteredVariant(v.config.platform);
+  return AsRegisteredVariant(std::string_view(v.config.platform));
 }
 
 void AppendOptions(const VersionRecord& v, std::vector<cluster::VariantOption>* out) {
@@ -71,6 +71,16 @@ void AppendOptions(const VersionRecord& v, std::vector<cluster::VariantOption>* 
   }
 }
 
+StatusOr<RegistrationStatus> PublishedVariants(const ModelCatalog& catalog, const std::string& name) {
+  SOMM_ASSIGN_OR_RETURN(VersionPtr v, catalog.Resolve(name, ""));
+  RegistrationStatus status;
+  status.name = name;
+  status.variants = v->profiles;
+  status.state = v->profiles.empty() ? "NONE" : "READY";
+  status.done = status.total = static_cast<int>(v->profiles.size());
+  return status;
+}
+
 bool IsPositiveInteger(const std::string& s) {
   return !s.empty() && s.size() < 19 && std::all_of(s.begin(), s.end(), ::isdigit) &&
          std::stoll(s) > 0;
@@ -81,30 +91,26 @@ bool IsValidModelName(const std::string& name) {
          name.find('/') == std::string::npos && name.find('\\') == std::string::npos;
 }
 
-ModelRegistry::ModelRegistry(RegistryOptions options, BackendSet backends)
-    : options_(std::move(options)),
-      sandbox_(options_.sandbox ? options_.sandbox
-                                : std::make_shared<InProcessModelSandbox>(std::move(backends))) {}
+ModelCatalog::ModelCatalog(std::string repository_path)
+    : repository_path_(std::move(repository_path)) {}
 
-ModelRegistry::~ModelRegistry() { Shutdown(); }
-
-Status ModelRegistry::UnknownModel(const std::string& name) {
+Status ModelCatalog::UnknownModel(const std::string& name) {
   return NotFound("unknown model '" + name + "'");
 }
 
-std::optional<std::string> ModelRegistry::OwnerOf(const std::string& name) const {
+std::optional<std::string> ModelCatalog::OwnerOf(const std::string& name) const {
   ReaderLock lock(&mu_);
   auto it = by_name_.find(name);
   if (it == by_name_.end() || !it->second->config) return std::nullopt;
   return it->second->config->owner_tenant;
 }
 
-std::string ModelRegistry::WithoutPaths(std::string message) const {
-  if (options_.repository_path.empty()) return message;
+std::string ModelCatalog::WithoutPaths(std::string message) const {
+  if (repository_path_.empty()) return message;
   // The folder as given and as an absolute path: messages name either.
   std::error_code ec;
-  const fs::path absolute = fs::absolute(options_.repository_path, ec).lexically_normal();
-  for (std::string repo : {ec ? std::string() : absolute.string(), options_.repository_path}) {
+  const fs::path absolute = fs::absolute(repository_path_, ec).lexically_normal();
+  for (std::string repo : {ec ? std::string() : absolute.string(), repository_path_}) {
     while (repo.size() > 1 && repo.back() == '/') repo.pop_back();
     if (repo.empty() || repo == "." || repo == "/") continue;
     const std::string folder = repo + "/";
@@ -115,28 +121,16 @@ std::string ModelRegistry::WithoutPaths(std::string message) const {
   return message;
 }
 
-Status ModelRegistry::WithoutPaths(const Status& status) const {
+Status ModelCatalog::WithoutPaths(const Status& status) const {
   if (status.ok()) return status;
   return Status(status.code(), WithoutPaths(status.message()));
 }
 
-void ModelRegistry::Shutdown() {
-  shutting_down_ = true;
-  // At once: a probe or a variant job in progress is killed, not waited for.
-  sandbox_->Shutdown();
-  std::vector<std::thread> jobs;
-  {
-    MutexLock lock(&jobs_mu_);
-    jobs.swap(job_threads_);
-  }
-  for (auto& t : jobs) t.join();
-}
-
-std::vector<std::string> ModelRegistry::ListModelFolders() const {
+std::vector<std::string> ModelCatalog::ListModelFolders() const {
   std::vector<std::string> names;
   std::error_code ec;
-  if (options_.repository_path.empty()) return names;  // none mounted (a router)
-  for (const auto& e : fs::directory_iterator(options_.repository_path, ec)) {
+  if (repository_path_.empty()) return names;  // none mounted (a router)
+  for (const auto& e : fs::directory_iterator(repository_path_, ec)) {
     const std::string name = e.path().filename().string();
     if (e.is_directory() && IsValidModelName(name)) names.push_back(name);
   }
@@ -144,15 +138,15 @@ std::vector<std::string> ModelRegistry::ListModelFolders() const {
   return names;
 }
 
-std::vector<VersionPtr> ModelRegistry::Read(const std::string& name,
+std::vector<VersionPtr> ModelCatalog::Read(const std::string& name,
                                             std::vector<RepositoryEntry>* problems) const {
   std::vector<VersionPtr> out;
-  if (options_.repository_path.empty()) {
+  if (repository_path_.empty()) {
     // A router with no repository mounted knows models from the catalog only.
     problems->push_back({name, "", "UNAVAILABLE", "not in the cluster's catalog"});
     return out;
   }
-  const fs::path dir = fs::path(options_.repository_path) / name;
+  const fs::path dir = fs::path(repository_path_) / name;
   auto config = LoadModelConfig(dir.string());
   if (!config.ok()) {
     problems->push_back({name, "", "UNAVAILABLE", WithoutPaths(config.status().message())});
@@ -179,7 +173,7 @@ std::vector<VersionPtr> ModelRegistry::Read(const std::string& name,
   }
   std::vector<int64_t> selected = SelectVersions(config->version_policy, present);
   // A rollout serves its versions whatever the policy says (rollout.h).
-  auto rollout = LoadRollout(options_.repository_path, name);
+  auto rollout = LoadRollout(repository_path_, name);
   if (!rollout.ok()) {
     problems->push_back({name, "", "UNAVAILABLE", WithoutPaths(rollout.status().message())});
   } else if (rollout->has_value()) {
@@ -208,7 +202,7 @@ std::vector<VersionPtr> ModelRegistry::Read(const std::string& name,
   return out;
 }
 
-void ModelRegistry::Publish(const std::string& name, std::vector<VersionPtr> versions,
+void ModelCatalog::Publish(const std::string& name, std::vector<VersionPtr> versions,
                             std::vector<RepositoryEntry> problems) {
   Entry entry;
   for (auto& v : versions) {
@@ -224,7 +218,7 @@ void ModelRegistry::Publish(const std::string& name, std::vector<VersionPtr> ver
   versions_changed_.fetch_add(1, std::memory_order_release);
 }
 
-bool ModelRegistry::Remove(const std::string& name) {
+bool ModelCatalog::Remove(const std::string& name) {
   WriterLock lock(&mu_);
   by_name_.erase(name);
   versions_changed_.fetch_add(1, std::memory_order_release);
@@ -235,12 +229,12 @@ bool ModelRegistry::Remove(const std::string& name) {
   return true;
 }
 
-bool ModelRegistry::IsPublished(const std::string& name) const {
+bool ModelCatalog::IsPublished(const std::string& name) const {
   ReaderLock lock(&mu_);
   return models_.count(name) > 0;
 }
 
-StatusOr<VersionPtr> ModelRegistry::Resolve(const std::string& name,
+StatusOr<VersionPtr> ModelCatalog::Resolve(const std::string& name,
                                             const std::string& version) const {
   ReaderLock lock(&mu_);
   auto it = by_name_.find(name);
@@ -273,7 +267,7 @@ StatusOr<VersionPtr> ModelRegistry::Resolve(const std::string& name,
   return v->second;
 }
 
-void ModelRegistry::SetRollout(const std::string& name, std::optional<Rollout> rollout) {
+void ModelCatalog::SetRollout(const std::string& name, std::optional<Rollout> rollout) {
   WriterLock lock(&mu_);
   auto it = models_.find(name);
   if (it == models_.end()) return;
@@ -284,7 +278,7 @@ void ModelRegistry::SetRollout(const std::string& name, std::optional<Rollout> r
                           std::memory_order_relaxed);
 }
 
-std::shared_ptr<const Rollout> ModelRegistry::RolloutOf(const std::string& name) const {
+std::shared_ptr<const Rollout> ModelCatalog::RolloutOf(const std::string& name) const {
   // Asked for every query: without any rollout, no lock and no lookup.
   if (with_rollout_.load(std::memory_order_relaxed) == 0) return nullptr;
   ReaderLock lock(&mu_);
@@ -292,7 +286,7 @@ std::shared_ptr<const Rollout> ModelRegistry::RolloutOf(const std::string& name)
   return it == by_name_.end() ? nullptr : it->second->rollout;
 }
 
-std::vector<std::pair<std::string, std::shared_ptr<const Rollout>>> ModelRegistry::Rollouts()
+std::vector<std::pair<std::string, std::shared_ptr<const Rollout>>> ModelCatalog::Rollouts()
     const {
   std::vector<std::pair<std::string, std::shared_ptr<const Rollout>>> out;
   if (with_rollout_.load(std::memory_order_relaxed) == 0) return out;
@@ -303,7 +297,7 @@ std::vector<std::pair<std::string, std::shared_ptr<const Rollout>>> ModelRegistr
   return out;
 }
 
-std::vector<std::string> ModelRegistry::VersionsOf(const std::string& name) const {
+std::vector<std::string> ModelCatalog::VersionsOf(const std::string& name) const {
   std::vector<std::string> out;
   ReaderLock lock(&mu_);
   auto it = models_.find(name);
@@ -312,7 +306,7 @@ std::vector<std::string> ModelRegistry::VersionsOf(const std::string& name) cons
   return out;
 }
 
-std::vector<VersionPtr> ModelRegistry::ForTask(const std::string& task) const {
+std::vector<VersionPtr> ModelCatalog::ForTask(const std::string& task) const {
   std::vector<VersionPtr> out;
   ReaderLock lock(&mu_);
   for (const auto& [_, entry] : models_) {
@@ -327,7 +321,7 @@ std::vector<VersionPtr> ModelRegistry::ForTask(const std::string& task) const {
   return out;
 }
 
-std::vector<VersionPtr> ModelRegistry::All() const {
+std::vector<VersionPtr> ModelCatalog::All() const {
   std::vector<VersionPtr> out;
   ReaderLock lock(&mu_);
   for (const auto& [_, entry] : models_) {
@@ -336,7 +330,7 @@ std::vector<VersionPtr> ModelRegistry::All() const {
   return out;
 }
 
-std::vector<RepositoryEntry> ModelRegistry::Index(bool ready_only) const {
+std::vector<RepositoryEntry> ModelCatalog::Index(bool ready_only) const {
   std::vector<RepositoryEntry> rows;
   std::set<std::string> known;
   {
@@ -360,7 +354,7 @@ std::vector<RepositoryEntry> ModelRegistry::Index(bool ready_only) const {
   return rows;
 }
 
-Status ModelRegistry::SetProfiles(const std::string& name, int64_t version,
+Status ModelCatalog::SetProfiles(const std::string& name, int64_t version,
                                   std::vector<VariantProfile> profiles) {
   WriterLock lock(&mu_);
   auto it = models_.find(name);
@@ -374,75 +368,6 @@ Status ModelRegistry::SetProfiles(const std::string& name, int64_t version,
   v->second = std::move(updated);
   versions_changed_.fetch_add(1, std::memory_order_release);
   return Status::Ok();
-}
-
-StatusOr<RegistrationStatus> ModelRegistry::GetRegistrationStatus(const std::string& name) const {
-  {
-    MutexLock lock(&jobs_mu_);
-    auto it = jobs_.find(name);
-    if (it != jobs_.end()) return it->second;
-  }
-  SOMM_ASSIGN_OR_RETURN(VersionPtr v, Resolve(name, ""));
-  RegistrationStatus status;
-  status.name = name;
-  status.variants = v->profiles;
-  status.state = v->profiles.empty() ? "NONE" : "READY";
-  status.done = status.total = static_cast<int>(v->profiles.size());
-  return status;
-}
-
-void ModelRegistry::StartVariantJob(const ModelConfig& config, int64_t version) {
-  MutexLock lock(&jobs_mu_);
-  if (shutting_down_) return;
-  auto& job = jobs_[config.name];
-  if (job.state == "GENERATING") return;
-  job = RegistrationStatus{};
-  job.name = config.name;
-  job.state = "GENERATING";
-  job.phase = "queued";
-  job_threads_.emplace_back([this, config, version] { RunVariantJob(config, version); });
-}
-
-void ModelRegistry::RunVariantJob(ModelConfig config, int64_t version) {
-  // One job at a time: profiling measures latency, and two jobs at once on a
-  // small machine would measure each other.
-  MutexLock serial(&one_job_at_a_time_);
-  if (shutting_down_) return;
-  VariantJobRequest request;
-  request.config = config;
-  request.version = version;
-  request.model_dir = options_.repository_path + "/" + config.name;
-  request.private_files = !config.owner_tenant.empty();
-  VariantPipelineOptions& po = request.options;
-  po.variants_root = VariantsRoot();
-  po.hardware = options_.hardware;
-  po.accuracy_tolerance = options_.accuracy_tolerance;
-  po.tools_dir = options_.tools_dir;
-  po.cancelled = [this] { return shutting_down_.load(); };
-  auto result = sandbox_->GenerateVariants(request, [this, &config](const VariantProgress& p) {
-    MutexLock lock(&jobs_mu_);
-    auto& job = jobs_[config.name];
-    job.phase = p.phase + (p.current.empty() ? "" : " " + p.current);
-    job.done = p.done;
-    job.total = p.total;
-  });
-  Status installed = result.ok() ? SetProfiles(config.name, version, result->profiles)
-                                 : result.status();
-  MutexLock lock(&jobs_mu_);
-  auto& job = jobs_[config.name];
-  if (!result.ok()) {
-    job.state = "FAILED";
-    job.message = WithoutPaths(result.status().message());
-    spdlog::error("variant generation for {} failed: {}", config.name, job.message);
-    return;
-  }
-  job.variants = result->profiles;
-  for (const auto& sk : result->skipped) job.skipped.push_back(sk.variant + ": " + sk.reason);
-  job.state = installed.ok() ? "READY" : "FAILED";
-  job.phase = "done";
-  job.message = installed.ok() ? std::to_string(result->profiles.size()) + " variants profiled"
-                               : installed.message();
-  spdlog::info("variants of {}:{} ready: {}", config.name, version, job.message);
 }
 
 }  // namespace somm

@@ -1,79 +1,47 @@
-// ModelRegistry: what somm knows about the models of one repository: their
-// configs, their versions, each version's variant profiles, and the
-// registration jobs that produce those profiles. It serves no query and loads
-// no instance: the worker does that (worker/worker.h), told by the controller.
+// ModelCatalog: what somm knows about the models of one repository: their
+// configs, their versions, each version's variant profiles and rollout. It
+// serves no query, loads no instance and runs no model code: the worker
+// loads (worker/worker.h, told by the controller), and the registrar
+// (registry/registrar.h) registers models and makes their variants. So it
+// needs no backend: routers, controllers, workers and the simulator all read
+// one.
 //
 // A model is *published* once at least one of its versions loaded: from then
 // on Resolve() finds it (READY in the index). A VersionRecord is immutable;
 // SetProfiles() publishes a new one, so readers take a shared_ptr and hold no
 // lock while they use it.
 //
-// Registration: Register() validates a new model, stages its files, probes
-// that it loads and answers, and moves it into the repository in one rename;
-// the caller then loads it and calls StartVariantJob(), which generates and
-// profiles variants in the background (variants/) and installs the profiles
-// when done. One job runs at a time (profiles measure latency). The probe and
-// the job run the user's model code, so both go through the ModelSandbox
-// (sandbox/model_sandbox.h): a confined child process in every server. A
-// private model's files (its folder, versions, validation data, variants)
-// are 0700 folders and 0600 files.
-//
-// Shutdown() stops the sandbox first (a probe or job in progress ends at
-// once, UNAVAILABLE), then waits for the job threads: a server calls it as
-// soon as it is told to stop.
-//
-// Thread-safety: every method may be called concurrently. Locks: mu_ (the
-// models map) and jobs_mu_ (the jobs); neither is held while calling out.
+// Thread-safety: every method may be called concurrently. One lock, mu_ (the
+// models map), never held while calling out.
 #pragma once
 
 #include <atomic>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
 
+#include "api/records.h"
 #include "cluster/cluster_state.h"
 #include "common/mutex.h"
 #include "profiles/variant_profile.h"
+#include "registry/version_record.h"
 #include "repository/model_config.h"
 #include "rollout/rollout.h"
-#include "runtime/backend_set.h"
-#include "sandbox/model_sandbox.h"
-#include "api/inference_server.h"
-#include "registry/version_record.h"
 
 namespace somm {
 
-struct RegistryOptions {
-  std::string repository_path;
-  // Hardware configurations variants are profiled on.
-  std::vector<HardwareConfig> hardware;
-  // A variant more than this below the as-registered accuracy is unusable.
-  double accuracy_tolerance = 0.02;
-  // Where tools/quantize_dynamic.py lives (int8 variants).
-  std::string tools_dir;
-  // The device a registration's probe load runs on.
-  Device device;
-  // Where the probe and the variant jobs run the model's code. Null: the
-  // registry's own thread, through the backend (InProcessModelSandbox), for
-  // unit tests; servers give a ProcessModelSandbox.
-  std::shared_ptr<ModelSandbox> sandbox;
-};
-
-class ModelRegistry {
+class ModelCatalog {
  public:
-  // Registrations without RegistryOptions::sandbox probe and make variants
-  // through `backends`, in this process.
-  ModelRegistry(RegistryOptions options, BackendSet backends);
-  ~ModelRegistry();  // Shutdown()
+  // `repository_path` "" = none mounted (a router with no repository: it
+  // knows the models its leader's catalog names, nothing on disk).
+  explicit ModelCatalog(std::string repository_path);
 
-  const RegistryOptions& options() const { return options_; }
+  const std::string& repository_path() const { return repository_path_; }
   // Model folders in the repository, sorted (valid names only).
   std::vector<std::string> ListModelFolders() const;
   // Reads `name`'s model.yaml and the versions its policy selects, and
@@ -124,16 +92,6 @@ class ModelRegistry {
   Status WithoutPaths(const Status& status) const;
   Status SetProfiles(const std::string& name, int64_t version, std::vector<VariantProfile> profiles);
 
-  // Registration (see above). On success the model's files are in the
-  // repository and its config is returned.
-  StatusOr<ModelConfig> Register(const RegistrationRequest& request);
-  // Generates and profiles `config`'s variants in the background and
-  // installs the profiles when done (see above); a job already running for
-  // the model is not started twice.
-  void StartVariantJob(const ModelConfig& config, int64_t version);
-  StatusOr<RegistrationStatus> GetRegistrationStatus(const std::string& name) const;
-  void Shutdown();
-
  private:
   struct Entry {
     std::optional<ModelConfig> config;
@@ -141,15 +99,10 @@ class ModelRegistry {
     std::vector<RepositoryEntry> problems;
     std::shared_ptr<const Rollout> rollout;
   };
-  void RunVariantJob(ModelConfig config, int64_t version);
-  StatusOr<ModelConfig> RegisterChecked(const RegistrationRequest& request);
-  // Whether `caller` may see the model in the repository folder `name`.
-  bool MaySee(const Caller& caller, const std::string& name) const;
-  std::string VariantsRoot() const { return options_.repository_path + "/.somm/variants"; }
 
-  const RegistryOptions options_;
-  const std::shared_ptr<ModelSandbox> sandbox_;
-  std::atomic<bool> shutting_down_{false};
+  std::string VariantsRoot() const { return repository_path_ + "/.somm/variants"; }
+
+  const std::string repository_path_;
   mutable SharedMutex mu_;
   std::map<std::string, Entry> models_ SOMM_GUARDED_BY(mu_);
   // models_'s entries by name, hashed (a map's nodes stay put): Resolve
@@ -159,15 +112,16 @@ class ModelRegistry {
   std::atomic<uint64_t> versions_changed_{0};  // VersionsChanged(); moved under mu_
   // How many models have a rollout (changed under mu_; read without it).
   std::atomic<int> with_rollout_{0};
-  mutable Mutex jobs_mu_;
-  std::map<std::string, RegistrationStatus> jobs_ SOMM_GUARDED_BY(jobs_mu_);
-  std::vector<std::thread> job_threads_ SOMM_GUARDED_BY(jobs_mu_);
-  Mutex one_job_at_a_time_;  // held by a running variant job
 };
 
 // The cluster model's options for one version: every profiled variant on
 // every hardware it was profiled on (unusable ones flagged), appended.
 void AppendOptions(const VersionRecord& v, std::vector<cluster::VariantOption>* out);
+
+// What a model's variants are by its published default version's profiles
+// (READY, or NONE before any were made): a registration's status where no
+// variant job of it ran in this process. NotFound when not published.
+StatusOr<RegistrationStatus> PublishedVariants(const ModelCatalog& catalog, const std::string& name);
 
 bool IsPositiveInteger(const std::string& s);
 bool IsValidModelName(const std::string& name);
