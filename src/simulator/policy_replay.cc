@@ -230,6 +230,9 @@ StatusOr<PolicyResult> RunInfaas(const SimulationOptions& options, const loadgen
         for (const auto& [key, i] : h.InstancesOf(*m)) {
           if (i.model == m && i.cand == r.candidate && i.worker == w) inst = &i;
         }
+        // A variant still loading here has a request under way: the
+        // released daemon takes no other for it until that one is done.
+        if (inst != nullptr && inst->ready_at > h.loop().Now()) continue;
         if (inst != nullptr) have = inst->replicas;
         const int want = infaas::CarryOut(r, have, backlogs[{m, r.candidate, w}], io);
         if (want == have || (want == 0 && inst != nullptr && inst->in_flight > 0)) continue;
