@@ -391,7 +391,10 @@ TEST(SimulationTest, InfaasScalesOutAndTheOracleProvisionsAheadForLess) {
   const std::string json = ResultsToJson({*infaas, *oracle, *peak});
   // INFaaS replicates under the rise (reacting to it: some queries of its
   // first second miss) and scales back, one replica per delay, after it.
-  EXPECT_GE(infaas->control_actions_by_kind["resize"], 3) << json;
+  // Past two replicas a worker it replicates by loading the variant on the
+  // other worker (a load, not a resize: infaas_policy.h, max_replicas).
+  EXPECT_GE(infaas->control_actions_by_kind["resize"] + infaas->control_actions_by_kind["load"], 3)
+      << json;
   EXPECT_GT(infaas->mean_replicas, 1.5) << json;
   EXPECT_LT(infaas->attainment, oracle->attainment) << json;
   // The oracle's loads are ready before the rise: no query waits for one.
