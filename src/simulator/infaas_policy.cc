@@ -192,21 +192,53 @@ VariantChoice ChooseForTask(const std::vector<Candidate>& cands,
                                 static_cast<int>(o.search_share * *slo_ms / o.metadata_lookup_ms));
     if (order.size() > static_cast<size_t>(std::max(budget, 0))) order.resize(std::max(budget, 0));
   }
-  // Under a loose SLO the search looks at the slow variants first; when
-  // none meets it, at all of them.
+  // In that order, as released: a running variant not blacklisted
+  // competes with its slack, one not loaded with the penalty, its load and
+  // its latency, but only when its batch cap is below every one before it
+  // (the released search's preference for small batch caps); each replaces
+  // the pick so far when it scores less. Under a loose SLO the variant not
+  // loaded that starts quickest wins when none runs and none is
+  // blacklisted. Only variants of at least loose_slo_ms count under a
+  // loose SLO; when none of those will do, all of them (not released:
+  // there the search fails).
   for (double floor : {floor_ms, 0.0}) {
     std::optional<size_t> best;
     double best_score = std::numeric_limits<double>::infinity();
+    bool valid_running = false;
+    bool blacklisted = false;
+    std::optional<size_t> quickest;  // not loaded, under a loose SLO
+    double quickest_score = std::numeric_limits<double>::infinity();
+    int64_t smallest_cap = std::numeric_limits<int64_t>::max();
     for (size_t c : order) {
       const Candidate& cand = cands[c];
-      if (!Within(cand, slo_ms, floor) || (states[c].running && states[c].blacklisted)) continue;
-      const double score = states[c].running
-                               ? RunningScore(cand, slo_ms)
-                               : o.not_loaded_penalty_ms + cand.load_ms + cand.batch1_ms;
-      if (score < best_score) {
-        best_score = score;
-        best = c;
+      const bool smaller_cap = cand.max_batch < smallest_cap;
+      if (smaller_cap) smallest_cap = cand.max_batch;
+      if (!Within(cand, slo_ms, floor)) continue;
+      if (states[c].running && states[c].blacklisted) {
+        blacklisted = true;
+        continue;
       }
+      if (states[c].running) {
+        const double score = RunningScore(cand, slo_ms);
+        if (score < best_score) {
+          best = c;
+          best_score = score;
+          valid_running = true;
+        }
+        continue;
+      }
+      const double score = o.not_loaded_penalty_ms + cand.load_ms + cand.batch1_ms;
+      if (smaller_cap && score < best_score) {
+        best = c;
+        best_score = score;
+      }
+      if (floor > 0 && score < quickest_score) {
+        quickest = c;
+        quickest_score = score;
+      }
+    }
+    if (quickest && !valid_running && !blacklisted) {
+      return {true, *quickest, false, "loose SLO: load the quickest to start"};
     }
     if (best) {
       const bool running = states[*best].running;

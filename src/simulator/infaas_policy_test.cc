@@ -138,6 +138,22 @@ TEST(InfaasTask, AVariantNotLoadedPaysThePenaltyAndItsLoad) {
   EXPECT_FALSE(v.running);
 }
 
+TEST(InfaasTask, AVariantNotLoadedCompetesOnlyWithABatchCapBelowThoseBeforeIt) {
+  auto cands = Task();  // lo, mid, hi, top in accuracy order
+  for (Candidate& c : cands) c.max_batch = 8;
+  cands[3].load_ms = 10;  // mid: 1,000 + 10 + 30 ms, less than lo's 1,310
+  InfaasOptions o;
+  o.loose_slo_ms = std::numeric_limits<double>::infinity();
+  // hi runs with 2,940 ms of slack; lo, first, competes and wins; mid,
+  // quicker, has no smaller cap than lo's.
+  VariantChoice v = ChooseForTask(cands, States(4, {2}), 3000.0, {}, o);
+  EXPECT_EQ(v.candidate, 1u);
+  EXPECT_FALSE(v.running);
+  cands[3].max_batch = 4;
+  v = ChooseForTask(cands, States(4, {2}), 3000.0, {}, o);
+  EXPECT_EQ(v.candidate, 3u);
+}
+
 TEST(InfaasTask, SearchesTheLeastAccurateVariantsItsTimeAllows) {
   const auto cands = Task();
   // 10 ms a lookup: 0.15 x 100 / 10 rounds to 1, at least 3: lo, mid, hi.

@@ -156,6 +156,7 @@ std::vector<Candidate> Candidates(const VersionRecord& v, const PriceList& price
       c.load_ms = hp.load_time_ms;
       c.memory_bytes = static_cast<int64_t>(hp.peak_memory_mb * 1024 * 1024);
       c.cores = std::max(hp.hardware.threads, 1);
+      c.max_batch = v.config.max_batch_size;
       c.usd_per_s = prices.PerSecond(hp.hardware);
       c.charge_usd = QueryChargeUsd(c.usd_per_s, hp.latency.Predict(1), 1, 1);
       c.capacity_qps = CapacityWithin(c, v.config.max_batch_size, 1e300);

@@ -78,6 +78,7 @@ struct Candidate {
   double load_ms = 0;
   int64_t memory_bytes = 0;
   int cores = 1;         // the threads it runs on (CPU)
+  int64_t max_batch = 1;  // its model's max_batch_size
   double usd_per_s = 0;  // one replica's price
   // A query's predicted charge alone in a batch (the selector's rule 3,
   // without the calibrated overhead): what max_cost is held against.
