@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -11,6 +12,7 @@
 
 #include "common/serial_executor.h"
 #include "frontend/grpc/grpc_codec.h"
+#include "frontend/grpc/health.h"
 #include "frontend/grpc/key_first.h"
 #include "frontend/grpc/somm_codec.h"
 #include "frontend/grpc/task_codec.h"
@@ -562,10 +564,15 @@ struct GrpcFrontend::Impl {
       : gate(guard, budget, max_message_bytes),
         service(server, control, gate, inflight_limit),
         somm_service(server, control, guard),
+        health({"inference.GRPCInferenceService", "somm.SommControl"},
+               [&server] { return server.IsReady(); }, &stopping),
         methods(&gate) {}
 
   void Shutdown(std::chrono::system_clock::time_point deadline) {
     std::call_once(shutdown_once, [&] {
+      // Health watches end at once (NOT_SERVING, then OK) rather than hold
+      // the stop until the deadline.
+      stopping.store(true, std::memory_order_release);
       // Order matters: gRPC's Shutdown waits for the calls in flight until
       // the deadline, and queued loads answer theirs on the control thread,
       // so that thread stops only afterwards; the queue then drops later
@@ -580,6 +587,8 @@ struct GrpcFrontend::Impl {
   FrontendGate gate;
   OipService service;
   SommControlService somm_service;
+  std::atomic<bool> stopping{false};
+  grpc_async::HealthService health;
   grpc_async::KeyFirstService key_first;  // every method, registered with gRPC
   grpc_async::KeyFirstTable methods;      // the handlers: outlive the queue
   // After the services, before the server; shared with the client calls
@@ -617,6 +626,7 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& ser
   grpc_async::CallQueue* queue = impl->infer_queue.get();
   impl->service.Declare(queue, &impl->key_first, impl->methods);
   impl->somm_service.Declare(queue, &impl->key_first, impl->methods);
+  impl->health.Declare(queue, &impl->key_first, impl->methods);
   builder.RegisterService(&impl->key_first);
   impl->infer_queue->Open(builder.AddCompletionQueue());
   impl->server = builder.BuildAndStart();
@@ -634,6 +644,7 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& ser
                                        options.min_infer_threads, 4);
   for (int i = 0; i < threads; ++i) queue->Ask<InferCall>(&impl->service, queue);
   impl->methods.Start();
+  impl->health.StartWatch();
   queue->StartThreads(threads, "somm-grpc-infer");
   return std::unique_ptr<GrpcFrontend>(new GrpcFrontend(std::move(impl)));
 }
