@@ -77,6 +77,16 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--device", serve.device, "auto (a GPU when libtorch has CUDA and one is present), cpu or cuda:N")->capture_default_str();
   serve_cmd->add_option("--log-level", serve.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
+  serve_cmd->add_option("--log-format", serve.log_format,
+                        "text, or json: one object per line with the same fields (time, "
+                        "logger, level, message)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  serve_cmd->add_option("--exit-timeout-secs", serve.exit_timeout_secs,
+                        "On SIGTERM, how long calls in flight may finish before they are "
+                        "cancelled (as Triton's)")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
   serve_cmd->add_option("--auto-variants", serve.auto_variants,
                         "Generate and profile variants of repository models that have none")
       ->capture_default_str();
@@ -85,10 +95,16 @@ int main(int argc, char** argv) {
                         "(false = static provisioning: the configured instances only)")
       ->capture_default_str();
   serve_cmd->add_option("--model-control-mode", serve.model_control_mode,
-                        "none, or poll: watch the repository, load new and changed models, "
-                        "unload removed ones (--repository-poll-secs)")
-      ->check(CLI::IsMember({"none", "poll"}))
+                        "As Triton's: none (every model loads at start; the repository API's "
+                        "load and unload are refused), poll (none, and the repository is "
+                        "watched: new and changed models load, removed ones unload; "
+                        "--repository-poll-secs) or explicit (only the --load-model models load "
+                        "at start; load and unload through the repository API)")
+      ->check(CLI::IsMember({"none", "poll", "explicit"}))
       ->capture_default_str();
+  serve_cmd->add_option("--load-model", serve.load_models,
+                        "With --model-control-mode explicit: a model to load at start "
+                        "(repeatable; * = every model of the repository)");
   serve_cmd->add_option("--repository-poll-secs", serve.repository_poll_secs,
                         "How often --model-control-mode poll scans the repository")
       ->check(CLI::Range(0.1, 3600.0))
@@ -394,6 +410,13 @@ int main(int argc, char** argv) {
   worker_cmd->add_option("--heartbeat-ms", worker.heartbeat_ms, "How often it renews the lease")->capture_default_str();
   worker_cmd->add_option("--background-duty", worker.background_duty, "Share of time background loads may take")->capture_default_str();
   worker_cmd->add_option("--log-level", worker.log_level, "trace, debug, info, warn, error")->capture_default_str();
+  worker_cmd->add_option("--log-format", worker.log_format, "text, or json: one object per line with the same fields")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  worker_cmd->add_option("--exit-timeout-secs", worker.exit_timeout_secs,
+                    "On SIGTERM, how long calls in flight may finish before they are cancelled")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
 
   somm::RouterProcessOptions router;
   auto* router_cmd = app.add_subcommand(
@@ -433,7 +456,19 @@ int main(int argc, char** argv) {
   router_cmd->add_option("--routing-policy", router.routing.routing_policy, "As somm serve's --routing-policy: p2c or least-wait")
       ->check(CheckRoutingPolicy)
       ->capture_default_str();
+  router_cmd->add_option("--model-control-mode", router.model_control_mode,
+                         "As somm serve's: the repository API's load and unload pass only under "
+                         "explicit (the leader controller's flags say what loads at start)")
+      ->check(CLI::IsMember({"none", "poll", "explicit"}))
+      ->capture_default_str();
   router_cmd->add_option("--log-level", router.log_level, "trace, debug, info, warn, error")->capture_default_str();
+  router_cmd->add_option("--log-format", router.log_format, "text, or json: one object per line with the same fields")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  router_cmd->add_option("--exit-timeout-secs", router.exit_timeout_secs,
+                    "On SIGTERM, how long calls in flight may finish before they are cancelled")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
 
   somm::ControllerProcessOptions ctl;
   auto* controller_cmd = app.add_subcommand(
@@ -454,9 +489,14 @@ int main(int argc, char** argv) {
                              "As leader, generate and profile variants of model versions that have none (also redoes a job its predecessor did not finish)")
       ->capture_default_str();
   controller_cmd->add_option("--model-control-mode", ctl.model_control_mode,
-                             "As somm serve's: poll = the leader watches the repository")
-      ->check(CLI::IsMember({"none", "poll"}))
+                             "As somm serve's: which models the leader loads when it takes the "
+                             "lease (explicit: the --load-model ones and those the cluster "
+                             "already served); poll = the leader watches the repository")
+      ->check(CLI::IsMember({"none", "poll", "explicit"}))
       ->capture_default_str();
+  controller_cmd->add_option("--load-model", ctl.load_models,
+                             "With --model-control-mode explicit: a model to load (repeatable; "
+                             "* = every model)");
   controller_cmd->add_option("--repository-poll-secs", ctl.repository_poll_secs,
                              "How often the leader scans the repository in poll mode")
       ->check(CLI::Range(0.1, 3600.0))
@@ -478,6 +518,13 @@ int main(int argc, char** argv) {
   controller_cmd->add_option("--k8s-namespace", ctl.k8s_namespace, "kubernetes: the worker Deployment's namespace (default: the pod's)");
   controller_cmd->add_option("--k8s-deployment", ctl.k8s_deployment, "kubernetes: the worker Deployment")->capture_default_str();
   controller_cmd->add_option("--log-level", ctl.log_level, "trace, debug, info, warn, error")->capture_default_str();
+  controller_cmd->add_option("--log-format", ctl.log_format, "text, or json: one object per line with the same fields")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  controller_cmd->add_option("--exit-timeout-secs", ctl.exit_timeout_secs,
+                    "On SIGTERM, how long calls in flight may finish before they are cancelled")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
 
   // Worker and controller: who may read /metrics; router: its client side
   // toward them.

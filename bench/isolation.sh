@@ -88,8 +88,10 @@ source "$ROOT/bench/lib.sh"
 read -r -a SERVE_ENV <<<"${SOMM_ENV:-}"
 read -r -a SERVE_ARGS <<<"${SOMM_SERVE_ARGS:-}"
 start_somm() {
+  # Explicit model control: the churn loads and unloads through the
+  # repository API, which the default mode (none) refuses.
   start_somm_serve "$1" "$SOMM" "$OUT/$1" --model-repository "$REPO" --auto-variants false \
-    ${SERVE_ARGS[@]+"${SERVE_ARGS[@]}"}
+    --model-control-mode explicit --load-model '*' ${SERVE_ARGS[@]+"${SERVE_ARGS[@]}"}
   SERVED_HTTP="127.0.0.1:$SERVED_HTTP_PORT"
   SERVED_GRPC="127.0.0.1:$SERVED_GRPC_PORT"
   echo "$1: pid $SERVED_PID, $SERVED_BANNER"

@@ -85,7 +85,7 @@ read -r -a SERVE_ENV <<<"${SOMM_ENV:-}"
 # --managed false: the controller would unload the idle demo models after
 # 30 s, and their memory leaving would hide any growth from the cycles.
 start_somm_serve somm "$SOMM" "$OUT/somm" --model-repository "$REPO" --auto-variants false \
-  --managed false
+  --managed false --model-control-mode explicit --load-model '*'
 SOMM_PID="$SERVED_PID"; BANNER="$SERVED_BANNER"
 URL="http://127.0.0.1:$SERVED_HTTP_PORT"
 

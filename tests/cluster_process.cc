@@ -236,6 +236,13 @@ ClusterProcesses::ClusterProcesses(const std::string& binary, const std::string&
     if (std::find(extra.begin(), extra.end(), "--auto-variants") == extra.end()) {
       args.insert(args.end(), {"--auto-variants", "false"});
     }
+    // The suites load and unload through the repository API, which Triton's
+    // default mode (none) refuses: explicit, with every model loaded at
+    // start, unless a test names a mode (model_control_e2e_test.cc tests
+    // each).
+    if (std::find(extra.begin(), extra.end(), "--model-control-mode") == extra.end()) {
+      args.insert(args.end(), {"--model-control-mode", "explicit", "--load-model", "*"});
+    }
     args.insert(args.end(), options.controller_args.begin(), options.controller_args.end());
     controllers_.push_back(Spawn(args, "controller-" + std::to_string(c)));
     if (c == 0) {
@@ -267,6 +274,11 @@ ClusterProcesses::ClusterProcesses(const std::string& binary, const std::string&
                                      "--metrics-port", "0", "--router-id",
                                      "router-" + std::to_string(i)};
     args.insert(args.end(), options.router_args.begin(), options.router_args.end());
+    // As the controllers': explicit unless the test names a mode.
+    if (std::find(options.router_args.begin(), options.router_args.end(),
+                  "--model-control-mode") == options.router_args.end()) {
+      args.insert(args.end(), {"--model-control-mode", "explicit"});
+    }
     // As ServerProcess: the suites read one parameter per fact.
     if (std::find(options.router_args.begin(), options.router_args.end(), "--explain") ==
         options.router_args.end()) {
@@ -311,6 +323,13 @@ ClusterProcesses::ClusterProcesses(const std::string& binary, const std::string&
   // catalog lists a ready model. With nothing to load: once every worker
   // registered and the leader leads with a worker in view (so a first
   // registration finds somewhere to load).
+  // Explicit model control with named --load-model models (not *): the
+  // folders not named stay unloaded.
+  const auto& ctl = options.controller_args;
+  const auto mode = std::find(ctl.begin(), ctl.end(), "--model-control-mode");
+  const bool some_unloaded = mode != ctl.end() && std::next(mode) != ctl.end() &&
+                             *std::next(mode) == "explicit" &&
+                             std::find(ctl.begin(), ctl.end(), "*") == ctl.end();
   for (int i = 0; i < 1200 && !ok_; ++i) {
     const std::string leader_log = ReadFile(dir_ + "/controller-0.stderr");
     bool all = leader_log.find("took the leader lease") != std::string::npos;
@@ -323,10 +342,13 @@ ClusterProcesses::ClusterProcesses(const std::string& binary, const std::string&
       if (options.wait_for_model) {
         // Every model folder known (the leader publishes its whole start-up
         // load, failures included, one catalog entry at a time): no row is
-        // a bare folder the catalog has not named yet.
+        // a bare folder the catalog has not named yet. Under explicit model
+        // control some folders stay unloaded: then the leader's start-up
+        // is over once it says it leads.
         all = all && Probe(r.http_port, "/v2/repository/index", options.tls_dir, &body) == 200 &&
               body.find("READY") != std::string::npos &&
-              body.find(R"("reason":"unloaded")") == std::string::npos;
+              (some_unloaded ? leader_log.find("leading, with") != std::string::npos
+                             : body.find(R"("reason":"unloaded")") == std::string::npos);
       } else {
         all = all && Probe(r.http_port, "/v2/health/ready", options.tls_dir, &body) == 200;
       }

@@ -49,6 +49,15 @@ TEST_F(RestE2ETest, HealthAndMetadata) {
   auto server = json::parse(c.Get("/v2")->body);
   EXPECT_EQ(server["name"], "somm");
   EXPECT_TRUE(server["extensions"].is_array());
+  // Only what is implemented is advertised: a client (Triton's, KServe's)
+  // reads the list and calls the extension's endpoints.
+  for (const auto& extension : server["extensions"]) {
+    if (extension == "statistics") {
+      EXPECT_EQ(c.Get("/v2/models/digits-mlp/stats")->status, 200) << "statistics advertised";
+    } else if (extension == "model_repository") {
+      EXPECT_EQ(c.Post("/v2/repository/index", "{}", "application/json")->status, 200);
+    }
+  }
   auto r = c.Get("/v2/models/digits-mlp");
   ASSERT_EQ(r->status, 200) << r->body;
   auto md = json::parse(r->body);

@@ -39,10 +39,15 @@ const std::map<std::string, Takers>& ServeFlags() {
       {"--background-duty", {false, false, true}},
       {"--device", {true, true, true}},
       {"--log-level", {true, true, true}},
+      {"--log-format", {true, true, true}},
+      {"--exit-timeout-secs", {true, true, true}},
       // Keys are checked where calls come in: the router.
       {"--auth", {true, false, false}},
-      // The leader controller watches the shared repository.
-      {"--model-control-mode", {false, true, false}},
+      // The leader controller watches the shared repository and loads the
+      // --load-model ones; the router refuses load and unload but under
+      // explicit.
+      {"--model-control-mode", {true, true, false}},
+      {"--load-model", {false, true, false}},
       {"--repository-poll-secs", {false, true, false}},
       // A router probes registrations; the leader runs their variant jobs.
       {"--registration-cpu-s", {true, false, false}},
@@ -168,6 +173,13 @@ void ServerProcess::StartServe(const std::string& binary, const std::string& rep
   // form (compact) has tests of its own (rest_e2e_test.cc).
   if (std::find(extra_args.begin(), extra_args.end(), "--explain") == extra_args.end()) {
     args.insert(args.end(), {"--explain", "full"});
+  }
+  // The suites load and unload through the repository API, which Triton's
+  // default mode (none) refuses: explicit, with every model loaded at start,
+  // unless a test names a mode (model_control_e2e_test.cc tests each).
+  if (std::find(extra_args.begin(), extra_args.end(), "--model-control-mode") ==
+      extra_args.end()) {
+    args.insert(args.end(), {"--model-control-mode", "explicit", "--load-model", "*"});
   }
   pid_ = fork();
   if (pid_ == 0) {

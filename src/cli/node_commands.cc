@@ -17,7 +17,7 @@ int RunClusterNode(const char* command, const Options& o, Check check, Run run) 
   if (const Status checked = check(o); !checked.ok() || o.check_args) {
     return node::ReportArgs(command, checked);
   }
-  return run(o, node::SetUpProcess(o.log_level));
+  return run(o, node::SetUpProcess(o.log_level, o.log_format));
 }
 
 }  // namespace
@@ -26,7 +26,7 @@ int RunServe(const ServeOptions& o) {
   // A start makes these checks itself as it goes, its guard's warnings in
   // its log: --check-args runs them alone.
   if (o.check_args) return node::ReportArgs("serve", node::CheckServeArgs(o));
-  return node::RunServeNode(o, node::SetUpProcess(o.log_level));
+  return node::RunServeNode(o, node::SetUpProcess(o.log_level, o.log_format));
 }
 
 int RunWorker(const WorkerProcessOptions& o) {

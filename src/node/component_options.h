@@ -9,6 +9,10 @@
 // Pure functions of their arguments: no I/O, no clock.
 #pragma once
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "common/status.h"
 #include "controller/controller.h"
 #include "node/node_options.h"
@@ -26,5 +30,14 @@ inline constexpr int kMinControlTickMs = 10;
 StatusOr<RouterOptions> BuildRouterOptions(const RouterFlags& flags, bool managed);
 
 ControllerOptions BuildControllerOptions(const ControlLoopFlags& flags, bool managed);
+
+// The models a process loads at start under --model-control-mode `mode`
+// with --load-model `load_models` (Triton's rules): every model (nullopt)
+// under none and poll, and under explicit with "*" among the names; else,
+// under explicit, exactly the names given (none given: none loads).
+// InvalidArgument for a mode other than none, poll and explicit, and for
+// --load-model without explicit.
+StatusOr<std::optional<std::vector<std::string>>> StartupModels(
+    const std::string& mode, const std::vector<std::string>& load_models);
 
 }  // namespace somm

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "router/routing_policy.h"
 
@@ -86,6 +87,34 @@ TEST(BuildControllerOptionsTest, ATickFasterThanTheShortestIsRaisedToIt) {
   EXPECT_EQ(BuildControllerOptions(flags, true).control_tick_ms, kMinControlTickMs);
   flags.tick_ms = kMinControlTickMs + 1;
   EXPECT_EQ(BuildControllerOptions(flags, true).control_tick_ms, kMinControlTickMs + 1);
+}
+
+TEST(StartupModelsTest, NoneAndPollLoadEveryModelAndRefuseLoadModel) {
+  for (const std::string mode : {"none", "poll"}) {
+    auto all = StartupModels(mode, {});
+    ASSERT_TRUE(all.ok()) << all.status().ToString();
+    EXPECT_FALSE(all->has_value()) << mode;
+    auto refused = StartupModels(mode, {"digits-mlp"});
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << mode;
+    EXPECT_NE(refused.status().message().find("--model-control-mode explicit"), std::string::npos)
+        << refused.status().message();
+  }
+}
+
+TEST(StartupModelsTest, ExplicitLoadsTheNamesGivenOnceEachOrEveryModelForAStar) {
+  auto none = StartupModels("explicit", {});
+  ASSERT_TRUE(none.ok());
+  ASSERT_TRUE(none->has_value());
+  EXPECT_TRUE((*none)->empty());
+  auto named = StartupModels("explicit", {"b", "a", "b"});
+  ASSERT_TRUE(named.ok());
+  ASSERT_TRUE(named->has_value());
+  EXPECT_EQ(**named, (std::vector<std::string>{"b", "a"}));
+  auto star = StartupModels("explicit", {"a", "*"});
+  ASSERT_TRUE(star.ok());
+  EXPECT_FALSE(star->has_value());
+  EXPECT_EQ(StartupModels("explicit", {""}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(StartupModels("watch", {}).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

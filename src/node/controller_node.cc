@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -162,6 +164,13 @@ Status CheckControllerArgs(const ControllerProcessOptions& o) {
   if (o.min_workers < 0 || o.max_workers < o.min_workers) {
     return InvalidArgument("--min-workers and --max-workers: need 0 <= min <= max");
   }
+  SOMM_ASSIGN_OR_RETURN(const auto startup, StartupModels(o.model_control_mode, o.load_models));
+  for (const std::string& name : startup.value_or(std::vector<std::string>{})) {
+    if (!std::filesystem::is_directory(std::filesystem::path(o.model_repository) / name)) {
+      return InvalidArgument("--load-model " + name + ": no model folder of that name in " +
+                             o.model_repository);
+    }
+  }
   return Status::Ok();
 }
 
@@ -178,6 +187,9 @@ int RunControllerNode(const ControllerProcessOptions& o, const NodeProcess& proc
     return 2;
   }
   const Device device = parts->device;
+  // Checked by CheckControllerArgs: nullopt = every model of the repository.
+  const std::optional<std::vector<std::string>> startup_models =
+      StartupModels(o.model_control_mode, o.load_models).value();
   RedisClusterStateStore* store = parts->store.get();
   ModelCatalog& models = *parts->catalog;
   GrpcWorkerPoolOptions pool_options;
@@ -270,8 +282,16 @@ int RunControllerNode(const ControllerProcessOptions& o, const NodeProcess& proc
       while (workers.Ids().empty() && std::chrono::steady_clock::now() < give_up && !lost) {
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
       }
+      // Explicit control: the --load-model names, and what the cluster
+      // served under the leader before this one (its catalog), so that a
+      // failover keeps the models loaded through the repository API.
+      std::optional<std::set<std::string>> wanted;
+      if (startup_models) {
+        wanted.emplace(startup_models->begin(), startup_models->end());
+        for (const auto& [name, generation] : store->ReadCatalog().models) wanted->insert(name);
+      }
       for (const std::string& name : models.ListModelFolders()) {
-        if (models.IsPublished(name)) continue;
+        if (models.IsPublished(name) || (wanted && wanted->count(name) == 0)) continue;
         const Status s = controller.LoadModel(name, /*startup=*/true);
         if (!s.ok()) spdlog::error("model {}: {}", name, s.message());
         // At once, not at the next lease tick: a router that sees the
@@ -332,7 +352,8 @@ int RunControllerNode(const ControllerProcessOptions& o, const NodeProcess& proc
   if (startup && startup->joinable()) startup->join();
   controller.Stop();
   elector.Resign();  // a clean stop hands the lease over at once
-  (*service)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  (*service)->Shutdown(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(std::llround(o.exit_timeout_secs * 1000)));
   (*endpoint)->Shutdown();
   scaling.reset();  // a local provisioner's workers drain and exit first
   spdlog::info("controller {} stopped", id);

@@ -71,7 +71,16 @@ Status EmbeddedServer::Start() {
     return NotFound("model repository '" + options_.repository_path + "' is not a directory");
   }
   stub_->Publish();
-  for (const std::string& name : catalog_->ListModelFolders()) {
+  std::vector<std::string> startup = catalog_->ListModelFolders();
+  if (options_.startup_models) {
+    for (const std::string& name : *options_.startup_models) {
+      if (std::find(startup.begin(), startup.end(), name) == startup.end()) {
+        return NotFound("--load-model " + name + ": no model folder of that name in the repository");
+      }
+    }
+    startup = *options_.startup_models;
+  }
+  for (const std::string& name : startup) {
     Status s = controller_->LoadModel(name, /*startup=*/true);
     if (!s.ok()) spdlog::error("{}", s.message());
   }

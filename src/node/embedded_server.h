@@ -4,8 +4,9 @@
 // RPCs (docs/architecture.md): the router reaches the worker through a
 // LocalWorkerStub, exactly where a cluster's router uses a gRPC stub.
 //
-// Lifecycle: Start() loads every model of the repository (a broken one is
-// UNAVAILABLE with the reason and does not stop the others), starts variant
+// Lifecycle: Start() loads every model of the repository, or those
+// EmbeddedServerOptions::startup_models names (a broken one is UNAVAILABLE
+// with the reason and does not stop the others), starts variant
 // generation for versions that have no profiles yet, and starts the control
 // loop. Shutdown() refuses new queries, stops the loop and the registration
 // jobs, and drains every queue.
@@ -15,6 +16,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,10 @@ struct EmbeddedServerOptions {
   // Generate and profile variants for repository models that have none yet
   // (registered models always get them).
   bool auto_variants = true;
+  // The models Start() loads: every folder of the repository (nullopt), or
+  // only these (--model-control-mode explicit's --load-model), each of which
+  // must be a folder of it.
+  std::optional<std::vector<std::string>> startup_models;
   // A variant more than this below the as-registered accuracy is unusable.
   double accuracy_tolerance = 0.02;
   // Where tools/quantize_dynamic.py lives (int8 variants).

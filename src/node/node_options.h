@@ -100,6 +100,10 @@ struct ServeOptions {
   int64_t max_inflight_bytes = -1;
   std::string device = "auto";        // "auto" (GPU if present), "cpu" or "cuda:N"
   std::string log_level = "info";
+  std::string log_format = "text";  // --log-format text|json (node/log_format.h)
+  // --exit-timeout-secs (Triton's): how long a stop waits for calls in
+  // flight before it cancels them.
+  double exit_timeout_secs = 30;
   // Generate and profile variants for repository models that have none.
   bool auto_variants = true;
   // The managed runtime (docs/managed.md): autoscaling, eviction, on-demand
@@ -108,9 +112,13 @@ struct ServeOptions {
   bool managed = true;
   RouterFlags routing;      // --explain, --routing-policy
   ControlLoopFlags control;  // --control-tick-ms, --idle-unload-s
-  // --model-control-mode none|poll, --repository-poll-secs (Triton's names):
-  // poll watches the repository (repository/repository_poller.h).
+  // --model-control-mode none|poll|explicit, --repository-poll-secs,
+  // --load-model (Triton's names and rules): none loads every model at
+  // start; poll also watches the repository (repository/repository_poller.h);
+  // explicit loads only the --load-model names ("*": all) and is the one
+  // mode in which the repository API's load and unload are allowed.
   std::string model_control_mode = "none";
+  std::vector<std::string> load_models;
   double repository_poll_secs = 5;
   double memory_budget_mb = 0;    // 0 = a fraction of the memory available at start
   // Share of wall time that background loads and unloads may take when they
@@ -157,6 +165,10 @@ struct WorkerProcessOptions {
   int heartbeat_ms = 1000;            // how often it renews it
   double background_duty = 0.15;
   std::string log_level = "info";
+  std::string log_format = "text";  // --log-format text|json (node/log_format.h)
+  // --exit-timeout-secs (Triton's): how long a stop waits for calls in
+  // flight before it cancels them.
+  double exit_timeout_secs = 30;
   // Its service port's TLS, mutual with a client CA, and the same files are
   // its client side toward the other processes. Its metrics port takes the
   // certificate and asks for no client one (probes present none).
@@ -198,9 +210,17 @@ struct RouterProcessOptions {
   // As the controller's --managed: false = static provisioning, so the
   // selector picks only loaded variants (RouterOptions::managed).
   bool managed = true;
+  // --model-control-mode: the repository API's load and unload pass only
+  // under explicit, as on `somm serve`; which models load at start and
+  // whether the repository is polled are the leader controller's flags.
+  std::string model_control_mode = "none";
   // --explain and --routing-policy as somm serve's; --zone, --cross-zone-rtt-ms.
   RouterFlags routing;
   std::string log_level = "info";
+  std::string log_format = "text";  // --log-format text|json (node/log_format.h)
+  // --exit-timeout-secs (Triton's): how long a stop waits for calls in
+  // flight before it cancels them.
+  double exit_timeout_secs = 30;
   // TLS on its REST, gRPC and metrics ports; with a client CA, mutual TLS,
   // and it dials workers and the controller with the same certificate
   // unless cluster_tls names another.
@@ -226,7 +246,8 @@ struct ControllerProcessOptions {
   std::string controller_id;          // "" = hostname-port
   int leader_lease_ms = 3000;
   ControlLoopFlags control;  // --control-tick-ms, --idle-unload-s
-  std::string model_control_mode = "none";  // as somm serve's
+  std::string model_control_mode = "none";  // as somm serve's, and
+  std::vector<std::string> load_models;     // --load-model
   double repository_poll_secs = 5;
   bool managed = true;
   // As somm serve's: the leader generates and profiles the variants of
@@ -260,6 +281,10 @@ struct ControllerProcessOptions {
   std::string k8s_namespace;
   std::string k8s_deployment = "somm-worker";
   std::string log_level = "info";
+  std::string log_format = "text";  // --log-format text|json (node/log_format.h)
+  // --exit-timeout-secs (Triton's): how long a stop waits for calls in
+  // flight before it cancels them.
+  double exit_timeout_secs = 30;
   // As the worker's: its control service and metrics ports, and its calls
   // to workers.
   crypto::TlsServerFiles tls;

@@ -12,6 +12,7 @@
 #include "common/host_probe.h"
 #include "common/install_paths.h"
 #include "cluster/memory_budget.h"
+#include "node/log_format.h"
 #include "sandbox/process_sandbox.h"
 #include "serving/byte_budget.h"
 
@@ -94,9 +95,10 @@ namespace node {
 
 using redis::RedisClusterStateStore;
 
-NodeProcess SetUpProcess(const std::string& log_level) {
+NodeProcess SetUpProcess(const std::string& log_level, const std::string& log_format) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("somm"));
   spdlog::set_level(spdlog::level::from_str(log_level));
+  spdlog::set_formatter(MakeLogFormatter(log_format));
   sigset_t stop;
   sigemptyset(&stop);
   sigaddset(&stop, SIGTERM);

@@ -81,12 +81,13 @@ struct NodeProcess {
   std::function<void()> request_stop;
 };
 // Sets this process up to run a node: logs go to stderr (stdout carries
-// only the banner that scripts read) at `log_level`; SIGTERM and SIGINT are
+// only the banner that scripts read) at `log_level`, one line per message in
+// `log_format` (node/log_format.h: text or json); SIGTERM and SIGINT are
 // blocked in this thread and every thread started from now on, so that only
 // the returned process's wait_for_stop (sigwait) sees them; SIGPIPE is
 // ignored. request_stop sends SIGTERM to this process. Call it once, before
 // any thread starts.
-NodeProcess SetUpProcess(const std::string& log_level);
+NodeProcess SetUpProcess(const std::string& log_level, const std::string& log_format = "text");
 // What --check-args answers: "ok" on stdout and 0, or "somm <command>:
 // <why>" on stderr and 2.
 int ReportArgs(const char* command, const Status& checked);

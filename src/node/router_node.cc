@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -69,6 +70,7 @@ Status CheckRouterArgs(const RouterProcessOptions& o) {
   SOMM_ASSIGN_OR_RETURN(auth::AuthMode mode, auth::ParseAuthMode(o.auth));
   SOMM_RETURN_IF_ERROR(auth::CheckListenAddress(mode, o.address, "--address"));
   SOMM_RETURN_IF_ERROR(BuildRouterOptions(o.routing, o.managed).status());
+  SOMM_RETURN_IF_ERROR(StartupModels(o.model_control_mode, {}).status());
   SOMM_RETURN_IF_ERROR(RouterTls(o).status());
   SOMM_RETURN_IF_ERROR(o.cluster_tls.Validate());
   if (mode == auth::AuthMode::kKeys && !o.keys_file.empty() &&
@@ -123,6 +125,7 @@ int RunRouterNode(const RouterProcessOptions& o, const NodeProcess& process) {
     spdlog::error("{}", built.status().message());
     return 2;
   }
+  built->model_control_mode = o.model_control_mode;
   RouterOptions rto = std::move(built).value();
   rto.id = DefaultId(o.router_id, o.http_port);
   // Ready means able to serve: the catalog is here, a leader controller and
@@ -167,6 +170,7 @@ int RunRouterNode(const RouterProcessOptions& o, const NodeProcess& process) {
   fo.cors_origins = o.cors_origins;
   fo.tls = o.tls;
   fo.tls_context = *tls;
+  fo.exit_timeout = std::chrono::milliseconds(std::llround(o.exit_timeout_secs * 1000));
   // The worker calls' answers come back on the frontend's completion queue,
   // taken by its threads: no other thread polls gRPC in a router, which
   // spares gRPC's callback threads and their hand-offs (docs/cluster.md, the

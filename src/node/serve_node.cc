@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <utility>
@@ -24,6 +25,7 @@ namespace somm::node {
 
 Status CheckServeArgs(const ServeOptions& o) {
   SOMM_RETURN_IF_ERROR(RoutingPolicy::ByName(o.routing.routing_policy).status());
+  SOMM_RETURN_IF_ERROR(StartupModels(o.model_control_mode, o.load_models).status());
   SOMM_RETURN_IF_ERROR(ByteBudget::FromFlag(o.max_inflight_bytes, 0, o.max_body_bytes).status());
   SOMM_RETURN_IF_ERROR(
       auth::Guard::ForServer(o.auth, o.address, o.model_repository, o.keys_file).status());
@@ -64,6 +66,8 @@ Status ServeNode::Start() {
 
   EmbeddedServerOptions mo;
   SOMM_ASSIGN_OR_RETURN(mo.router, BuildRouterOptions(o.routing, o.managed));
+  mo.router.model_control_mode = o.model_control_mode;
+  SOMM_ASSIGN_OR_RETURN(mo.startup_models, StartupModels(o.model_control_mode, o.load_models));
   mo.controller = BuildControllerOptions(o.control, o.managed);
   // One pacer: the backends record background work, the manager waits.
   const auto pacer = std::make_shared<DutyCyclePacer>(o.background_duty);
@@ -109,6 +113,7 @@ Status ServeNode::Start() {
   fo.cors_origins = o.cors_origins;
   fo.tls = o.tls;
   fo.tls_context = p.tls;
+  fo.exit_timeout = std::chrono::milliseconds(std::llround(o.exit_timeout_secs * 1000));
   SOMM_ASSIGN_OR_RETURN(p.frontends, ServingFrontends::Start(p.server->router(), *p.guard,
                                                              p.batch.get(), p.metrics, fo));
 
@@ -119,8 +124,14 @@ Status ServeNode::Start() {
     RepositoryPollerOptions po;
     po.repository = o.model_repository;
     po.period = std::chrono::milliseconds(static_cast<int64_t>(o.repository_poll_secs * 1000));
-    po.load = [server = p.server.get()](const std::string& m) { return server->LoadModel(m); };
-    po.unload = [server = p.server.get()](const std::string& m) { return server->UnloadModel(m); };
+    // Straight to the controller: the repository API's load and unload
+    // (the router's) pass only under explicit.
+    po.load = [server = p.server.get()](const std::string& m) {
+      return server->controller().LoadModel(m);
+    };
+    po.unload = [server = p.server.get()](const std::string& m) {
+      return server->controller().UnloadModel(m);
+    };
     p.poller = std::make_unique<RepositoryPoller>(std::move(po));
     spdlog::info("watching {} every {} s (--model-control-mode poll)", o.model_repository,
                  o.repository_poll_secs);

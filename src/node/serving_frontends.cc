@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -33,6 +34,7 @@ StatusOr<std::unique_ptr<ServingFrontends>> ServingFrontends::Start(
                                          : "a quarter of the memory budget");
   std::unique_ptr<ServingFrontends> f(
       new ServingFrontends(o.max_inflight, max_inflight_bytes, metrics));
+  f->exit_timeout_ = o.exit_timeout;
 
   GrpcFrontendOptions go;
   go.address = o.address;
@@ -62,6 +64,7 @@ StatusOr<std::unique_ptr<ServingFrontends>> ServingFrontends::Start(
   ho.header_timeout_s = o.connections.header_timeout_s;
   ho.body_timeout_s = o.connections.body_timeout_s;
   ho.max_connections_per_address = static_cast<size_t>(o.connections.max_connections_per_address);
+  ho.shutdown_grace_s = static_cast<int>((o.exit_timeout.count() + 999) / 1000);
   // The operator's views, the dashboard's pages and the batch jobs, mounted
   // on the REST port (frontend/http/rest_mount.h).
   ho.mounts = {dashboard::OperatorViews(server, &guard,
@@ -83,8 +86,10 @@ StatusOr<std::unique_ptr<ServingFrontends>> ServingFrontends::Start(
 }
 
 void ServingFrontends::StopFrontends() {
+  // One deadline for both: what REST's drain took, gRPC's has less of.
+  const auto deadline = std::chrono::system_clock::now() + exit_timeout_;
   if (http_) http_->Shutdown();
-  if (grpc_) grpc_->Shutdown(std::chrono::seconds(30));
+  if (grpc_) grpc_->Shutdown(std::max(deadline, std::chrono::system_clock::now()));
 }
 
 void ServingFrontends::StopMetrics() {

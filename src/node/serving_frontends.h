@@ -14,11 +14,12 @@
 // come), then binds the REST and the metrics ports; a port that cannot be
 // bound fails the start, and what had started stops. StopFrontends() stops
 // accepting and waits for the calls in flight (REST, then gRPC, for at most
-// 30 s); StopMetrics() closes the metrics port; the destructor does both.
+// `exit_timeout` in all); StopMetrics() closes the metrics port; the destructor does both.
 // Everything passed by reference must outlive the frontends. One thread
 // starts and stops them.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -61,6 +62,9 @@ struct ServingFrontendsOptions {
   // of them (null = plaintext).
   crypto::TlsServerFiles tls;
   std::shared_ptr<const crypto::TlsServerContext> tls_context;
+  // --exit-timeout-secs: how long StopFrontends() waits for the calls in
+  // flight, REST and gRPC together, before it cancels what is left.
+  std::chrono::milliseconds exit_timeout{30000};
   // Runs once the gRPC frontend is up, before the REST one starts.
   std::function<void(GrpcFrontend&)> before_rest;
 };
@@ -91,6 +95,7 @@ class ServingFrontends {
   std::unique_ptr<GrpcFrontend> grpc_;
   std::unique_ptr<HttpFrontend> http_;
   std::unique_ptr<MetricsEndpoint> metrics_endpoint_;
+  std::chrono::milliseconds exit_timeout_{30000};
 };
 
 }  // namespace somm::node

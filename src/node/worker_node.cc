@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -137,7 +138,8 @@ int RunWorkerNode(const WorkerProcessOptions& o, const NodeProcess& process) {
   heartbeat->Stop();
   store->RemoveWorker(id);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // routers' views follow
-  (*service)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  (*service)->Shutdown(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(std::llround(o.exit_timeout_secs * 1000)));
   worker->Shutdown();
   (*endpoint)->Shutdown();
   spdlog::info("worker {} stopped cleanly", id);

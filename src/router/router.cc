@@ -41,7 +41,7 @@ Router::~Router() = default;
 
 ServerMetadata Router::GetServerMetadata() const {
   return ServerMetadata{options_.server_name, options_.server_version,
-                        {"binary_tensor_data", "model_repository", "parameters", "statistics"}};
+                        {"binary_tensor_data", "model_repository", "parameters"}};
 }
 
 StatusOr<ModelMetadata> Router::GetModelMetadata(const std::string& name,
@@ -75,12 +75,25 @@ std::vector<RepositoryEntry> Router::RepositoryIndex(bool ready_only) const {
   return catalog_.Index(ready_only);
 }
 
+Status Router::ModelControlAllowed(const char* what) const {
+  if (options_.model_control_mode == "explicit") return Status::Ok();
+  return FailedPrecondition(std::string(what) +
+                            " is refused: the server runs with --model-control-mode " +
+                            options_.model_control_mode +
+                            "; the repository API's load and unload need "
+                            "--model-control-mode explicit");
+}
+
 Status Router::LoadModel(const std::string& name) {
   if (shutting_down_) return Unavailable("server is shutting down");
+  SOMM_RETURN_IF_ERROR(ModelControlAllowed("load"));
   return controller_.LoadModel(name);
 }
 
-Status Router::UnloadModel(const std::string& name) { return controller_.UnloadModel(name); }
+Status Router::UnloadModel(const std::string& name) {
+  SOMM_RETURN_IF_ERROR(ModelControlAllowed("unload"));
+  return controller_.UnloadModel(name);
+}
 
 Status Router::RegisterModel(RegistrationRequest request) {
   if (shutting_down_) return Unavailable("server is shutting down");

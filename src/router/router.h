@@ -77,6 +77,11 @@ namespace somm {
 
 struct RouterOptions {
   std::string id = "router";
+  // The process's --model-control-mode (Triton's rule): LoadModel and
+  // UnloadModel, the repository API, are refused FAILED_PRECONDITION in
+  // every mode but explicit. What the controller loads and unloads on its
+  // own (start-up, polling, registration, autoscaling) does not pass here.
+  std::string model_control_mode = "explicit";
   std::string server_name = "somm";
   std::string server_version = "0.1.0";
   // Static provisioning (false): the selector only picks loaded variants
@@ -171,6 +176,8 @@ class Router : public InferenceServer {
   static constexpr int kMaxAttempts = 3;
 
  private:
+  // OK under --model-control-mode explicit; else why `what` is refused.
+  Status ModelControlAllowed(const char* what) const;
   struct VersionStats;
   struct ShadowPair;
   VersionStats& StatsFor(const VersionRecord& v);

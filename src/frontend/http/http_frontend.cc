@@ -627,6 +627,7 @@ StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(InferenceServer& ser
   so.header_timeout_s = o.header_timeout_s;
   so.body_timeout_s = o.body_timeout_s;
   so.max_connections_per_address = o.max_connections_per_address;
+  so.shutdown_grace_s = o.shutdown_grace_s;
   so.tls = o.tls;
   Impl* raw = impl.get();
   // Who calls is known before a body is read, and whether there is room

@@ -103,6 +103,9 @@ struct HttpFrontendOptions {
   int header_timeout_s = 10;
   int body_timeout_s = 30;
   size_t max_connections_per_address = 1024;
+  // How long Shutdown() waits for requests already being handled
+  // (--exit-timeout-secs, rounded up).
+  int shutdown_grace_s = 5;
   // Who may call what (auth/guard.h: API keys, tenants, quotas, audit).
   // Every endpoint but the health probes asks it first; null = no checks.
   // Must outlive the frontend.
