@@ -18,6 +18,20 @@
 
 namespace {
 
+// --log-format and --exit-timeout-secs: every serving process takes both.
+void AddLogAndExitFlags(CLI::App* cmd, std::string& log_format, double& exit_timeout_secs) {
+  cmd->add_option("--log-format", log_format,
+                  "text, or json: one object per line with the same fields (time, logger, "
+                  "level, message)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  cmd->add_option("--exit-timeout-secs", exit_timeout_secs,
+                  "On SIGTERM, how long calls in flight may finish before they are cancelled "
+                  "(as Triton's)")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+}
+
 // --routing-policy: the names RoutingPolicy::ByName knows, and its message
 // for any other (a new policy needs no change here).
 std::string CheckRoutingPolicy(const std::string& name) {
@@ -77,16 +91,7 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--device", serve.device, "auto (a GPU when libtorch has CUDA and one is present), cpu or cuda:N")->capture_default_str();
   serve_cmd->add_option("--log-level", serve.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
-  serve_cmd->add_option("--log-format", serve.log_format,
-                        "text, or json: one object per line with the same fields (time, "
-                        "logger, level, message)")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
-  serve_cmd->add_option("--exit-timeout-secs", serve.exit_timeout_secs,
-                        "On SIGTERM, how long calls in flight may finish before they are "
-                        "cancelled (as Triton's)")
-      ->check(CLI::Range(0.0, 3600.0))
-      ->capture_default_str();
+  AddLogAndExitFlags(serve_cmd, serve.log_format, serve.exit_timeout_secs);
   serve_cmd->add_option("--auto-variants", serve.auto_variants,
                         "Generate and profile variants of repository models that have none")
       ->capture_default_str();
@@ -410,13 +415,7 @@ int main(int argc, char** argv) {
   worker_cmd->add_option("--heartbeat-ms", worker.heartbeat_ms, "How often it renews the lease")->capture_default_str();
   worker_cmd->add_option("--background-duty", worker.background_duty, "Share of time background loads may take")->capture_default_str();
   worker_cmd->add_option("--log-level", worker.log_level, "trace, debug, info, warn, error")->capture_default_str();
-  worker_cmd->add_option("--log-format", worker.log_format, "text, or json: one object per line with the same fields")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
-  worker_cmd->add_option("--exit-timeout-secs", worker.exit_timeout_secs,
-                    "On SIGTERM, how long calls in flight may finish before they are cancelled")
-      ->check(CLI::Range(0.0, 3600.0))
-      ->capture_default_str();
+  AddLogAndExitFlags(worker_cmd, worker.log_format, worker.exit_timeout_secs);
 
   somm::RouterProcessOptions router;
   auto* router_cmd = app.add_subcommand(
@@ -462,13 +461,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"none", "poll", "explicit"}))
       ->capture_default_str();
   router_cmd->add_option("--log-level", router.log_level, "trace, debug, info, warn, error")->capture_default_str();
-  router_cmd->add_option("--log-format", router.log_format, "text, or json: one object per line with the same fields")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
-  router_cmd->add_option("--exit-timeout-secs", router.exit_timeout_secs,
-                    "On SIGTERM, how long calls in flight may finish before they are cancelled")
-      ->check(CLI::Range(0.0, 3600.0))
-      ->capture_default_str();
+  AddLogAndExitFlags(router_cmd, router.log_format, router.exit_timeout_secs);
 
   somm::ControllerProcessOptions ctl;
   auto* controller_cmd = app.add_subcommand(
@@ -518,13 +511,7 @@ int main(int argc, char** argv) {
   controller_cmd->add_option("--k8s-namespace", ctl.k8s_namespace, "kubernetes: the worker Deployment's namespace (default: the pod's)");
   controller_cmd->add_option("--k8s-deployment", ctl.k8s_deployment, "kubernetes: the worker Deployment")->capture_default_str();
   controller_cmd->add_option("--log-level", ctl.log_level, "trace, debug, info, warn, error")->capture_default_str();
-  controller_cmd->add_option("--log-format", ctl.log_format, "text, or json: one object per line with the same fields")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
-  controller_cmd->add_option("--exit-timeout-secs", ctl.exit_timeout_secs,
-                    "On SIGTERM, how long calls in flight may finish before they are cancelled")
-      ->check(CLI::Range(0.0, 3600.0))
-      ->capture_default_str();
+  AddLogAndExitFlags(controller_cmd, ctl.log_format, ctl.exit_timeout_secs);
 
   // Worker and controller: who may read /metrics; router: its client side
   // toward them.
