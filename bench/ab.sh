@@ -15,10 +15,14 @@
 # About 2 x (13 + 3 x repeats) minutes per round: 44 at the defaults.
 #
 # Usage: bench/ab.sh --before DIR [--after DIR] [--rounds N] [--repeats N]
-#                    [--only compare|router-hop] [--quick] [--out DIR]
+#                    [--first-round K] [--only compare|router-hop] [--quick]
+#                    [--out DIR]
 #   --before DIR   the build directory of the build before (its somm binary)
 #   --after DIR    the build after (default build)
 #   --rounds N     rounds (default 1)
+#   --first-round K  number the rounds from K (default 1): a later run into the
+#                  same --out adds rounds to an earlier one, in the order
+#                  its numbers give
 #   --repeats N    router_hop.sh's repeats per point (default 3)
 #   --only X       run only compare.sh or only router_hop.sh
 #   --quick        both scripts' --quick (a smoke test; figures are rough)
@@ -30,6 +34,7 @@ cd "$ROOT"
 BEFORE=""
 AFTER=build
 ROUNDS=1
+FIRST=1
 REPEATS=3
 ONLY=""
 QUICK=()
@@ -39,6 +44,7 @@ while (($#)); do
     --before) BEFORE="${2:?--before needs a build directory}"; shift 2 ;;
     --after) AFTER="${2:?--after needs a build directory}"; shift 2 ;;
     --rounds) ROUNDS="${2:?--rounds needs a number}"; shift 2 ;;
+    --first-round) FIRST="${2:?--first-round needs a number}"; shift 2 ;;
     --repeats) REPEATS="${2:?--repeats needs a number}"; shift 2 ;;
     --only) ONLY="${2:?--only needs compare or router-hop}"; shift 2 ;;
     --quick) QUICK=(--quick); shift ;;
@@ -100,7 +106,7 @@ run() {  # run <script> <build name> <round>
 }
 
 mkdir -p "$OUT/compare" "$OUT/router-hop"
-for ((round = 1; round <= ROUNDS; round++)); do
+for ((round = FIRST; round < FIRST + ROUNDS; round++)); do
   if ((round % 2)); then order=(before after); else order=(after before); fi
   for script in compare router-hop; do
     [[ -z "$ONLY" || "$ONLY" == "$script" ]] || continue

@@ -2,7 +2,7 @@
 # The simulator's side-by-side comparison: a mixed-shape trace (spiky,
 # diurnal and surge thirds, Zipf popularity, tight/normal/relaxed SLO
 # classes) from bench/make_trace.py, replayed by `somm simulate --policy all`
-# (somm, INFaaS as its paper reads, static peak, static average, the
+# (somm, INFaaS as ported from its released master, static peak, static average, the
 # clairvoyant heuristic), each with its cost over the lower bound on cost at
 # its attainment, on simulated workers with the demo zoo's persisted profiles, and
 # the table from bench/simulate_report.py written to bench/out/<timestamp>/
