@@ -13,17 +13,30 @@
 #include "cli/keys_command.h"
 #include "cli/model_sandbox_command.h"
 #include "common/process_env.h"
+#include "node/component_options.h"
+#include "node/log_format.h"
 #include "router/routing_policy.h"
 #include "simulator/simulate_command.h"
 
 namespace {
+
+// --model-control-mode: the modes StartupModels knows, and its message for
+// any other; --log-format: the formats CheckLogFormat knows. One list each.
+std::string CheckModelControlMode(const std::string& mode) {
+  const auto checked = somm::StartupModels(mode, {});
+  return checked.ok() ? std::string() : checked.status().message();
+}
+std::string CheckLogFormatFlag(const std::string& format) {
+  const somm::Status checked = somm::node::CheckLogFormat(format);
+  return checked.ok() ? std::string() : checked.message();
+}
 
 // --log-format and --exit-timeout-secs: every serving process takes both.
 void AddLogAndExitFlags(CLI::App* cmd, std::string& log_format, double& exit_timeout_secs) {
   cmd->add_option("--log-format", log_format,
                   "text, or json: one object per line with the same fields (time, logger, "
                   "level, message)")
-      ->check(CLI::IsMember({"text", "json"}))
+      ->check(CheckLogFormatFlag)
       ->capture_default_str();
   cmd->add_option("--exit-timeout-secs", exit_timeout_secs,
                   "On SIGTERM, how long calls in flight may finish before they are cancelled "
@@ -105,7 +118,7 @@ int main(int argc, char** argv) {
                         "watched: new and changed models load, removed ones unload; "
                         "--repository-poll-secs) or explicit (only the --load-model models load "
                         "at start; load and unload through the repository API)")
-      ->check(CLI::IsMember({"none", "poll", "explicit"}))
+      ->check(CheckModelControlMode)
       ->capture_default_str();
   serve_cmd->add_option("--load-model", serve.load_models,
                         "With --model-control-mode explicit: a model to load at start "
@@ -458,7 +471,7 @@ int main(int argc, char** argv) {
   router_cmd->add_option("--model-control-mode", router.model_control_mode,
                          "As somm serve's: the repository API's load and unload pass only under "
                          "explicit (the leader controller's flags say what loads at start)")
-      ->check(CLI::IsMember({"none", "poll", "explicit"}))
+      ->check(CheckModelControlMode)
       ->capture_default_str();
   router_cmd->add_option("--log-level", router.log_level, "trace, debug, info, warn, error")->capture_default_str();
   AddLogAndExitFlags(router_cmd, router.log_format, router.exit_timeout_secs);
@@ -485,7 +498,7 @@ int main(int argc, char** argv) {
                              "As somm serve's: which models the leader loads when it takes the "
                              "lease (explicit: the --load-model ones and those the cluster "
                              "already served); poll = the leader watches the repository")
-      ->check(CLI::IsMember({"none", "poll", "explicit"}))
+      ->check(CheckModelControlMode)
       ->capture_default_str();
   controller_cmd->add_option("--load-model", ctl.load_models,
                              "With --model-control-mode explicit: a model to load (repeatable; "

@@ -277,8 +277,7 @@ void Controller::TickRollouts(const std::vector<cluster::ModelDemand>& demand,
       if (!record.ok() || !(*record)->profiles.empty() || m.jobs_started.count(version) > 0) {
         continue;
       }
-      auto job = registrar_ != nullptr ? registrar_->GetRegistrationStatus(model)
-                                        : PublishedVariants(catalog_, model);
+      auto job = GetRegistrationStatus(model);
       if (job.ok() && job->state == "GENERATING") continue;
       if (registrar_ != nullptr) registrar_->StartVariantJob((*record)->config, version);
       m.jobs_started.insert(version);

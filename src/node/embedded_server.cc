@@ -52,15 +52,16 @@ EmbeddedServer::EmbeddedServer(EmbeddedServerOptions options, BackendSet backend
   co.before_tick = [this] {
     if (router_) router_->PublishDemand();
   };
-  controller_ = std::make_unique<Controller>(co, *catalog_, registrar_.get(), store_, *directory_, metrics, log_);
+  controller_ = std::make_unique<Controller>(co, *catalog_, registrar_.get(), store_, *directory_,
+                                             metrics, log_);
 
   RouterOptions rto = options_.router;
   rto.server_name = options_.server_name;
   rto.server_version = options_.server_version;
   rto.prices = options_.prices;
   rto.ready = [this] { return started_.load() && (!options_.strict_readiness || ConfiguredInstancesLoaded()); };
-  router_ = std::make_unique<Router>(rto, *catalog_, registrar_.get(), store_, *directory_, *controller_, metrics,
-                                     log_);
+  router_ = std::make_unique<Router>(rto, *catalog_, registrar_.get(), store_, *directory_,
+                                     *controller_, metrics, log_);
 }
 
 EmbeddedServer::~EmbeddedServer() { Shutdown(); }
@@ -75,7 +76,8 @@ Status EmbeddedServer::Start() {
   if (options_.startup_models) {
     for (const std::string& name : *options_.startup_models) {
       if (std::find(startup.begin(), startup.end(), name) == startup.end()) {
-        return NotFound("--load-model " + name + ": no model folder of that name in the repository");
+        return NotFound("--load-model " + name +
+                        ": no model folder of that name in the repository");
       }
     }
     startup = *options_.startup_models;

@@ -42,6 +42,8 @@ class ModelCatalog {
   explicit ModelCatalog(std::string repository_path);
 
   const std::string& repository_path() const { return repository_path_; }
+  // Where variants and their persisted profiles live: <repo>/.somm/variants.
+  std::string VariantsRoot() const { return repository_path_ + "/.somm/variants"; }
   // Model folders in the repository, sorted (valid names only).
   std::vector<std::string> ListModelFolders() const;
   // Reads `name`'s model.yaml and the versions its policy selects, and
@@ -99,8 +101,6 @@ class ModelCatalog {
     std::vector<RepositoryEntry> problems;
     std::shared_ptr<const Rollout> rollout;
   };
-
-  std::string VariantsRoot() const { return repository_path_ + "/.somm/variants"; }
 
   const std::string repository_path_;
   mutable SharedMutex mu_;

@@ -62,7 +62,7 @@ void ModelRegistrar::RunVariantJob(ModelConfig config, int64_t version) {
   request.model_dir = catalog_.repository_path() + "/" + config.name;
   request.private_files = !config.owner_tenant.empty();
   VariantPipelineOptions& po = request.options;
-  po.variants_root = VariantsRoot();
+  po.variants_root = catalog_.VariantsRoot();
   po.hardware = options_.hardware;
   po.accuracy_tolerance = options_.accuracy_tolerance;
   po.tools_dir = options_.tools_dir;

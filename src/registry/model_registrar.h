@@ -61,7 +61,6 @@ class ModelRegistrar final : public Registrar {
   StatusOr<ModelConfig> RegisterChecked(const RegistrationRequest& request);
   // Whether `caller` may see the model in the repository folder `name`.
   bool MaySee(const Caller& caller, const std::string& name) const;
-  std::string VariantsRoot() const { return catalog_.repository_path() + "/.somm/variants"; }
 
   ModelCatalog& catalog_;
   const RegistrarOptions options_;

@@ -11,21 +11,6 @@
 namespace somm::sim {
 namespace {
 
-// `qps` queries a second of "m" with a 200-ms SLO, evenly spaced, for `seconds`.
-loadgen::Trace Steady(double qps, double seconds) {
-  loadgen::Trace t;
-  const int n = static_cast<int>(qps * seconds);
-  for (int i = 0; i < n; ++i) {
-    loadgen::TraceQuery q;
-    q.timestamp_ms = 1000.0 * i / qps;
-    q.model = "m";
-    q.latency_slo_ms = 200;
-    q.line = i + 2;
-    t.queries.push_back(q);
-  }
-  return t;
-}
-
 SimulationOptions Options(const std::string& name) {
   SimulationOptions o;
   o.repository = WriteTestRepository("infaas-" + name);
@@ -42,7 +27,7 @@ SimulationOptions Options(const std::string& name) {
 TEST(InfaasReplayTest, ThePoolGrowsFromItsInitialWorkersWhenTheyAreBusy) {
   SimulationOptions o = Options("pool");
   o.infaas.initial_workers = 1;
-  const loadgen::Trace trace = Steady(400, 90);
+  const loadgen::Trace trace = SteadyTrace(400, 90);
   auto r = RunPolicy(o, trace, Policy::kInfaas);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const std::string json = ResultsToJson({*r});
@@ -63,7 +48,7 @@ TEST(InfaasReplayTest, AThresholdSetByNameChangesTheRun) {
   SimulationOptions o = Options("option");
   o.workers = 2;
   o.worker_cores = 4;
-  const loadgen::Trace trace = Steady(300, 30);
+  const loadgen::Trace trace = SteadyTrace(300, 30);
   auto base = RunPolicy(o, trace, Policy::kInfaas);
   ASSERT_TRUE(infaas::SetOption(o.infaas, "max_replicas", "1").ok());
   auto capped = RunPolicy(o, trace, Policy::kInfaas);

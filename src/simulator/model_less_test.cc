@@ -31,21 +31,7 @@ std::string WriteTaskRepository(const std::string& name) {
 // `qps` rows a second for `seconds`, evenly spaced, with a 200-ms SLO:
 // task "t/demo" rows, or `model`'s when one is named.
 loadgen::Trace Rows(double qps, double seconds, const std::string& model = "") {
-  loadgen::Trace t;
-  const int n = static_cast<int>(qps * seconds);
-  for (int i = 0; i < n; ++i) {
-    loadgen::TraceQuery q;
-    q.timestamp_ms = 1000.0 * i / qps;
-    if (model.empty()) {
-      q.task = "t/demo";
-    } else {
-      q.model = model;
-    }
-    q.latency_slo_ms = 200;
-    q.line = i + 2;
-    t.queries.push_back(q);
-  }
-  return t;
+  return SteadyTrace(qps, seconds, model, "t/demo");
 }
 
 SimulationOptions Options(const std::string& name) {

@@ -59,21 +59,6 @@ VersionPtr Version() {
 // fresh temporary folder.
 std::string WriteRepository(const std::string& name) { return WriteTestRepository(name); }
 
-// `qps` queries a second of "m" with a 200-ms SLO, evenly spaced, for `seconds`.
-loadgen::Trace SteadyTrace(double qps, double seconds) {
-  loadgen::Trace t;
-  const int n = static_cast<int>(qps * seconds);
-  for (int i = 0; i < n; ++i) {
-    loadgen::TraceQuery q;
-    q.timestamp_ms = 1000.0 * i / qps;
-    q.model = "m";
-    q.latency_slo_ms = 200;
-    q.line = i + 2;
-    t.queries.push_back(q);
-  }
-  return t;
-}
-
 // ---- the store
 
 // A snapshot as a string of what identifies each device and group, for

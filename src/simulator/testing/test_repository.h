@@ -1,7 +1,7 @@
 // The simulator's tests' model repository: model folders with a model.yaml
 // and a persisted variant profile each, as `somm simulate --repository`
 // reads them, written into a fresh folder under the test's temporary
-// directory. Every model is one variant ("ts-fp32", as registered) on one
+// directory; and the steady traces the tests replay against it. Every model is one variant ("ts-fp32", as registered) on one
 // CPU thread with a batch cap of 8, 100 MiB a replica; its latency is
 // `b1_ms` at batch 1 and 1.2x, 1.6x, 2.4x that at 2, 4, 8.
 //
@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "loadgen/trace.h"
 #include "profiles/variant_profile.h"
 
 namespace somm::sim {
@@ -74,6 +75,24 @@ intra_op_threads: 1
     std::ofstream(variant / "profile.json") << ProfileToJson(TestProfile(m));
   }
   return root.string();
+}
+
+// `qps` queries a second for `seconds`, evenly spaced, each with a 200-ms
+// SLO: `model`'s ("m" by default), or with `model` "" task `task`'s.
+inline loadgen::Trace SteadyTrace(double qps, double seconds, const std::string& model = "m",
+                                  const std::string& task = "") {
+  loadgen::Trace t;
+  const int n = static_cast<int>(qps * seconds);
+  for (int i = 0; i < n; ++i) {
+    loadgen::TraceQuery q;
+    q.timestamp_ms = 1000.0 * i / qps;
+    q.model = model;
+    if (model.empty()) q.task = task;
+    q.latency_slo_ms = 200;
+    q.line = i + 2;
+    t.queries.push_back(q);
+  }
+  return t;
 }
 
 }  // namespace somm::sim
