@@ -15,6 +15,7 @@
 #include "frontend/grpc/health.h"
 #include "frontend/grpc/key_first.h"
 #include "frontend/grpc/somm_codec.h"
+#include "frontend/grpc/stream_infer.h"
 #include "frontend/grpc/task_codec.h"
 #include "proto/inference.grpc.pb.h"
 #include "proto/somm.grpc.pb.h"
@@ -563,6 +564,7 @@ struct GrpcFrontend::Impl {
        int64_t max_message_bytes)
       : gate(guard, budget, max_message_bytes),
         service(server, control, gate, inflight_limit),
+        stream({&server, guard, &gate, budget, inflight_limit}),
         somm_service(server, control, guard),
         health({"inference.GRPCInferenceService", "somm.SommControl"},
                [&server] { return server.IsReady(); }, &stopping),
@@ -573,6 +575,8 @@ struct GrpcFrontend::Impl {
       // Health watches end at once (NOT_SERVING, then OK) rather than hold
       // the stop until the deadline.
       stopping.store(true, std::memory_order_release);
+      // Open ModelStreamInfer streams answer what they hold and end.
+      stream.Drain();
       // Order matters: gRPC's Shutdown waits for the calls in flight until
       // the deadline, and queued loads answer theirs on the control thread,
       // so that thread stops only afterwards; the queue then drops later
@@ -586,6 +590,7 @@ struct GrpcFrontend::Impl {
   SerialExecutor control{"somm-grpc-ctl", kControlQueue};
   FrontendGate gate;
   OipService service;
+  grpc_async::StreamInferService stream;  // ModelStreamInfer
   SommControlService somm_service;
   std::atomic<bool> stopping{false};
   grpc_async::HealthService health;
@@ -627,6 +632,7 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& ser
   impl->service.Declare(queue, &impl->key_first, impl->methods);
   impl->somm_service.Declare(queue, &impl->key_first, impl->methods);
   impl->health.Declare(queue, &impl->key_first, impl->methods);
+  impl->stream.Declare(queue, &impl->key_first);
   builder.RegisterService(&impl->key_first);
   impl->infer_queue->Open(builder.AddCompletionQueue());
   impl->server = builder.BuildAndStart();
@@ -645,6 +651,7 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& ser
   for (int i = 0; i < threads; ++i) queue->Ask<InferCall>(&impl->service, queue);
   impl->methods.Start();
   impl->health.StartWatch();
+  impl->stream.Start();
   queue->StartThreads(threads, "somm-grpc-infer");
   return std::unique_ptr<GrpcFrontend>(new GrpcFrontend(std::move(impl)));
 }
