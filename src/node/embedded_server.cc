@@ -37,6 +37,8 @@ EmbeddedServer::EmbeddedServer(EmbeddedServerOptions options, BackendSet backend
   wo.device = options_.device;
   wo.memory_budget_bytes = options_.memory_budget_bytes;
   wo.background_pacer = options_.background_pacer;
+  wo.inline_max_compute_us = options_.inline_max_compute_us;
+  wo.inline_min_gap_us = options_.inline_min_gap_us;
   // Every change of the worker's groups reaches the store at once: the
   // router reads where groups are from there.
   wo.on_change = [this] {

@@ -73,6 +73,11 @@ struct EmbeddedServerOptions {
   int64_t memory_budget_bytes = 0;
   // Paces background loads (--background-duty). Null: unpaced.
   std::shared_ptr<DutyCyclePacer> background_pacer;
+  // WorkerOptions::inline_max_compute_us and inline_min_gap_us: an idle
+  // one-thread instance runs a small query on the frontend thread that
+  // brought it, as a cluster worker does on its RPC thread. 0 = never.
+  double inline_max_compute_us = 0;
+  double inline_min_gap_us = kDefaultInlineMinGapUs;
   // Triton's --strict-readiness: ready (/v2/health/ready) once every model
   // in the repository is available and the configured instances
   // (instance_count written in model.yaml) are loaded; false = ready once up.

@@ -124,6 +124,14 @@ struct ServeOptions {
   // Share of wall time that background loads and unloads may take when they
   // come back to back (common/duty_cycle_pacer.h; docs/isolation.md).
   double background_duty = 0.15;
+  // As a worker's (WorkerProcessOptions below): an idle one-thread instance
+  // runs a query predicted to take at most inline_max_compute_us on the
+  // REST or gRPC thread that received it, while its queries come at least
+  // inline_min_gap_us apart on average. Without it a lone client's query
+  // waits for the batcher thread to wake: 12-20 us when that thread's core
+  // is awake, 90-100 us when it must be woken (docs/history/performance.md).
+  double inline_max_compute_us = 250;
+  double inline_min_gap_us = kDefaultInlineMinGapUs;
   // TLS on the REST, gRPC and metrics ports (--tls-cert, --tls-key;
   // --tls-client-ca for mutual TLS); not enabled = plaintext.
   crypto::TlsServerFiles tls;

@@ -82,6 +82,8 @@ Status ServeNode::Start() {
   mo.auto_variants = o.auto_variants;
   mo.memory_budget_bytes = static_cast<int64_t>(o.memory_budget_mb * 1024 * 1024);
   mo.background_pacer = pacer;
+  mo.inline_max_compute_us = o.inline_max_compute_us;
+  mo.inline_min_gap_us = o.inline_min_gap_us;
   mo.strict_readiness = o.strict_readiness;
   p.server = std::make_unique<EmbeddedServer>(mo, std::move(backends.backends), p.metrics);
   SOMM_RETURN_IF_ERROR(p.server->Start());
