@@ -1,5 +1,5 @@
 // Turns an image file into a model input tensor, following the model's
-// `preprocessing.image` config: decode (OpenCV), grayscale or RGB, resize
+// `preprocessing.image` config: decode (image/image_decode.h), grayscale or RGB, resize
 // (area interpolation), scale, optional inversion, per-channel mean/std, and
 // HWC -> CHW. The result is reshaped to the model input's shape with a batch
 // of one, as long as the element counts agree (e.g. 1x8x8 -> [1, 64]).

@@ -10,7 +10,7 @@ somm_library(somm_node_processes
                      ${SOMM_NODE_DIR}/serve_node.cc ${SOMM_NODE_DIR}/worker_node.cc
                      ${SOMM_NODE_DIR}/router_node.cc ${SOMM_NODE_DIR}/controller_node.cc
              DEPS somm_node somm_embedded somm_sandbox somm_cluster_rpc somm_redis somm_runtime_torch
-                  somm_prometheus_metrics somm_http somm_grpc somm_provisioner somm_auth somm_batch somm_batch_routes somm_dashboard_routes
+                  somm_prometheus_metrics somm_http somm_grpc somm_provisioner somm_auth somm_batch somm_batch_routes somm_dashboard_routes somm_pipeline
                   spdlog::spdlog)
 target_compile_definitions(somm_node_processes PRIVATE
                            SOMM_DEFAULT_TOOLS_DIR="${PROJECT_SOURCE_DIR}/tools")

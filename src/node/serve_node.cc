@@ -17,6 +17,8 @@
 #include "node/component_options.h"
 #include "node/embedded_server.h"
 #include "node/serving_frontends.h"
+#include "pipeline/pipeline_config.h"
+#include "pipeline/pipeline_server.h"
 #include "repository/repository_poller.h"
 #include "router/routing_policy.h"
 #include "serving/byte_budget.h"
@@ -42,6 +44,8 @@ struct ServeNode::Parts {
   std::shared_ptr<const crypto::TlsServerContext> tls;
   PrometheusMetrics metrics;
   std::unique_ptr<EmbeddedServer> server;
+  // In front of the router: the repository's pipelines (docs/pipelines.md).
+  std::unique_ptr<pipeline::PipelineServer> pipelines;
   std::unique_ptr<BatchJobs> batch;
   std::unique_ptr<ServingFrontends> frontends;
   std::unique_ptr<RepositoryPoller> poller;
@@ -68,6 +72,17 @@ Status ServeNode::Start() {
   SOMM_ASSIGN_OR_RETURN(mo.router, BuildRouterOptions(o.routing, o.managed));
   mo.router.model_control_mode = o.model_control_mode;
   SOMM_ASSIGN_OR_RETURN(mo.startup_models, StartupModels(o.model_control_mode, o.load_models));
+  // --load-model may name pipelines; the embedded server loads the models.
+  std::optional<std::vector<std::string>> startup_pipelines;
+  if (mo.startup_models) {
+    startup_pipelines.emplace();
+    std::erase_if(*mo.startup_models, [&](const std::string& name) {
+      const bool is = pipeline::IsPipelineFolder(
+          (std::filesystem::path(o.model_repository) / name).string());
+      if (is) startup_pipelines->push_back(name);
+      return is;
+    });
+  }
   mo.controller = BuildControllerOptions(o.control, o.managed);
   // One pacer: the backends record background work, the manager waits.
   const auto pacer = std::make_shared<DutyCyclePacer>(o.background_duty);
@@ -87,10 +102,21 @@ Status ServeNode::Start() {
   mo.strict_readiness = o.strict_readiness;
   p.server = std::make_unique<EmbeddedServer>(mo, std::move(backends.backends), p.metrics);
   SOMM_RETURN_IF_ERROR(p.server->Start());
-  // The guard checks the model of every query a user key names (a hidden
-  // one answers as a missing one): its owner comes from memory, not disk.
-  p.guard->SetOwnerLookup([&catalog = p.server->catalog()](const std::string& model) {
+  pipeline::PipelineServerOptions po;
+  po.repository_path = o.model_repository;
+  po.model_owner = [&catalog = p.server->catalog()](const std::string& model) {
     return catalog.OwnerOf(model);
+  };
+  po.only = std::move(startup_pipelines);
+  p.pipelines = std::make_unique<pipeline::PipelineServer>(std::move(po), p.server->router());
+  p.pipelines->LoadAll();
+  // The guard checks the model of every query a user key names (a hidden
+  // one answers as a missing one): its owner comes from memory, not disk;
+  // a pipeline's is that of the private models its steps use.
+  p.guard->SetOwnerLookup([&catalog = p.server->catalog(),
+                           pipelines = p.pipelines.get()](const std::string& model) {
+    std::optional<std::string> owner = catalog.OwnerOf(model);
+    return owner ? owner : pipelines->OwnerOf(model);
   });
 
   // Offline batch jobs (docs/lifecycle.md): low priority beside the queries.
@@ -99,7 +125,7 @@ Status ServeNode::Start() {
       BatchSetup(o.batch, (std::filesystem::path(o.model_repository) / ".somm").string(), "",
                  o.model_repository, p.guard.get()));
   bo.inflight = [&router = p.server->router()] { return router.InflightQueries(); };
-  p.batch = std::make_unique<BatchJobs>(std::move(bo), p.server->router());
+  p.batch = std::make_unique<BatchJobs>(std::move(bo), *p.pipelines);
 
   ServingFrontendsOptions fo;
   fo.address = o.address;
@@ -116,7 +142,7 @@ Status ServeNode::Start() {
   fo.tls = o.tls;
   fo.tls_context = p.tls;
   fo.exit_timeout = std::chrono::milliseconds(std::llround(o.exit_timeout_secs * 1000));
-  SOMM_ASSIGN_OR_RETURN(p.frontends, ServingFrontends::Start(p.server->router(), *p.guard,
+  SOMM_ASSIGN_OR_RETURN(p.frontends, ServingFrontends::Start(*p.pipelines, *p.guard,
                                                              p.batch.get(), p.metrics, fo));
 
   p.batch->ResumeAll();  // jobs a stop (or a kill) left running

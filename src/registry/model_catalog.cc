@@ -132,6 +132,12 @@ std::vector<std::string> ModelCatalog::ListModelFolders() const {
   if (repository_path_.empty()) return names;  // none mounted (a router)
   for (const auto& e : fs::directory_iterator(repository_path_, ec)) {
     const std::string name = e.path().filename().string();
+    // A pipeline's folder (pipeline.yaml, no model.yaml) is served by the
+    // pipelines in front of the router (docs/pipelines.md), not as a model.
+    std::error_code pec;
+    if (fs::exists(e.path() / "pipeline.yaml", pec) && !fs::exists(e.path() / "model.yaml", pec)) {
+      continue;
+    }
     if (e.is_directory() && IsValidModelName(name)) names.push_back(name);
   }
   std::sort(names.begin(), names.end());

@@ -44,7 +44,8 @@ class ModelCatalog {
   const std::string& repository_path() const { return repository_path_; }
   // Where variants and their persisted profiles live: <repo>/.somm/variants.
   std::string VariantsRoot() const { return repository_path_ + "/.somm/variants"; }
-  // Model folders in the repository, sorted (valid names only).
+  // Model folders in the repository, sorted (valid names only; a
+  // pipeline's folder, with pipeline.yaml and no model.yaml, is not one).
   std::vector<std::string> ListModelFolders() const;
   // Reads `name`'s model.yaml and the versions its policy selects, and
   // those its rollout pins (<repo>/.somm/rollouts), with the profiles

@@ -1,0 +1,77 @@
+// PipelinePlan: a parsed pipeline (pipeline_config.h) bound to the
+// signatures of the models and tasks its steps call, checked end to end
+// before any query runs it.
+//
+// BindPipeline asks `lookup` for each model or task step's signature (the
+// server's metadata: per-sample shapes, whether the model batches, its
+// owner), derives the built-in steps' signatures from their options and
+// their sources, and checks every edge: the source exists (an unknown step
+// output names the outputs there are), the datatypes agree, the per-sample
+// shapes agree (-1 matches any size; two fully known shapes of the same
+// element count also agree, and the value is reshaped, as
+// `[1, 8, 8]` -> `[64]`), every model input is fed and nothing else is. It
+// also counts each value's readers, so that a run moves a value into its
+// last reader instead of copying it. Errors are InvalidArgument (NotFound
+// for an unknown model or task) naming the step and the field.
+//
+// Pure: no I/O, no threads.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "pipeline/pipeline_config.h"
+#include "repository/model_config.h"
+
+namespace somm::pipeline {
+
+// What a model or task step takes and gives, per sample.
+struct StepSignature {
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  bool batched = true;      // false: the model takes no batch dimension
+  std::string owner_tenant;  // "" = public
+};
+
+using SignatureLookup = std::function<StatusOr<StepSignature>(const StepConfig& step)>;
+
+struct BoundStep {
+  StepConfig config;
+  std::vector<TensorSpec> inputs;   // as the step takes them, per sample
+  std::vector<TensorSpec> outputs;  // as it gives them, per sample
+  // For each of config.inputs: the spec of its source.
+  std::vector<TensorSpec> sources;
+};
+
+struct PipelinePlan {
+  std::string name;
+  std::string description;
+  int64_t max_batch_size = 8;
+  std::vector<TensorSpec> inputs;
+  std::vector<PipelineOutput> outputs;
+  std::vector<BoundStep> steps;  // in run order
+  // Readers of each value ("image", "decode.pixels"): step inputs and
+  // pipeline outputs.
+  std::map<std::string, int> readers;
+  // The tenant of the private models its steps use ("" = none): the
+  // pipeline is that tenant's (two tenants' models in one pipeline are
+  // refused).
+  std::string owner_tenant;
+};
+
+StatusOr<PipelinePlan> BindPipeline(const PipelineConfig& config, const SignatureLookup& lookup);
+
+// Whether a value of `from` may feed `to` (per sample), and the reason
+// when not.
+Status CheckEdge(const TensorSpec& from, const TensorSpec& to);
+
+// The output specs of a built-in step, given the spec of its one input.
+StatusOr<std::vector<TensorSpec>> BuiltinOutputs(const StepConfig& step, const TensorSpec& input);
+// The input a built-in step takes: `image` (preprocess), `logits` (postprocess).
+const char* BuiltinInputName(StepKind kind);
+
+}  // namespace somm::pipeline

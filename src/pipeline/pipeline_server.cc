@@ -1,0 +1,498 @@
+#include "pipeline/pipeline_server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+#include "pipeline/builtin_steps.h"
+
+namespace somm::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr char kVersion[] = "1";
+
+// The text the catalog and the guard answer for a model that does not
+// exist (ModelCatalog::UnknownModel): a hidden pipeline answers the same.
+Status UnknownModel(const std::string& name) { return NotFound("unknown model '" + name + "'"); }
+
+bool FullyKnown(const Shape& shape) {
+  return std::none_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; });
+}
+
+Shape Batched(int64_t batch, const Shape& per_sample) {
+  Shape s = {batch};
+  s.insert(s.end(), per_sample.begin(), per_sample.end());
+  return s;
+}
+
+int64_t Microseconds(SteadyClock::time_point since) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - since).count();
+}
+
+std::optional<double> NumberParameter(const Parameters& p, const std::string& key) {
+  auto it = p.find(key);
+  if (it == p.end()) return std::nullopt;
+  if (const auto* d = std::get_if<double>(&it->second)) return *d;
+  if (const auto* i = std::get_if<int64_t>(&it->second)) return static_cast<double>(*i);
+  return std::nullopt;
+}
+
+}  // namespace
+
+struct PipelineServer::Run {
+  InferenceServer* inner = nullptr;
+  std::shared_ptr<const PipelinePlan> plan;
+  Caller caller;
+  std::string id;
+  Parameters pass;  // min_accuracy, max_cost, best_effort: to every model and task step
+  std::optional<double> slo_ms;
+  SteadyClock::time_point start = SteadyClock::now();
+  int64_t batch = 0;
+  std::map<std::string, Tensor> values;
+  std::map<std::string, int> readers_left;
+  std::vector<size_t> answer;  // indices of plan->outputs to answer with
+  std::vector<std::pair<std::string, std::string>> explained;  // step, what it did
+  InferCallback done;
+
+  Status StepError(const std::string& step, const Status& s) const {
+    if (s.code() == StatusCode::kNotFound && caller.authenticated && !caller.admin) {
+      return UnknownModel(plan->name);
+    }
+    return Status(s.code(), "pipeline '" + plan->name + "' step '" + step + "': " + s.message());
+  }
+
+  // Keeps the outputs of `step` that something reads.
+  void Keep(const std::string& step, std::vector<Tensor> outputs) {
+    for (Tensor& t : outputs) {
+      std::string key = step + "." + t.name;
+      if (readers_left.count(key)) values[std::move(key)] = std::move(t);
+    }
+  }
+
+  // The value `source` as `name` with the per-sample shape `shape` (when
+  // fully known): moved out when this is its last reader.
+  StatusOr<Tensor> Take(const std::string& source, const std::string& name, const Shape& shape) {
+    Tensor t;
+    auto it = values.find(source);
+    if (it == values.end()) {
+      const auto [step, output] = SplitSource(source);
+      return Internal("step '" + step + "' gave no output '" + output + "'");
+    }
+    if (--readers_left[source] <= 0) {
+      t = std::move(it->second);
+      values.erase(it);
+    } else {
+      t = it->second;
+    }
+    t.name = name;
+    if (FullyKnown(shape) && ElementCount(Batched(batch, shape)) == ElementCount(t.shape)) {
+      t.shape = Batched(batch, shape);
+    }
+    return t;
+  }
+};
+
+PipelineServer::PipelineServer(PipelineServerOptions options, InferenceServer& inner)
+    : options_(std::move(options)), inner_(inner) {}
+
+StatusOr<StepSignature> PipelineServer::Signature(const StepConfig& step) const {
+  StepSignature sig;
+  if (step.kind == StepKind::kTask) {
+    // Every model of the task, whoever owns it: the caller's own view is
+    // applied per query.
+    SOMM_ASSIGN_OR_RETURN(TaskDescription task, inner_.DescribeTask(step.task, Caller{}));
+    sig.inputs = task.signature.inputs;
+    sig.outputs = task.signature.outputs;
+    sig.batched = task.signature.batched;
+    return sig;
+  }
+  SOMM_ASSIGN_OR_RETURN(ModelMetadata md, inner_.GetModelMetadata(step.model, step.version));
+  auto batch = md.parameters.find("max_batch_size");
+  sig.batched = batch != md.parameters.end() && std::holds_alternative<int64_t>(batch->second) &&
+                std::get<int64_t>(batch->second) > 0;
+  auto per_sample = [&](const std::vector<TensorMetadata>& specs, std::vector<TensorSpec>* out) {
+    for (const auto& m : specs) {
+      Shape shape = m.shape;
+      if (sig.batched && !shape.empty()) shape.erase(shape.begin());
+      out->push_back({m.name, DataTypeFromString(m.datatype), shape});
+    }
+  };
+  per_sample(md.inputs, &sig.inputs);
+  per_sample(md.outputs, &sig.outputs);
+  if (options_.model_owner) sig.owner_tenant = options_.model_owner(step.model).value_or("");
+  return sig;
+}
+
+PipelineServer::Entry PipelineServer::Load(const std::string& name) const {
+  Entry e;
+  const std::string dir = (fs::path(options_.repository_path) / name).string();
+  auto config = LoadPipelineConfig(dir);
+  if (!config.ok()) {
+    e.problem = config.status().message();
+  } else {
+    auto plan = BindPipeline(*config, [this](const StepConfig& s) { return Signature(s); });
+    if (plan.ok()) {
+      e.plan = std::make_shared<const PipelinePlan>(std::move(plan).value());
+    } else {
+      e.problem = plan.status().message();
+    }
+  }
+  // Messages name the file relative to the repository, never its path here.
+  const std::string prefix = options_.repository_path + "/";
+  for (size_t at = e.problem.find(prefix); at != std::string::npos; at = e.problem.find(prefix)) {
+    e.problem.erase(at, prefix.size());
+  }
+  return e;
+}
+
+void PipelineServer::LoadAll() {
+  std::error_code ec;
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(options_.repository_path, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name[0] == '.' || !IsPipelineFolder(e.path().string())) continue;
+    if (options_.only &&
+        std::find(options_.only->begin(), options_.only->end(), name) == options_.only->end()) {
+      continue;
+    }
+    names.push_back(name);
+  }
+  for (const std::string& name : names) {
+    Entry e = Load(name);
+    if (e.plan) {
+      spdlog::info("pipeline {}: {} steps", name, e.plan->steps.size());
+    } else {
+      spdlog::error("pipeline {}: {}", name, e.problem);
+    }
+    MutexLock lock(&mu_);
+    pipelines_[name] = std::move(e);
+  }
+}
+
+bool PipelineServer::IsPipeline(const std::string& name) const {
+  MutexLock lock(&mu_);
+  return pipelines_.count(name) > 0;
+}
+
+std::optional<std::string> PipelineServer::OwnerOf(const std::string& name) const {
+  MutexLock lock(&mu_);
+  auto it = pipelines_.find(name);
+  if (it == pipelines_.end()) return std::nullopt;
+  return it->second.plan ? it->second.plan->owner_tenant : "";
+}
+
+std::shared_ptr<const PipelinePlan> PipelineServer::Plan(const std::string& name) const {
+  MutexLock lock(&mu_);
+  auto it = pipelines_.find(name);
+  return it == pipelines_.end() ? nullptr : it->second.plan;
+}
+
+StatusOr<ModelMetadata> PipelineServer::GetModelMetadata(const std::string& name,
+                                                         const std::string& version) const {
+  if (!IsPipeline(name)) return inner_.GetModelMetadata(name, version);
+  const auto plan = Plan(name);
+  if (!plan) return Unavailable("pipeline '" + name + "' is not ready");
+  if (!version.empty() && version != kVersion) {
+    return NotFound("pipeline '" + name + "' has no version " + version);
+  }
+  ModelMetadata md;
+  md.name = name;
+  md.versions = {kVersion};
+  md.platform = "somm_pipeline";
+  for (const auto& s : plan->inputs) {
+    md.inputs.push_back({s.name, DataTypeName(s.datatype), Batched(-1, s.shape)});
+  }
+  for (const auto& o : plan->outputs) {
+    md.outputs.push_back({o.spec.name, DataTypeName(o.spec.datatype), Batched(-1, o.spec.shape)});
+  }
+  md.parameters["max_batch_size"] = plan->max_batch_size;
+  if (!plan->description.empty()) md.parameters["description"] = plan->description;
+  std::string steps;
+  for (const auto& s : plan->steps) {
+    const StepConfig& c = s.config;
+    steps += (steps.empty() ? "" : " ") + c.name + "=" + StepKindName(c.kind);
+    if (c.kind == StepKind::kModel) steps += ":" + c.model;
+    if (c.kind == StepKind::kTask) steps += ":" + c.task;
+  }
+  md.parameters["pipeline_steps"] = steps;
+  return md;
+}
+
+StatusOr<bool> PipelineServer::IsModelReady(const std::string& name,
+                                            const std::string& version) const {
+  if (!IsPipeline(name)) return inner_.IsModelReady(name, version);
+  const auto plan = Plan(name);
+  if (!plan) return false;
+  if (!version.empty() && version != kVersion) {
+    return NotFound("pipeline '" + name + "' has no version " + version);
+  }
+  for (const auto& s : plan->steps) {
+    if (s.config.kind != StepKind::kModel) continue;
+    auto ready = inner_.IsModelReady(s.config.model, s.config.version);
+    if (!ready.ok() || !*ready) return false;
+  }
+  return true;
+}
+
+std::vector<RepositoryEntry> PipelineServer::RepositoryIndex(bool ready_only) const {
+  std::vector<RepositoryEntry> rows = inner_.RepositoryIndex(ready_only);
+  {
+    MutexLock lock(&mu_);
+    for (const auto& [name, e] : pipelines_) {
+      if (e.plan) {
+        rows.push_back({name, kVersion, "READY", ""});
+      } else if (!ready_only) {
+        rows.push_back({name, "", "UNAVAILABLE", e.problem});
+      }
+    }
+  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const RepositoryEntry& a, const RepositoryEntry& b) { return a.name < b.name; });
+  return rows;
+}
+
+Status PipelineServer::LoadModel(const std::string& name) {
+  const std::string dir = (fs::path(options_.repository_path) / name).string();
+  if (name.empty() || name[0] == '.' || name.find('/') != std::string::npos ||
+      !IsPipelineFolder(dir)) {
+    return inner_.LoadModel(name);
+  }
+  Entry e = Load(name);
+  Status result = e.plan ? Status::Ok() : InvalidArgument(e.problem);
+  MutexLock lock(&mu_);
+  pipelines_[name] = std::move(e);
+  return result;
+}
+
+Status PipelineServer::UnloadModel(const std::string& name) {
+  {
+    MutexLock lock(&mu_);
+    auto it = pipelines_.find(name);
+    if (it != pipelines_.end()) {
+      it->second.plan = nullptr;
+      it->second.problem = "unloaded";
+      return Status::Ok();
+    }
+  }
+  return inner_.UnloadModel(name);
+}
+
+Status PipelineServer::RegisterModel(RegistrationRequest request) {
+  if (IsPipeline(request.name)) {
+    return AlreadyExists("'" + request.name + "' is a pipeline of the repository");
+  }
+  return inner_.RegisterModel(std::move(request));
+}
+
+
+void PipelineServer::Infer(InferenceRequest request, InferCallback done) {
+  if (!request.task.empty() || !IsPipeline(request.model_name)) {
+    return inner_.Infer(std::move(request), std::move(done));
+  }
+  const std::string& name = request.model_name;
+  const auto plan = Plan(name);
+  if (plan && !request.caller.MayUse(plan->owner_tenant)) return done(UnknownModel(name));
+  if (!plan) return done(Unavailable("pipeline '" + name + "' is not ready"));
+  if (!request.model_version.empty() && request.model_version != kVersion) {
+    return done(NotFound("pipeline '" + name + "' has no version " + request.model_version));
+  }
+  auto run = std::make_shared<Run>();
+  run->inner = &inner_;
+  run->plan = plan;
+  run->caller = request.caller;
+  run->id = request.id;
+  run->done = std::move(done);
+  for (const char* key : {"min_accuracy", "max_cost", "best_effort"}) {
+    if (auto it = request.parameters.find(key); it != request.parameters.end()) {
+      run->pass[key] = it->second;
+    }
+  }
+  if (request.parameters.count("latency_slo_ms")) {
+    run->slo_ms = NumberParameter(request.parameters, "latency_slo_ms");
+    if (!run->slo_ms || !(*run->slo_ms > 0)) {
+      return run->done(InvalidArgument("parameter 'latency_slo_ms' must be a positive number"));
+    }
+  }
+  const std::string where = "pipeline '" + name + "': ";
+  // The inputs, against the pipeline's own signature.
+  for (Tensor& t : request.inputs) {
+    const auto spec = std::find_if(plan->inputs.begin(), plan->inputs.end(),
+                                   [&](const TensorSpec& s) { return s.name == t.name; });
+    if (spec == plan->inputs.end()) {
+      std::string names;
+      for (const auto& s : plan->inputs) names += (names.empty() ? "" : ", ") + s.name;
+      return run->done(InvalidArgument(where + "unknown input '" + t.name + "' (it takes " + names + ")"));
+    }
+    if (run->values.count(t.name)) return run->done(InvalidArgument(where + "input '" + t.name + "' given twice"));
+    if (t.datatype != spec->datatype) {
+      return run->done(InvalidArgument(where + "input '" + t.name + "' must be " +
+                                       DataTypeName(spec->datatype) + ", not " + DataTypeName(t.datatype)));
+    }
+    // [batch, per-sample dims], or [batch] for a per-sample shape of [1].
+    const Shape& per = spec->shape;
+    bool fits = !t.shape.empty() && t.shape[0] >= 1 &&
+                (t.shape.size() == per.size() + 1 || (t.shape.size() == 1 && per == Shape{1}));
+    for (size_t d = 1; fits && d < t.shape.size(); ++d) {
+      fits = per[d - 1] == -1 || per[d - 1] == t.shape[d];
+    }
+    if (!fits) {
+      return run->done(InvalidArgument(where + "input '" + t.name + "' has shape " +
+                                       ShapeToString(t.shape) + "; it takes " +
+                                       ShapeToString(Batched(-1, per))));
+    }
+    if (run->batch != 0 && run->batch != t.shape[0]) {
+      return run->done(InvalidArgument(where + "the inputs disagree on the batch size"));
+    }
+    run->batch = t.shape[0];
+    if (run->batch > plan->max_batch_size) {
+      return run->done(InvalidArgument(where + "a batch of " + std::to_string(run->batch) +
+                                       " is over its max_batch_size of " +
+                                       std::to_string(plan->max_batch_size)));
+    }
+    if (t.datatype == DataType::kBytes) {
+      auto elements = SplitBytes(t);
+      if (!elements.ok()) return run->done(InvalidArgument(where + elements.status().message()));
+      if (static_cast<int64_t>(elements->size()) != ElementCount(t.shape)) {
+        return run->done(InvalidArgument(where + "input '" + t.name + "' holds " +
+                                         std::to_string(elements->size()) + " elements for shape " +
+                                         ShapeToString(t.shape)));
+      }
+    } else if (Status s = t.CheckByteSize(); !s.ok()) {
+      return run->done(InvalidArgument(where + s.message()));
+    }
+    run->values[t.name] = std::move(t);
+  }
+  for (const auto& spec : plan->inputs) {
+    if (!run->values.count(spec.name)) {
+      return run->done(InvalidArgument(where + "input '" + spec.name + "' is missing"));
+    }
+  }
+  if (request.outputs.empty()) {
+    for (size_t i = 0; i < plan->outputs.size(); ++i) run->answer.push_back(i);
+  }
+  for (const RequestedOutput& want : request.outputs) {
+    size_t i = 0;
+    while (i < plan->outputs.size() && plan->outputs[i].spec.name != want.name) ++i;
+    if (i == plan->outputs.size()) {
+      return run->done(InvalidArgument(where + "unknown output '" + want.name + "'"));
+    }
+    run->answer.push_back(i);
+  }
+  run->readers_left = plan->readers;
+  RunFrom(run, 0);
+}
+
+void PipelineServer::RunFrom(const std::shared_ptr<Run>& run, size_t index) {
+  const PipelinePlan& plan = *run->plan;
+  for (size_t i = index; i < plan.steps.size(); ++i) {
+    const BoundStep& step = plan.steps[i];
+    const StepConfig& c = step.config;
+    const auto t0 = SteadyClock::now();
+    if (c.kind == StepKind::kPreprocess || c.kind == StepKind::kPostprocess) {
+      auto in = run->Take(c.inputs[0].second, c.inputs[0].first, {});
+      if (!in.ok()) return run->done(run->StepError(c.name, in.status()));
+      std::vector<Tensor> produced;
+      Status failed;
+      if (c.kind == StepKind::kPreprocess) {
+        auto pixels = RunPreprocess(c.preprocess, *in, run->batch);
+        if (pixels.ok()) {
+          produced.push_back(std::move(pixels).value());
+        } else {
+          failed = pixels.status();
+        }
+      } else {
+        auto outs = RunPostprocess(c.postprocess, *in, run->batch);
+        if (outs.ok()) {
+          produced = std::move(outs).value();
+        } else {
+          failed = outs.status();
+        }
+      }
+      if (!failed.ok()) return run->done(run->StepError(c.name, failed));
+      run->Keep(c.name, std::move(produced));
+      run->explained.emplace_back(c.name, std::string(StepKindName(c.kind)) +
+                                              " us=" + std::to_string(Microseconds(t0)));
+      continue;
+    }
+    InferenceRequest r;
+    if (c.kind == StepKind::kTask) {
+      r.task = c.task;
+    } else {
+      r.model_name = c.model;
+      r.model_version = c.version;
+    }
+    r.id = run->id;
+    r.caller = run->caller;
+    r.parameters = run->pass;
+    r.parameters["somm_explain"] = std::string("compact");
+    if (c.min_accuracy) {
+      const double asked = NumberParameter(run->pass, "min_accuracy").value_or(0);
+      r.parameters["min_accuracy"] = std::max(*c.min_accuracy, asked);
+    }
+    if (run->slo_ms) {
+      const double left = *run->slo_ms - static_cast<double>(Microseconds(run->start)) / 1000.0;
+      if (left <= 0) {
+        return run->done(DeadlineExceeded("pipeline '" + plan.name + "': its latency_slo_ms of " +
+                                          std::to_string(*run->slo_ms) +
+                                          " ms was spent before step '" + c.name + "'"));
+      }
+      r.parameters["latency_slo_ms"] = left;
+    }
+    for (size_t k = 0; k < c.inputs.size(); ++k) {
+      const auto& [name, source] = c.inputs[k];
+      const auto spec = std::find_if(step.inputs.begin(), step.inputs.end(),
+                                     [&](const TensorSpec& s) { return s.name == name; });
+      auto t = run->Take(source, name, spec->shape);
+      if (!t.ok()) return run->done(run->StepError(c.name, t.status()));
+      r.inputs.push_back(std::move(t).value());
+    }
+    for (const auto& out : step.outputs) {
+      if (run->readers_left.count(c.name + "." + out.name)) r.outputs.push_back({out.name, {}});
+    }
+    run->inner->Infer(std::move(r), [run, i, t0](StatusOr<InferenceResponse> result) {
+      const StepConfig& c = run->plan->steps[i].config;
+      if (!result.ok()) return run->done(run->StepError(c.name, result.status()));
+      std::string what = std::string(StepKindName(c.kind)) + "=" + result->model_name + ":" +
+                         result->model_version + " us=" + std::to_string(Microseconds(t0));
+      if (auto it = result->parameters.find("somm"); it != result->parameters.end()) {
+        if (const auto* s = std::get_if<std::string>(&it->second)) what += " " + *s;
+      }
+      run->explained.emplace_back(c.name, std::move(what));
+      run->Keep(c.name, std::move(result->outputs));
+      RunFrom(run, i + 1);
+    });
+    return;
+  }
+  run->done(Answer(*run));
+}
+
+StatusOr<InferenceResponse> PipelineServer::Answer(Run& run) {
+  const PipelinePlan& plan = *run.plan;
+  InferenceResponse response;
+  response.model_name = plan.name;
+  response.model_version = kVersion;
+  response.id = run.id;
+  for (size_t i : run.answer) {
+    const PipelineOutput& out = plan.outputs[i];
+    auto t = run.Take(out.from, out.spec.name, out.spec.shape);
+    if (!t.ok()) return Internal("pipeline '" + plan.name + "': " + t.status().message());
+    response.outputs.push_back(std::move(t).value());
+  }
+  std::string steps, details;
+  for (const auto& [step, what] : run.explained) {
+    steps += (steps.empty() ? "" : ",") + step;
+    details += "; " + step + ": " + what;
+    response.parameters["somm_step_" + step] = what;
+  }
+  response.parameters["somm"] = "decision=pipeline pipeline=" + plan.name +
+                                " server_us=" + std::to_string(Microseconds(run.start)) +
+                                " steps=" + steps + details;
+  return response;
+}
+
+}  // namespace somm::pipeline
