@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -54,9 +55,18 @@ TEST_F(RestE2ETest, HealthAndMetadata) {
   for (const auto& extension : server["extensions"]) {
     if (extension == "statistics") {
       EXPECT_EQ(c.Get("/v2/models/digits-mlp/stats")->status, 200) << "statistics advertised";
+      EXPECT_EQ(c.Get("/v2/models/stats")->status, 200) << "statistics advertised";
+    } else if (extension == "model_configuration") {
+      EXPECT_EQ(c.Get("/v2/models/digits-mlp/config")->status, 200) << "configuration advertised";
     } else if (extension == "model_repository") {
       EXPECT_EQ(c.Post("/v2/repository/index", "{}", "application/json")->status, 200);
     }
+  }
+  // Triton's statistics and model configuration extensions are served.
+  for (const char* extension : {"statistics", "model_configuration"}) {
+    EXPECT_NE(std::find(server["extensions"].begin(), server["extensions"].end(), extension),
+              server["extensions"].end())
+        << extension;
   }
   auto r = c.Get("/v2/models/digits-mlp");
   ASSERT_EQ(r->status, 200) << r->body;

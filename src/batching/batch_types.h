@@ -19,11 +19,17 @@ inline constexpr double kDefaultInlineMinGapUs = 120;
 // What one query experienced.
 struct BatchStats {
   int64_t queue_ns = 0;    // enqueue -> batch execution start
-  int64_t compute_ns = 0;  // ExecutableModel::Execute of its batch
+  int64_t compute_ns = 0;  // its batch's inputs assembled and ExecutableModel::Execute
   int64_t batch_size = 0;  // samples in its batch
   // True for one query of each executed batch: a router in another process
   // counts the worker's batches by it (somm_inference_batch_size).
   bool first_in_batch = false;
+  // The parts of the batch's run that Triton's statistics report apart
+  // (api/model_statistics.h): the inputs joined into one batch (part of
+  // compute_ns, which covers the assembly and the model's run), and the
+  // outputs cut back into each query's (after compute_ns).
+  int64_t input_ns = 0;
+  int64_t output_ns = 0;
 };
 
 }  // namespace somm

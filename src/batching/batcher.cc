@@ -445,6 +445,7 @@ void Batcher::Execute(std::vector<Queued> batch) {
       inputs.push_back(ConcatenateBatch(parts));
     }
   }
+  const auto assembled = clock_.Now();
   std::vector<Tensor> outputs;
   Status status = model_->Execute(inputs, &outputs);
   const auto end = clock_.Now();
@@ -462,10 +463,13 @@ void Batcher::Execute(std::vector<Queued> batch) {
   } else if (status.ok()) {
     per_task[0] = std::move(outputs);
   }
+  const int64_t input_ns = ElapsedNs(start, assembled);
+  const int64_t output_ns = ElapsedNs(end, clock_.Now());
   if (status.ok()) LearnFromBatch(batch, total, compute_ns, end);
   if (observer_ && !warming_.load()) observer_(total, compute_ns, status.ok());
   for (size_t i = 0; i < batch.size(); ++i) {
-    BatchStats stats{ElapsedNs(batch[i].enqueued, start), compute_ns, total, i == 0};
+    BatchStats stats{ElapsedNs(batch[i].enqueued, start), compute_ns, total, i == 0, input_ns,
+                     output_ns};
     batch[i].task.done(status, status.ok() ? std::move(per_task[i]) : std::vector<Tensor>{}, stats);
   }
 }

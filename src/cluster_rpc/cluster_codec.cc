@@ -125,6 +125,8 @@ void EncodeExecuteResult(ExecuteResult in, pb::ExecuteResponse* out) {
   out->set_compute_ns(in.stats.compute_ns);
   out->set_batch_size(in.stats.batch_size);
   out->set_first_in_batch(in.stats.first_in_batch);
+  out->set_input_ns(in.stats.input_ns);
+  out->set_output_ns(in.stats.output_ns);
   out->set_instance_id(in.instance_id);
   out->set_device(std::move(in.device));
 }
@@ -142,6 +144,8 @@ StatusOr<ExecuteResult> DecodeExecuteResult(pb::ExecuteResponse* in) {
   r.stats.compute_ns = in->compute_ns();
   r.stats.batch_size = in->batch_size();
   r.stats.first_in_batch = in->first_in_batch();
+  r.stats.input_ns = in->input_ns();
+  r.stats.output_ns = in->output_ns();
   r.instance_id = in->instance_id();
   r.device = std::move(*in->mutable_device());
   return r;

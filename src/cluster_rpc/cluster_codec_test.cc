@@ -41,6 +41,31 @@ TEST(ClusterRpcCodecTest, ActionRoundTripsEveryField) {
   EXPECT_EQ(cluster::GroupLabel(out.action), cluster::GroupLabel(in.action));
 }
 
+// The batch report travels back with every answer: a router in another
+// process counts Triton's statistics from it (router/inference_statistics.h).
+TEST(ClusterRpcCodecTest, ExecuteResultCarriesTheWholeBatchReport) {
+  ExecuteResult in;
+  in.stats.queue_ns = 11;
+  in.stats.compute_ns = 22;
+  in.stats.batch_size = 3;
+  in.stats.first_in_batch = true;
+  in.stats.input_ns = 4;
+  in.stats.output_ns = 5;
+  in.instance_id = 7;
+  in.device = "cpu";
+  pb::ExecuteResponse wire;
+  EncodeExecuteResult(in, &wire);
+  StatusOr<ExecuteResult> out = DecodeExecuteResult(&wire);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->stats.queue_ns, 11);
+  EXPECT_EQ(out->stats.compute_ns, 22);
+  EXPECT_EQ(out->stats.batch_size, 3);
+  EXPECT_TRUE(out->stats.first_in_batch);
+  EXPECT_EQ(out->stats.input_ns, 4);
+  EXPECT_EQ(out->stats.output_ns, 5);
+  EXPECT_EQ(out->instance_id, 7);
+}
+
 TEST(ClusterRpcCodecTest, UnspecifiedKindIsRefused) {
   pb::ApplyRequest wire;
   wire.set_model("m");

@@ -116,6 +116,14 @@ class EmbeddedServer : public InferenceServer {
   void Infer(InferenceRequest request, InferCallback done) override {
     router_->Infer(std::move(request), std::move(done));
   }
+  StatusOr<std::vector<ModelStatistics>> GetModelStatistics(
+      const std::string& name, const std::string& version) const override {
+    return router_->GetModelStatistics(name, version);
+  }
+  StatusOr<ModelConfiguration> GetModelConfiguration(const std::string& name,
+                                                     const std::string& version) const override {
+    return router_->GetModelConfiguration(name, version);
+  }
   std::vector<RepositoryEntry> RepositoryIndex(bool ready_only) const override {
     return router_->RepositoryIndex(ready_only);
   }

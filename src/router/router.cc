@@ -40,8 +40,12 @@ Router::Router(RouterOptions options, ModelCatalog& catalog, Registrar* registra
 Router::~Router() = default;
 
 ServerMetadata Router::GetServerMetadata() const {
-  return ServerMetadata{options_.server_name, options_.server_version,
-                        {"binary_tensor_data", "model_repository", "parameters"}};
+  // Triton's names for what the frontends serve from this router: the
+  // statistics and model configuration extensions (router_statistics.cc).
+  return ServerMetadata{options_.server_name,
+                        options_.server_version,
+                        {"binary_tensor_data", "model_repository", "parameters", "statistics",
+                         "model_configuration"}};
 }
 
 StatusOr<ModelMetadata> Router::GetModelMetadata(const std::string& name,
@@ -144,6 +148,7 @@ Router::VersionStats& Router::StatsFor(const VersionRecord& v) {
     row->model = v.config.name;
     row->version = v.version;
     row->metrics = metrics_.ForModel(v.config.name, v.version_str);
+    row->inference = std::make_unique<InferenceStatistics>(v.config.max_batch_size);
   }
   return *row;
 }
@@ -233,8 +238,15 @@ void Router::Infer(InferenceRequest request, InferCallback done) {
   // answer may come from a worker after the router has begun to go.
   metrics_.AddInflightQueries(1);
   inflight_->fetch_add(1, std::memory_order_relaxed);
-  q->done = [metrics = &metrics_, inflight = inflight_,
+  // A failure of a query that reached a model version, whichever path
+  // failed it (refused inputs, no variant fit, a failed load, the worker's
+  // error), counts in that version's statistics. done is q's own and only
+  // ever called through q, so q is alive while it runs.
+  q->done = [metrics = &metrics_, inflight = inflight_, clock = &clock_, self = q.get(),
              done = std::move(done)](StatusOr<InferenceResponse> result) {
+    if (!result.ok() && self->stats != nullptr) {
+      self->stats->inference->RecordFailure(NanosBetween(self->start, clock->Now()), NowUnixMs());
+    }
     metrics->AddInflightQueries(-1);
     inflight->fetch_sub(1, std::memory_order_relaxed);
     done(std::move(result));
@@ -619,6 +631,7 @@ bool Router::AnsweredFromCache(const std::shared_ptr<Query>& q) {
     p["somm_reason"] = reason;
   }
   q->stats->metrics->RecordSuccess(0, 0, static_cast<double>(total_us));
+  q->stats->inference->RecordCacheHit(NanosBetween(q->start, clock_.Now()), NowUnixMs());
   if (q->latency_slo_ms) {
     q->stats->metrics->RecordSlo(static_cast<double>(total_us) <= *q->latency_slo_ms * 1000.0);
   }

@@ -43,9 +43,14 @@
 // In flight: from Infer() until its callback, every query counts in the
 // metrics' somm_inflight_queries (the gauge routers are autoscaled on).
 //
+// Statistics: per version, the router counts what Triton's statistics
+// extension reports (router/inference_statistics.h): successes and
+// failures with their times, and from each answer's batch report the
+// queue, compute and batch figures the worker measured.
+//
 // Thread-safety: every method may be called concurrently. Lock: stats_mu_
-// (the per-version table of metrics handles and demand counters; held only
-// to find or add a row).
+// (the per-version table of metrics handles, demand counters and
+// statistics; held only to find or add a row, or to read one).
 #pragma once
 
 #include <atomic>
@@ -141,6 +146,13 @@ class Router : public InferenceServer {
                                            const std::string& version) const override;
   StatusOr<bool> IsModelReady(const std::string& name, const std::string& version) const override;
   void Infer(InferenceRequest request, InferCallback done) override;
+  // Triton's statistics (what this router answered, per version since it
+  // started; in a cluster each router counts the queries it routed) and
+  // model configuration: router_statistics.cc.
+  StatusOr<std::vector<ModelStatistics>> GetModelStatistics(
+      const std::string& name, const std::string& version) const override;
+  StatusOr<ModelConfiguration> GetModelConfiguration(const std::string& name,
+                                                     const std::string& version) const override;
   std::vector<RepositoryEntry> RepositoryIndex(bool ready_only) const override;
   Status LoadModel(const std::string& name) override;
   Status UnloadModel(const std::string& name) override;
@@ -181,6 +193,10 @@ class Router : public InferenceServer {
   struct VersionStats;
   struct ShadowPair;
   VersionStats& StatsFor(const VersionRecord& v);
+  // One version's statistics now (zeros before its first query).
+  ModelStatistics StatisticsOf(const std::string& model, const std::string& version) const;
+  // Every group loaded now, as fresh as this router can see it.
+  std::vector<cluster::GroupState> GroupsNow() const;
   // An unversioned query of a model whose canary runs: draws its side of
   // the split (and may switch `version` to the canary), or mirrors it to
   // the shadow version (rollout/rollout.h).

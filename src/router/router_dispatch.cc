@@ -246,7 +246,8 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
     if (i < q->keep.size() && q->keep[i]) response.outputs.push_back(std::move(r.outputs[i]));
   }
   const BatchStats& stats = r.stats;
-  const int64_t total_us = MicrosBetween(q->start, clock_.Now());
+  const SteadyClock::time_point answered = clock_.Now();
+  const int64_t total_us = MicrosBetween(q->start, answered);
   auto& p = response.parameters;
   const DecisionRecord& decision = q->decision;
   // The charge rule (QueryChargeUsd) on the measured batch. A query the
@@ -330,6 +331,8 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
                                    static_cast<double>(total_us));
   q->stats->answered.fetch_add(1, std::memory_order_relaxed);
   q->stats->latency_us_total.fetch_add(total_us, std::memory_order_relaxed);
+  q->stats->inference->RecordSuccess(q->samples, NanosBetween(q->start, answered), stats,
+                                     NowUnixMs());
   if (q->latency_slo_ms) {
     q->stats->metrics->RecordSlo(static_cast<double>(total_us) <= *q->latency_slo_ms * 1000.0);
   }
@@ -344,7 +347,9 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
   if (!q->cache_key.empty()) {
     const std::string& model = q->version->config.name;
     const int64_t evicted_before = response_cache_.StatsFor(model).evictions;
+    const auto insert_start = SteadyClock::now();
     response_cache_.Insert(model, q->cache_key, response, q->version->config.response_cache.max_bytes);
+    q->stats->inference->RecordCacheMiss(NanosBetween(insert_start, SteadyClock::now()));
     const ResponseCacheStats now = response_cache_.StatsFor(model);
     metrics_.SetResponseCache(model, now.bytes, now.entries, now.evictions - evicted_before);
   }

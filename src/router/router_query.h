@@ -15,12 +15,17 @@
 #include <vector>
 
 #include "router/answer_compare.h"
+#include "router/inference_statistics.h"
 #include "router/router.h"
 
 namespace somm {
 
 inline int64_t MicrosBetween(SteadyClock::time_point from, SteadyClock::time_point to) {
   return std::chrono::duration_cast<std::chrono::microseconds>(to - from).count();
+}
+
+inline int64_t NanosBetween(SteadyClock::time_point from, SteadyClock::time_point to) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count();
 }
 
 inline int64_t NowUnixMs() {
@@ -44,6 +49,8 @@ struct Router::VersionStats {
   std::atomic<int64_t> disagreed{0};
   std::atomic<int64_t> tightest_slo_us{INT64_MAX};
   std::atomic<int64_t> strictest_accuracy_ppm{0};
+  // Triton's statistics of this version (GET .../stats, gRPC ModelStatistics).
+  std::unique_ptr<InferenceStatistics> inference;
 };
 
 struct Router::Query {

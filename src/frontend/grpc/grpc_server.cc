@@ -14,6 +14,7 @@
 #include "frontend/grpc/grpc_codec.h"
 #include "frontend/grpc/health.h"
 #include "frontend/grpc/key_first.h"
+#include "frontend/grpc/model_info_rpcs.h"
 #include "frontend/grpc/somm_codec.h"
 #include "frontend/grpc/stream_infer.h"
 #include "frontend/grpc/task_codec.h"
@@ -566,6 +567,7 @@ struct GrpcFrontend::Impl {
         service(server, control, gate, inflight_limit),
         stream({&server, guard, &gate, budget, inflight_limit}),
         somm_service(server, control, guard),
+        model_info(server, guard),
         health({"inference.GRPCInferenceService", "somm.SommControl"},
                [&server] { return server.IsReady(); }, &stopping),
         methods(&gate) {}
@@ -592,6 +594,7 @@ struct GrpcFrontend::Impl {
   OipService service;
   grpc_async::StreamInferService stream;  // ModelStreamInfer
   SommControlService somm_service;
+  grpc_async::ModelInfoRpcs model_info;  // ModelConfig, ModelStatistics
   std::atomic<bool> stopping{false};
   grpc_async::HealthService health;
   grpc_async::KeyFirstService key_first;  // every method, registered with gRPC
@@ -631,6 +634,7 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& ser
   grpc_async::CallQueue* queue = impl->infer_queue.get();
   impl->service.Declare(queue, &impl->key_first, impl->methods);
   impl->somm_service.Declare(queue, &impl->key_first, impl->methods);
+  impl->model_info.Declare(queue, &impl->key_first, impl->methods);
   impl->health.Declare(queue, &impl->key_first, impl->methods);
   impl->stream.Declare(queue, &impl->key_first);
   builder.RegisterService(&impl->key_first);

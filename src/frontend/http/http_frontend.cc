@@ -21,6 +21,7 @@
 #include "frontend/http/rest_routes.h"
 #include "frontend/http/somm_json.h"
 #include "frontend/http/task_json.h"
+#include "frontend/http/triton_json.h"
 #include "transport/http/handler_pool.h"
 #include "transport/http/http_server.h"
 
@@ -79,7 +80,11 @@ std::optional<Operation> GuardedOperation(RestEndpoint endpoint) {
     case RestEndpoint::kModelMetadata:
     case RestEndpoint::kModelReady:
     case RestEndpoint::kModelVariants:
+    case RestEndpoint::kModelStatistics:
+    case RestEndpoint::kModelConfig:
       return Operation::kModelMetadata;
+    case RestEndpoint::kStatisticsAll:
+      return Operation::kIndex;  // a list: filtered by tenant
     case RestEndpoint::kModelInfer:
       return Operation::kInfer;
     case RestEndpoint::kTaskInfer:
@@ -203,6 +208,7 @@ struct HttpFrontend::Impl {
   Response RegisterHandler(const oip::RestRoute& route, const Request& req);
   Response VariantsHandler(const oip::RestRoute& route);
   Response DecisionsHandler(const Request& req, const Caller& caller);
+  Response StatisticsHandler(const oip::RestRoute& route, const Caller& caller);
   Response MountedHandler(const oip::RestRoute& route, const Request& req, const Caller& caller);
 };
 
@@ -339,6 +345,14 @@ Response HttpFrontend::Impl::Dispatch(const oip::RestRoute& route, const Request
       return VariantsHandler(route);
     case RestEndpoint::kDecisions:
       return DecisionsHandler(req, caller);
+    case RestEndpoint::kStatisticsAll:
+    case RestEndpoint::kModelStatistics:
+      return StatisticsHandler(route, caller);
+    case RestEndpoint::kModelConfig: {
+      StatusOr<ModelConfiguration> config = server.GetModelConfiguration(route.model, route.version);
+      if (!config.ok()) return StatusResponse(config.status());
+      return JsonResponse(200, oip::EncodeModelConfiguration(*config));
+    }
     case RestEndpoint::kTaskList:
       return JsonResponse(200, oip::EncodeTaskList(server.ListTasks(caller)));
     case RestEndpoint::kTaskMetadata: {
@@ -588,6 +602,18 @@ Response HttpFrontend::Impl::DecisionsHandler(const Request& req, const Caller& 
   // A caller sees only its own tenant's decisions (an admin sees all).
   std::erase_if(records, [&](const DecisionRecord& r) { return !caller.MaySeeDecision(r.tenant); });
   return JsonResponse(200, oip::EncodeDecisions(records));
+}
+
+Response HttpFrontend::Impl::StatisticsHandler(const oip::RestRoute& route, const Caller& caller) {
+  StatusOr<std::vector<ModelStatistics>> stats =
+      server.GetModelStatistics(route.model, route.version);
+  if (!stats.ok()) return StatusResponse(stats.status());
+  // Every model's: only those the caller may see (one model's was admitted
+  // by name, a hidden one answered as unknown).
+  if (options.guard != nullptr && route.model.empty()) {
+    std::erase_if(*stats, [&](const ModelStatistics& s) { return !options.guard->MaySee(caller, s.name); });
+  }
+  return JsonResponse(200, oip::EncodeModelStatistics(*stats));
 }
 
 HttpFrontend::HttpFrontend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

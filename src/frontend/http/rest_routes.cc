@@ -45,6 +45,8 @@ RestRoute MatchModel(const std::vector<std::string_view>& parts) {
   if (next + 1 != parts.size()) return {};
   if (parts[next] == "ready") return Make(RestEndpoint::kModelReady, "GET", model, version);
   if (parts[next] == "infer") return Make(RestEndpoint::kModelInfer, "POST", model, version);
+  if (parts[next] == "stats") return Make(RestEndpoint::kModelStatistics, "GET", model, version);
+  if (parts[next] == "config") return Make(RestEndpoint::kModelConfig, "GET", model, version);
   return {};
 }
 
@@ -84,6 +86,7 @@ RestRoute MatchRestRoute(std::string_view path) {
     return {};
   }
   if (p[1] == "models") {
+    if (p.size() == 3 && p[2] == "stats") return Make(RestEndpoint::kStatisticsAll, "GET");
     return MatchModel(std::vector<std::string_view>(p.begin() + 2, p.end()));
   }
   if (p[1] == "repository") {

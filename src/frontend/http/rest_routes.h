@@ -7,6 +7,11 @@
 //   GET  /v2/models/{m}[/versions/{v}]                    model metadata
 //   GET  /v2/models/{m}[/versions/{v}]/ready              model health
 //   POST /v2/models/{m}[/versions/{v}]/infer              inference
+//   GET  /v2/models/stats                                 every model's statistics
+//   GET  /v2/models/{m}[/versions/{v}]/stats              one model's (Triton's
+//                                                         statistics extension)
+//   GET  /v2/models/{m}[/versions/{v}]/config             its configuration (Triton's
+//                                                         model configuration extension)
 //   POST /v2/repository/index                             repository index
 //   POST /v2/repository/models/{m}/load | /unload         load / unload
 // and somm's model-less extension (see somm_json.h for the bodies):
@@ -23,6 +28,8 @@
 //   GET  /v2/somm/workers                                 workers, devices, instance groups
 //   GET  /v2/somm/actions                                 control actions, newest first
 // (the dashboard's static files, under /dashboard, are not part of this URL space)
+// As in Triton, /v2/models/stats is every model's statistics, never the
+// metadata of a model named "stats" (its other endpoints still answer).
 // A single trailing slash is tolerated. Matching is on the decoded path and
 // is independent of the HTTP method, so the caller can tell "no such path"
 // (404) from "wrong method" (405).
@@ -66,6 +73,11 @@ enum class RestEndpoint {
   kBatchSubmit,
   kBatchJob,
   kBatchCancel,
+  // Triton's statistics (of every model: kStatisticsAll; of one model or
+  // version: kModelStatistics) and model configuration extensions.
+  kStatisticsAll,
+  kModelStatistics,
+  kModelConfig,
 };
 
 struct RestRoute {

@@ -28,6 +28,14 @@ TEST(RestRoutesTest, MatchesEveryEndpoint) {
       {"/v2/repository/index", RestEndpoint::kRepositoryIndex, "", "", "POST"},
       {"/v2/repository/models/m/load", RestEndpoint::kRepositoryLoad, "m", "", "POST"},
       {"/v2/repository/models/m/unload", RestEndpoint::kRepositoryUnload, "m", "", "POST"},
+      // Triton's statistics and model configuration extensions.
+      {"/v2/models/stats", RestEndpoint::kStatisticsAll, "", "", "GET"},
+      {"/v2/models/stats/", RestEndpoint::kStatisticsAll, "", "", "GET"},
+      {"/v2/models/m/stats", RestEndpoint::kModelStatistics, "m", "", "GET"},
+      {"/v2/models/m/versions/3/stats", RestEndpoint::kModelStatistics, "m", "3", "GET"},
+      {"/v2/models/m/config", RestEndpoint::kModelConfig, "m", "", "GET"},
+      {"/v2/models/m/versions/3/config", RestEndpoint::kModelConfig, "m", "3", "GET"},
+      {"/v2/models/stats/ready", RestEndpoint::kModelReady, "stats", "", "GET"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.path);
