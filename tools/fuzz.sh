@@ -36,7 +36,8 @@ while (($#)); do
   esac
 done
 if ((${#targets[@]} == 0)); then
-  targets=(http_request infer_request model_yaml registration trace_csv grpc_request torch_pickle)
+  targets=(http_request infer_request model_yaml registration trace_csv grpc_request torch_pickle
+           image_decode pipeline_yaml)
 fi
 
 cmake -S fuzz -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
