@@ -240,4 +240,16 @@ StatusOr<std::string> GrpcClient::Rollout(const std::string& model,
   return response.rollout_json();
 }
 
+StatusOr<std::string> GrpcClient::OperatorCall(const std::string& method, const std::string& path,
+                                               const std::string& body) const {
+  somm::OperatorCallRequest request;
+  request.set_method(method);
+  request.set_path(path);
+  request.set_body(body);
+  somm::OperatorCallResponse response;
+  SOMM_RETURN_IF_ERROR(
+      FromGrpcStatus(impl_->control->OperatorCall(impl_->Context().get(), request, &response)));
+  return response.body();
+}
+
 }  // namespace somm

@@ -86,6 +86,11 @@ class GrpcClient {
   StatusOr<std::vector<TaskDescription>> Tasks(const std::string& task) const;
   // SommControl/Rollout (a change as JSON) or GetRollout (""): its JSON.
   StatusOr<std::string> Rollout(const std::string& model, const std::string& change_json) const;
+  // SommControl/OperatorCall: what REST answers to `method` at `path` (an
+  // operator view or a batch job under /v2/somm/, with its query string),
+  // its JSON body.
+  StatusOr<std::string> OperatorCall(const std::string& method, const std::string& path,
+                                     const std::string& body = "") const;
 
  private:
   struct Impl;

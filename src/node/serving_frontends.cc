@@ -46,6 +46,12 @@ StatusOr<std::unique_ptr<ServingFrontends>> ServingFrontends::Start(
   go.tls = o.tls;
   go.infer_threads = o.grpc_threads;
   go.min_infer_threads = o.min_grpc_threads;
+  // The operator's views and the batch jobs, on both ports (REST: mounted,
+  // frontend/http/rest_mount.h; gRPC: OperatorCall).
+  std::vector<RestMount> mounts = {
+      dashboard::OperatorViews(server, &guard, [&metrics] { return metrics.Serialize(); })};
+  if (batch != nullptr) mounts.push_back(BatchRoutes(*batch, &guard));
+  go.mounts = mounts;
   auto grpc = GrpcFrontend::Start(server, go);
   if (!grpc.ok()) return Status(grpc.status().code(), "gRPC frontend: " + grpc.status().message());
   f->grpc_ = std::move(grpc).value();
@@ -67,9 +73,7 @@ StatusOr<std::unique_ptr<ServingFrontends>> ServingFrontends::Start(
   ho.shutdown_grace_s = static_cast<int>((o.exit_timeout.count() + 999) / 1000);
   // The operator's views, the dashboard's pages and the batch jobs, mounted
   // on the REST port (frontend/http/rest_mount.h).
-  ho.mounts = {dashboard::OperatorViews(server, &guard,
-                                        [&metrics] { return metrics.Serialize(); })};
-  if (batch != nullptr) ho.mounts.push_back(BatchRoutes(*batch, &guard));
+  ho.mounts = std::move(mounts);
   ho.pages = {dashboard::DashboardPages()};
   ho.tls = o.tls_context;
   auto http = HttpFrontend::Start(server, ho);

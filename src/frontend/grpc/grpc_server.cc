@@ -15,6 +15,7 @@
 #include "frontend/grpc/health.h"
 #include "frontend/grpc/key_first.h"
 #include "frontend/grpc/model_info_rpcs.h"
+#include "frontend/grpc/operator_call.h"
 #include "frontend/grpc/somm_codec.h"
 #include "frontend/grpc/stream_infer.h"
 #include "frontend/grpc/task_codec.h"
@@ -562,11 +563,12 @@ std::string HostPort(const std::string& address, int port) {
 
 struct GrpcFrontend::Impl {
   Impl(InferenceServer& server, CallGuard* guard, InflightLimit* inflight_limit, ByteBudget* budget,
-       int64_t max_message_bytes)
+       int64_t max_message_bytes, std::vector<RestMount> mounts)
       : gate(guard, budget, max_message_bytes),
         service(server, control, gate, inflight_limit),
         stream({&server, guard, &gate, budget, inflight_limit}),
         somm_service(server, control, guard),
+        operator_calls(std::move(mounts), guard),
         model_info(server, guard),
         health({"inference.GRPCInferenceService", "somm.SommControl"},
                [&server] { return server.IsReady(); }, &stopping),
@@ -594,6 +596,7 @@ struct GrpcFrontend::Impl {
   OipService service;
   grpc_async::StreamInferService stream;  // ModelStreamInfer
   SommControlService somm_service;
+  grpc_async::OperatorCallService operator_calls;  // the REST mounts, over gRPC
   grpc_async::ModelInfoRpcs model_info;  // ModelConfig, ModelStatistics
   std::atomic<bool> stopping{false};
   grpc_async::HealthService health;
@@ -620,7 +623,8 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& ser
 
   grpc_transport::TurnOffAbslDeadlockDetection();
   auto impl = std::make_unique<Impl>(server, options.guard, options.inflight_limit,
-                                     options.byte_budget, options.max_message_bytes);
+                                     options.byte_budget, options.max_message_bytes,
+                                     std::move(options.mounts));
   const std::string where = HostPort(options.address, options.port);
   grpc::ServerBuilder builder;
   auto credentials = grpc_tls::ServerCredentials(options.tls);
@@ -634,6 +638,7 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(InferenceServer& ser
   grpc_async::CallQueue* queue = impl->infer_queue.get();
   impl->service.Declare(queue, &impl->key_first, impl->methods);
   impl->somm_service.Declare(queue, &impl->key_first, impl->methods);
+  impl->operator_calls.Declare(queue, &impl->key_first, impl->methods);
   impl->model_info.Declare(queue, &impl->key_first, impl->methods);
   impl->health.Declare(queue, &impl->key_first, impl->methods);
   impl->stream.Declare(queue, &impl->key_first);

@@ -39,6 +39,7 @@
 
 #include "common/status.h"
 #include "crypto/tls_files.h"
+#include "frontend/http/rest_mount.h"
 #include "serving/byte_budget.h"
 #include "serving/call_guard.h"
 #include "api/inference_server.h"
@@ -86,6 +87,10 @@ struct GrpcFrontendOptions {
   // The least that 0 picks: a router, whose queue also takes its workers'
   // answers, wants 2 (docs/cluster.md, the router hop).
   int min_infer_threads = 1;
+  // The REST port's mounted endpoints (the operator's views, the batch
+  // jobs), served over gRPC by somm.SommControl/OperatorCall
+  // (operator_call.h); none = OperatorCall answers NOT_FOUND.
+  std::vector<RestMount> mounts;
 };
 
 class GrpcFrontend {

@@ -56,19 +56,7 @@ Response HealthResponse(bool healthy) {
 
 // The route of a request's head: the endpoint its path and method name.
 oip::RestRoute RouteOf(const http::RequestHead& head) {
-  oip::RestRoute route = oip::MatchRestRoute(head.path);
-  const bool post = head.method == "POST";
-  // The paths with two methods: GET reads a rollout or lists jobs, POST
-  // changes the rollout or submits a job.
-  if (route.endpoint == RestEndpoint::kModelRollout && post) {
-    route.endpoint = RestEndpoint::kModelRolloutChange;
-    route.method = "POST";
-  }
-  if (route.endpoint == RestEndpoint::kBatchList && post) {
-    route.endpoint = RestEndpoint::kBatchSubmit;
-    route.method = "POST";
-  }
-  return route;
+  return oip::MatchRestRoute(head.path, head.method);
 }
 
 // What a guarded call is, for the CallGuard; nullopt = not guarded (health

@@ -76,6 +76,22 @@ RestRoute MatchTask(const std::vector<std::string_view>& p) {
 
 }  // namespace
 
+RestRoute MatchRestRoute(std::string_view path, std::string_view method) {
+  RestRoute route = MatchRestRoute(path);
+  const bool post = method == "POST";
+  // The paths with two methods: GET reads a rollout or lists jobs, POST
+  // changes the rollout or submits a job.
+  if (route.endpoint == RestEndpoint::kModelRollout && post) {
+    route.endpoint = RestEndpoint::kModelRolloutChange;
+    route.method = "POST";
+  }
+  if (route.endpoint == RestEndpoint::kBatchList && post) {
+    route.endpoint = RestEndpoint::kBatchSubmit;
+    route.method = "POST";
+  }
+  return route;
+}
+
 RestRoute MatchRestRoute(std::string_view path) {
   const std::vector<std::string_view> p = Split(path);
   if (p.empty() || p[0] != "v2") return {};

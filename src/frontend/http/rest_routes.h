@@ -91,6 +91,9 @@ struct RestRoute {
 };
 
 RestRoute MatchRestRoute(std::string_view path);
+// The route of `method` at `path`: as above, where the paths with two
+// methods (a rollout, the batch jobs) take POST's endpoint for a POST.
+RestRoute MatchRestRoute(std::string_view path, std::string_view method);
 
 // Percent-encodes one path segment (RFC 3986 unreserved characters pass
 // through), so that a model or task name can never change the shape of a URL.
