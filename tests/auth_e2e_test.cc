@@ -45,6 +45,21 @@ TEST_F(AuthE2ETest, ListOverRestAndGrpc) {
     EXPECT_EQ(rest_lists, w == Who::kOwner) << Name(w);
     EXPECT_EQ(grpc_lists, w == Who::kOwner) << Name(w);
     EXPECT_NE(r->body.find("digits-mlp"), std::string::npos) << "public models are listed";
+    // Every model's statistics (Triton's extension) list what the index does.
+    auto stats = c.Get("/v2/models/stats", Headers(w));
+    ASSERT_TRUE(stats);
+    ASSERT_EQ(stats->status, 200) << Name(w) << ": " << stats->body;
+    EXPECT_EQ(stats->body.find(kPrivate) != std::string::npos, w == Who::kOwner) << Name(w);
+    EXPECT_NE(stats->body.find("digits-mlp"), std::string::npos) << Name(w);
+    inference::ModelStatisticsRequest every;
+    inference::ModelStatisticsResponse every_stats;
+    const grpc::Status gs = stub->ModelStatistics(Context(w).get(), every, &every_stats);
+    ASSERT_TRUE(gs.ok()) << Name(w) << ": " << gs.error_message();
+    bool grpc_stats_list = false;
+    for (const auto& m : every_stats.model_stats()) {
+      grpc_stats_list = grpc_stats_list || m.name() == kPrivate;
+    }
+    EXPECT_EQ(grpc_stats_list, w == Who::kOwner) << Name(w);
   }
 }
 

@@ -175,6 +175,8 @@ TEST_F(AuthE2ETest, AHiddenModelAnswersEveryRouteAndRpcAsAMissingOne) {
     rest_route("GET", v + "/ready", "");
     rest_route("POST", v + "/infer", Query());
     rest_route("POST", v + "/infer", bad_body);
+    rest_route("GET", v + "/stats", "");   // Triton's statistics
+    rest_route("GET", v + "/config", "");  // and model configuration
   }
   rest_route("GET", "/variants", "", repo_models);
   rest_route("GET", "/rollout", "", repo_models);
@@ -206,6 +208,24 @@ TEST_F(AuthE2ETest, AHiddenModelAnswersEveryRouteAndRpcAsAMissingOne) {
            return grpc_answer(who, oip->ModelReady(context(who).get(), req, &resp), m,
                               "ModelReady");
          }});
+    routes.push_back({"gRPC ModelStatistics version '" + v + "'",
+                      [&, v](const Identity& who, const std::string& m) {
+                        inference::ModelStatisticsRequest req;
+                        req.set_name(m);
+                        req.set_version(v);
+                        inference::ModelStatisticsResponse resp;
+                        return grpc_answer(who, oip->ModelStatistics(context(who).get(), req, &resp),
+                                           m, "ModelStatistics");
+                      }});
+    routes.push_back({"gRPC ModelConfig version '" + v + "'",
+                      [&, v](const Identity& who, const std::string& m) {
+                        inference::ModelConfigRequest req;
+                        req.set_name(m);
+                        req.set_version(v);
+                        inference::ModelConfigResponse resp;
+                        return grpc_answer(who, oip->ModelConfig(context(who).get(), req, &resp), m,
+                                           "ModelConfig");
+                      }});
     for (const bool good : {true, false}) {
       routes.push_back({std::string("gRPC ModelInfer (") + (good ? "good" : "bad") +
                             " request) version '" + v + "'",
