@@ -68,6 +68,18 @@ class PipelineServer : public InferenceServer {
                                            const std::string& version) const override;
   StatusOr<bool> IsModelReady(const std::string& name, const std::string& version) const override;
   void Infer(InferenceRequest request, InferCallback done) override;
+  // Kept per model: a pipeline has none of its own yet (each step's model
+  // has its own).
+  StatusOr<std::vector<ModelStatistics>> GetModelStatistics(
+      const std::string& name, const std::string& version) const override {
+    if (IsPipeline(name)) return Unimplemented("statistics are not kept for pipelines yet");
+    return inner_.GetModelStatistics(name, version);
+  }
+  StatusOr<ModelConfiguration> GetModelConfiguration(const std::string& name,
+                                                     const std::string& version) const override {
+    if (IsPipeline(name)) return Unimplemented("a pipeline's configuration is its pipeline.yaml");
+    return inner_.GetModelConfiguration(name, version);
+  }
 
   std::vector<RepositoryEntry> RepositoryIndex(bool ready_only) const override;
   Status LoadModel(const std::string& name) override;

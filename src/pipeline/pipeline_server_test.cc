@@ -76,6 +76,13 @@ class ModelsServer : public InferenceServer {
     r.parameters["somm"] = std::string("decision=default variant=" + model + ":1:ts-fp32 reason=test");
     done(std::move(r));
   }
+  StatusOr<std::vector<ModelStatistics>> GetModelStatistics(const std::string& name,
+                                                            const std::string&) const override {
+    ModelStatistics row;
+    row.name = name.empty() ? "digits" : name;
+    row.version = "1";
+    return std::vector<ModelStatistics>{row};
+  }
   std::vector<RepositoryEntry> RepositoryIndex(bool) const override {
     return {{"digits", "1", "READY", ""}};
   }
@@ -195,6 +202,16 @@ TEST_F(PipelineServerTest, IsAModelToClients) {
   EXPECT_EQ(rows[3].name, "p");
   EXPECT_EQ(rows[3].state, "READY");
   EXPECT_EQ(Call(Request("broken", {"x"})).status().code(), StatusCode::kUnavailable);
+}
+
+// Triton's statistics extension reaches the models through the pipelines
+// in front of them (a pipeline keeps none of its own yet).
+TEST_F(PipelineServerTest, StatisticsPassThrough) {
+  auto all = server_->GetModelStatistics("", "");
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].name, "digits");
+  EXPECT_EQ(server_->GetModelStatistics("p", "").status().code(), StatusCode::kUnimplemented);
 }
 
 TEST_F(PipelineServerTest, ErrorsNameTheStep) {
