@@ -108,6 +108,17 @@ Status ServeNode::Start() {
     return catalog.OwnerOf(model);
   };
   po.only = std::move(startup_pipelines);
+  // The SLO split plans over each step's variants as the catalog profiles them.
+  po.variant_options = [&catalog = p.server->catalog()](const std::string& model,
+                                                        const std::string& task) {
+    std::vector<cluster::VariantOption> out;
+    if (!model.empty()) {
+      if (auto v = catalog.Resolve(model, ""); v.ok()) AppendOptions(**v, &out);
+    } else {
+      for (const VersionPtr& v : catalog.ForTask(task)) AppendOptions(*v, &out);
+    }
+    return out;
+  };
   p.pipelines = std::make_unique<pipeline::PipelineServer>(std::move(po), p.server->router());
   p.pipelines->LoadAll();
   // The guard checks the model of every query a user key names (a hidden

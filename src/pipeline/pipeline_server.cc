@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 
+#include "common/clock.h"
 #include "pipeline/builtin_steps.h"
+#include "selector/selector.h"
 
 namespace somm::pipeline {
 namespace {
@@ -34,6 +37,12 @@ int64_t Microseconds(SteadyClock::time_point since) {
   return std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - since).count();
 }
 
+std::string FormatMs(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", ms);
+  return buf;
+}
+
 std::optional<double> NumberParameter(const Parameters& p, const std::string& key) {
   auto it = p.find(key);
   if (it == p.end()) return std::nullopt;
@@ -58,6 +67,13 @@ struct PipelineServer::Run {
   std::vector<size_t> answer;  // indices of plan->outputs to answer with
   std::vector<std::pair<std::string, std::string>> explained;  // step, what it did
   InferCallback done;
+  std::shared_ptr<StepTimes> times;
+  // The SLO split (SplitBudget): whether a plan fits, what each step must
+  // leave to the steps after it, and the variant planned for each.
+  bool planned = false;
+  std::vector<double> reserved_after;
+  std::vector<std::string> planned_option;
+  std::string split_note;
 
   Status StepError(const std::string& step, const Status& s) const {
     if (s.code() == StatusCode::kNotFound && caller.authenticated && !caller.admin) {
@@ -137,6 +153,7 @@ PipelineServer::Entry PipelineServer::Load(const std::string& name) const {
   } else {
     auto plan = BindPipeline(*config, [this](const StepConfig& s) { return Signature(s); });
     if (plan.ok()) {
+      e.times = std::make_shared<StepTimes>(plan->steps.size());
       e.plan = std::make_shared<const PipelinePlan>(std::move(plan).value());
     } else {
       e.problem = plan.status().message();
@@ -184,6 +201,12 @@ std::optional<std::string> PipelineServer::OwnerOf(const std::string& name) cons
   auto it = pipelines_.find(name);
   if (it == pipelines_.end()) return std::nullopt;
   return it->second.plan ? it->second.plan->owner_tenant : "";
+}
+
+std::shared_ptr<PipelineServer::StepTimes> PipelineServer::TimesOf(const std::string& name) const {
+  MutexLock lock(&mu_);
+  auto it = pipelines_.find(name);
+  return it == pipelines_.end() ? nullptr : it->second.times;
 }
 
 std::shared_ptr<const PipelinePlan> PipelineServer::Plan(const std::string& name) const {
@@ -384,6 +407,8 @@ void PipelineServer::Infer(InferenceRequest request, InferCallback done) {
     run->answer.push_back(i);
   }
   run->readers_left = plan->readers;
+  run->times = TimesOf(name);
+  if (run->slo_ms) SplitBudget(*run);
   RunFrom(run, 0);
 }
 
@@ -415,8 +440,18 @@ void PipelineServer::RunFrom(const std::shared_ptr<Run>& run, size_t index) {
       }
       if (!failed.ok()) return run->done(run->StepError(c.name, failed));
       run->Keep(c.name, std::move(produced));
-      run->explained.emplace_back(c.name, std::string(StepKindName(c.kind)) +
-                                              " us=" + std::to_string(Microseconds(t0)));
+      const int64_t took = Microseconds(t0);
+      if (run->times) {
+        // Down at once, up by an eighth: a cold first decode (OpenCV's first
+        // use took 26-29 ms against 32 us after) or a rare stall must not
+        // eat the budgets of the queries after it; a lasting rise still shows.
+        std::atomic<int64_t>& avg = run->times->us[i];
+        const int64_t before = avg.load(std::memory_order_relaxed);
+        avg.store(before == 0 || took < before ? took : before + (took - before) / 8,
+                  std::memory_order_relaxed);
+      }
+      run->explained.emplace_back(c.name,
+                                  std::string(StepKindName(c.kind)) + " us=" + std::to_string(took));
       continue;
     }
     InferenceRequest r;
@@ -434,14 +469,20 @@ void PipelineServer::RunFrom(const std::shared_ptr<Run>& run, size_t index) {
       const double asked = NumberParameter(run->pass, "min_accuracy").value_or(0);
       r.parameters["min_accuracy"] = std::max(*c.min_accuracy, asked);
     }
+    std::string share;
     if (run->slo_ms) {
+      // What is left, less what the planned steps after this one need: this
+      // step's share plus whatever the steps before it left unspent.
       const double left = *run->slo_ms - static_cast<double>(Microseconds(run->start)) / 1000.0;
-      if (left <= 0) {
+      const double budget = run->planned ? left - run->reserved_after[i] : left;
+      if (budget <= 0) {
         return run->done(DeadlineExceeded("pipeline '" + plan.name + "': its latency_slo_ms of " +
-                                          std::to_string(*run->slo_ms) +
-                                          " ms was spent before step '" + c.name + "'"));
+                                          FormatMs(*run->slo_ms) +
+                                          " ms leaves nothing for step '" + c.name + "'"));
       }
-      r.parameters["latency_slo_ms"] = left;
+      r.parameters["latency_slo_ms"] = budget;
+      share = " slo_share_ms=" + FormatMs(budget);
+      if (run->planned) share += " planned=" + run->planned_option[i];
     }
     for (size_t k = 0; k < c.inputs.size(); ++k) {
       const auto& [name, source] = c.inputs[k];
@@ -454,11 +495,11 @@ void PipelineServer::RunFrom(const std::shared_ptr<Run>& run, size_t index) {
     for (const auto& out : step.outputs) {
       if (run->readers_left.count(c.name + "." + out.name)) r.outputs.push_back({out.name, {}});
     }
-    run->inner->Infer(std::move(r), [run, i, t0](StatusOr<InferenceResponse> result) {
+    run->inner->Infer(std::move(r), [run, i, t0, share](StatusOr<InferenceResponse> result) {
       const StepConfig& c = run->plan->steps[i].config;
       if (!result.ok()) return run->done(run->StepError(c.name, result.status()));
       std::string what = std::string(StepKindName(c.kind)) + "=" + result->model_name + ":" +
-                         result->model_version + " us=" + std::to_string(Microseconds(t0));
+                         result->model_version + " us=" + std::to_string(Microseconds(t0)) + share;
       if (auto it = result->parameters.find("somm"); it != result->parameters.end()) {
         if (const auto* s = std::get_if<std::string>(&it->second)) what += " " + *s;
       }
@@ -491,8 +532,74 @@ StatusOr<InferenceResponse> PipelineServer::Answer(Run& run) {
   }
   response.parameters["somm"] = "decision=pipeline pipeline=" + plan.name +
                                 " server_us=" + std::to_string(Microseconds(run.start)) +
-                                " steps=" + steps + details;
+                                " steps=" + steps +
+                                (run.split_note.empty() ? "" : " " + run.split_note) + details;
   return response;
+}
+
+void PipelineServer::SplitBudget(Run& run) const {
+  if (!options_.variant_options) return;
+  const PipelinePlan& plan = *run.plan;
+  const auto state = inner_.ClusterView();
+  const PriceList prices = inner_.Prices();
+  const auto now = Clock::Real().Now();
+  const std::vector<cluster::GroupState> no_groups;
+  std::vector<SplitStep> steps;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const StepConfig& c = plan.steps[i].config;
+    SplitStep s;
+    if (c.kind == StepKind::kPreprocess || c.kind == StepKind::kPostprocess) {
+      s.fixed_ms = run.times ? static_cast<double>(run.times->us[i].load()) / 1000.0 : 0;
+      steps.push_back(std::move(s));
+      continue;
+    }
+    s.model = true;
+    Requirements req;
+    if (c.kind == StepKind::kTask) {
+      req.task = c.task;
+    } else {
+      req.model = c.model;
+    }
+    double floor = NumberParameter(run.pass, "min_accuracy").value_or(0);
+    if (c.min_accuracy) floor = std::max(floor, *c.min_accuracy);
+    if (floor > 0) req.min_accuracy = floor;
+    req.batch = run.batch;
+    const std::vector<cluster::VariantOption> options =
+        options_.variant_options(c.kind == StepKind::kTask ? "" : c.model, c.task);
+    const SelectorState all =
+        CandidatesFrom(state ? state->groups : no_groups, options, req, /*loaded_only=*/false);
+    for (const Candidate& candidate : all.candidates) {
+      // Each candidate alone: the selector's prediction for it, queue and
+      // load included.
+      SelectorState one;
+      one.candidates.push_back(candidate);
+      auto d = SelectVariant(req, one, prices, now);
+      if (!d.ok()) continue;
+      s.options.push_back({candidate.variant_id + "@" + candidate.hardware.Name(),
+                           d->predicted_latency_ms, d->cost_usd});
+    }
+    steps.push_back(std::move(s));
+  }
+  const SplitPlan split = PlanSplit(steps, *run.slo_ms);
+  if (!split.feasible) {
+    run.split_note = "split=remaining (" + split.reason + ")";
+    return;
+  }
+  run.planned = true;
+  run.reserved_after.assign(steps.size(), 0);
+  double after = 0;
+  for (size_t i = steps.size(); i-- > 0;) {
+    run.reserved_after[i] = after;
+    after += split.budget_ms[i];
+  }
+  run.planned_option.assign(steps.size(), "");
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (split.choice[i] >= 0) run.planned_option[i] = steps[i].options[static_cast<size_t>(split.choice[i])].name;
+  }
+  char cost[32];
+  std::snprintf(cost, sizeof cost, "%.3g", split.cost_usd);
+  run.split_note = "split=planned planned_ms=" + FormatMs(split.predicted_ms) +
+                   " planned_cost_usd=" + cost + " (" + split.reason + ")";
 }
 
 }  // namespace somm::pipeline

@@ -14,8 +14,11 @@
 // The answer's `somm` parameter lists each step's choice, and each step's
 // own explanation comes as `somm_step_<step>`. A query's `min_accuracy`,
 // `max_cost` and `best_effort` go to every model and task step; its
-// `latency_slo_ms` is the whole pipeline's, and each model or task step gets
-// what is left of it when the step starts (docs/pipelines.md).
+// `latency_slo_ms` is the whole pipeline's: it is split across the steps
+// by slo_split.h's PlanSplit, from each model step's variants as the
+// selector predicts them now and the built-in steps' recent times, and each
+// model or task step gets its share plus what earlier steps left unspent
+// (when no plan fits, what is left of the budget) (docs/pipelines.md).
 //
 // Errors name the pipeline and the step. A caller that may not see a
 // step's model gets what it would get for a pipeline that does not exist:
@@ -28,6 +31,7 @@
 // be called concurrently after LoadAll; `inner` must outlive this.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -36,8 +40,10 @@
 #include <vector>
 
 #include "api/inference_server.h"
+#include "cluster/cluster_state.h"
 #include "common/mutex.h"
 #include "pipeline/pipeline_plan.h"
+#include "pipeline/slo_split.h"
 
 namespace somm::pipeline {
 
@@ -48,6 +54,13 @@ struct PipelineServerOptions {
   std::function<std::optional<std::string>(const std::string& model)> model_owner;
   // Load only these folders' pipelines (--load-model); nullopt = all.
   std::optional<std::vector<std::string>> only;
+  // The variants (with their profiles) a model step (`model`) or a task
+  // step (`task`, model "") may run on, for the SLO split; their loaded
+  // groups come from the inner server's ClusterView. Null: no split, each
+  // step gets what is left of the budget.
+  std::function<std::vector<cluster::VariantOption>(const std::string& model,
+                                                    const std::string& task)>
+      variant_options;
 };
 
 class PipelineServer : public InferenceServer {
@@ -116,14 +129,24 @@ class PipelineServer : public InferenceServer {
   }
 
  private:
+  // Each built-in step's recent time (an average, in us), which the SLO
+  // split expects the next query's to take.
+  struct StepTimes {
+    explicit StepTimes(size_t steps) : us(steps) {}
+    std::vector<std::atomic<int64_t>> us;
+  };
   struct Entry {
     std::shared_ptr<const PipelinePlan> plan;  // null: UNAVAILABLE
+    std::shared_ptr<StepTimes> times;
     std::string problem;
   };
   struct Run;
 
   Entry Load(const std::string& name) const;
   std::shared_ptr<const PipelinePlan> Plan(const std::string& name) const;
+  std::shared_ptr<StepTimes> TimesOf(const std::string& name) const;
+  // Splits a query's latency_slo_ms across its steps (slo_split.h).
+  void SplitBudget(Run& run) const;
   StatusOr<StepSignature> Signature(const StepConfig& step) const;
   // Runs the steps from `index` on; a model or task step continues in its
   // answer's callback.

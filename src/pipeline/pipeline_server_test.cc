@@ -273,5 +273,38 @@ TEST_F(PipelineServerTest, RequirementsGoToTheModelSteps) {
   EXPECT_EQ(std::get<std::string>(p.at("somm_explain")), "compact");
 }
 
+// With the variants' profiles, a query's latency_slo_ms is planned across
+// the steps: the model step's share names the variant planned for it.
+TEST_F(PipelineServerTest, TheSloIsSplitFromTheProfiles) {
+  PipelineServerOptions o;
+  o.repository_path = repo_.string();
+  o.variant_options = [](const std::string& model, const std::string&) {
+    std::vector<cluster::VariantOption> out;
+    for (const auto& [variant, ms] : {std::pair<std::string, double>{"ts-fp32", 4.0}, {"ts-int8", 1.0}}) {
+      cluster::VariantOption v;
+      v.model = model;
+      v.variant = variant;
+      v.accuracy = 0.9;
+      v.latency.intercept_ms = ms;
+      v.latency.points = {{1, ms}};
+      v.max_batch = 8;
+      out.push_back(v);
+    }
+    return out;
+  };
+  PipelineServer split(o, models_);
+  split.LoadAll();
+  auto r = Request("p", {image::testing::PngBytes(2, 2, 1, {1, 2, 3, 4})});
+  r.parameters["latency_slo_ms"] = 1000.0;
+  StatusOr<InferenceResponse> a = Internal("no answer");
+  split.Infer(std::move(r), [&a](StatusOr<InferenceResponse> got) { a = std::move(got); });
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  const std::string somm = std::get<std::string>(a->parameters.at("somm"));
+  EXPECT_NE(somm.find("split=planned"), std::string::npos) << somm;
+  const std::string step = std::get<std::string>(a->parameters.at("somm_step_classify"));
+  EXPECT_NE(step.find("planned=digits:1:ts-"), std::string::npos) << step;
+  EXPECT_NE(step.find("slo_share_ms="), std::string::npos) << step;
+}
+
 }  // namespace
 }  // namespace somm::pipeline
