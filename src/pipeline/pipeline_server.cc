@@ -485,7 +485,9 @@ void PipelineServer::RunFrom(const std::shared_ptr<Run>& run, size_t index) {
       if (run->planned) share += " planned=" + run->planned_option[i];
     }
     for (size_t k = 0; k < c.inputs.size(); ++k) {
-      const auto& [name, source] = c.inputs[k];
+      // Not a structured binding: clang before 16 cannot capture one in a lambda.
+      const std::string& name = c.inputs[k].first;
+      const std::string& source = c.inputs[k].second;
       const auto spec = std::find_if(step.inputs.begin(), step.inputs.end(),
                                      [&](const TensorSpec& s) { return s.name == name; });
       auto t = run->Take(source, name, spec->shape);
