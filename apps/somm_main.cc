@@ -8,10 +8,11 @@
 #include <string_view>
 #include <utility>
 
-#include "loadgen/bench.h"
+#include "cli/client_cli.h"
 #include "cli/commands.h"
 #include "cli/keys_command.h"
 #include "cli/model_sandbox_command.h"
+#include "cli/version_command.h"
 #include "common/process_env.h"
 #include "node/component_options.h"
 #include "node/log_format.h"
@@ -72,7 +73,11 @@ int main(int argc, char** argv) {
 
   CLI::App app{"somm: managed, model-less inference serving"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("somm ") + SOMM_VERSION);
+  const std::string version = somm::VersionText(SOMM_VERSION, SOMM_GIT_COMMIT);
+  app.set_version_flag("--version", version, "Print the version, the commit it was built from "
+                                              "and libtorch's version, and stop");
+  auto* version_cmd = app.add_subcommand("version", "As --version: the version, the commit it "
+                                                    "was built from and libtorch's version");
 
   somm::ServeOptions serve;
   auto* serve_cmd = app.add_subcommand("serve", "Serve a model repository over REST and gRPC "
@@ -160,254 +165,14 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.01, 1.0))
       ->capture_default_str();
 
-  somm::InferOptions infer;
-  auto* infer_cmd = app.add_subcommand(
-      "infer", "Send one query and print the result: `somm infer MODEL FILE`, or task form "
-               "`somm infer --task TASK FILE` where somm picks the model");
-  // Both positionals are optional to CLI11, which fills them in order: with
-  // --task, the one given is the input (sorted out after parsing).
-  infer_cmd->add_option("model", infer.model,
-                        "Model name (a variant id also works); omit with --task");
-  infer_cmd->add_option("input", infer.input,
-                        "A JSON request body (OIP v2) or an image (.png/.jpg) that is "
-                        "preprocessed per the model's config");
-  infer_cmd->add_option("--task", infer.task,
-                        "Task-form query (e.g. classification/digits): somm picks the model "
-                        "that meets the --param SLOs");
-  infer_cmd->add_option("--param", infer.params,
-                        "Request parameter key=value, repeatable: latency_slo_ms=5, "
-                        "min_accuracy=0.95, max_cost=1e-6, best_effort=true (numbers become "
-                        "doubles, true/false booleans, the rest strings)")
-      ->allow_extra_args(false);
-  infer_cmd->add_option("--url,-u", infer.client.url, "host:port of the server")->capture_default_str();
-  infer_cmd->add_option("--protocol,-i", infer.client.protocol, "http or grpc")
-      ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
-  infer_cmd->add_option("--model-version", infer.version, "Version (default: latest)");
-  infer_cmd->add_option("--top-k", infer.top_k, "Classes to show for classifiers")->capture_default_str();
-  infer_cmd->add_flag("--binary", infer.binary, "REST: use the binary tensor data extension");
-
-  somm::RegisterOptions reg;
-  auto* register_cmd = app.add_subcommand(
-      "register", "Register a TorchScript model for a task; somm then generates and profiles "
-                  "its variants in the background");
-  register_cmd->add_option("name", reg.name, "Name of the new model")->required();
-  register_cmd->add_option("--model", reg.model_file, "The TorchScript file (.pt)")
-      ->required()->check(CLI::ExistingFile);
-  register_cmd->add_option("--task", reg.task, "Task it serves, task/dataset "
-                                               "(e.g. classification/digits)")->required();
-  register_cmd->add_option("--input", reg.inputs,
-                           "An input as name:DATATYPE:dims, per sample (e.g. pixels:FP32:64, "
-                           "image:FP32:3x224x224; -1 = variable); repeatable")
-      ->required()->allow_extra_args(false);
-  register_cmd->add_option("--output", reg.outputs,
-                           "An output as name:DATATYPE:dims (e.g. logits:FP32:10); repeatable")
-      ->required()->allow_extra_args(false);
-  register_cmd->add_option("--max-batch-size", reg.max_batch_size,
-                           "Largest batch the model takes (0 = it does not batch)")
-      ->required()->check(CLI::Range(int64_t{0}, int64_t{65536}));
-  register_cmd->add_option("--validation", reg.validation_dir,
-                           "Folder with meta.json (count), inputs.bin and labels.bin (INT64) to "
-                           "measure each variant's accuracy on")->check(CLI::ExistingDirectory);
-  register_cmd->add_option("--preprocessing-from", reg.preprocessing_from,
-                           "A model.yaml whose preprocessing block (image input) is copied")
-      ->check(CLI::ExistingFile);
-  register_cmd->add_option("--platform", reg.platform,
-                           "The runtime the model file is for (model.yaml's platform); the "
-                           "server refuses one it does not support, listing those it does")
-      ->capture_default_str();
-  register_cmd->add_option("--description", reg.description, "Free text shown in metadata");
-  register_cmd->add_flag("--private", reg.private_model,
-                         "Private to the tenant of the caller's key (SOMM_API_KEY)");
-  register_cmd->add_flag("--wait", reg.wait,
-                         "Show progress until the variants are READY (or FAILED), then print "
-                         "them");
-  register_cmd->add_option("--url,-u", reg.client.url, "host:port of the server")
-      ->capture_default_str();
-  register_cmd->add_option("--protocol,-i", reg.client.protocol, "http or grpc")
-      ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
-
-  somm::VariantsOptions variants;
-  auto* variants_cmd = app.add_subcommand(
-      "variants", "Show a registered model's variants: precision, accuracy, latency at batch 1 "
-                  "per hardware, load time, memory; or the progress of their generation");
-  variants_cmd->add_option("name", variants.name, "Model name")->required();
-  variants_cmd->add_option("--url,-u", variants.client.url, "host:port of the server")
-      ->capture_default_str();
-  variants_cmd->add_option("--protocol,-i", variants.client.protocol, "http or grpc")
-      ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
-
-  somm::DecisionsOptions decisions;
-  auto* decisions_cmd = app.add_subcommand(
-      "decisions", "Show the selector's recent decisions: which variant and hardware served "
-                   "each query, and why");
-  decisions_cmd->add_option("--limit,-n", decisions.limit, "How many, newest first")
-      ->capture_default_str()->check(CLI::Range(1, 10000));
-  decisions_cmd->add_option("--url,-u", decisions.client.url, "host:port of the server")
-      ->capture_default_str();
-  decisions_cmd->add_option("--protocol,-i", decisions.client.protocol, "http or grpc")
-      ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
-
-  somm::TasksOptions tasks;
-  auto* tasks_cmd = app.add_subcommand(
-      "tasks", "List the tasks a model-less query may name (or describe one): signature, "
-               "models, accuracy and batch-1 latency ranges");
-  tasks_cmd->add_option("task", tasks.task, "One task to describe, e.g. classification/digits");
-  tasks_cmd->add_option("--url,-u", tasks.client.url, "host:port of the server")
-      ->capture_default_str();
-  tasks_cmd->add_option("--protocol,-i", tasks.client.protocol, "http or grpc")
-      ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
-
-  somm::RolloutOptions rollout;
-  auto* rollout_cmd = app.add_subcommand(
-      "rollout", "Start, step, promote or roll back a model's canary version, or show it: the "
-                 "canary takes a share of the model's unversioned queries (or shadows them) and "
-                 "somm promotes it step by step, or rolls it back when it is worse");
-  rollout_cmd->add_option("model", rollout.model, "The model")->required();
-  rollout_cmd->add_option("--version", rollout.version, "Start a canary of this version");
-  rollout_cmd->add_option("--percent", rollout.percent,
-                          "With --version: its first share (default: the first step; shadow 100)")
-      ->check(CLI::Range(0, 100));
-  rollout_cmd->add_flag("--shadow", rollout.shadow,
-                        "With --version: mirror queries to it and compare, clients get the stable "
-                        "answers; goes live at the first step once it agrees");
-  rollout_cmd->add_option("--steps", rollout.steps, "With --version: shares to advance through, "
-                                                    "ending at 100 (default 10,25,50,100)");
-  rollout_cmd->add_flag("--manual", rollout.manual,
-                        "With --version: hold at --percent until told (still rolled back when "
-                        "worse)");
-  rollout_cmd->add_option("--bounds", rollout.bounds,
-                          "With --version: what rolls it back, as JSON (max_accuracy_drop, "
-                          "max_error_rate_increase, max_latency_ratio, latency_floor_ms, ...; "
-                          "those left out keep their defaults)");
-  rollout_cmd->add_flag("--promote", rollout.promote, "Promote the canary to 100% now");
-  rollout_cmd->add_flag("--rollback", rollout.rollback, "Roll the canary back now");
-  rollout_cmd->add_option("--set-percent", rollout.set_percent, "Set the canary's share now")
-      ->check(CLI::Range(0, 100));
-  rollout_cmd->add_option("--reason", rollout.reason, "Words kept in the rollout's history");
-  rollout_cmd->add_flag("--json", rollout.json, "Print the rollout as JSON");
-  rollout_cmd->add_option("--url,-u", rollout.client.url, "host:port of the server")
-      ->capture_default_str();
-  rollout_cmd->add_option("--protocol,-i", rollout.client.protocol, "http or grpc")
-      ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
-
-  somm::BatchOptions batch;
-  auto* batch_cmd = app.add_subcommand(
-      "batch", "Offline batch jobs: run every item of a folder or a JSONL file through a model "
-               "or a task at low priority, one output file per item (submit, status, cancel)");
-  batch_cmd->require_subcommand(1);
-  auto* batch_submit = batch_cmd->add_subcommand("submit", "Submit a job; prints its id last");
-  batch_submit->add_option("--model,-m", batch.model, "The model (or --task)");
-  batch_submit->add_option("--version", batch.version, "The model's version (default: its default)");
-  batch_submit->add_option("--task,-t", batch.task, "The task: somm picks the model per item");
-  batch_submit->add_option("--min-accuracy", batch.min_accuracy, "Accuracy floor")
-      ->check(CLI::Range(0.0, 1.0));
-  batch_submit->add_option("--max-cost", batch.max_cost, "Cost ceiling per item, USD");
-  batch_submit->add_option("--input", batch.input, "A folder of OIP request bodies (*.json) or a "
-                                                   "JSONL file of them, in this key's batch folder "
-                                                   "on the server (relative to it)")->required();
-  batch_submit->add_option("--output", batch.output, "The folder for the answers, in this key's "
-                                                     "batch folder on the server")->required();
-  batch_submit->add_option("--concurrency", batch.concurrency, "Items in flight at most")
-      ->capture_default_str()->check(CLI::Range(1, 1024));
-  batch_submit->add_flag("--wait", batch.wait, "Then show its progress until it ends");
-  auto* batch_status = batch_cmd->add_subcommand("status", "Show one job, or every job");
-  batch_status->add_option("id", batch.id, "The job (default: every job)");
-  batch_status->add_flag("--watch,-w", batch.watch, "Refresh with a progress bar until it ends");
-  auto* batch_cancel = batch_cmd->add_subcommand("cancel", "Cancel a job (what it wrote stays)");
-  batch_cancel->add_option("id", batch.id, "The job")->required();
-  for (auto* cmd : {batch_submit, batch_status, batch_cancel}) {
-    cmd->add_option("--url,-u", batch.url, "host:port of the REST port")->capture_default_str();
-    cmd->add_flag("--json", batch.json, "Print the server's JSON");
-  }
-
-  somm::StatusOptions status;
-  auto* status_cmd = app.add_subcommand(
-      "status", "Show models, instances per worker, load, SLO attainment and recent control "
-                "actions (the dashboard's overview as a table)");
-  status_cmd->add_option("--url,-u", status.url, "host:port of the REST port")->capture_default_str();
-  status_cmd->add_flag("--watch,-w", status.watch, "Refresh until interrupted");
-  status_cmd->add_option("--interval-ms", status.interval_ms, "--watch: time between refreshes")
-      ->capture_default_str()->check(CLI::Range(200, 3600000));
-  status_cmd->add_option("--actions", status.actions, "Newest control actions listed")
-      ->capture_default_str()->check(CLI::Range(0, 20));
+  somm::ClientCommandLine client;
+  somm::AddClientCommands(app, &client);
 
   somm::KeysOptions keys;
   auto* keys_cmd = somm::AddKeysCommand(app, &keys);
 
-  somm::ClientOptions models;
-  auto* models_cmd = app.add_subcommand("models", "List the server's model repository and status");
-  models_cmd->add_option("--url,-u", models.url, "host:port of the server")->capture_default_str();
-  models_cmd->add_option("--protocol,-i", models.protocol, "http or grpc")
-      ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
-
   somm::sim::SimulateCommandOptions simulate;
   auto* simulate_cmd = somm::sim::AddSimulateCommand(app, &simulate);
-
-  somm::loadgen::BenchOptions bench;
-  auto* bench_cmd = app.add_subcommand(
-      "bench", "Generate load against an OIP server (REST or gRPC) and report throughput, "
-               "latency percentiles, SLO attainment and the server-side split");
-  bench_cmd->add_option("model", bench.model, "Model name")->required();
-  bench_cmd->add_option("--url,-u", bench.url, "host:port of the server")->capture_default_str();
-  bench_cmd->add_option("--protocol,-i", bench.protocol, "http or grpc")
-      ->capture_default_str()->check(CLI::IsMember({"http", "grpc"}));
-  auto* bench_conc = bench_cmd->add_option("--concurrency", bench.concurrency,
-                                           "Closed loop: N senders, each sends, waits, sends "
-                                           "(the default load is 1)")->check(CLI::PositiveNumber);
-  auto* bench_range = bench_cmd->add_option(
-      "--concurrency-range", bench.concurrency_range,
-      "Closed-loop sweep START:END[:STEP]; STEP multiplies (1:16:2 = 1 2 4 8 16, default 2), "
-      "+STEP adds (1:16:+5 = 1 6 11 16)");
-  auto* bench_rate = bench_cmd->add_option("--request-rate", bench.request_rate,
-                                           "Open loop: Poisson arrivals at R queries/s")
-                         ->check(CLI::PositiveNumber);
-  auto* bench_trace = bench_cmd->add_option(
-      "--trace", bench.trace,
-      "Replay a CSV trace once: header row, timestamp_ms required; model, task, latency_slo_ms, "
-      "min_accuracy, max_cost optional")->check(CLI::ExistingFile);
-  bench_conc->excludes(bench_range, bench_rate, bench_trace);
-  bench_range->excludes(bench_rate, bench_trace);
-  bench_rate->excludes(bench_trace);
-  bench_cmd->add_option("--duration-s", bench.duration_s,
-                        "Poisson: measure exactly this long instead of until stable");
-  bench_cmd->add_option("--warmup-s", bench.warmup_s, "Load before measuring (discarded)")
-      ->capture_default_str();
-  bench_cmd->add_option("--window-s", bench.window_s, "Length of one measurement window")
-      ->capture_default_str();
-  bench_cmd->add_option("--stability-pct", bench.stability_pct,
-                        "Stop when the last 3 windows' throughput and p99 are each within this "
-                        "% of their mean")->capture_default_str();
-  bench_cmd->add_option("--max-windows", bench.max_windows, "Stop after this many windows")
-      ->capture_default_str();
-  bench_cmd->add_option("--slo-ms", bench.slo_ms,
-                        "Latency SLO of every query; attained = succeeded within it");
-  bench_cmd->add_flag("--send-slo", bench.send_slo,
-                      "Also send --slo-ms with every query (parameter latency_slo_ms), so the "
-                      "server selects, admits and sheds by it; without it the SLO only judges "
-                      "the answers");
-  bench_cmd->add_option("--input", bench.input,
-                        "OIP REST request body (.json) to send; default: random inputs built "
-                        "from the model's metadata")->check(CLI::ExistingFile);
-  bench_cmd->add_option("--batch-size,-b", bench.batch_size, "Samples per query")
-      ->capture_default_str();
-  bench_cmd->add_flag("--binary", bench.binary, "REST: use the binary tensor data extension");
-  bench_cmd->add_option("--api-key", bench.api_key,
-                        "API key of every query (default: $SOMM_API_KEY, if set)");
-  bench_cmd->add_option("--senders", bench.senders, "Open loop / trace: sender threads")
-      ->capture_default_str();
-  bench_cmd->add_option("--seed", bench.seed, "Seed of the Poisson schedule and random inputs")
-      ->capture_default_str();
-  bench_cmd->add_option("--time-scale", bench.time_scale,
-                        "Trace: replay X times faster (arrival offsets divided by X)")
-      ->capture_default_str();
-  bench_cmd->add_option("--label", bench.label, "Name of the target in the report (default: url)");
-  bench_cmd->add_option("--json", bench.json_path, "Also write the report as JSON to this file");
-  bench_cmd->add_option("--query-log", bench.query_log_path,
-                        "Trace: write every query (due/sent/done ms, model, SLO, status code, "
-                        "server timing) as CSV to this file");
-  bench_cmd->add_option("--timeline", bench.timeline_path,
-                        "Trace: write per (second, model) counts (sent, ok, SLO met, late, "
-                        "rejected, expired, failed, p50, p99) as CSV to this file");
 
   // The cluster's processes (docs/cluster.md).
   somm::WorkerProcessOptions worker;
@@ -619,52 +384,17 @@ int main(int argc, char** argv) {
                           std::pair{router_cmd, &router.tls}, std::pair{controller_cmd, &ctl.tls}}) {
     add_tls_server_flags(cmd, tls);
   }
-  for (auto [cmd, tls] : {std::pair{infer_cmd, &infer.client.tls},
-                          std::pair{register_cmd, &reg.client.tls},
-                          std::pair{variants_cmd, &variants.client.tls},
-                          std::pair{decisions_cmd, &decisions.client.tls},
-                          std::pair{tasks_cmd, &tasks.client.tls},
-                          std::pair{rollout_cmd, &rollout.client.tls},
-                          std::pair{bench_cmd, &bench.tls},
-                          std::pair{models_cmd, &models.tls}}) {
-    cmd->add_option("--tls-ca", tls->ca_file, "gRPC over TLS: the CA (PEM) of the server's certificate")
-        ->check(CLI::ExistingFile);
-    cmd->add_option("--tls-cert", tls->cert_file, "Mutual TLS: client certificate (PEM)")
-        ->check(CLI::ExistingFile);
-    cmd->add_option("--tls-key", tls->key_file, "Mutual TLS: its private key (PEM)")
-        ->check(CLI::ExistingFile);
-  }
-
   CLI11_PARSE(app, argc, argv);
   if (serve_cmd->parsed()) return somm::RunServe(serve);
   if (worker_cmd->parsed()) return somm::RunWorker(worker);
   if (router_cmd->parsed()) return somm::RunRouter(router);
   if (controller_cmd->parsed()) return somm::RunController(ctl);
-  if (infer_cmd->parsed()) {
-    if (infer.input.empty()) std::swap(infer.input, infer.model);
-    if (infer.input.empty() || (infer.model.empty() == infer.task.empty())) {
-      std::fprintf(stderr, "error: give MODEL FILE, or --task TASK FILE\n");
-      return 2;
-    }
-    if (!std::filesystem::is_regular_file(infer.input)) {
-      std::fprintf(stderr, "error: input file '%s' does not exist\n", infer.input.c_str());
-      return 2;
-    }
-    return somm::RunInfer(infer);
+  if (version_cmd->parsed()) {
+    std::printf("%s\n", version.c_str());
+    return 0;
   }
-  if (register_cmd->parsed()) return somm::RunRegister(reg);
-  if (variants_cmd->parsed()) return somm::RunVariants(variants);
-  if (decisions_cmd->parsed()) return somm::RunDecisions(decisions);
-  if (tasks_cmd->parsed()) return somm::RunTasks(tasks);
-  if (rollout_cmd->parsed()) return somm::RunRollout(rollout);
-  if (batch_cmd->parsed()) {
-    batch.action = batch_submit->parsed() ? "submit" : batch_cancel->parsed() ? "cancel" : "status";
-    return somm::RunBatch(batch);
-  }
-  if (status_cmd->parsed()) return somm::RunStatus(status);
-  if (models_cmd->parsed()) return somm::RunModels(models);
+  if (const int code = somm::RunClientCommands(client); code >= 0) return code;
   if (keys_cmd->parsed()) return somm::RunKeys(*keys_cmd, keys);
-  if (bench_cmd->parsed()) return somm::loadgen::RunBench(bench);
   if (simulate_cmd->parsed()) return somm::sim::RunSimulate(simulate);
   return 1;
 }

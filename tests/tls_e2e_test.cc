@@ -191,6 +191,48 @@ TEST_F(TlsE2eTest, GrpcWithSslCredentials) {
   EXPECT_NE(infer.output.find("digits-mlp"), std::string::npos) << infer.output;
 }
 
+// somm status and somm batch status reach a TLS server on both wires: over
+// REST (HTTPS) with --tls-ca or an https:// --url, over gRPC with --tls-ca;
+// they check the server as curl does.
+TEST_F(TlsE2eTest, StatusAndBatchStatusOverHttpsAndGrpc) {
+  const std::string mutual =
+      " --tls-cert " + File("client.pem") + " --tls-key " + File("client.key");
+  const std::string rest = std::to_string(server_->http_port());
+  const std::string grpc = std::to_string(server_->grpc_port());
+  for (const std::string& wire : {"-i http -u localhost:" + rest,
+                                  "-i http -u https://localhost:" + rest,
+                                  "-i grpc -u localhost:" + grpc}) {
+    CommandResult status =
+        Shell(SommBinary() + " status " + wire + " --tls-ca " + File("ca.pem") + mutual);
+    EXPECT_EQ(status.exit_code, 0) << wire << ": " << status.output;
+    EXPECT_NE(status.output.find("digits-mlp"), std::string::npos) << status.output;
+    CommandResult jobs =
+        Shell(SommBinary() + " batch status " + wire + " --tls-ca " + File("ca.pem") + mutual);
+    EXPECT_EQ(jobs.exit_code, 0) << wire << ": " << jobs.output;
+    EXPECT_NE(jobs.output.find("JOB"), std::string::npos) << jobs.output;
+  }
+  // A server whose certificate the CA given did not sign is refused.
+  CommandResult distrust = Shell(SommBinary() + " status -u https://localhost:" + rest +
+                                 " --tls-ca " + File("other/ca.pem") + mutual);
+  EXPECT_NE(distrust.exit_code, 0) << distrust.output;
+  EXPECT_NE(distrust.output.find("signed by --tls-ca"), std::string::npos) << distrust.output;
+  // Mutual TLS: the CA alone is not enough.
+  CommandResult no_cert = Shell(SommBinary() + " batch status -u https://localhost:" + rest +
+                                " --tls-ca " + File("ca.pem"));
+  EXPECT_NE(no_cert.exit_code, 0) << no_cert.output;
+
+  // The other client commands reach it over both wires: REST as HTTPS.
+  CommandResult infer = Shell(SommBinary() + " infer digits-mlp " + Digit() +
+                              " -u https://localhost:" + rest + " --tls-ca " + File("ca.pem") +
+                              mutual);
+  EXPECT_EQ(infer.exit_code, 0) << infer.output;
+  EXPECT_NE(infer.output.find("model digits-mlp"), std::string::npos) << infer.output;
+  CommandResult models = Shell(SommBinary() + " models -i grpc -u https://localhost:" + grpc +
+                               " --tls-ca " + File("ca.pem") + mutual);
+  EXPECT_EQ(models.exit_code, 0) << models.output;
+  EXPECT_NE(models.output.find("digits-mlp"), std::string::npos) << models.output;
+}
+
 // The cluster: every process presents server.pem and requires a certificate
 // of ca.pem, so a router reaches its workers and the controller only over
 // mutual TLS, and a client with no certificate reaches no worker.

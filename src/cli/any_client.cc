@@ -1,32 +1,20 @@
 #include "cli/any_client.h"
 
-#include <charconv>
 #include <utility>
 
 namespace somm {
 
 StatusOr<AnyClient> AnyClient::Create(const ClientOptions& o) {
+  SOMM_ASSIGN_OR_RETURN(const ClientTarget target, ResolveClientTarget(o));
   AnyClient c;
   if (o.protocol == "grpc") {
     GrpcClientOptions grpc_options;
     grpc_options.tls = o.tls;
-    SOMM_ASSIGN_OR_RETURN(c.grpc_, GrpcClient::Connect(o.url, grpc_options));
+    grpc_options.api_key = o.api_key;
+    SOMM_ASSIGN_OR_RETURN(c.grpc_, GrpcClient::Connect(target.host_port, grpc_options));
     return c;
   }
-  if (o.tls.enabled()) {
-    // The REST client is cpp-httplib, whose TLS would bring OpenSSL outside
-    // crypto/; curl --cacert speaks to a TLS REST port.
-    return InvalidArgument("--tls-ca: the somm client speaks TLS over gRPC only (-i grpc)");
-  }
-  const auto colon = o.url.rfind(':');
-  int port = 0;
-  const char* end = o.url.data() + o.url.size();
-  if (colon == std::string::npos ||
-      std::from_chars(o.url.data() + colon + 1, end, port).ptr != end || port <= 0 ||
-      port > 65535) {
-    return InvalidArgument("--url must be host:port, got '" + o.url + "'");
-  }
-  c.http_ = std::make_unique<HttpClient>(o.url.substr(0, colon), port);
+  SOMM_ASSIGN_OR_RETURN(c.http_, MakeHttpClient(o));
   return c;
 }
 
@@ -65,6 +53,14 @@ StatusOr<std::string> AnyClient::Rollout(const std::string& model, const std::st
 
 StatusOr<std::vector<TaskDescription>> AnyClient::Tasks(const std::string& task) {
   return grpc_ ? grpc_->Tasks(task) : http_->Tasks(task);
+}
+
+StatusOr<std::string> AnyClient::GetBody(const std::string& path) {
+  return grpc_ ? grpc_->OperatorCall("GET", path) : http_->GetBody(path);
+}
+
+StatusOr<std::string> AnyClient::PostBody(const std::string& path, const std::string& body) {
+  return grpc_ ? grpc_->OperatorCall("POST", path, body) : http_->PostBody(path, body);
 }
 
 }  // namespace somm

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/commands.h"
+#include "cli/client_options.h"
 #include "client/grpc_client.h"
 #include "client/http_client.h"
 #include "common/status.h"
@@ -18,7 +18,7 @@ namespace somm {
 
 class AnyClient {
  public:
-  // --url is host:port for both protocols.
+  // --url as cli/client_options.h reads it, for both protocols.
   static StatusOr<AnyClient> Create(const ClientOptions& options);
 
   StatusOr<ModelMetadata> Metadata(const std::string& model, const std::string& version);
@@ -31,6 +31,11 @@ class AnyClient {
   StatusOr<std::vector<DecisionRecord>> RecentDecisions(size_t limit);
   StatusOr<std::vector<TaskDescription>> Tasks(const std::string& task);
   StatusOr<std::string> Rollout(const std::string& model, const std::string& change_json);
+  // The operator's views and batch jobs under /v2/somm/ (`path` with its
+  // query string): REST's GET or POST there, or SommControl/OperatorCall
+  // over gRPC, which answers the same JSON body.
+  StatusOr<std::string> GetBody(const std::string& path);
+  StatusOr<std::string> PostBody(const std::string& path, const std::string& body);
 
  private:
   std::unique_ptr<GrpcClient> grpc_;

@@ -1,8 +1,8 @@
 // `somm batch submit|status|cancel` (commands.h): offline batch jobs over
-// REST (/v2/somm/batch), with a progress bar for --watch.
+// REST (/v2/somm/batch) or gRPC (SommControl/OperatorCall, the same paths),
+// with a progress bar for --watch.
 #include <unistd.h>
 
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "batch/batch_jobs.h"
+#include "cli/any_client.h"
 #include "cli/commands.h"
-#include "client/http_client.h"
 
 namespace somm {
 namespace {
@@ -44,15 +44,12 @@ void PrintRow(const BatchJobStatus& s) {
 }  // namespace
 
 int RunBatch(const BatchOptions& o) {
-  const auto colon = o.url.rfind(':');
-  int port = 0;
-  const char* end = o.url.data() + o.url.size();
-  if (colon == std::string::npos ||
-      std::from_chars(o.url.data() + colon + 1, end, port).ptr != end || port <= 0 || port > 65535) {
-    std::fprintf(stderr, "error: --url must be host:port, got '%s'\n", o.url.c_str());
+  StatusOr<AnyClient> made = AnyClient::Create(o.client);
+  if (!made.ok()) {
+    std::fprintf(stderr, "error: %s\n", made.status().message().c_str());
     return 2;
   }
-  HttpClient client(o.url.substr(0, colon), port);
+  AnyClient& client = *made;
   auto fail = [](const Status& s) {
     std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
     return 1;

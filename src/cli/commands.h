@@ -8,7 +8,7 @@
 
 #include "batching/batch_types.h"
 #include "common/status.h"
-#include "crypto/tls_files.h"
+#include "cli/client_options.h"
 #include "node/node_options.h"
 #include "repository/model_config.h"
 
@@ -26,13 +26,9 @@ int RunWorker(const WorkerProcessOptions& options);
 int RunRouter(const RouterProcessOptions& options);
 int RunController(const ControllerProcessOptions& options);
 
-struct ClientOptions {
-  std::string url = "127.0.0.1:8000";  // host:port of the REST or gRPC endpoint
-  std::string protocol = "http";       // http | grpc
-  // TLS toward the server (--tls-ca; --tls-cert and --tls-key for mutual
-  // TLS); not enabled = plaintext. gRPC only for now.
-  crypto::TlsClientFiles tls;
-};
+// Every client command below holds a ClientOptions (cli/client_options.h):
+// --url, -i, --api-key, --tls-ca, --tls-cert, --tls-key, added to each by
+// cli/client_flags.h's AddClientFlags.
 
 struct InferOptions {
   ClientOptions client;
@@ -86,13 +82,13 @@ struct TasksOptions {
 };
 int RunTasks(const TasksOptions& options);
 
-// `somm rollout MODEL [--version V --percent P [--shadow] ...] [--promote |
+// `somm rollout MODEL [--model-version V --percent P [--shadow] ...] [--promote |
 // --rollback | --set-percent P]`: a model's canary (docs/rollouts.md).
 // Without a change it shows the rollout.
 struct RolloutOptions {
   ClientOptions client;
   std::string model;
-  std::string version;  // starts a canary of this version
+  std::string version;  // --model-version: starts a canary of this version
   int percent = -1;     // -1 = the first step (shadow: 100)
   bool shadow = false;
   std::string steps;    // "10,25,50,100"
@@ -107,22 +103,23 @@ struct RolloutOptions {
 int RunRollout(const RolloutOptions& options);
 
 // `somm status`: the dashboard's overview as a terminal table
-// (cli/status_format.h), from the operator's views on the REST port.
+// (cli/status_format.h), from the operator's views: REST's /v2/somm/ GETs,
+// or SommControl/OperatorCall over gRPC.
 struct StatusOptions {
-  std::string url = "127.0.0.1:8000";  // host:port of the REST port
-  bool watch = false;                  // refresh until interrupted
-  int interval_ms = 2000;              // --watch: time between refreshes
-  int actions = 8;                     // newest control actions listed
+  ClientOptions client;
+  bool watch = false;          // refresh until interrupted
+  double interval_ms = 2000;   // --watch: time between refreshes (--interval 2s)
+  int actions = 8;             // newest control actions listed
 };
 int RunStatus(const StatusOptions& options);
 
-// `somm batch submit|status|cancel`: offline batch jobs (docs/lifecycle.md)
-// on the REST port.
+// `somm batch submit|status|cancel`: offline batch jobs (docs/lifecycle.md),
+// over REST or gRPC (SommControl/OperatorCall, the same paths and bodies).
 struct BatchOptions {
-  std::string url = "127.0.0.1:8000";
+  ClientOptions client;
   std::string action;   // submit | status | cancel
   std::string id;       // status (one job; "" = all), cancel
-  std::string model, version, task;
+  std::string model, version, task;  // version: --model-version
   double min_accuracy = -1;  // -1 = none
   double max_cost = -1;      // -1 = none
   std::string input, output;

@@ -58,10 +58,10 @@ StatusOr<std::string> ChangeOf(const RolloutOptions& o) {
   const int changes = (o.version.empty() ? 0 : 1) + (o.promote ? 1 : 0) + (o.rollback ? 1 : 0) +
                       (o.set_percent >= 0 ? 1 : 0);
   if (changes > 1) {
-    return InvalidArgument("give one of --version, --promote, --rollback and --set-percent");
+    return InvalidArgument("give one of --model-version, --promote, --rollback and --set-percent");
   }
   if (!o.bounds.empty() && o.version.empty()) {
-    return InvalidArgument("--bounds goes with --version (the canary it starts)");
+    return InvalidArgument("--bounds goes with --model-version (the canary it starts)");
   }
   json j = json::object();
   if (!o.reason.empty()) j["reason"] = o.reason;
@@ -102,7 +102,7 @@ StatusOr<std::string> ChangeOf(const RolloutOptions& o) {
     }
   } else {
     if (o.percent >= 0 || o.shadow || o.manual || !o.steps.empty()) {
-      return InvalidArgument("--percent, --shadow, --manual and --steps go with --version");
+      return InvalidArgument("--percent, --shadow, --manual and --steps go with --model-version");
     }
     return std::string();
   }

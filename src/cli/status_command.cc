@@ -1,19 +1,20 @@
-// `somm status [--url host:port] [--watch]`: fetches the operator's views
-// over REST and prints status_format.h's table; --watch refreshes it in
-// place until interrupted.
-#include <charconv>
+// `somm status [--url host:port] [-i http|grpc] [--watch]`: fetches the
+// operator's views (REST's GETs, or SommControl/OperatorCall over gRPC) and
+// prints status_format.h's table; --watch refreshes it in place until
+// interrupted.
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <thread>
 
+#include "cli/any_client.h"
 #include "cli/commands.h"
 #include "cli/status_format.h"
-#include "client/http_client.h"
 
 namespace somm {
 namespace {
 
-StatusOr<StatusViews> Fetch(HttpClient& client) {
+StatusOr<StatusViews> Fetch(AnyClient& client) {
   StatusViews v;
   SOMM_ASSIGN_OR_RETURN(v.overview, client.GetBody("/v2/somm/overview"));
   SOMM_ASSIGN_OR_RETURN(v.workers, client.GetBody("/v2/somm/workers"));
@@ -24,18 +25,18 @@ StatusOr<StatusViews> Fetch(HttpClient& client) {
 }  // namespace
 
 int RunStatus(const StatusOptions& o) {
-  const auto colon = o.url.rfind(':');
-  int port = 0;
-  const char* end = o.url.data() + o.url.size();
-  if (colon == std::string::npos ||
-      std::from_chars(o.url.data() + colon + 1, end, port).ptr != end || port <= 0 ||
-      port > 65535) {
-    std::fprintf(stderr, "error: --url must be host:port, got '%s'\n", o.url.c_str());
+  StatusOr<AnyClient> made = AnyClient::Create(o.client);
+  if (!made.ok()) {
+    std::fprintf(stderr, "error: %s\n", made.status().message().c_str());
     return 2;
   }
-  HttpClient client(o.url.substr(0, colon), port);
+  AnyClient& client = *made;
   StatusFormatOptions format;
-  format.url = o.url;
+  format.url = o.client.url;
+  if (format.url.empty()) {
+    format.url = "127.0.0.1:" + std::to_string(o.client.protocol == "grpc" ? kDefaultGrpcPort
+                                                                           : kDefaultRestPort);
+  }
   format.actions = static_cast<size_t>(o.actions);
   while (true) {
     StatusOr<StatusViews> views = Fetch(client);
@@ -51,7 +52,7 @@ int RunStatus(const StatusOptions& o) {
       format.previous_overview = views->overview;
     }
     if (!o.watch) return 0;
-    std::this_thread::sleep_for(std::chrono::milliseconds(o.interval_ms));
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.interval_ms));
   }
 }
 

@@ -42,7 +42,20 @@ struct HttpClient::Reply {
 
 HttpClient::HttpClient(std::string host, int port, HttpClientOptions options)
     : endpoint_(host + ":" + std::to_string(port)),
-      http_(std::make_unique<httplib::Client>(std::move(host), port)) {
+      scheme_(options.https || options.tls.enabled() ? "https://" : "http://") {
+  if (scheme_ == "https://") {
+    // cpp-httplib's SSLClient (it is built with OpenSSL here): it checks the
+    // chain against the CA file (the system's store without one) and that
+    // the certificate names `host`, which it also sends as SNI.
+    const std::string bracketed = host.find(':') == std::string::npos ? host : "[" + host + "]";
+    http_ = std::make_unique<httplib::Client>(scheme_ + bracketed + ":" + std::to_string(port),
+                                              options.tls.cert_file, options.tls.key_file);
+    if (!options.tls.ca_file.empty()) http_->set_ca_cert_path(options.tls.ca_file);
+    http_->enable_server_certificate_verification(true);
+    usable_ = http_->is_valid();
+  } else {
+    http_ = std::make_unique<httplib::Client>(std::move(host), port);
+  }
   http_->set_keep_alive(true);
   // Headers and body go out in separate writes; without TCP_NODELAY every
   // POST would wait for the server's delayed ACK (~40 ms).
@@ -59,12 +72,28 @@ HttpClient::HttpClient(std::string host, int port, HttpClientOptions options)
 
 HttpClient::~HttpClient() = default;
 
-StatusOr<HttpClient::Reply> HttpClient::Get(const std::string& path) {
-  httplib::Result res = http_->Get(path.c_str());
-  if (!res) {
-    return Unavailable("GET http://" + endpoint_ + path +
-                       " failed: " + httplib::to_string(res.error()));
+Status HttpClient::TransportError(const char* method, const std::string& path,
+                                  int error) const {
+  const auto e = static_cast<httplib::Error>(error);
+  std::string hint;
+  if (scheme_ == "https://" &&
+      (e == httplib::Error::SSLConnection || e == httplib::Error::SSLServerVerification ||
+       e == httplib::Error::SSLLoadingCerts)) {
+    hint = " (is the port TLS, is its certificate signed by --tls-ca and does it name the "
+           "host in --url; if the server requires client certificates, are --tls-cert and "
+           "--tls-key given?)";
   }
+  return Unavailable(std::string(method) + " " + scheme_ + endpoint_ + path +
+                     " failed: " + httplib::to_string(e) + hint);
+}
+
+StatusOr<HttpClient::Reply> HttpClient::Get(const std::string& path) {
+  if (!usable_) {
+    return InvalidArgument("the client certificate (--tls-cert) or its key (--tls-key) "
+                           "cannot be loaded");
+  }
+  httplib::Result res = http_->Get(path.c_str());
+  if (!res) return TransportError("GET", path, static_cast<int>(res.error()));
   return Reply{res->status, std::move(res->body), std::nullopt};
 }
 
@@ -76,11 +105,12 @@ StatusOr<HttpClient::Reply> HttpClient::Post(const std::string& path, const std:
   }
   const char* content_type =
       json_size.has_value() ? "application/octet-stream" : "application/json";
-  httplib::Result res = http_->Post(path.c_str(), headers, body, content_type);
-  if (!res) {
-    return Unavailable("POST http://" + endpoint_ + path +
-                       " failed: " + httplib::to_string(res.error()));
+  if (!usable_) {
+    return InvalidArgument("the client certificate (--tls-cert) or its key (--tls-key) "
+                           "cannot be loaded");
   }
+  httplib::Result res = http_->Post(path.c_str(), headers, body, content_type);
+  if (!res) return TransportError("POST", path, static_cast<int>(res.error()));
   Reply reply{res->status, std::move(res->body), std::nullopt};
   if (res->has_header(oip::kInferenceHeaderContentLength)) {
     SOMM_ASSIGN_OR_RETURN(
@@ -180,7 +210,7 @@ StatusOr<RegistrationStatus> HttpClient::GetVariants(const std::string& name) {
   if (reply.status != 200) return oip::ErrorFromReply(reply.status, reply.body);
   StatusOr<RegistrationStatus> status = oip::DecodeRegistrationStatus(reply.body);
   if (!status.ok()) {
-    return Internal("malformed response from http://" + endpoint_ + ": " +
+    return Internal("malformed response from " + scheme_ + endpoint_ + ": " +
                     status.status().message());
   }
   return status;
@@ -204,7 +234,7 @@ StatusOr<std::vector<DecisionRecord>> HttpClient::RecentDecisions(size_t limit) 
   if (reply.status != 200) return oip::ErrorFromReply(reply.status, reply.body);
   StatusOr<std::vector<DecisionRecord>> decisions = oip::DecodeDecisions(reply.body);
   if (!decisions.ok()) {
-    return Internal("malformed response from http://" + endpoint_ + ": " +
+    return Internal("malformed response from " + scheme_ + endpoint_ + ": " +
                     decisions.status().message());
   }
   return decisions;
@@ -238,7 +268,7 @@ StatusOr<std::vector<TaskDescription>> HttpClient::Tasks(const std::string& task
                        return std::vector<TaskDescription>{std::move(one)};
                      }();
   if (!tasks.ok()) {
-    return Internal("malformed response from http://" + endpoint_ + ": " + tasks.status().message());
+    return Internal("malformed response from " + scheme_ + endpoint_ + ": " + tasks.status().message());
   }
   return tasks;
 }

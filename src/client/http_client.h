@@ -5,7 +5,10 @@
 //
 // One HttpClient holds one keep-alive connection (cpp-httplib), opened on the
 // first call and reopened transparently when the server closes it. Calls block
-// until the answer arrives or a timeout expires.
+// until the answer arrives or a timeout expires. With HttpClientOptions::tls
+// (or ::https) the connection is HTTPS: the server's certificate must chain
+// to the CA given (the system's trust store without one) and name the host
+// dialled; a client certificate is presented for mutual TLS.
 //
 // Errors come back as Status: HTTP error statuses map back through
 // oip::StatusCodeFromHttp (404 -> NOT_FOUND, 429 -> RESOURCE_EXHAUSTED, ...)
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "crypto/tls_files.h"
 #include "api/inference.h"
 #include "api/inference_server.h"
 
@@ -42,6 +46,12 @@ struct HttpClientOptions {
   // The API key sent as "Authorization: Bearer <key>" on every request
   // (docs/security.md); "" = the SOMM_API_KEY environment variable, if set.
   std::string api_key;
+  // HTTPS: tls.ca_file checks the server (and tls.cert_file / key_file are
+  // presented to a server that asks); tls.server_name is not supported
+  // here. https = TLS even without a CA file, checked against the system's
+  // trust store. Neither = plain HTTP.
+  crypto::TlsClientFiles tls;
+  bool https = false;
 };
 
 class HttpClient {
@@ -106,7 +116,12 @@ class HttpClient {
   StatusOr<InferenceResponse> InferAt(const std::string& path, const InferenceRequest& request,
                                       bool binary);
 
+  // Why a call that did not reach the server failed, with a hint for TLS.
+  Status TransportError(const char* method, const std::string& path, int error) const;
+
   std::string endpoint_;  // "host:port", for error messages
+  std::string scheme_;    // "http://" or "https://"
+  bool usable_ = true;    // false: the client certificate or key did not load
   std::unique_ptr<httplib::Client> http_;
 };
 

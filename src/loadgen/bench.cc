@@ -211,10 +211,10 @@ Status WriteReplayLogs(const BenchOptions& o, const std::vector<QueryRecord>& re
     if (!out) return Internal(std::string("cannot write ") + flag + " file '" + path + "'");
     return Status::Ok();
   };
-  SOMM_RETURN_IF_ERROR(write(o.query_log_path, "--query-log", [&](std::ostream& out) {
+  SOMM_RETURN_IF_ERROR(write(o.query_log_path, "--query-log-file", [&](std::ostream& out) {
     WriteQueryLogCsv(records, origin_ns, default_slo_ms, out);
   }));
-  return write(o.timeline_path, "--timeline", [&](std::ostream& out) {
+  return write(o.timeline_path, "--timeline-file", [&](std::ostream& out) {
     WriteTimelineCsv(BuildTimeline(records, origin_ns, default_slo_ms), out);
   });
 }
@@ -316,19 +316,19 @@ Status ValidateBenchOptions(const BenchOptions& o) {
   if (o.concurrency < 0) return InvalidArgument("--concurrency must be positive");
   if (o.request_rate < 0) return InvalidArgument("--request-rate must be positive");
   if (o.duration_s < 0 || (o.duration_s > 0 && o.request_rate <= 0)) {
-    return InvalidArgument("--duration-s applies to --request-rate runs and must be positive");
+    return InvalidArgument("--duration applies to --request-rate runs and must be positive");
   }
-  if (o.warmup_s < 0) return InvalidArgument("--warmup-s must not be negative");
-  if (o.window_s <= 0) return InvalidArgument("--window-s must be positive");
+  if (o.warmup_s < 0) return InvalidArgument("--warmup must not be negative");
+  if (o.window_s <= 0) return InvalidArgument("--window must be positive");
   if (o.stability_pct <= 0) return InvalidArgument("--stability-pct must be positive");
   if (o.max_windows < 1) return InvalidArgument("--max-windows must be at least 1");
-  if (o.slo_ms < 0) return InvalidArgument("--slo-ms must not be negative");
-  if (o.send_slo && o.slo_ms <= 0) return InvalidArgument("--send-slo needs --slo-ms");
+  if (o.slo_ms < 0) return InvalidArgument("--slo must not be negative");
+  if (o.send_slo && o.slo_ms <= 0) return InvalidArgument("--send-slo needs --slo");
   if (o.batch_size < 1) return InvalidArgument("--batch-size must be at least 1");
   if (o.senders < 1) return InvalidArgument("--senders must be at least 1");
   if (o.time_scale <= 0) return InvalidArgument("--time-scale must be positive");
   if ((!o.query_log_path.empty() || !o.timeline_path.empty()) && o.trace.empty()) {
-    return InvalidArgument("--query-log and --timeline apply to --trace runs");
+    return InvalidArgument("--query-log-file and --timeline-file apply to --trace runs");
   }
   if (!o.concurrency_range.empty()) {
     SOMM_RETURN_IF_ERROR(ParseConcurrencyRange(o.concurrency_range).status());
@@ -418,7 +418,7 @@ int RunBench(const BenchOptions& o) {
   if (!o.json_path.empty()) {
     std::ofstream out(o.json_path);
     out << ReportToJson(*report).dump(2) << "\n";
-    if (!out) return fail(Internal("cannot write --json file '" + o.json_path + "'"));
+    if (!out) return fail(Internal("cannot write --json-file '" + o.json_path + "'"));
   }
   return 0;
 }

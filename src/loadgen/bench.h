@@ -11,11 +11,11 @@
 // Closed and Poisson points warm up (discarded), then measure windows until
 // the last 3 agree within --stability-pct on throughput and p99
 // (stability.h), or --max-windows is reached; the row reports the last 3
-// windows. A Poisson run with --duration-s instead measures exactly that long
+// windows. A Poisson run with --duration instead measures exactly that long
 // (split into windows, all reported). A trace is replayed once, after a
 // closed-loop warm-up of each model it names; its row covers the whole
-// replay, and it can also write every query (--query-log) and a per-second
-// timeline (--timeline) as CSV (query_log.h); a replay prints its origin on
+// replay, and it can also write every query (--query-log-file) and a per-second
+// timeline (--timeline-file) as CSV (query_log.h); a replay prints its origin on
 // the wall clock ("trace: origin unix_s=S.mmm", for tools that line the logs
 // up with samples taken elsewhere) and a progress line every 10 s. Latency
 // conventions: measurement.h. Report formats: report.h.
@@ -84,7 +84,7 @@ StatusOr<BenchReport> MeasureBench(const BenchOptions& options, ClientFactory& f
                                    std::ostream& progress);
 
 // The subcommand: validate, connect, measure, print the table to stdout,
-// write --json.
+// write --json-file.
 int RunBench(const BenchOptions& options);
 
 }  // namespace somm::loadgen
