@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
                         "Bytes of REST bodies, gRPC messages and decoded tensors held at once (all requests together); past it, 429 / RESOURCE_EXHAUSTED before the body is read. -1 (default) = a quarter of the memory budget (--memory-budget-mb, else half the memory free at start), at least eight times --max-body-bytes; 0 = no bound")
       ->capture_default_str()->check(CLI::Range(int64_t{-1}, int64_t{1} << 50));
   serve_cmd->add_option("--device", serve.device, "auto (a GPU when libtorch has CUDA and one is present), cpu or cuda:N")->capture_default_str();
-  serve_cmd->add_option("--inline-max-compute-us", serve.inline_max_compute_us, "An idle one-thread instance runs a query predicted to take at most this long on the REST or gRPC thread that received it, as a worker does (0 = always via its batcher thread)")->capture_default_str();
+  serve_cmd->add_option("--inline-max-compute-us", serve.inline_max_compute_us, "An idle one-thread instance runs a query predicted to take at most this long on the REST or gRPC thread that received it, as a worker does (0 = always via its batcher thread; 250 gains about a third at concurrency 1 over gRPC and loses about an eighth over REST: docs/performance.md)")->capture_default_str();
   serve_cmd->add_option("--inline-min-gap-us", serve.inline_min_gap_us, "... and only while its queries come at least this many microseconds apart on average (closer is load, for its batcher thread)")->capture_default_str();
   serve_cmd->add_option("--log-level", serve.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();

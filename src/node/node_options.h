@@ -127,10 +127,11 @@ struct ServeOptions {
   // As a worker's (WorkerProcessOptions below): an idle one-thread instance
   // runs a query predicted to take at most inline_max_compute_us on the
   // REST or gRPC thread that received it, while its queries come at least
-  // inline_min_gap_us apart on average. Without it a lone client's query
-  // waits for the batcher thread to wake: 12-20 us when that thread's core
-  // is awake, 90-100 us when it must be woken (docs/history/performance.md).
-  double inline_max_compute_us = 250;
+  // inline_min_gap_us apart on average. Off by default: on one quiet
+  // machine, digits-mlp at concurrency 1, 250 took gRPC from 5,212 to 7,380
+  // queries/s but REST JSON from 9,839 to 8,580 (bench/ab_c1.sh;
+  // docs/history/performance.md).
+  double inline_max_compute_us = 0;
   double inline_min_gap_us = kDefaultInlineMinGapUs;
   // TLS on the REST, gRPC and metrics ports (--tls-cert, --tls-key;
   // --tls-client-ca for mutual TLS); not enabled = plaintext.
