@@ -231,6 +231,16 @@ TEST_F(TlsE2eTest, StatusAndBatchStatusOverHttpsAndGrpc) {
                                " --tls-ca " + File("ca.pem") + mutual);
   EXPECT_EQ(models.exit_code, 0) << models.output;
   EXPECT_NE(models.output.find("digits-mlp"), std::string::npos) << models.output;
+
+  // somm bench too, a short closed loop on each wire: HTTPS, then TLS gRPC.
+  for (const std::string& wire : {"-i http -u https://localhost:" + rest,
+                                  "-i grpc -u localhost:" + grpc}) {
+    CommandResult bench = Shell(SommBinary() + " bench digits-mlp " + wire + " --tls-ca " +
+                                File("ca.pem") + mutual + " --input " + Digit() +
+                                " --concurrency 2 --warmup 200ms --window 500ms --max-windows 3");
+    EXPECT_EQ(bench.exit_code, 0) << wire << ": " << bench.output;
+    EXPECT_NE(bench.output.find("p50"), std::string::npos) << wire << ": " << bench.output;
+  }
 }
 
 // The cluster: every process presents server.pem and requires a certificate

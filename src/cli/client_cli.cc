@@ -282,14 +282,9 @@ int RunBenchCommand(ClientCommandLine& l) {
     std::fprintf(stderr, "error: %s\n", target.status().message().c_str());
     return 2;
   }
-  if (target->tls && l.bench_client.protocol == "http") {
-    std::fprintf(stderr,
-                 "error: somm bench's REST load generator speaks plain HTTP; for TLS, bench "
-                 "over gRPC (-i grpc --tls-ca)\n");
-    return 2;
-  }
   loadgen::BenchOptions& b = l.bench;
-  b.url = target->host_port;
+  // REST over TLS: HTTPS through HttpClient (loadgen/bench_client.h).
+  b.url = (target->tls && l.bench_client.protocol == "http" ? "https://" : "") + target->host_port;
   b.protocol = l.bench_client.protocol;
   b.api_key = l.bench_client.api_key;
   b.tls = l.bench_client.tls;

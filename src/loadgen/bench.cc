@@ -161,8 +161,11 @@ std::vector<std::string> ModelsOf(const BenchOptions& o, const Trace* trace) {
 StatusOr<RequestSet> PrepareRequests(const BenchOptions& o, const Trace* trace,
                                      ClientFactory& factory) {
   SOMM_ASSIGN_OR_RETURN(std::unique_ptr<BenchClient> control, factory.NewClient());
-  SOMM_ASSIGN_OR_RETURN(const bool ready, control->ServerReady());
-  if (!ready) return Unavailable("server at " + o.url + " is not ready");
+  // Reachable, but not necessarily ready as a whole: under Triton's strict
+  // readiness a server with one model not loaded answers not ready while
+  // it serves the others. The probe query below decides for the models
+  // measured, as perf_analyzer's first query does.
+  SOMM_RETURN_IF_ERROR(control->ServerReady().status());
   SOMM_ASSIGN_OR_RETURN(RequestSet requests, RequestSet::Build(o, ModelsOf(o, trace), *control));
   for (const auto& [model, request] : requests.all()) {
     StatusOr<InferenceResponse> probe = control->Infer(request);

@@ -38,15 +38,16 @@ class ClientFactory {
 };
 
 struct OipTarget {
-  std::string url = "127.0.0.1:8000";  // host:port; an http:// prefix is accepted
+  std::string url = "127.0.0.1:8000";  // host:port; http:// or https:// (REST over TLS) prefixed
   std::string protocol = "http";       // http | grpc
   bool binary = false;                 // REST: binary tensor extension both ways
   // The API key sent with every call (docs/security.md); "" = the
   // SOMM_API_KEY environment variable, if set.
   std::string api_key;
-  // gRPC over TLS: the server's CA, and a client certificate for mutual
-  // TLS; not enabled = plaintext. (The REST load generator speaks plain
-  // HTTP only.)
+  // TLS: the server's CA, and a client certificate for mutual TLS; not
+  // enabled = plaintext (REST: unless --url says https://). REST over TLS
+  // goes through HttpClient's HTTPS connection rather than the plain-HTTP
+  // wire client, at more client CPU per query.
   crypto::TlsClientFiles tls;
 };
 

@@ -50,11 +50,7 @@ Status PostControl(SerialExecutor& lane, Answer& answer, std::function<void(cons
                      " registrations and repository changes are waiting already; retry later");
 }
 
-std::string AuthorizationOf(const grpc::ServerContextBase* context) {
-  const auto& metadata = context->client_metadata();
-  auto it = metadata.find("authorization");
-  return it == metadata.end() ? std::string() : std::string(it->second.data(), it->second.size());
-}
+using grpc_async::AuthorizationOf;
 
 // What every call passes before its message is read and parsed
 // (frontend/grpc/key_first.h): the key and its role, from the metadata

@@ -59,6 +59,14 @@
 
 namespace somm::grpc_async {
 
+// The call's "authorization" metadata ("Bearer <key>"), "" without one: what
+// every method hands the guard.
+inline std::string AuthorizationOf(const grpc::ServerContextBase* context) {
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find("authorization");
+  return it == metadata.end() ? std::string() : std::string(it->second.data(), it->second.size());
+}
+
 // Unary methods, registered as bidirectional streams so that gRPC offers
 // their calls before reading their messages.
 class KeyFirstService final : public grpc::Service {

@@ -129,12 +129,6 @@ std::string OipPath(const char* method) {
   return std::string("/") + inference::GRPCInferenceService::service_full_name() + "/" + method;
 }
 
-std::string AuthorizationOf(const grpc::ServerContext& context) {
-  const auto& metadata = context.client_metadata();
-  auto it = metadata.find("authorization");
-  return it == metadata.end() ? std::string() : std::string(it->second.data(), it->second.size());
-}
-
 }  // namespace
 
 void ModelInfoRpcs::Declare(CallQueue* queue, KeyFirstService* service, KeyFirstTable& table) {
@@ -151,7 +145,7 @@ Admission ModelInfoRpcs::Admit(const GatedContext& context, Operation op,
                                const std::string& model) const {
   if (guard_ == nullptr) return Admission{};
   return guard_->Admit(
-      CallInfo{op, model, AuthorizationOf(context.grpc), false, 0, &context.verified});
+      CallInfo{op, model, AuthorizationOf(&context.grpc), false, 0, &context.verified});
 }
 
 void ModelInfoRpcs::Config(const GatedContext& context, const inference::ModelConfigRequest& request,

@@ -6,44 +6,13 @@
 #include <string>
 #include <utility>
 
+#include "frontend/http/http_status.h"
 #include "frontend/http/rest_routes.h"
 #include "proto/somm.grpc.pb.h"
 #include "transport/http/http_request_parser.h"
 
 namespace somm::grpc_async {
 namespace {
-
-// The code an HTTP status stands for (the inverse of oip::HttpStatusFromCode
-// for the statuses the mounts answer with).
-StatusCode CodeOfHttpStatus(int status) {
-  switch (status) {
-    case 400:
-    case 405:
-    case 413:
-    case 415:
-      return StatusCode::kInvalidArgument;
-    case 401:
-      return StatusCode::kUnauthenticated;
-    case 403:
-      return StatusCode::kPermissionDenied;
-    case 404:
-      return StatusCode::kNotFound;
-    case 409:
-      return StatusCode::kAlreadyExists;
-    case 412:
-      return StatusCode::kFailedPrecondition;
-    case 429:
-      return StatusCode::kResourceExhausted;
-    case 501:
-      return StatusCode::kUnimplemented;
-    case 503:
-      return StatusCode::kUnavailable;
-    case 504:
-      return StatusCode::kDeadlineExceeded;
-    default:
-      return StatusCode::kInternal;
-  }
-}
 
 // REST's {"error": message}, or the body as it is.
 std::string ErrorMessageOf(const std::string& body) {
@@ -52,12 +21,6 @@ std::string ErrorMessageOf(const std::string& body) {
     return parsed["error"].get<std::string>();
   }
   return body;
-}
-
-std::string AuthorizationOf(const grpc::ServerContext& context) {
-  const auto& metadata = context.client_metadata();
-  auto it = metadata.find("authorization");
-  return it == metadata.end() ? std::string() : std::string(it->second.data(), it->second.size());
 }
 
 }  // namespace
@@ -97,7 +60,7 @@ void OperatorCallService::Declare(CallQueue* queue, KeyFirstService* service,
         Caller caller;
         if (guard_ != nullptr) {
           Admission a = guard_->Admit(CallInfo{Operation::kOperator, route.model,
-                                               AuthorizationOf(context.grpc), false, 0,
+                                               AuthorizationOf(&context.grpc), false, 0,
                                                &context.verified});
           if (!a.status.ok()) return answer(a.status);
           caller = std::move(a.caller);
@@ -107,7 +70,7 @@ void OperatorCallService::Declare(CallQueue* queue, KeyFirstService* service,
         rest.head.target = target;
         rest.head.path = *decoded;
         rest.head.query = question == std::string::npos ? "" : target.substr(question + 1);
-        const std::string authorization = AuthorizationOf(context.grpc);
+        const std::string authorization = AuthorizationOf(&context.grpc);
         if (!authorization.empty()) rest.head.headers.emplace_back("authorization", authorization);
         rest.head.headers.emplace_back("content-type", "application/json");
         rest.body = request.body();
@@ -116,7 +79,7 @@ void OperatorCallService::Declare(CallQueue* queue, KeyFirstService* service,
         if (answered.status >= 200 && answered.status < 300) {
           response->set_body(std::move(answered.body));
         } else {
-          status = Status(CodeOfHttpStatus(answered.status), ErrorMessageOf(answered.body));
+          status = Status(oip::StatusCodeFromHttp(answered.status), ErrorMessageOf(answered.body));
         }
         if (guard_ != nullptr) {
           guard_->Done(caller, CallInfo{Operation::kOperator, route.model, {}, false, 0}, status);

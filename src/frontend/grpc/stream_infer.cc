@@ -20,12 +20,6 @@ namespace {
 
 constexpr const char* kStreamPath = "/inference.GRPCInferenceService/ModelStreamInfer";
 
-std::string AuthorizationOf(const grpc::ServerContext& context) {
-  const auto& metadata = context.client_metadata();
-  auto it = metadata.find("authorization");
-  return it == metadata.end() ? std::string() : std::string(it->second.data(), it->second.size());
-}
-
 }  // namespace
 
 class StreamCall;
@@ -184,7 +178,7 @@ class StreamCall final : public Tag {
     }
     if (o.guard != nullptr) {
       Admission a = o.guard->Admit(
-          CallInfo{request->op, request->model, AuthorizationOf(context_), false, 0, &verified_});
+          CallInfo{request->op, request->model, AuthorizationOf(&context_), false, 0, &verified_});
       if (!a.status.ok()) return Complete(request, a.status);
       request->caller = std::move(a.caller);
       request->admitted = true;
