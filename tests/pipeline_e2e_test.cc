@@ -9,8 +9,10 @@
 #include <httplib.h>
 
 #include <filesystem>
+#include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -76,7 +78,24 @@ class PipelineE2ETest : public ::testing::Test {
       fs::create_directories(to.parent_path());
       fs::copy(profiles, to, fs::copy_options::recursive);
     }
-    server_ = new ServerProcess(SommBinary(), *repo_, {"--max-body-bytes", "200000"});
+    server_ = new ServerProcess(SommBinary(), *repo_,
+                                {"--max-body-bytes", "200000", "--auto-variants", "true"});
+    // Where no profiles were left (a clean clone: scripts/setup measures
+    // none), the server generates them in the background (--auto-variants):
+    // the task step can serve once every digits model's variants are READY.
+    if (!server_->ok()) return;
+    httplib::Client c("127.0.0.1", server_->http_port());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(8);
+    for (const std::string& m : kDigitsModels) {
+      while (std::chrono::steady_clock::now() < deadline) {
+        auto r = c.Get("/v2/repository/models/" + m + "/variants");
+        if (r && r->status == 200) {
+          const std::string state = json::parse(r->body).value("state", "");
+          if (state == "READY" || state == "FAILED") break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      }
+    }
   }
   void SetUp() override {
     ASSERT_TRUE(fs::exists(fs::path(*demo_) / "digits-png" / "pipeline.yaml"))

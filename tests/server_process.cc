@@ -164,10 +164,12 @@ void ServerProcess::StartServe(const std::string& binary, const std::string& rep
   if (pipe(out) != 0) return;
   std::vector<std::string> args = {binary, "serve", "--model-repository", repo,
                                    "--http-port", "0", "--grpc-port", "0",
-                                   "--metrics-port", "0", "--address", "127.0.0.1",
-                                   // Registered models still get variants; these tests
-                                   // do not need any for the repository's own models.
-                                   "--auto-variants", "false"};
+                                   "--metrics-port", "0", "--address", "127.0.0.1"};
+  // Registered models still get variants; most tests need none for the
+  // repository's own models, and one that does passes --auto-variants true.
+  if (std::find(extra_args.begin(), extra_args.end(), "--auto-variants") == extra_args.end()) {
+    args.insert(args.end(), {"--auto-variants", "false"});
+  }
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   // The suites check the decision's facts one parameter each; the default
   // form (compact) has tests of its own (rest_e2e_test.cc).
