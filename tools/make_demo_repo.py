@@ -15,6 +15,7 @@ Layout written (see README.md, "Model repository"):
         labels.bin   little-endian int64, N
         meta.json
     <out>/digits-png/pipeline.yaml            a pipeline (docs/pipelines.md), labels.txt
+    <out>/digits-cascade/pipeline.yaml        a cascade pipeline, labels.txt
     <out>/.examples/digit_<c>.json            OIP v2 REST infer request bodies
     <out>/.examples/digit_<c>.png             the same digits as 32x32 PNGs
     <out>/.examples/resnet_input.json         an OIP v2 request for the ImageNet models
@@ -37,6 +38,13 @@ Pipelines:
       decode to 8x8 grayscale in 0..16 units -> the classification/digits task
       (somm picks the model and variant per query, min_accuracy 0.95) ->
       softmax and the top 3 classes with their names.
+  digits-cascade                            pixels FP32 [64] (as the digits models take
+      them) -> digits-logistic, and digits-cnn only for the samples whose
+      softmax top-1 on digits-logistic is below a threshold that somm chooses
+      when it loads the pipeline, on digits-logistic's validation data, for
+      an accuracy of 0.97 -> the class with its name, and which stage
+      answered. Pixels in, not PNG, so that bench/cascade.py compares it with
+      digits-cnn alone on exactly the inputs of the held-out split.
 
 Everything is seeded, so two runs produce the same models and figures.
 
@@ -75,7 +83,7 @@ SCRIPT_PATH = os.path.abspath(__file__)
 DIGITS_MODELS = ["digits-logistic", "digits-mlp", "digits-cnn"]
 IMAGENET_MODELS = ["resnet18", "mobilenet_v3_small"]
 ALL_MODELS = DIGITS_MODELS + IMAGENET_MODELS
-PIPELINES = ["digits-png"]
+PIPELINES = ["digits-png", "digits-cascade"]
 VERSION = "1"
 
 SEED = 0
@@ -352,6 +360,36 @@ def write_pipelines(root):
             {"name": "classify", "task": "classification/digits", "min_accuracy": 0.95,
              "inputs": {"pixels": "decode.pixels"}},
             {"name": "top", "postprocess": {"softmax": True, "top_k": 3, "labels": "labels.txt"},
+             "inputs": {"logits": "classify.logits"}},
+        ],
+    }
+    write_yaml(os.path.join(folder, "pipeline.yaml"), config, PIPELINE_HEADER)
+    with open(os.path.join(folder, "labels.txt"), "w") as f:
+        f.write("\n".join(DIGIT_NAMES) + "\n")
+
+    folder = os.path.join(root, "digits-cascade")
+    os.makedirs(folder, exist_ok=True)
+    config = {
+        "name": "digits-cascade",
+        "description": ("Digits' pixels (FP32 [64], 0..16) -> digits-logistic, then digits-cnn "
+                        "only for the samples digits-logistic is not confident in (its softmax "
+                        "top-1 below a threshold chosen at load on the validation data for an "
+                        "accuracy of 0.97) -> the class with its name, and the stage that "
+                        "answered (0: digits-logistic, 1: digits-cnn)."),
+        "max_batch_size": 64,
+        "inputs": [{"name": "pixels", "datatype": "FP32", "shape": [64]}],
+        "outputs": [
+            {"name": "label", "datatype": "BYTES", "shape": [1], "from": "top.label"},
+            {"name": "probability", "datatype": "FP32", "shape": [1], "from": "top.score"},
+            {"name": "class", "datatype": "INT64", "shape": [1], "from": "top.class"},
+            {"name": "stage", "datatype": "INT64", "shape": [1], "from": "classify.stage"},
+        ],
+        "steps": [
+            {"name": "classify",
+             "cascade": {"models": ["digits-logistic", "digits-cnn"], "confidence": "top_probability",
+                         "min_accuracy": 0.97},
+             "inputs": {"pixels": "pixels"}},
+            {"name": "top", "postprocess": {"softmax": True, "argmax": True, "labels": "labels.txt"},
              "inputs": {"logits": "classify.logits"}},
         ],
     }

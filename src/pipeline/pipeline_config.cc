@@ -182,12 +182,57 @@ Status ReadPostprocess(const YAML::Node& n, const std::string& where, const Erro
   return Status::Ok();
 }
 
+Status ReadCascade(const YAML::Node& n, const std::string& where, const Errors& err,
+                   CascadeOptions* out) {
+  SOMM_RETURN_IF_ERROR(CheckKeys(n, {"models", "confidence", "min_accuracy", "threshold"}, where, err));
+  const std::string models = where + ".models";
+  if (!n["models"] || !n["models"].IsSequence() || n["models"].size() < 2 ||
+      n["models"].size() > static_cast<size_t>(kMaxCascadeStages)) {
+    return err.Field(models, "expected a list of 2 to " + std::to_string(kMaxCascadeStages) +
+                                 " model names, cheapest first");
+  }
+  for (size_t i = 0; i < n["models"].size(); ++i) {
+    std::string m;
+    const std::string field = models + "[" + std::to_string(i) + "]";
+    SOMM_RETURN_IF_ERROR(Read(n["models"][i], field, err, &m));
+    if (m.empty()) return err.Field(field, "must not be empty");
+    if (std::find(out->models.begin(), out->models.end(), m) != out->models.end()) {
+      return err.Field(field, "model '" + m + "' is already a stage");
+    }
+    out->models.push_back(m);
+  }
+  // Not `on:`: YAML 1.1 readers (PyYAML) take that key for the boolean true.
+  if (n["confidence"]) {
+    std::string on;
+    SOMM_RETURN_IF_ERROR(Read(n["confidence"], where + ".confidence", err, &on));
+    if (on == "top_probability") {
+      out->on = Confidence::kTopProbability;
+    } else if (on == "margin") {
+      out->on = Confidence::kMargin;
+    } else {
+      return err.Field(where + ".confidence", "expected top_probability or margin");
+    }
+  }
+  if (!n["min_accuracy"] == !n["threshold"]) {
+    return err.Field(where, "needs exactly one of min_accuracy (the threshold is chosen on the "
+                            "validation data) and threshold");
+  }
+  for (const char* key : {"min_accuracy", "threshold"}) {
+    if (!n[key]) continue;
+    double v = 0;
+    SOMM_RETURN_IF_ERROR(Read(n[key], where + "." + key, err, &v));
+    if (!(v >= 0 && v <= 1)) return err.Field(where + "." + key, "must be 0..1");
+    (std::string(key) == "threshold" ? out->threshold : out->min_accuracy) = v;
+  }
+  return Status::Ok();
+}
+
 Status ReadStep(const YAML::Node& n, int i, const Errors& err, StepConfig* step) {
   const std::string where = "steps[" + std::to_string(i) + "]";
   step->index_in_file = i;
   SOMM_RETURN_IF_ERROR(CheckKeys(n,
                                  {"name", "model", "version", "task", "min_accuracy",
-                                  "preprocess", "postprocess", "inputs", "outputs"},
+                                  "preprocess", "postprocess", "cascade", "inputs", "outputs"},
                                  where, err));
   if (!n["name"]) return err.Field(where + ".name", "is required");
   SOMM_RETURN_IF_ERROR(Read(n["name"], where + ".name", err, &step->name));
@@ -196,8 +241,10 @@ Status ReadStep(const YAML::Node& n, int i, const Errors& err, StepConfig* step)
   }
   const std::string at = where + " (step '" + step->name + "')";
   const int kinds = (n["model"] ? 1 : 0) + (n["task"] ? 1 : 0) + (n["preprocess"] ? 1 : 0) +
-                    (n["postprocess"] ? 1 : 0);
-  if (kinds != 1) return err.Field(at, "needs exactly one of model, task, preprocess, postprocess");
+                    (n["postprocess"] ? 1 : 0) + (n["cascade"] ? 1 : 0);
+  if (kinds != 1) {
+    return err.Field(at, "needs exactly one of model, task, preprocess, postprocess, cascade");
+  }
   if (n["model"]) {
     step->kind = StepKind::kModel;
     SOMM_RETURN_IF_ERROR(Read(n["model"], at + ".model", err, &step->model));
@@ -210,6 +257,9 @@ Status ReadStep(const YAML::Node& n, int i, const Errors& err, StepConfig* step)
   } else if (n["preprocess"]) {
     step->kind = StepKind::kPreprocess;
     SOMM_RETURN_IF_ERROR(ReadPreprocess(n["preprocess"], at + ".preprocess", err, &step->preprocess));
+  } else if (n["cascade"]) {
+    step->kind = StepKind::kCascade;
+    SOMM_RETURN_IF_ERROR(ReadCascade(n["cascade"], at + ".cascade", err, &step->cascade));
   } else {
     step->kind = StepKind::kPostprocess;
     SOMM_RETURN_IF_ERROR(
@@ -398,6 +448,7 @@ const char* StepKindName(StepKind kind) {
     case StepKind::kTask: return "task";
     case StepKind::kPreprocess: return "preprocess";
     case StepKind::kPostprocess: return "postprocess";
+    case StepKind::kCascade: return "cascade";
   }
   return "?";
 }

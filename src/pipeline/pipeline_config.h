@@ -9,7 +9,12 @@
 //     model and variant per query;
 //   * `preprocess: {...}`: decode PNG/JPEG bytes into NCHW FP32
 //     (image/image_decode.h);
-//   * `postprocess: {...}`: softmax, then argmax or top-k with labels.
+//   * `postprocess: {...}`: softmax, then argmax or top-k with labels;
+//   * `cascade: {models: [cheap, ..., best], confidence: top_probability|margin,
+//     min_accuracy: A | threshold: T}`: each sample goes to the next model
+//     only when the one before is not confident enough (cascade.h); with
+//     min_accuracy the threshold is chosen when the pipeline loads, on the
+//     first model's validation data.
 // A step's `inputs` map each of its input names to a pipeline input
 // (`image`) or an earlier step's output (`decode.pixels`); the pipeline's
 // `outputs` each name a step output in `from`.
@@ -32,6 +37,7 @@
 
 #include "common/status.h"
 #include "image/image_decode.h"
+#include "pipeline/cascade.h"
 #include "repository/model_config.h"
 
 namespace somm::pipeline {
@@ -39,7 +45,7 @@ namespace somm::pipeline {
 inline constexpr char kPipelineFile[] = "pipeline.yaml";
 inline constexpr int kMaxSteps = 32;
 
-enum class StepKind { kModel, kTask, kPreprocess, kPostprocess };
+enum class StepKind { kModel, kTask, kPreprocess, kPostprocess, kCascade };
 const char* StepKindName(StepKind kind);
 
 struct PreprocessOptions {
@@ -55,6 +61,17 @@ struct PostprocessOptions {
   std::vector<std::string> labels;  // its lines, read by LoadPipelineConfig
 };
 
+inline constexpr int kMaxCascadeStages = 4;
+
+struct CascadeOptions {
+  std::vector<std::string> models;  // 2..kMaxCascadeStages, cheapest first
+  Confidence on = Confidence::kTopProbability;
+  // Exactly one: the accuracy the threshold is chosen to meet on the
+  // validation data, or the threshold itself.
+  std::optional<double> min_accuracy;
+  std::optional<double> threshold;
+};
+
 struct StepConfig {
   std::string name;
   StepKind kind = StepKind::kModel;
@@ -64,6 +81,7 @@ struct StepConfig {
   std::optional<double> min_accuracy;  // kTask
   PreprocessOptions preprocess;
   PostprocessOptions postprocess;
+  CascadeOptions cascade;
   // Step input name -> source: a pipeline input, or "step.output".
   std::vector<std::pair<std::string, std::string>> inputs;
   std::vector<std::string> outputs;  // declared output names (optional; checked)

@@ -103,6 +103,57 @@ TEST(PipelineConfigTest, FieldErrorsNameTheStep) {
   EXPECT_NE(Error("[1, 2]").find("expected a map"), std::string::npos);
 }
 
+constexpr char kCascade[] = R"(
+inputs: [{name: pixels, datatype: FP32, shape: [64]}]
+outputs: [{name: logits, datatype: FP32, shape: [10], from: classify.logits}]
+steps:
+  - name: classify
+    cascade: {models: [digits-logistic, digits-cnn], confidence: margin, min_accuracy: 0.97}
+    inputs: {pixels: pixels}
+)";
+
+TEST(PipelineConfigTest, ParsesACascade) {
+  auto c = Parse(kCascade);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const StepConfig& s = c->steps[0];
+  EXPECT_EQ(s.kind, StepKind::kCascade);
+  EXPECT_EQ(s.cascade.models, (std::vector<std::string>{"digits-logistic", "digits-cnn"}));
+  EXPECT_EQ(s.cascade.on, Confidence::kMargin);
+  EXPECT_EQ(s.cascade.min_accuracy, 0.97);
+  EXPECT_FALSE(s.cascade.threshold);
+  auto given = Parse(Replace(kCascade, "confidence: margin, min_accuracy: 0.97", "threshold: 0.8"));
+  ASSERT_TRUE(given.ok()) << given.status().message();
+  EXPECT_EQ(given->steps[0].cascade.on, Confidence::kTopProbability);  // the default
+  EXPECT_EQ(given->steps[0].cascade.threshold, 0.8);
+}
+
+TEST(PipelineConfigTest, CascadeErrorsNameTheStepAndField) {
+  const std::string at = "field 'steps[0] (step 'classify').cascade";
+  const auto error_of = [&](const std::string& from, const std::string& to) {
+    return Error(Replace(kCascade, from, to));
+  };
+  EXPECT_NE(error_of("[digits-logistic, digits-cnn]", "[digits-cnn]").find(at + ".models': expected a list of 2 to 4"),
+            std::string::npos);
+  EXPECT_NE(error_of("[digits-logistic, digits-cnn]", "[a, b, c, d, e]").find(at + ".models'"),
+            std::string::npos);
+  EXPECT_NE(error_of("digits-cnn]", "digits-logistic]").find(at + ".models[1]': model 'digits-logistic' is already a stage"),
+            std::string::npos);
+  EXPECT_NE(error_of("confidence: margin", "confidence: entropy").find(at + ".confidence': expected top_probability or margin"),
+            std::string::npos);
+  EXPECT_NE(error_of("min_accuracy: 0.97", "min_accuracy: 0.97, threshold: 0.5").find(at + "': needs exactly one of"),
+            std::string::npos);
+  EXPECT_NE(error_of(", min_accuracy: 0.97", "").find(at + "': needs exactly one of"), std::string::npos);
+  EXPECT_NE(error_of("min_accuracy: 0.97", "min_accuracy: 1.5").find(at + ".min_accuracy': must be 0..1"),
+            std::string::npos);
+  EXPECT_NE(error_of("min_accuracy: 0.97", "threshold: -0.1").find(at + ".threshold': must be 0..1"),
+            std::string::npos);
+  EXPECT_NE(error_of("confidence: margin", "confidence: margin, model: x").find(at + ".model': unknown field"),
+            std::string::npos);
+  EXPECT_NE(error_of("    inputs: {pixels: pixels}", "    model: digits-cnn\n    inputs: {pixels: pixels}")
+                .find("needs exactly one of model, task, preprocess, postprocess, cascade"),
+            std::string::npos);
+}
+
 TEST(PipelineConfigTest, SplitSource) {
   EXPECT_EQ(SplitSource("image"), (std::pair<std::string, std::string>{"", "image"}));
   EXPECT_EQ(SplitSource("decode.pixels"), (std::pair<std::string, std::string>{"decode", "pixels"}));

@@ -35,6 +35,93 @@ bool FullyKnown(const Shape& shape) {
   return std::none_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; });
 }
 
+// Checks that the step's inputs feed exactly the inputs `sig` takes; the
+// source spec of each is appended to `sources` when given.
+Status CheckFed(const std::string& pipeline, const std::string& at, const StepConfig& step,
+                const StepSignature& sig,
+                const std::function<StatusOr<TensorSpec>(const std::string&)>& source_spec,
+                std::vector<TensorSpec>* sources) {
+  for (const auto& [name, source] : step.inputs) {
+    const std::string in_field = at + ".inputs." + name;
+    const TensorSpec* takes = Find(sig.inputs, name);
+    if (takes == nullptr) {
+      return FieldError(pipeline, in_field,
+                        InvalidArgument("the " + std::string(StepKindName(step.kind)) +
+                                        " takes no input '" + name + "' (it takes " +
+                                        Names(sig.inputs) + ")"));
+    }
+    auto from = source_spec(source);
+    if (!from.ok()) return FieldError(pipeline, in_field, from.status());
+    if (Status s = CheckEdge(*from, *takes); !s.ok()) return FieldError(pipeline, in_field, s);
+    if (sources) sources->push_back(*from);
+  }
+  for (const auto& takes : sig.inputs) {
+    const bool fed = std::any_of(step.inputs.begin(), step.inputs.end(),
+                                 [&](const auto& kv) { return kv.first == takes.name; });
+    if (!fed) {
+      return FieldError(pipeline, at + ".inputs", InvalidArgument("input '" + takes.name + "' is not fed"));
+    }
+  }
+  return Status::Ok();
+}
+
+// Whether a stage tenant may join the pipeline's owner so far.
+Status JoinOwner(const std::string& pipeline, const std::string& field, const std::string& tenant,
+                 std::string* owner) {
+  if (tenant.empty()) return Status::Ok();
+  if (!owner->empty() && *owner != tenant) {
+    return FieldError(pipeline, field, InvalidArgument("the steps use private models of two tenants"));
+  }
+  *owner = tenant;
+  return Status::Ok();
+}
+
+// A cascade step: each stage a batching model fed the step's inputs, each
+// with one FP32 output of the same, known, number of values.
+Status BindCascade(const std::string& pipeline, const StepConfig& step, const SignatureLookup& lookup,
+                   const std::function<StatusOr<TensorSpec>(const std::string&)>& source_spec,
+                   std::string* owner, BoundStep* bound) {
+  const std::string at = Where(step);
+  for (size_t k = 0; k < step.cascade.models.size(); ++k) {
+    const std::string field = at + ".cascade.models[" + std::to_string(k) + "]";
+    StepConfig as_model = step;
+    as_model.kind = StepKind::kModel;
+    as_model.model = step.cascade.models[k];
+    auto sig = lookup(as_model);
+    if (!sig.ok()) return FieldError(pipeline, field, sig.status());
+    const std::string m = "model '" + as_model.model + "'";
+    if (!sig->batched) {
+      return FieldError(pipeline, field, InvalidArgument(m + " does not batch (max_batch_size 0)"));
+    }
+    SOMM_RETURN_IF_ERROR(JoinOwner(pipeline, field, sig->owner_tenant, owner));
+    SOMM_RETURN_IF_ERROR(CheckFed(pipeline, at, as_model, *sig, source_spec,
+                                  k == 0 ? &bound->sources : nullptr));
+    if (sig->outputs.size() != 1 || sig->outputs[0].datatype != DataType::kFp32 ||
+        !FullyKnown(sig->outputs[0].shape) || ElementCount(sig->outputs[0].shape) < 2) {
+      return FieldError(pipeline, field,
+                        InvalidArgument(m + " gives " + Names(sig->outputs) +
+                                        "; a cascade stage gives one FP32 output of two or more "
+                                        "class scores (logits)"));
+    }
+    const int64_t classes = ElementCount(sig->outputs[0].shape);
+    if (k == 0) {
+      bound->classes = classes;
+      bound->inputs = sig->inputs;
+      bound->outputs = {sig->outputs[0], TensorSpec{"stage", DataType::kInt64, {1}}};
+      if (sig->outputs[0].name == "stage") {
+        return FieldError(pipeline, field, InvalidArgument("a stage's output may not be named 'stage'"));
+      }
+    } else if (classes != bound->classes) {
+      return FieldError(pipeline, field,
+                        InvalidArgument(m + " scores " + std::to_string(classes) +
+                                        " classes where the first stage scores " +
+                                        std::to_string(bound->classes)));
+    }
+    bound->stages.push_back(std::move(sig).value());
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 const char* BuiltinInputName(StepKind kind) {
@@ -111,7 +198,8 @@ StatusOr<PipelinePlan> BindPipeline(const PipelineConfig& config, const Signatur
   std::string owner;
 
   // The spec of a source, or why there is none.
-  auto source_spec = [&](const std::string& source) -> StatusOr<TensorSpec> {
+  const std::function<StatusOr<TensorSpec>(const std::string&)> source_spec =
+      [&](const std::string& source) -> StatusOr<TensorSpec> {
     if (auto it = values.find(source); it != values.end()) return it->second;
     const auto [step, output] = SplitSource(source);
     const auto& outs = step_outputs.at(step);  // the parse checked the step exists and runs first
@@ -123,7 +211,9 @@ StatusOr<PipelinePlan> BindPipeline(const PipelineConfig& config, const Signatur
     BoundStep bound;
     bound.config = step;
     const std::string at = Where(step);
-    if (step.kind == StepKind::kModel || step.kind == StepKind::kTask) {
+    if (step.kind == StepKind::kCascade) {
+      SOMM_RETURN_IF_ERROR(BindCascade(config.name, step, lookup, source_spec, &owner, &bound));
+    } else if (step.kind == StepKind::kModel || step.kind == StepKind::kTask) {
       const std::string field = at + (step.kind == StepKind::kModel ? ".model" : ".task");
       auto sig = lookup(step);
       if (!sig.ok()) return FieldError(config.name, field, sig.status());
@@ -133,37 +223,8 @@ StatusOr<PipelinePlan> BindPipeline(const PipelineConfig& config, const Signatur
                                           "' does not batch (max_batch_size 0); a pipeline step "
                                           "needs one that does"));
       }
-      if (!sig->owner_tenant.empty()) {
-        if (!owner.empty() && owner != sig->owner_tenant) {
-          return FieldError(config.name, field,
-                            InvalidArgument("the steps use private models of two tenants"));
-        }
-        owner = sig->owner_tenant;
-      }
-      for (const auto& [name, source] : step.inputs) {
-        const std::string in_field = at + ".inputs." + name;
-        const TensorSpec* takes = Find(sig->inputs, name);
-        if (takes == nullptr) {
-          return FieldError(config.name, in_field,
-                            InvalidArgument("the " + std::string(StepKindName(step.kind)) +
-                                            " takes no input '" + name + "' (it takes " +
-                                            Names(sig->inputs) + ")"));
-        }
-        auto from = source_spec(source);
-        if (!from.ok()) return FieldError(config.name, in_field, from.status());
-        if (Status s = CheckEdge(*from, *takes); !s.ok()) {
-          return FieldError(config.name, in_field, s);
-        }
-        bound.sources.push_back(*from);
-      }
-      for (const auto& takes : sig->inputs) {
-        const bool fed = std::any_of(step.inputs.begin(), step.inputs.end(),
-                                     [&](const auto& kv) { return kv.first == takes.name; });
-        if (!fed) {
-          return FieldError(config.name, at + ".inputs",
-                            InvalidArgument("input '" + takes.name + "' is not fed"));
-        }
-      }
+      SOMM_RETURN_IF_ERROR(JoinOwner(config.name, field, sig->owner_tenant, &owner));
+      SOMM_RETURN_IF_ERROR(CheckFed(config.name, at, step, *sig, source_spec, &bound.sources));
       bound.inputs = sig->inputs;
       bound.outputs = sig->outputs;
     } else {

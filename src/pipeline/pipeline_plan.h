@@ -11,7 +11,10 @@
 // element count also agree, and the value is reshaped, as
 // `[1, 8, 8]` -> `[64]`), every model input is fed and nothing else is. It
 // also counts each value's readers, so that a run moves a value into its
-// last reader instead of copying it. Errors are InvalidArgument (NotFound
+// last reader instead of copying it. A cascade step's stages are each
+// bound as a model step fed the step's inputs, and must each give one FP32
+// output of the same number of classes; the step gives that output (named
+// as the first stage's) and `stage`, INT64 [1], the stage that answered. Errors are InvalidArgument (NotFound
 // for an unknown model or task) naming the step and the field.
 //
 // Pure: no I/O, no threads.
@@ -35,6 +38,8 @@ struct StepSignature {
   std::vector<TensorSpec> outputs;
   bool batched = true;      // false: the model takes no batch dimension
   std::string owner_tenant;  // "" = public
+  int64_t max_batch_size = 0;  // a model's (0: not known)
+  std::vector<std::string> versions;  // a model's loaded versions, ascending
 };
 
 using SignatureLookup = std::function<StatusOr<StepSignature>(const StepConfig& step)>;
@@ -45,6 +50,12 @@ struct BoundStep {
   std::vector<TensorSpec> outputs;  // as it gives them, per sample
   // For each of config.inputs: the spec of its source.
   std::vector<TensorSpec> sources;
+  // kCascade: each stage's signature, the classes of their one output, and
+  // the threshold (set when the pipeline loads, cascade_step.h).
+  std::vector<StepSignature> stages;
+  int64_t classes = 0;
+  double threshold = 0;
+  std::string calibration;  // how the threshold was set, for metadata and answers
 };
 
 struct PipelinePlan {

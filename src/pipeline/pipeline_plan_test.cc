@@ -43,6 +43,14 @@ StatusOr<StepSignature> Lookup(const StepConfig& step) {
     sig.owner_tenant = step.model == "mine" ? "t1" : "t2";
     return sig;
   }
+  if (step.model == "digits-four") {
+    sig.outputs[0].shape = {4};
+    return sig;
+  }
+  if (step.model == "digits-two-outputs") {
+    sig.outputs.push_back(logits);
+    return sig;
+  }
   if (step.model == "unbatched") {
     sig.batched = false;
     return sig;
@@ -134,6 +142,34 @@ TEST(PipelinePlanTest, PrivateModelsMakeThePipelineTheirTenants) {
                                         "    model: theirs\n    inputs: {pixels: decode.pixels}"));
   EXPECT_NE(two.find("private models of two tenants"), std::string::npos) << two;
   EXPECT_NE(Error(Replace(kDigits, "model: digits-cnn", "model: unbatched")).find("does not batch"),
+            std::string::npos);
+}
+
+TEST(PipelinePlanTest, CascadeStagesGiveLogitsOfTheSameClasses) {
+  const std::string cascade = Replace(kDigits, "model: digits-cnn",
+                                      "cascade: {models: [mine, SECOND], threshold: 0.9}");
+  auto plan = Bind(Replace(cascade, "SECOND", "digits-cnn"));
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  const BoundStep& step = plan->steps[1];
+  EXPECT_EQ(step.stages.size(), 2u);
+  EXPECT_EQ(step.classes, 10);
+  ASSERT_EQ(step.outputs.size(), 2u);
+  EXPECT_EQ(step.outputs[0].name, "logits");
+  EXPECT_EQ(step.outputs[1].name, "stage");
+  EXPECT_EQ(plan->owner_tenant, "t1");  // a stage's private model
+  const std::string four = Error(Replace(cascade, "SECOND", "digits-four"));
+  EXPECT_NE(four.find("field 'steps[1] (step 'classify').cascade.models[1]': model 'digits-four' "
+                      "scores 4 classes where the first stage scores 10"),
+            std::string::npos)
+      << four;
+  const std::string two = Error(Replace(cascade, "SECOND", "digits-two-outputs"));
+  EXPECT_NE(two.find("cascade.models[1]': model 'digits-two-outputs' gives logits, logits; a "
+                     "cascade stage gives one FP32 output"),
+            std::string::npos)
+      << two;
+  EXPECT_NE(Error(Replace(cascade, "SECOND", "theirs")).find("private models of two tenants"),
+            std::string::npos);
+  EXPECT_NE(Error(Replace(cascade, "SECOND", "nope")).find("cascade.models[1]': unknown model 'nope'"),
             std::string::npos);
 }
 

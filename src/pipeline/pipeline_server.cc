@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "pipeline/builtin_steps.h"
+#include "pipeline/cascade_step.h"
 #include "selector/selector.h"
 
 namespace somm::pipeline {
@@ -131,6 +132,8 @@ StatusOr<StepSignature> PipelineServer::Signature(const StepConfig& step) const 
   auto batch = md.parameters.find("max_batch_size");
   sig.batched = batch != md.parameters.end() && std::holds_alternative<int64_t>(batch->second) &&
                 std::get<int64_t>(batch->second) > 0;
+  if (sig.batched) sig.max_batch_size = std::get<int64_t>(batch->second);
+  sig.versions = md.versions;
   auto per_sample = [&](const std::vector<TensorMetadata>& specs, std::vector<TensorSpec>* out) {
     for (const auto& m : specs) {
       Shape shape = m.shape;
@@ -152,6 +155,19 @@ PipelineServer::Entry PipelineServer::Load(const std::string& name) const {
     e.problem = config.status().message();
   } else {
     auto plan = BindPipeline(*config, [this](const StepConfig& s) { return Signature(s); });
+    // A cascade's threshold is set now, on its validation data (its registration).
+    for (size_t i = 0; plan.ok() && i < plan->steps.size(); ++i) {
+      BoundStep& step = plan->steps[i];
+      if (step.config.kind != StepKind::kCascade) continue;
+      auto calibrated = CalibrateCascade(inner_, options_.repository_path, &step);
+      if (!calibrated.ok()) {
+        plan = Status(calibrated.status().code(),
+                      "pipeline '" + config->name + "': " + calibrated.status().message());
+        break;
+      }
+      step.calibration = std::move(calibrated).value();
+      spdlog::info("pipeline {} step {}: {}", config->name, step.config.name, step.calibration);
+    }
     if (plan.ok()) {
       e.times = std::make_shared<StepTimes>(plan->steps.size());
       e.plan = std::make_shared<const PipelinePlan>(std::move(plan).value());
@@ -241,6 +257,9 @@ StatusOr<ModelMetadata> PipelineServer::GetModelMetadata(const std::string& name
     steps += (steps.empty() ? "" : " ") + c.name + "=" + StepKindName(c.kind);
     if (c.kind == StepKind::kModel) steps += ":" + c.model;
     if (c.kind == StepKind::kTask) steps += ":" + c.task;
+    if (c.kind != StepKind::kCascade) continue;
+    for (size_t k = 0; k < c.cascade.models.size(); ++k) steps += (k ? "," : ":") + c.cascade.models[k];
+    md.parameters["cascade_" + c.name] = s.calibration;
   }
   md.parameters["pipeline_steps"] = steps;
   return md;
@@ -255,9 +274,15 @@ StatusOr<bool> PipelineServer::IsModelReady(const std::string& name,
     return NotFound("pipeline '" + name + "' has no version " + version);
   }
   for (const auto& s : plan->steps) {
-    if (s.config.kind != StepKind::kModel) continue;
-    auto ready = inner_.IsModelReady(s.config.model, s.config.version);
-    if (!ready.ok() || !*ready) return false;
+    std::vector<std::pair<std::string, std::string>> models;
+    if (s.config.kind == StepKind::kModel) models.emplace_back(s.config.model, s.config.version);
+    if (s.config.kind == StepKind::kCascade) {
+      for (const auto& m : s.config.cascade.models) models.emplace_back(m, "");
+    }
+    for (const auto& [model, version] : models) {
+      auto ready = inner_.IsModelReady(model, version);
+      if (!ready.ok() || !*ready) return false;
+    }
   }
   return true;
 }
@@ -454,6 +479,7 @@ void PipelineServer::RunFrom(const std::shared_ptr<Run>& run, size_t index) {
                                   std::string(StepKindName(c.kind)) + " us=" + std::to_string(took));
       continue;
     }
+    if (c.kind == StepKind::kCascade) return RunCascadeStep(run, i);
     InferenceRequest r;
     if (c.kind == StepKind::kTask) {
       r.task = c.task;
@@ -514,6 +540,47 @@ void PipelineServer::RunFrom(const std::shared_ptr<Run>& run, size_t index) {
   run->done(Answer(*run));
 }
 
+void PipelineServer::RunCascadeStep(const std::shared_ptr<Run>& run, size_t i) {
+  const BoundStep& step = run->plan->steps[i];
+  const StepConfig& c = step.config;
+  CascadeQuery q;
+  q.inner = run->inner;
+  q.step = &step;
+  q.batch = run->batch;
+  q.base.id = run->id;
+  q.base.caller = run->caller;
+  q.base.parameters = run->pass;
+  q.base.parameters["somm_explain"] = std::string("compact");
+  for (size_t k = 0; k < c.inputs.size(); ++k) {
+    const std::string& name = c.inputs[k].first;
+    const auto spec = std::find_if(step.inputs.begin(), step.inputs.end(),
+                                   [&](const TensorSpec& s) { return s.name == name; });
+    auto t = run->Take(c.inputs[k].second, name, spec->shape);
+    if (!t.ok()) return run->done(run->StepError(c.name, t.status()));
+    q.inputs.push_back(std::move(t).value());
+  }
+  if (run->slo_ms) {
+    // Each stage gets what is left, less what the planned steps after the
+    // cascade need.
+    q.budget_ms = [run, i]() -> StatusOr<double> {
+      const double left = *run->slo_ms - static_cast<double>(Microseconds(run->start)) / 1000.0;
+      const double budget = run->planned ? left - run->reserved_after[i] : left;
+      if (budget <= 0) {
+        return DeadlineExceeded("its latency_slo_ms of " + FormatMs(*run->slo_ms) +
+                                " ms leaves nothing for the next stage");
+      }
+      return budget;
+    };
+  }
+  RunCascade(std::move(q), [run, i](StatusOr<CascadeResult> result) {
+    const StepConfig& c = run->plan->steps[i].config;
+    if (!result.ok()) return run->done(run->StepError(c.name, result.status()));
+    run->explained.emplace_back(c.name, std::move(result->explanation));
+    run->Keep(c.name, std::move(result->outputs));
+    RunFrom(run, i + 1);
+  });
+}
+
 StatusOr<InferenceResponse> PipelineServer::Answer(Run& run) {
   const PipelinePlan& plan = *run.plan;
   InferenceResponse response;
@@ -557,17 +624,20 @@ void PipelineServer::SplitBudget(Run& run) const {
     }
     s.model = true;
     Requirements req;
+    // A cascade is planned as its first stage, which every sample takes;
+    // later stages get what is left when they run.
+    const std::string model = c.kind == StepKind::kCascade ? c.cascade.models.front() : c.model;
     if (c.kind == StepKind::kTask) {
       req.task = c.task;
     } else {
-      req.model = c.model;
+      req.model = model;
     }
     double floor = NumberParameter(run.pass, "min_accuracy").value_or(0);
     if (c.min_accuracy) floor = std::max(floor, *c.min_accuracy);
     if (floor > 0) req.min_accuracy = floor;
     req.batch = run.batch;
     const std::vector<cluster::VariantOption> options =
-        options_.variant_options(c.kind == StepKind::kTask ? "" : c.model, c.task);
+        options_.variant_options(c.kind == StepKind::kTask ? "" : model, c.task);
     const SelectorState all =
         CandidatesFrom(state ? state->groups : no_groups, options, req, /*loaded_only=*/false);
     for (const Candidate& candidate : all.candidates) {

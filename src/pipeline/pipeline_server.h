@@ -8,7 +8,8 @@
 // A pipeline's model and task steps are queries to `inner` through
 // InferenceApi::Infer, with the query's caller, so authentication,
 // selection, batching and the explanation apply per step as to any query;
-// the built-in steps run in this process on the thread that reaches them
+// a cascade step's stages are such queries, each on the samples the one
+// before was not confident in (cascade_step.h); the built-in steps run in this process on the thread that reaches them
 // (the caller's for a first preprocess step, the answering model's after
 // a model step). A value read by one step only is moved to it, not copied.
 // The answer's `somm` parameter lists each step's choice, and each step's
@@ -151,6 +152,8 @@ class PipelineServer : public InferenceServer {
   // Runs the steps from `index` on; a model or task step continues in its
   // answer's callback.
   static void RunFrom(const std::shared_ptr<Run>& run, size_t index);
+  // A cascade step (cascade_step.h); continues with RunFrom(index + 1).
+  static void RunCascadeStep(const std::shared_ptr<Run>& run, size_t index);
   // The pipeline's outputs and what each step did.
   static StatusOr<InferenceResponse> Answer(Run& run);
 
