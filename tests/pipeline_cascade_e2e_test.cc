@@ -5,13 +5,17 @@
 // shown in its metadata; the held-out digits over REST and gRPC, each
 // sample answered by the stage the answer says, a sample sent on answered
 // as digits-cnn answers it, and the cascade's accuracy meeting what it
-// declared.
+// declared. Beside it, on the same server, a switch on a request parameter
+// and a fan-out averaging two models' logits, written here (the demo has
+// none), over both wires.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include <nlohmann/json.hpp>
@@ -38,6 +42,22 @@ class PipelineCascadeE2ETest : public ::testing::Test {
     if (fs::exists(from / "pipeline.yaml")) {
       fs::copy(from, fs::path(*repo_) / kPipeline, fs::copy_options::recursive);
     }
+    const fs::path branches = fs::path(*repo_);
+    fs::create_directories(branches / "digits-switch");
+    std::ofstream(branches / "digits-switch" / "pipeline.yaml") << R"(
+inputs: [{name: pixels, datatype: FP32, shape: [64]}]
+outputs: [{name: logits, datatype: FP32, shape: [10], from: s.logits}]
+steps:
+  - {name: s, switch: {parameter: tier, cases: {fast: digits-logistic, best: digits-cnn}},
+     inputs: {pixels: pixels}}
+)";
+    fs::create_directories(branches / "digits-ensemble");
+    std::ofstream(branches / "digits-ensemble" / "pipeline.yaml") << R"(
+inputs: [{name: pixels, datatype: FP32, shape: [64]}]
+outputs: [{name: logits, datatype: FP32, shape: [10], from: f.logits}]
+steps:
+  - {name: f, fanout: {models: [digits-mlp, digits-cnn], join: mean}, inputs: {pixels: pixels}}
+)";
     server_ = new ServerProcess(SommBinary(), *repo_, {"--max-body-bytes", "400000"});
   }
   void SetUp() override {
@@ -80,6 +100,17 @@ class PipelineCascadeE2ETest : public ::testing::Test {
       if (out["name"] == name) return out["data"];
     }
     return json();
+  }
+
+  // A model's (or pipeline's) logits for samples [from, from + n).
+  static std::vector<double> Logits(const std::string& model, size_t from, size_t n,
+                                    const json& parameters = json::object()) {
+    json body = json::parse(Body(from, n));
+    if (!parameters.empty()) body["parameters"] = parameters;
+    auto r = Rest().Post("/v2/models/" + model + "/infer", body.dump(), "application/json");
+    EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+    if (!r || r->status != 200) return {};
+    return Output(json::parse(r->body), "logits").get<std::vector<double>>();
   }
 
   // A model's top-1 for samples [from, from + n), asked of the server.
@@ -226,6 +257,65 @@ TEST_F(PipelineCascadeE2ETest, HeldOutDigitsOverGrpc) {
   if (sent_on > 0) {
     EXPECT_NE(why.find("stage1: model=digits-cnn:1"), std::string::npos) << why;
   }
+}
+
+}  // namespace
+}  // namespace somm::testing
+
+namespace somm::testing {
+namespace {
+
+TEST_F(PipelineCascadeE2ETest, ASwitchSendsTheQueryToTheModelItsParameterNames) {
+  const std::vector<double> best = Logits("digits-cnn", 0, 8);
+  const std::vector<double> fast = Logits("digits-logistic", 0, 8);
+  ASSERT_EQ(best.size(), 80u);
+  EXPECT_EQ(Logits("digits-switch", 0, 8, {{"tier", "best"}}), best);
+  EXPECT_EQ(Logits("digits-switch", 0, 8, {{"tier", "fast"}}), fast);
+  auto refused = Rest().Post("/v2/models/digits-switch/infer",
+                             [] {
+                               json b = json::parse(Body(0, 1));
+                               b["parameters"] = {{"tier", "premium"}};
+                               return b.dump();
+                             }(),
+                             "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 400) << refused->body;
+  EXPECT_NE(refused->body.find("step 's': parameter 'tier' is 'premium', which no case names"), std::string::npos)
+      << refused->body;
+
+  inference::ModelInferRequest req;
+  req.set_model_name("digits-switch");
+  (*req.mutable_parameters())["tier"].set_string_param("best");
+  auto* in = req.add_inputs();
+  in->set_name("pixels");
+  in->set_datatype("FP32");
+  in->add_shape(1);
+  in->add_shape(64);
+  req.add_raw_input_contents(std::string(reinterpret_cast<const char*>(digits_->pixels[0].data()), 256));
+  auto stub = inference::GRPCInferenceService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(server_->grpc_port()), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  inference::ModelInferResponse resp;
+  ASSERT_TRUE(stub->ModelInfer(&ctx, req, &resp).ok());
+  const std::string why = resp.parameters().at("somm_step_s").string_param();
+  EXPECT_NE(why.find("switch=parameter:tier value=best model=digits-cnn; digits-cnn: model=digits-cnn:1 rows=1"),
+            std::string::npos)
+      << why;
+  ASSERT_EQ(resp.raw_output_contents_size(), 1);
+  std::vector<float> got(10);
+  std::memcpy(got.data(), resp.raw_output_contents(0).data(), 40);
+  for (size_t c = 0; c < 10; ++c) EXPECT_NEAR(got[c], best[c], 1e-5) << c;
+}
+
+TEST_F(PipelineCascadeE2ETest, AFanoutAveragesItsBranches) {
+  const std::vector<double> mlp = Logits("digits-mlp", 0, 8);
+  const std::vector<double> cnn = Logits("digits-cnn", 0, 8);
+  const std::vector<double> mean = Logits("digits-ensemble", 0, 8);
+  ASSERT_EQ(mean.size(), 80u);
+  for (size_t i = 0; i < mean.size(); ++i) EXPECT_NEAR(mean[i], (mlp[i] + cnn[i]) / 2, 1e-4) << i;
+  auto md = Rest().Get("/v2/models/digits-ensemble");
+  ASSERT_EQ(md->status, 200);
+  EXPECT_EQ(json::parse(md->body)["parameters"]["pipeline_steps"], "f=fanout:digits-mlp,digits-cnn");
 }
 
 }  // namespace

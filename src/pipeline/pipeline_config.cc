@@ -227,12 +227,79 @@ Status ReadCascade(const YAML::Node& n, const std::string& where, const Errors& 
   return Status::Ok();
 }
 
+Status ReadModelName(const YAML::Node& n, const std::string& field, const Errors& err,
+                     std::string* out) {
+  SOMM_RETURN_IF_ERROR(Read(n, field, err, out));
+  if (out->empty()) return err.Field(field, "must not be empty");
+  return Status::Ok();
+}
+
+Status ReadSwitch(const YAML::Node& n, const std::string& where, const Errors& err,
+                  SwitchOptions* out) {
+  SOMM_RETURN_IF_ERROR(CheckKeys(n, {"parameter", "input", "cases", "default"}, where, err));
+  if (!n["parameter"] == !n["input"]) {
+    return err.Field(where, "needs exactly one of parameter (per query) and input (per sample)");
+  }
+  if (n["parameter"]) SOMM_RETURN_IF_ERROR(ReadModelName(n["parameter"], where + ".parameter", err, &out->parameter));
+  if (n["input"]) SOMM_RETURN_IF_ERROR(ReadModelName(n["input"], where + ".input", err, &out->input));
+  if (!n["cases"] || !n["cases"].IsMap() || n["cases"].size() == 0 ||
+      n["cases"].size() > static_cast<size_t>(kMaxBranches)) {
+    return err.Field(where + ".cases", "expected a map of 1 to " + std::to_string(kMaxBranches) +
+                                           " values to model names");
+  }
+  for (const auto& kv : n["cases"]) {
+    std::string value, model;
+    SOMM_RETURN_IF_ERROR(Read(kv.first, where + ".cases", err, &value));
+    SOMM_RETURN_IF_ERROR(ReadModelName(kv.second, where + ".cases." + value, err, &model));
+    for (const auto& c : out->cases) {
+      if (c.first == value) return err.Field(where + ".cases." + value, "duplicate case");
+    }
+    out->cases.emplace_back(value, model);
+  }
+  if (n["default"]) SOMM_RETURN_IF_ERROR(ReadModelName(n["default"], where + ".default", err, &out->default_model));
+  return Status::Ok();
+}
+
+Status ReadFanout(const YAML::Node& n, const std::string& where, const Errors& err,
+                  FanoutOptions* out) {
+  SOMM_RETURN_IF_ERROR(CheckKeys(n, {"models", "join"}, where, err));
+  const std::string models = where + ".models";
+  if (!n["models"] || !n["models"].IsSequence() || n["models"].size() < 2 ||
+      n["models"].size() > static_cast<size_t>(kMaxBranches)) {
+    return err.Field(models, "expected a list of 2 to " + std::to_string(kMaxBranches) + " model names");
+  }
+  for (size_t i = 0; i < n["models"].size(); ++i) {
+    std::string m;
+    const std::string field = models + "[" + std::to_string(i) + "]";
+    SOMM_RETURN_IF_ERROR(ReadModelName(n["models"][i], field, err, &m));
+    if (std::find(out->models.begin(), out->models.end(), m) != out->models.end()) {
+      return err.Field(field, "model '" + m + "' is already a branch");
+    }
+    out->models.push_back(m);
+  }
+  if (n["join"]) {
+    std::string join;
+    SOMM_RETURN_IF_ERROR(Read(n["join"], where + ".join", err, &join));
+    if (join == "each") {
+      out->join = Join::kEach;
+    } else if (join == "mean") {
+      out->join = Join::kMean;
+    } else if (join == "concat") {
+      out->join = Join::kConcat;
+    } else {
+      return err.Field(where + ".join", "expected each, mean or concat");
+    }
+  }
+  return Status::Ok();
+}
+
 Status ReadStep(const YAML::Node& n, int i, const Errors& err, StepConfig* step) {
   const std::string where = "steps[" + std::to_string(i) + "]";
   step->index_in_file = i;
   SOMM_RETURN_IF_ERROR(CheckKeys(n,
                                  {"name", "model", "version", "task", "min_accuracy",
-                                  "preprocess", "postprocess", "cascade", "inputs", "outputs"},
+                                  "preprocess", "postprocess", "cascade", "switch", "fanout", "inputs",
+                                  "outputs"},
                                  where, err));
   if (!n["name"]) return err.Field(where + ".name", "is required");
   SOMM_RETURN_IF_ERROR(Read(n["name"], where + ".name", err, &step->name));
@@ -241,9 +308,10 @@ Status ReadStep(const YAML::Node& n, int i, const Errors& err, StepConfig* step)
   }
   const std::string at = where + " (step '" + step->name + "')";
   const int kinds = (n["model"] ? 1 : 0) + (n["task"] ? 1 : 0) + (n["preprocess"] ? 1 : 0) +
-                    (n["postprocess"] ? 1 : 0) + (n["cascade"] ? 1 : 0);
+                    (n["postprocess"] ? 1 : 0) + (n["cascade"] ? 1 : 0) + (n["switch"] ? 1 : 0) +
+                    (n["fanout"] ? 1 : 0);
   if (kinds != 1) {
-    return err.Field(at, "needs exactly one of model, task, preprocess, postprocess, cascade");
+    return err.Field(at, "needs exactly one of model, task, preprocess, postprocess, cascade, switch, fanout");
   }
   if (n["model"]) {
     step->kind = StepKind::kModel;
@@ -257,6 +325,12 @@ Status ReadStep(const YAML::Node& n, int i, const Errors& err, StepConfig* step)
   } else if (n["preprocess"]) {
     step->kind = StepKind::kPreprocess;
     SOMM_RETURN_IF_ERROR(ReadPreprocess(n["preprocess"], at + ".preprocess", err, &step->preprocess));
+  } else if (n["switch"]) {
+    step->kind = StepKind::kSwitch;
+    SOMM_RETURN_IF_ERROR(ReadSwitch(n["switch"], at + ".switch", err, &step->switch_));
+  } else if (n["fanout"]) {
+    step->kind = StepKind::kFanout;
+    SOMM_RETURN_IF_ERROR(ReadFanout(n["fanout"], at + ".fanout", err, &step->fanout));
   } else if (n["cascade"]) {
     step->kind = StepKind::kCascade;
     SOMM_RETURN_IF_ERROR(ReadCascade(n["cascade"], at + ".cascade", err, &step->cascade));
@@ -390,6 +464,10 @@ StatusOr<PipelineConfig> Parse(const YAML::Node& root, const Errors& err) {
   }
   for (const StepConfig& step : c.steps) {
     const std::string at = "steps[" + std::to_string(step.index_in_file) + "] (step '" + step.name + "')";
+    if (step.kind == StepKind::kSwitch && !step.switch_.input.empty() &&
+        !input_names.count(step.switch_.input)) {
+      return err.Field(at + ".switch.input", "unknown pipeline input '" + step.switch_.input + "'");
+    }
     for (const auto& [name, source] : step.inputs) {
       const auto [from_step, output] = SplitSource(source);
       const std::string field = at + ".inputs." + name;
@@ -449,6 +527,17 @@ const char* StepKindName(StepKind kind) {
     case StepKind::kPreprocess: return "preprocess";
     case StepKind::kPostprocess: return "postprocess";
     case StepKind::kCascade: return "cascade";
+    case StepKind::kSwitch: return "switch";
+    case StepKind::kFanout: return "fanout";
+  }
+  return "?";
+}
+
+const char* JoinName(Join join) {
+  switch (join) {
+    case Join::kEach: return "each";
+    case Join::kMean: return "mean";
+    case Join::kConcat: return "concat";
   }
   return "?";
 }

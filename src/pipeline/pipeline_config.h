@@ -14,7 +14,12 @@
 //     min_accuracy: A | threshold: T}`: each sample goes to the next model
 //     only when the one before is not confident enough (cascade.h); with
 //     min_accuracy the threshold is chosen when the pipeline loads, on the
-//     first model's validation data.
+//     first model's validation data;
+//   * `switch: {parameter: P | input: I, cases: {value: MODEL, ...},
+//     default: MODEL}`: the model of the case the request parameter P
+//     (per query) or the pipeline input I (per sample) names;
+//   * `fanout: {models: [...], join: each|mean|concat}`: every model at
+//     once on the same inputs, their outputs joined.
 // A step's `inputs` map each of its input names to a pipeline input
 // (`image`) or an earlier step's output (`decode.pixels`); the pipeline's
 // `outputs` each name a step output in `from`.
@@ -45,7 +50,7 @@ namespace somm::pipeline {
 inline constexpr char kPipelineFile[] = "pipeline.yaml";
 inline constexpr int kMaxSteps = 32;
 
-enum class StepKind { kModel, kTask, kPreprocess, kPostprocess, kCascade };
+enum class StepKind { kModel, kTask, kPreprocess, kPostprocess, kCascade, kSwitch, kFanout };
 const char* StepKindName(StepKind kind);
 
 struct PreprocessOptions {
@@ -72,6 +77,28 @@ struct CascadeOptions {
   std::optional<double> threshold;
 };
 
+inline constexpr int kMaxBranches = 8;
+
+struct SwitchOptions {
+  // Exactly one: a request parameter (one value per query) or a pipeline
+  // input with one element per sample (BYTES, INT32, INT64 or BOOL).
+  std::string parameter;
+  std::string input;
+  std::vector<std::pair<std::string, std::string>> cases;  // value -> model
+  std::string default_model;  // "" = none: a value no case names is refused
+};
+
+enum class Join { kEach, kMean, kConcat };
+const char* JoinName(Join join);
+
+struct FanoutOptions {
+  std::vector<std::string> models;  // 2..kMaxBranches, run at once
+  // each: every model's outputs, as `<model>.<output>`; mean: the
+  // element-wise mean of same-named FP32 outputs; concat: same-named
+  // outputs joined along their last dimension, in the models' order.
+  Join join = Join::kEach;
+};
+
 struct StepConfig {
   std::string name;
   StepKind kind = StepKind::kModel;
@@ -82,6 +109,8 @@ struct StepConfig {
   PreprocessOptions preprocess;
   PostprocessOptions postprocess;
   CascadeOptions cascade;
+  SwitchOptions switch_;
+  FanoutOptions fanout;
   // Step input name -> source: a pipeline input, or "step.output".
   std::vector<std::pair<std::string, std::string>> inputs;
   std::vector<std::string> outputs;  // declared output names (optional; checked)

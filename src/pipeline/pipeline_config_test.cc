@@ -154,6 +154,35 @@ TEST(PipelineConfigTest, CascadeErrorsNameTheStepAndField) {
             std::string::npos);
 }
 
+TEST(PipelineConfigTest, SwitchAndFanoutErrorsNameTheStepAndField) {
+  const std::string base = Replace(kCascade, "cascade: {models: [digits-logistic, digits-cnn], confidence: margin, min_accuracy: 0.97}", "STEP");
+  const auto error_of = [&](const std::string& step) { return Error(Replace(base, "STEP", step)); };
+  const std::string at = "field 'steps[0] (step 'classify').";
+  auto ok = Parse(Replace(base, "STEP", "switch: {parameter: tier, cases: {fast: a, best: b}, default: a}"));
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->steps[0].kind, StepKind::kSwitch);
+  EXPECT_EQ(ok->steps[0].switch_.cases,
+            (std::vector<std::pair<std::string, std::string>>{{"fast", "a"}, {"best", "b"}}));
+  EXPECT_EQ(ok->steps[0].switch_.default_model, "a");
+  ok = Parse(Replace(base, "STEP", "fanout: {models: [a, b], join: concat}"));
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->steps[0].fanout.join, Join::kConcat);
+  EXPECT_NE(error_of("switch: {parameter: tier, input: pixels, cases: {a: a}}").find(at + "switch': needs exactly one of parameter"),
+            std::string::npos);
+  EXPECT_NE(error_of("switch: {parameter: tier, cases: {}}").find(at + "switch.cases': expected a map of 1 to 8"),
+            std::string::npos);
+  EXPECT_NE(error_of("switch: {parameter: tier, cases: {a: ''}}").find(at + "switch.cases.a': must not be empty"),
+            std::string::npos);
+  EXPECT_NE(error_of("switch: {input: lane, cases: {a: a}}").find(at + "switch.input': unknown pipeline input 'lane'"),
+            std::string::npos);
+  EXPECT_NE(error_of("fanout: {models: [a]}").find(at + "fanout.models': expected a list of 2 to 8"),
+            std::string::npos);
+  EXPECT_NE(error_of("fanout: {models: [a, a]}").find(at + "fanout.models[1]': model 'a' is already a branch"),
+            std::string::npos);
+  EXPECT_NE(error_of("fanout: {models: [a, b], join: max}").find(at + "fanout.join': expected each, mean or concat"),
+            std::string::npos);
+}
+
 TEST(PipelineConfigTest, SplitSource) {
   EXPECT_EQ(SplitSource("image"), (std::pair<std::string, std::string>{"", "image"}));
   EXPECT_EQ(SplitSource("decode.pixels"), (std::pair<std::string, std::string>{"decode", "pixels"}));

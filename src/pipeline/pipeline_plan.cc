@@ -76,6 +76,147 @@ Status JoinOwner(const std::string& pipeline, const std::string& field, const st
   return Status::Ok();
 }
 
+// The models a switch or fan-out step queries, each a batching model fed
+// the step's inputs, into bound->models and bound->stages.
+Status BindModels(const std::string& pipeline, const StepConfig& step,
+                  const std::vector<std::pair<std::string, std::string>>& models,
+                  const SignatureLookup& lookup,
+                  const std::function<StatusOr<TensorSpec>(const std::string&)>& source_spec,
+                  std::string* owner, BoundStep* bound) {
+  for (const auto& [field, model] : models) {
+    if (std::find(bound->models.begin(), bound->models.end(), model) != bound->models.end()) continue;
+    StepConfig as_model = step;
+    as_model.kind = StepKind::kModel;
+    as_model.model = model;
+    auto sig = lookup(as_model);
+    if (!sig.ok()) return FieldError(pipeline, field, sig.status());
+    if (!sig->batched) {
+      return FieldError(pipeline, field,
+                        InvalidArgument("model '" + model + "' does not batch (max_batch_size 0)"));
+    }
+    SOMM_RETURN_IF_ERROR(JoinOwner(pipeline, field, sig->owner_tenant, owner));
+    SOMM_RETURN_IF_ERROR(CheckFed(pipeline, Where(step), as_model, *sig, source_spec,
+                                  bound->stages.empty() ? &bound->sources : nullptr));
+    if (bound->stages.empty()) bound->inputs = sig->inputs;
+    bound->models.push_back(model);
+    bound->stages.push_back(std::move(sig).value());
+  }
+  return Status::Ok();
+}
+
+bool SameSpecs(const std::vector<TensorSpec>& a, const std::vector<TensorSpec>& b, bool but_last_dim) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].name != b[i].name || a[i].datatype != b[i].datatype ||
+        a[i].shape.size() != b[i].shape.size()) {
+      return false;
+    }
+    for (size_t d = 0; d + (but_last_dim ? 1 : 0) < a[i].shape.size(); ++d) {
+      if (a[i].shape[d] != b[i].shape[d]) return false;
+    }
+  }
+  return true;
+}
+
+std::string Describe(const std::vector<TensorSpec>& specs) {
+  std::string s;
+  for (const auto& t : specs) {
+    s += (s.empty() ? "" : ", ") + t.name + " " + DataTypeName(t.datatype) + " " + ShapeToString(t.shape);
+  }
+  return s;
+}
+
+Status BindSwitch(const std::string& pipeline, const StepConfig& step, const SignatureLookup& lookup,
+                  const std::function<StatusOr<TensorSpec>(const std::string&)>& source_spec,
+                  std::string* owner, BoundStep* bound) {
+  const std::string at = Where(step) + ".switch";
+  const SwitchOptions& sw = step.switch_;
+  std::vector<std::pair<std::string, std::string>> models;
+  for (const auto& [value, model] : sw.cases) models.emplace_back(at + ".cases." + value, model);
+  if (!sw.default_model.empty()) models.emplace_back(at + ".default", sw.default_model);
+  SOMM_RETURN_IF_ERROR(BindModels(pipeline, step, models, lookup, source_spec, owner, bound));
+  for (size_t k = 1; k < bound->stages.size(); ++k) {
+    if (!SameSpecs(bound->stages[k].outputs, bound->stages[0].outputs, false)) {
+      return FieldError(pipeline, at,
+                        InvalidArgument("model '" + bound->models[k] + "' gives " +
+                                        Describe(bound->stages[k].outputs) + " where '" +
+                                        bound->models[0] + "' gives " +
+                                        Describe(bound->stages[0].outputs) +
+                                        "; a switch's models must give the same outputs"));
+    }
+  }
+  bound->outputs = bound->stages[0].outputs;
+  if (sw.input.empty()) return Status::Ok();
+  auto spec = source_spec(sw.input);
+  if (!spec.ok()) return FieldError(pipeline, at + ".input", spec.status());
+  const DataType t = spec->datatype;
+  if (ElementCount(spec->shape) != 1 ||
+      (t != DataType::kBytes && t != DataType::kInt32 && t != DataType::kInt64 && t != DataType::kBool)) {
+    return FieldError(pipeline, at + ".input",
+                      InvalidArgument("a switch reads one BYTES, INT32, INT64 or BOOL element per "
+                                      "sample, not " + std::string(DataTypeName(t)) + " " +
+                                      ShapeToString(spec->shape)));
+  }
+  for (const auto& out : bound->outputs) {
+    if (out.datatype == DataType::kBytes) {
+      return FieldError(pipeline, at + ".input",
+                        InvalidArgument("a switch per sample merges its models' rows, and output '" +
+                                        out.name + "' is BYTES; switch on a parameter instead"));
+    }
+  }
+  bound->switch_input = *spec;
+  return Status::Ok();
+}
+
+Status BindFanout(const std::string& pipeline, const StepConfig& step, const SignatureLookup& lookup,
+                  const std::function<StatusOr<TensorSpec>(const std::string&)>& source_spec,
+                  std::string* owner, BoundStep* bound) {
+  const std::string at = Where(step) + ".fanout";
+  std::vector<std::pair<std::string, std::string>> models;
+  for (size_t k = 0; k < step.fanout.models.size(); ++k) {
+    models.emplace_back(at + ".models[" + std::to_string(k) + "]", step.fanout.models[k]);
+  }
+  SOMM_RETURN_IF_ERROR(BindModels(pipeline, step, models, lookup, source_spec, owner, bound));
+  const Join join = step.fanout.join;
+  if (join == Join::kEach) {
+    for (size_t k = 0; k < bound->stages.size(); ++k) {
+      for (TensorSpec out : bound->stages[k].outputs) {
+        out.name = bound->models[k] + "." + out.name;
+        bound->outputs.push_back(std::move(out));
+      }
+    }
+    return Status::Ok();
+  }
+  const std::vector<TensorSpec>& first = bound->stages[0].outputs;
+  for (size_t k = 0; k < bound->stages.size(); ++k) {
+    const auto& outs = bound->stages[k].outputs;
+    bool fits = SameSpecs(outs, first, join == Join::kConcat);
+    for (const auto& o : outs) {
+      fits = fits && FullyKnown(o.shape) && !o.shape.empty() &&
+             (join == Join::kMean ? o.datatype == DataType::kFp32 : o.datatype != DataType::kBytes);
+    }
+    if (!fits) {
+      return FieldError(pipeline, at + ".join",
+                        InvalidArgument(std::string("join ") + JoinName(join) + " needs " +
+                                        (join == Join::kMean
+                                             ? "every model to give the same FP32 outputs"
+                                             : "every model to give the same outputs, numeric and "
+                                               "of known shapes, but for their last dimension") +
+                                        ": '" + bound->models[k] + "' gives " + Describe(outs) +
+                                        ", '" + bound->models[0] + "' " + Describe(first)));
+    }
+  }
+  bound->outputs = first;
+  if (join == Join::kConcat) {
+    for (size_t i = 0; i < first.size(); ++i) {
+      int64_t last = 0;
+      for (const auto& sig : bound->stages) last += sig.outputs[i].shape.back();
+      bound->outputs[i].shape.back() = last;
+    }
+  }
+  return Status::Ok();
+}
+
 // A cascade step: each stage a batching model fed the step's inputs, each
 // with one FP32 output of the same, known, number of values.
 Status BindCascade(const std::string& pipeline, const StepConfig& step, const SignatureLookup& lookup,
@@ -213,6 +354,12 @@ StatusOr<PipelinePlan> BindPipeline(const PipelineConfig& config, const Signatur
     const std::string at = Where(step);
     if (step.kind == StepKind::kCascade) {
       SOMM_RETURN_IF_ERROR(BindCascade(config.name, step, lookup, source_spec, &owner, &bound));
+      bound.models = step.cascade.models;
+    } else if (step.kind == StepKind::kSwitch) {
+      SOMM_RETURN_IF_ERROR(BindSwitch(config.name, step, lookup, source_spec, &owner, &bound));
+      if (!step.switch_.input.empty()) ++plan.readers[step.switch_.input];
+    } else if (step.kind == StepKind::kFanout) {
+      SOMM_RETURN_IF_ERROR(BindFanout(config.name, step, lookup, source_spec, &owner, &bound));
     } else if (step.kind == StepKind::kModel || step.kind == StepKind::kTask) {
       const std::string field = at + (step.kind == StepKind::kModel ? ".model" : ".task");
       auto sig = lookup(step);

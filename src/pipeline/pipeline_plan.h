@@ -14,8 +14,15 @@
 // last reader instead of copying it. A cascade step's stages are each
 // bound as a model step fed the step's inputs, and must each give one FP32
 // output of the same number of classes; the step gives that output (named
-// as the first stage's) and `stage`, INT64 [1], the stage that answered. Errors are InvalidArgument (NotFound
-// for an unknown model or task) naming the step and the field.
+// as the first stage's) and `stage`, INT64 [1], the stage that answered.
+// A switch's cases and a fan-out's branches are bound the same way (each
+// model fed the step's inputs): a switch's models must give the same
+// outputs, which it gives; a fan-out gives each model's as
+// `<model>.<output>` (join each), or their element-wise mean (mean: the
+// same FP32 outputs) or their concatenation along the last dimension
+// (concat: the same outputs but for that dimension).
+// Errors are InvalidArgument (NotFound for an unknown model or task) naming
+// the step and the field.
 //
 // Pure: no I/O, no threads.
 #pragma once
@@ -50,9 +57,15 @@ struct BoundStep {
   std::vector<TensorSpec> outputs;  // as it gives them, per sample
   // For each of config.inputs: the spec of its source.
   std::vector<TensorSpec> sources;
-  // kCascade: each stage's signature, the classes of their one output, and
-  // the threshold (set when the pipeline loads, cascade_step.h).
+  // kCascade, kSwitch, kFanout: the models it queries and their
+  // signatures (a cascade's stages, a switch's distinct case models, the
+  // default last, a fan-out's branches).
+  std::vector<std::string> models;
   std::vector<StepSignature> stages;
+  // kSwitch on an input: its spec.
+  TensorSpec switch_input;
+  // kCascade: the classes of the stages' one output, and the threshold
+  // (set when the pipeline loads, cascade_step.h).
   int64_t classes = 0;
   double threshold = 0;
   std::string calibration;  // how the threshold was set, for metadata and answers

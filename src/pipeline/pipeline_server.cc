@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "common/clock.h"
+#include "pipeline/branch_step.h"
 #include "pipeline/builtin_steps.h"
 #include "pipeline/cascade_step.h"
 #include "selector/selector.h"
@@ -60,6 +61,7 @@ struct PipelineServer::Run {
   Caller caller;
   std::string id;
   Parameters pass;  // min_accuracy, max_cost, best_effort: to every model and task step
+  Parameters asked;  // every parameter of the query (a switch may read one)
   std::optional<double> slo_ms;
   SteadyClock::time_point start = SteadyClock::now();
   int64_t batch = 0;
@@ -257,9 +259,15 @@ StatusOr<ModelMetadata> PipelineServer::GetModelMetadata(const std::string& name
     steps += (steps.empty() ? "" : " ") + c.name + "=" + StepKindName(c.kind);
     if (c.kind == StepKind::kModel) steps += ":" + c.model;
     if (c.kind == StepKind::kTask) steps += ":" + c.task;
-    if (c.kind != StepKind::kCascade) continue;
-    for (size_t k = 0; k < c.cascade.models.size(); ++k) steps += (k ? "," : ":") + c.cascade.models[k];
-    md.parameters["cascade_" + c.name] = s.calibration;
+    for (size_t k = 0; k < s.models.size(); ++k) steps += (k ? "," : ":") + s.models[k];
+    if (c.kind == StepKind::kCascade) md.parameters["cascade_" + c.name] = s.calibration;
+    if (c.kind == StepKind::kSwitch) {
+      const SwitchOptions& sw = c.switch_;
+      std::string text = sw.parameter.empty() ? "input=" + sw.input : "parameter=" + sw.parameter;
+      for (const auto& [value, model] : sw.cases) text += " " + value + "->" + model;
+      if (!sw.default_model.empty()) text += " default->" + sw.default_model;
+      md.parameters["switch_" + c.name] = text;
+    }
   }
   md.parameters["pipeline_steps"] = steps;
   return md;
@@ -276,9 +284,7 @@ StatusOr<bool> PipelineServer::IsModelReady(const std::string& name,
   for (const auto& s : plan->steps) {
     std::vector<std::pair<std::string, std::string>> models;
     if (s.config.kind == StepKind::kModel) models.emplace_back(s.config.model, s.config.version);
-    if (s.config.kind == StepKind::kCascade) {
-      for (const auto& m : s.config.cascade.models) models.emplace_back(m, "");
-    }
+    for (const auto& m : s.models) models.emplace_back(m, "");
     for (const auto& [model, version] : models) {
       auto ready = inner_.IsModelReady(model, version);
       if (!ready.ok() || !*ready) return false;
@@ -355,6 +361,7 @@ void PipelineServer::Infer(InferenceRequest request, InferCallback done) {
   run->caller = request.caller;
   run->id = request.id;
   run->done = std::move(done);
+  run->asked = request.parameters;
   for (const char* key : {"min_accuracy", "max_cost", "best_effort"}) {
     if (auto it = request.parameters.find(key); it != request.parameters.end()) {
       run->pass[key] = it->second;
@@ -480,6 +487,7 @@ void PipelineServer::RunFrom(const std::shared_ptr<Run>& run, size_t index) {
       continue;
     }
     if (c.kind == StepKind::kCascade) return RunCascadeStep(run, i);
+    if (c.kind == StepKind::kSwitch || c.kind == StepKind::kFanout) return RunBranchStep(run, i);
     InferenceRequest r;
     if (c.kind == StepKind::kTask) {
       r.task = c.task;
@@ -540,6 +548,66 @@ void PipelineServer::RunFrom(const std::shared_ptr<Run>& run, size_t index) {
   run->done(Answer(*run));
 }
 
+Status PipelineServer::TakeModelInputs(Run& run, size_t i, InferenceRequest* base,
+                                       std::vector<Tensor>* inputs,
+                                       std::function<StatusOr<double>()>* budget_ms) {
+  const BoundStep& step = run.plan->steps[i];
+  const StepConfig& c = step.config;
+  base->id = run.id;
+  base->caller = run.caller;
+  base->parameters = run.pass;
+  base->parameters["somm_explain"] = std::string("compact");
+  for (size_t k = 0; k < c.inputs.size(); ++k) {
+    const std::string& name = c.inputs[k].first;
+    const auto spec = std::find_if(step.inputs.begin(), step.inputs.end(),
+                                   [&](const TensorSpec& s) { return s.name == name; });
+    SOMM_ASSIGN_OR_RETURN(Tensor t, run.Take(c.inputs[k].second, name, spec->shape));
+    inputs->push_back(std::move(t));
+  }
+  if (run.slo_ms) {
+    // Each model query gets what is left, less what the planned steps after
+    // this one need.
+    *budget_ms = [&run, i]() -> StatusOr<double> {
+      const double left = *run.slo_ms - static_cast<double>(Microseconds(run.start)) / 1000.0;
+      const double budget = run.planned ? left - run.reserved_after[i] : left;
+      if (budget <= 0) {
+        return DeadlineExceeded("its latency_slo_ms of " + FormatMs(*run.slo_ms) +
+                                " ms leaves nothing for the next model");
+      }
+      return budget;
+    };
+  }
+  return Status::Ok();
+}
+
+void PipelineServer::RunBranchStep(const std::shared_ptr<Run>& run, size_t i) {
+  const BoundStep& step = run->plan->steps[i];
+  const StepConfig& c = step.config;
+  BranchQuery q;
+  q.inner = run->inner;
+  q.step = &step;
+  q.batch = run->batch;
+  if (Status s = TakeModelInputs(*run, i, &q.base, &q.inputs, &q.budget_ms); !s.ok()) {
+    return run->done(run->StepError(c.name, s));
+  }
+  if (c.kind == StepKind::kSwitch && !c.switch_.parameter.empty()) {
+    if (auto it = run->asked.find(c.switch_.parameter); it != run->asked.end()) q.parameter = it->second;
+  } else if (c.kind == StepKind::kSwitch) {
+    auto t = run->Take(c.switch_.input, c.switch_.input, {});
+    if (!t.ok()) return run->done(run->StepError(c.name, t.status()));
+    q.selector = std::move(t).value();
+  }
+  auto next = [run, i](StatusOr<BranchResult> result) {
+    const StepConfig& c = run->plan->steps[i].config;
+    if (!result.ok()) return run->done(run->StepError(c.name, result.status()));
+    run->explained.emplace_back(c.name, std::move(result->explanation));
+    run->Keep(c.name, std::move(result->outputs));
+    RunFrom(run, i + 1);
+  };
+  if (c.kind == StepKind::kSwitch) return RunSwitch(std::move(q), std::move(next));
+  RunFanout(std::move(q), std::move(next));
+}
+
 void PipelineServer::RunCascadeStep(const std::shared_ptr<Run>& run, size_t i) {
   const BoundStep& step = run->plan->steps[i];
   const StepConfig& c = step.config;
@@ -547,30 +615,8 @@ void PipelineServer::RunCascadeStep(const std::shared_ptr<Run>& run, size_t i) {
   q.inner = run->inner;
   q.step = &step;
   q.batch = run->batch;
-  q.base.id = run->id;
-  q.base.caller = run->caller;
-  q.base.parameters = run->pass;
-  q.base.parameters["somm_explain"] = std::string("compact");
-  for (size_t k = 0; k < c.inputs.size(); ++k) {
-    const std::string& name = c.inputs[k].first;
-    const auto spec = std::find_if(step.inputs.begin(), step.inputs.end(),
-                                   [&](const TensorSpec& s) { return s.name == name; });
-    auto t = run->Take(c.inputs[k].second, name, spec->shape);
-    if (!t.ok()) return run->done(run->StepError(c.name, t.status()));
-    q.inputs.push_back(std::move(t).value());
-  }
-  if (run->slo_ms) {
-    // Each stage gets what is left, less what the planned steps after the
-    // cascade need.
-    q.budget_ms = [run, i]() -> StatusOr<double> {
-      const double left = *run->slo_ms - static_cast<double>(Microseconds(run->start)) / 1000.0;
-      const double budget = run->planned ? left - run->reserved_after[i] : left;
-      if (budget <= 0) {
-        return DeadlineExceeded("its latency_slo_ms of " + FormatMs(*run->slo_ms) +
-                                " ms leaves nothing for the next stage");
-      }
-      return budget;
-    };
+  if (Status s = TakeModelInputs(*run, i, &q.base, &q.inputs, &q.budget_ms); !s.ok()) {
+    return run->done(run->StepError(c.name, s));
   }
   RunCascade(std::move(q), [run, i](StatusOr<CascadeResult> result) {
     const StepConfig& c = run->plan->steps[i].config;
@@ -617,6 +663,11 @@ void PipelineServer::SplitBudget(Run& run) const {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const StepConfig& c = plan.steps[i].config;
     SplitStep s;
+    if (c.kind == StepKind::kSwitch || c.kind == StepKind::kFanout) {
+      // Planned as taking no time: its models get what is left when it runs.
+      steps.push_back(std::move(s));
+      continue;
+    }
     if (c.kind == StepKind::kPreprocess || c.kind == StepKind::kPostprocess) {
       s.fixed_ms = run.times ? static_cast<double>(run.times->us[i].load()) / 1000.0 : 0;
       steps.push_back(std::move(s));

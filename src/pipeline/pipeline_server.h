@@ -9,7 +9,9 @@
 // InferenceApi::Infer, with the query's caller, so authentication,
 // selection, batching and the explanation apply per step as to any query;
 // a cascade step's stages are such queries, each on the samples the one
-// before was not confident in (cascade_step.h); the built-in steps run in this process on the thread that reaches them
+// before was not confident in (cascade_step.h), and so are a switch's
+// case and a fan-out's branches, the latter at once (branch_step.h); the
+// built-in steps run in this process on the thread that reaches them
 // (the caller's for a first preprocess step, the answering model's after
 // a model step). A value read by one step only is moved to it, not copied.
 // The answer's `somm` parameter lists each step's choice, and each step's
@@ -154,6 +156,13 @@ class PipelineServer : public InferenceServer {
   static void RunFrom(const std::shared_ptr<Run>& run, size_t index);
   // A cascade step (cascade_step.h); continues with RunFrom(index + 1).
   static void RunCascadeStep(const std::shared_ptr<Run>& run, size_t index);
+  // A switch or fan-out step (branch_step.h); continues with RunFrom(index + 1).
+  static void RunBranchStep(const std::shared_ptr<Run>& run, size_t index);
+  // What a cascade, switch or fan-out step's model queries share: the
+  // query's caller and requirements, the step's inputs, the SLO budget.
+  static Status TakeModelInputs(Run& run, size_t index, InferenceRequest* base,
+                                std::vector<Tensor>* inputs,
+                                std::function<StatusOr<double>()>* budget_ms);
   // The pipeline's outputs and what each step did.
   static StatusOr<InferenceResponse> Answer(Run& run);
 
