@@ -1,75 +1,15 @@
 #!/usr/bin/python3
 """Predicted against reported cost of task queries (bench/cost_agreement.sh).
 
-`send`: N task queries per accuracy floor to one `somm serve`, one after
-another, each asking for the full explanation (somm_explain=full), over REST
-(http.client, one keep-alive connection) or gRPC (`somm infer -i grpc`, one
-process per query); one JSON line per answer with the chosen variant, the
-predicted and reported cost, the compute time and the batch.
-
-`report`: the lines of every run, per protocol and variant: count, median,
-p99 and max of reported / predicted cost, the first answer's and the largest
-of the first 16 (the queries right after the variant loaded), and PASS when
-p99 <= the band.
+`report`: the JSON lines build/bench/bench_cost_queries wrote (one per
+answer; the file's name starts with its protocol), per protocol and
+variant: count, median, p99 and max of reported / predicted cost, the first
+answer's and the largest of the first 16 (the queries right after the
+variant loaded), and PASS when p99 <= the band.
 """
 import argparse
-import http.client
 import json
-import subprocess
 import sys
-
-
-def params(floor):
-    p = {"somm_explain": "full"}
-    if floor != "none":
-        p["min_accuracy"] = float(floor)
-    return p
-
-
-def send_rest(port, task, floor, n, body, out):
-    body = dict(body)
-    body["parameters"] = params(floor)
-    data = json.dumps(body)
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    for i in range(n):
-        conn.request("POST", f"/v2/tasks/{task}/infer", data, {"Content-Type": "application/json"})
-        r = conn.getresponse()
-        text = r.read()
-        if r.status != 200:
-            out.write(json.dumps({"i": i, "error": f"{r.status} {text[:200]!r}"}) + "\n")
-            continue
-        write(out, i, json.loads(text)["parameters"])
-
-
-def send_grpc(somm, port, task, floor, n, body_file, out):
-    args = [somm, "infer", "--task", task, body_file, "-i", "grpc", "--url", f"127.0.0.1:{port}",
-            "--top-k", "1"]
-    for k, v in params(floor).items():
-        args += ["--param", f"{k}={v}"]
-    for i in range(n):
-        r = subprocess.run(args, capture_output=True, text=True)
-        if r.returncode != 0:
-            out.write(json.dumps({"i": i, "error": r.stderr.strip()[:200]}) + "\n")
-            continue
-        p = {}
-        for line in r.stdout.splitlines():
-            key, sep, value = line.strip().partition(" = ")
-            if sep and key.startswith("somm_"):
-                try:
-                    p[key] = float(value)
-                except ValueError:
-                    p[key] = value
-        write(out, i, p)
-
-
-def write(out, i, p):
-    row = {"i": i, "variant": p.get("somm_variant"), "hardware": p.get("somm_hardware"),
-           "decision": p.get("somm_decision"), "batch": p.get("somm_batch_size"),
-           "compute_us": p.get("somm_compute_us"), "predicted": p.get("somm_predicted_cost_usd"),
-           "reported": p.get("somm_cost_usd"), "measured": p.get("somm_measured_cost_usd"),
-           "over": p.get("somm_cost_over_reason")}
-    out.write(json.dumps(row) + "\n")
-    out.flush()
 
 
 def quantile(sorted_values, q):
@@ -118,27 +58,11 @@ def report(files, band):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("send")
-    s.add_argument("--protocol", choices=["rest", "grpc"], required=True)
-    s.add_argument("--port", type=int, required=True)
-    s.add_argument("--somm", default="build/somm")
-    s.add_argument("--task", required=True)
-    s.add_argument("--floor", default="none")
-    s.add_argument("--queries", type=int, default=300)
-    s.add_argument("--body", required=True)
-    s.add_argument("--out", required=True)
     r = sub.add_parser("report")
     r.add_argument("--band", type=float, default=1.5)
     r.add_argument("files", nargs="+")
     a = ap.parse_args()
-    if a.cmd == "report":
-        return report(a.files, a.band)
-    with open(a.out, "a") as out:
-        if a.protocol == "rest":
-            send_rest(a.port, a.task, a.floor, a.queries, json.load(open(a.body)), out)
-        else:
-            send_grpc(a.somm, a.port, a.task, a.floor, a.queries, a.body, out)
-    return 0
+    return report(a.files, a.band)
 
 
 if __name__ == "__main__":

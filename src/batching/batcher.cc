@@ -305,17 +305,24 @@ std::optional<double> Batcher::PredictComputeUs(int64_t batch) const {
   return predictor_.PredictUs(batch);
 }
 
-std::optional<double> Batcher::WarmUp(const std::vector<Tensor>& inputs, int runs) {
+std::optional<double> Batcher::WarmUp(const std::vector<Tensor>& inputs, int runs,
+                                      std::optional<std::chrono::milliseconds> budget) {
   if (inputs.empty()) return std::nullopt;
   warming_.store(true);
   std::vector<double> settled_us;
   // The runs settle costs of a few milliseconds (a thread's first batches);
-  // a model whose batches take longer than this has nothing to settle that
-  // matters beside them, and eight of its batches would hold the load (a
-  // test model sleeping 1.5 s a batch took 12 s to load).
-  constexpr auto kBudget = std::chrono::milliseconds(250);
+  // a model whose batches take longer than the budget has nothing to settle
+  // that matters beside them, and eight of its batches would hold the load
+  // (a test model sleeping 1.5 s a batch took 12 s to load).
   const auto start = SteadyClock::now();
   for (int i = 0; i < runs; ++i) {
+    // A pause before each run but the first, so that the batcher's thread
+    // goes back to sleep and the core to other work, as between a lone
+    // client's queries: back to back, each run finds the caches as the one
+    // before left them and measures a fraction of what a served batch
+    // costs (3 us beyond the profile for the digits logistic regression,
+    // against 35-60 us served; docs/selection.md).
+    if (i > 0) std::this_thread::sleep_for(kWarmUpPause);
     // On the batcher's own thread, through Execute, as a query's batch runs:
     // libtorch keeps per-thread state (the OpenMP team, the executor's
     // first runs) that a warm-up on the loading thread leaves cold here.
@@ -329,7 +336,7 @@ std::optional<double> Batcher::WarmUp(const std::vector<Tensor>& inputs, int run
     std::future<std::optional<double>> us = ran->get_future();
     if (!Enqueue(std::move(task)).ok()) break;
     const std::optional<double> got = us.get();
-    const bool over_budget = SteadyClock::now() - start >= kBudget;
+    const bool over_budget = budget && SteadyClock::now() - start >= *budget;
     if (got && (2 * i >= runs || over_budget)) settled_us.push_back(*got);
     if (over_budget && !settled_us.empty()) break;
   }

@@ -144,11 +144,21 @@ class Batcher {
   // model there are many times slower than the rest (TorchScript's
   // profiling runs, the thread's OpenMP team, cold caches), and a query that
   // paid for them would cost far more than predicted. Blocks until they
-  // ran. The predictor learns every run; the observer sees none (they are
+  // ran. The runs come kWarmUpPause apart, as a lone client's queries do,
+  // not back to back. The predictor learns every run; the observer sees none (they are
   // no queries' batches). Returns the median compute time, in µs, of the
   // later half of the runs (the settled ones), or nullopt when none ran.
-  // Call it only before the instance is handed queries.
-  std::optional<double> WarmUp(const std::vector<Tensor>& inputs, int runs);
+  // With a `budget`, the runs stop once they have taken that long (a slow
+  // model's batches have nothing to settle beside their own time); nullopt
+  // runs them all (model.yaml asked for them). Call it only before the
+  // instance is handed queries.
+  std::optional<double> WarmUp(const std::vector<Tensor>& inputs, int runs,
+                               std::optional<std::chrono::milliseconds> budget =
+                                   kWarmUpBudget);
+  // WarmUp's default budget, and the pause before each of its runs but
+  // the first.
+  static constexpr std::chrono::milliseconds kWarmUpBudget{250};
+  static constexpr std::chrono::milliseconds kWarmUpPause{2};
   void Stop();
 
   int64_t queue_length() const;     // queries waiting, not counting the executing batch

@@ -65,6 +65,11 @@ struct PrometheusMetrics::Families {
                     .Name("somm_slo_met_queries_total")
                     .Help("Queries answered within their latency SLO")
                     .Register(r)),
+        cost_over_max(prometheus::BuildCounter()
+                          .Name("somm_cost_over_max_total")
+                          .Help("Queries admitted under max_cost whose measured cost ran over "
+                                "it (reported at max_cost; the answer says why)")
+                          .Register(r)),
         instances(prometheus::BuildGauge()
                       .Name("somm_instances_loaded")
                       .Help("Instances loaded per model version")
@@ -198,6 +203,7 @@ struct PrometheusMetrics::Families {
   prometheus::Family<prometheus::Histogram>& batch;
   prometheus::Family<prometheus::Counter>& slo_queries;
   prometheus::Family<prometheus::Counter>& slo_met;
+  prometheus::Family<prometheus::Counter>& cost_over_max;
   prometheus::Family<prometheus::Gauge>& instances;
   prometheus::Family<prometheus::Counter>& decisions;
   prometheus::Family<prometheus::Gauge>& replicas;
@@ -240,6 +246,7 @@ class PrometheusModelMetrics : public ModelMetrics {
         batch_(f.batch.Add(labels, BatchBuckets())),
         slo_queries_(f.slo_queries.Add(labels)),
         slo_met_(f.slo_met.Add(labels)),
+        cost_over_max_(f.cost_over_max.Add(labels)),
         instances_(f.instances.Add(labels)) {}
 
   void RecordSuccess(double queue_us, double compute_us, double total_us) override {
@@ -259,6 +266,7 @@ class PrometheusModelMetrics : public ModelMetrics {
     slo_queries_.Increment();
     if (met) slo_met_.Increment();
   }
+  void RecordCostOverCeiling() override { cost_over_max_.Increment(); }
 
  private:
   PrometheusMetrics::Families& families_;
@@ -270,6 +278,7 @@ class PrometheusModelMetrics : public ModelMetrics {
   prometheus::Histogram& batch_;
   prometheus::Counter& slo_queries_;
   prometheus::Counter& slo_met_;
+  prometheus::Counter& cost_over_max_;
   prometheus::Gauge& instances_;
 };
 

@@ -58,6 +58,10 @@ class ModelMetrics {
   // A query that carried a latency SLO was answered (or failed): `met` when
   // it was answered within the SLO. A default, so that fakes need not care.
   virtual void RecordSlo(bool met) { (void)met; }
+  // A query admitted under max_cost whose measured charge ran over it (its
+  // answer is reported at the ceiling and says why: somm_cost_over_reason).
+  // somm_cost_over_max_total. A default, so that fakes need not care.
+  virtual void RecordCostOverCeiling() {}
 };
 
 class ServingMetrics {

@@ -336,6 +336,7 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
   if (q->latency_slo_ms) {
     q->stats->metrics->RecordSlo(static_cast<double>(total_us) <= *q->latency_slo_ms * 1000.0);
   }
+  if (capped) q->stats->metrics->RecordCostOverCeiling();
   // A worker of this process records its batches itself; one of another
   // process marks one query per batch, and this router counts the batch by
   // it, so the routers' histograms add up to the workers'.

@@ -74,14 +74,26 @@ Tensor X(Shape shape = {1, 2}) {
                 std::string(static_cast<size_t>(ElementCount(shape)) * sizeof(float), '\1')};
 }
 
-// Keeps somm_inflight_queries' value, as the Prometheus gauge would.
+// Keeps somm_inflight_queries' value, as the Prometheus gauge would, and
+// counts somm_cost_over_max_total over every model.
 class InflightMetrics : public NullServingMetrics {
  public:
   void AddInflightQueries(int64_t delta) override { inflight_ += delta; }
   int64_t inflight() const { return inflight_.load(); }
+  ModelMetrics* ForModel(const std::string&, const std::string&) override { return &model_; }
+  int64_t cost_over_max() const { return model_.cost_over_max.load(); }
 
  private:
+  struct CountingModel : ModelMetrics {
+    void RecordSuccess(double, double, double) override {}
+    void RecordFailure(const std::string&) override {}
+    void RecordBatch(int64_t) override {}
+    void SetInstancesLoaded(int64_t) override {}
+    void RecordCostOverCeiling() override { ++cost_over_max; }
+    std::atomic<int64_t> cost_over_max{0};
+  };
   std::atomic<int64_t> inflight_{0};
+  CountingModel model_;
 };
 
 // One query's answer, once the router gives it.
@@ -727,6 +739,7 @@ TEST_F(RouterTest, PredictedAndReportedCostFollowOneRuleAndTheCeilingBoundsTheRe
   EXPECT_DOUBLE_EQ(cost(*first, "somm_predicted_cost_usd"), profiled);
   EXPECT_DOUBLE_EQ(cost(*first, "somm_cost_usd"), 1.5 * profiled);
   EXPECT_TRUE(std::get<bool>(first->get()->parameters.at("somm_cost_capped")));
+  EXPECT_EQ(metrics_.cost_over_max(), 1);
 
   // Enough measured batches teach the prediction (CostCalibration): the
   // same ceiling is now refused.
@@ -746,6 +759,7 @@ TEST_F(RouterTest, PredictedAndReportedCostFollowOneRuleAndTheCeilingBoundsTheRe
   EXPECT_DOUBLE_EQ(cost(*third, "somm_predicted_cost_usd"), measured);
   EXPECT_DOUBLE_EQ(cost(*third, "somm_cost_usd"), measured);
   EXPECT_EQ(third->get()->parameters.count("somm_cost_capped"), 0u);
+  EXPECT_EQ(metrics_.cost_over_max(), 1);  // the first query's, no other
 }
 
 // Issue #43: the first queries after a load were predicted at the profile
@@ -781,6 +795,7 @@ TEST_F(RouterTest, AnAnswerWhoseMeasuredCostRanOverMaxCostSaysByHowMuchAndWhy) {
   const auto logged = log_.Recent(1);
   ASSERT_EQ(logged.size(), 1u);
   EXPECT_EQ(logged[0].status, "OK; " + why);
+  EXPECT_EQ(metrics_.cost_over_max(), 1);  // somm_cost_over_max_total
 }
 
 }  // namespace

@@ -41,20 +41,27 @@ const VariantProfile* FindProfile(const VersionRecord& v, const std::string& var
 }
 
 // Batches of one sample a new instance runs before it takes queries
-// (Batcher::WarmUp): TorchScript's profiling runs, the first optimised ones
-// and cold caches are past by the fifth on the digits models; the later half
-// measures the settled time.
+// (Batcher::WarmUp) when its model.yaml has no `warmup` block:
+// TorchScript's profiling runs, the first optimised ones and cold caches are
+// past by the fifth on the digits models; the later half measures the
+// settled time.
 constexpr int kWarmRuns = 8;
 
-// One sample of zeros of each input (a batch of one when the model batches);
-// empty when a dim is variable or an input is BYTES.
-std::vector<Tensor> ZeroSample(const ModelConfig& config) {
+// Whether model.yaml's `warmup` block says what an instance runs.
+bool HasWarmupBlock(const ModelConfig& config) {
+  return config.warmup.runs >= 0 || !config.warmup.batch_sizes.empty();
+}
+
+// `batch` samples of zeros of each input (one sample, unbatched, when the
+// model takes no batch dim); empty when a dim is variable or an input is
+// BYTES.
+std::vector<Tensor> ZeroBatch(const ModelConfig& config, int64_t batch) {
   std::vector<Tensor> inputs;
   for (const TensorSpec& spec : config.inputs) {
     Tensor t;
     t.name = spec.name;
     t.datatype = spec.datatype;
-    if (config.max_batch_size > 0) t.shape.push_back(1);
+    if (config.max_batch_size > 0) t.shape.push_back(batch);
     t.shape.insert(t.shape.end(), spec.shape.begin(), spec.shape.end());
     const int64_t count = ElementCount(t.shape);
     if (count < 0 || spec.datatype == DataType::kBytes) return {};
@@ -69,17 +76,51 @@ std::vector<Tensor> ZeroSample(const ModelConfig& config) {
 // returns how much longer than `curve` a settled batch of one took there
 // (GroupState::warm_overhead_ms): the router's prior for the charge of a
 // query here, before its own measurements count. -1 when unknown.
+//
+// model.yaml's `warmup` (Triton's model_warmup) governs the runs: `runs`
+// batches at batch 1 and as many at each of `batch_sizes` the model takes,
+// every one of them, on the batcher's thread (the backend then only checks
+// the signature on the loading thread: VariantLoadOptions); a query at one
+// of those sizes meets a model that has already run it (TorchScript
+// specialises its graph on the shapes it has seen). Without the block,
+// kWarmRuns at batch 1 within Batcher::kWarmUpBudget.
 double WarmReplicas(const std::vector<std::unique_ptr<Batcher>>& batchers,
-                    const ModelConfig& config, const LatencyCurve& curve) {
-  const std::vector<Tensor> zeros = ZeroSample(config);
-  if (zeros.empty()) return -1;
+                    const ModelConfig& config, const LatencyCurve& curve,
+                    const std::string& label) {
+  const bool configured = HasWarmupBlock(config);
+  const int runs = configured ? std::max(0, config.warmup.runs) : kWarmRuns;
+  // A block without `runs` keeps the default count, at its sizes.
+  const int per_size = configured && config.warmup.runs < 0 ? kWarmRuns : runs;
+  const std::vector<Tensor> zeros = ZeroBatch(config, 1);
+  if (zeros.empty() || per_size == 0) return -1;
+  const auto start = SteadyClock::now();
+  const std::optional<std::chrono::milliseconds> budget =
+      configured ? std::nullopt : std::optional(Batcher::kWarmUpBudget);
   std::vector<double> settled_us;
   for (const auto& b : batchers) {
-    if (auto us = b->WarmUp(zeros, kWarmRuns)) settled_us.push_back(*us);
+    if (auto us = b->WarmUp(zeros, per_size, budget)) settled_us.push_back(*us);
+    for (int64_t size : config.warmup.batch_sizes) {
+      if (size <= 1 || config.max_batch_size <= 0 || size > config.max_batch_size) continue;
+      b->WarmUp(ZeroBatch(config, size), per_size, budget);
+    }
+  }
+  if (configured) {
+    spdlog::info("warm-up of {} on its serving thread: {} run(s) at batch 1{} in {:.1f} ms", label,
+                 per_size,
+                 config.warmup.batch_sizes.empty() ? "" : " and at each of model.yaml's sizes",
+                 std::chrono::duration<double, std::milli>(SteadyClock::now() - start).count());
   }
   if (settled_us.empty() || curve.points.empty()) return -1;
   std::sort(settled_us.begin(), settled_us.end());
   return std::max(0.0, settled_us[settled_us.size() / 2] / 1000.0 - curve.Predict(1));
+}
+
+// The backend's own warm-up on the loading thread: only the signature check
+// (one run) when the batcher's thread runs model.yaml's block (WarmReplicas),
+// so that the block is not run twice; else the backend's default.
+void BackendWarmup(const ModelConfig& config, LoadOptions* lo) {
+  lo->warmup_runs = HasWarmupBlock(config) ? 0 : -1;
+  lo->warmup_batch_sizes.clear();
 }
 
 }  // namespace
@@ -105,10 +146,7 @@ StatusOr<LoadOptions> VariantLoadOptions(const VersionRecord& v, const std::stri
                                          const HardwareConfig& hw) {
   if (const VariantProfile* p = FindProfile(v, variant)) {
     StatusOr<LoadOptions> lo = LoadOptionsForVariant(v.config, *p, hw);
-    if (lo.ok()) {
-      lo->warmup_runs = v.config.warmup.runs;
-      lo->warmup_batch_sizes = v.config.warmup.batch_sizes;
-    }
+    if (lo.ok()) BackendWarmup(v.config, &*lo);
     return lo;
   }
   if (variant != AsRegisteredVariant(v)) {
@@ -124,8 +162,7 @@ StatusOr<LoadOptions> VariantLoadOptions(const VersionRecord& v, const std::stri
   lo.max_batch_size = v.config.max_batch_size;
   lo.inputs = v.config.inputs;
   lo.outputs = v.config.outputs;
-  lo.warmup_runs = v.config.warmup.runs;
-  lo.warmup_batch_sizes = v.config.warmup.batch_sizes;
+  BackendWarmup(v.config, &lo);
   return lo;
 }
 
@@ -372,7 +409,8 @@ Status Worker::LoadGroup(const WorkerAction& action) {
   SOMM_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Batcher>> batchers,
                         LoadReplicas(v, load, id, hp ? hp->latency : LatencyCurve{}, 0, replicas,
                                      &ids));
-  const double warm_overhead_ms = WarmReplicas(batchers, v.config, hp ? hp->latency : LatencyCurve{});
+  const double warm_overhead_ms =
+      WarmReplicas(batchers, v.config, hp ? hp->latency : LatencyCurve{}, label);
   int64_t bytes_per = hp ? static_cast<int64_t>(hp->peak_memory_mb * kMiB) : 0;
   if (!hp) {
     // Unprofiled: account what the load added to the process, at least the
@@ -397,8 +435,14 @@ Status Worker::LoadGroup(const WorkerAction& action) {
   }
   replaced.reset();  // a reload's old instances finish their queued queries here
   PublishReplicaMetrics(a.model, std::to_string(a.version));
-  spdlog::info("worker {}: loaded {} x{} in {} ms{}", options_.id, label, replicas,
-               MicrosSince(t0) / 1000, action.urgent ? " (urgent)" : "");
+  // The settled batch's time beyond the profile goes to the log too: it is
+  // what the router predicts the first queries' charge from.
+  std::string warm;
+  if (warm_overhead_ms >= 0) {
+    warm = fmt::format(", a settled batch {:.3f} ms over its profile", warm_overhead_ms);
+  }
+  spdlog::info("worker {}: loaded {} x{} in {} ms{}{}", options_.id, label, replicas,
+               MicrosSince(t0) / 1000, action.urgent ? " (urgent)" : "", warm);
   return Status::Ok();
 }
 
@@ -424,7 +468,7 @@ Status Worker::Resize(const WorkerAction& action) {
     SOMM_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Batcher>> batchers,
                           LoadReplicas(*slot->record, load, slot->variant_id, slot->curve, have,
                                        want - have, &ids));
-    WarmReplicas(batchers, slot->record->config, slot->curve);
+    WarmReplicas(batchers, slot->record->config, slot->curve, label);
     slot->group->AddReplicas(std::move(batchers), std::move(ids));
   } else if (want < have) {
     slot->group->RemoveReplicas(have - want);
