@@ -1,5 +1,6 @@
 #include "pipeline/cascade_step.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -162,15 +163,23 @@ StatusOr<std::string> CalibrateCascade(InferenceServer& inner, const std::string
     }
     if (k + 1 < c.models.size()) confidence.push_back(std::move(conf));
   }
+  step->stage_accuracy.clear();
+  for (const auto& right : correct) {
+    const auto n = std::count(right.begin(), right.end(), true);
+    step->stage_accuracy.push_back(static_cast<double>(n) / static_cast<double>(data.count));
+  }
   if (c.threshold) {
     step->threshold = *c.threshold;
-    return Describe(*step, EvaluateThreshold(confidence, correct, *c.threshold), data.count, source);
+    const CascadeFigures f = EvaluateThreshold(confidence, correct, *c.threshold);
+    step->validation_accuracy = f.accuracy;
+    return Describe(*step, f, data.count, source);
   }
   auto chosen = ChooseThreshold(confidence, correct, *c.min_accuracy);
   if (!chosen.ok()) {
     return Field(chosen.status().code(), where + ".min_accuracy", "on " + source + ", " + chosen.status().message());
   }
   step->threshold = chosen->threshold;
+  step->validation_accuracy = chosen->accuracy;
   return Describe(*step, *chosen, data.count, source);
 }
 
@@ -232,6 +241,7 @@ void RunStage(const std::shared_ptr<CascadeRun>& run, size_t k) {
   r.task.clear();
   r.inputs.clear();
   r.outputs = {{step.stages[k].outputs[0].name, {}}};
+  if (k < run->q.stage_min_accuracy.size()) r.parameters["min_accuracy"] = run->q.stage_min_accuracy[k];
   const bool all = k == 0;
   const int64_t n = static_cast<int64_t>(run->rows.size());
   for (const Tensor& t : run->q.inputs) {

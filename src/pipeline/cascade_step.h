@@ -18,7 +18,10 @@
 // the next (a sub-batch of those rows, in order), and so on; each stage's
 // answer rows are merged back in place. Each stage is a query through
 // `inner` with the query's caller and parameters, so authentication,
-// selection and batching apply to it as to any query. `done` gets the
+// selection and batching apply to it as to any query; a query's
+// min_accuracy is the cascade's (the caller checks it against the
+// calibration) and each stage is asked, instead, for the accuracy it was
+// calibrated at (`stage_min_accuracy`). `done` gets the
 // step's outputs (the stages' scores, and `stage`, INT64 [batch, 1]) and
 // its explanation: the threshold, which stage answered each sample, and
 // each stage's own explanation with its rows. It is called once, on the
@@ -48,6 +51,8 @@ struct CascadeQuery {
   // The latency_slo_ms to send the next stage (called before each), or
   // an error to answer with instead; null: no SLO.
   std::function<StatusOr<double>()> budget_ms;
+  // Each stage's min_accuracy (empty: the base parameters' as they are).
+  std::vector<double> stage_min_accuracy;
 };
 
 struct CascadeResult {

@@ -129,6 +129,7 @@ class CascadeStepTest : public ::testing::Test {
     Write("classes", "four", "min_accuracy: 0.9");
     Write("ints", "ints", "threshold: 0.5");
     Write("given", "best", "threshold: 0.99");
+    Write("low", "best", "threshold: 0.0");
     PipelineServerOptions o;
     o.repository_path = repo_.string();
     server_ = std::make_unique<PipelineServer>(o, models_);
@@ -151,9 +152,11 @@ class CascadeStepTest : public ::testing::Test {
     return "not listed";
   }
 
-  StatusOr<InferenceResponse> Call(const std::vector<std::vector<float>>& samples) {
+  StatusOr<InferenceResponse> Call(const std::vector<std::vector<float>>& samples,
+                                   const std::string& pipeline = "p", const Parameters& params = {}) {
     InferenceRequest r;
-    r.model_name = "p";
+    r.model_name = pipeline;
+    r.parameters = params;
     r.caller.authenticated = true;
     r.caller.tenant = "t1";
     Tensor t;
@@ -182,13 +185,13 @@ TEST_F(CascadeStepTest, TheThresholdIsSetAtLoadOnTheValidationData) {
   EXPECT_NE(cal.find("validation=cheap/2/validation"), std::string::npos) << cal;
   EXPECT_EQ(std::get<std::string>(md->parameters.at("pipeline_steps")), "c=cascade:cheap,best");
   // Calibration ran the validation set through each stage of each pipeline
-  // that binds (p, unmet, given), 3 samples a query at most.
+  // that binds (p, unmet, given, low), 3 samples a query at most.
   std::map<std::string, int> samples;
   for (const auto& r : models_.requests) {
     samples[r.model_name] += static_cast<int>(r.inputs[0].shape[0]);
     EXPECT_LE(r.inputs[0].shape[0], 3);
   }
-  EXPECT_EQ(samples, (std::map<std::string, int>{{"best", 16}, {"cheap", 24}, {"wrong", 8}}));
+  EXPECT_EQ(samples, (std::map<std::string, int>{{"best", 24}, {"cheap", 32}, {"wrong", 8}}));
 }
 
 TEST_F(CascadeStepTest, OnlyTheUnsureSamplesGoOnAndAreMergedBackInOrder) {
@@ -227,6 +230,26 @@ TEST_F(CascadeStepTest, OnlyTheUnsureSamplesGoOnAndAreMergedBackInOrder) {
   a = Call({Sure(1), Sure(2)});
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(models_.requests.size(), 1u);
+}
+
+// A query's min_accuracy is the cascade's: met by its calibration, each
+// stage asked only for the accuracy it was calibrated at (the cheap one
+// alone never meets it); refused when the calibration falls short.
+TEST_F(CascadeStepTest, AQuerysMinAccuracyIsTheCascades) {
+  models_.requests.clear();
+  auto a = Call({Sure(0), Unsure(1)}, "p", {{"min_accuracy", 1.0}});
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_EQ(models_.requests.size(), 2u);
+  EXPECT_NEAR(std::get<double>(models_.requests[0].parameters.at("min_accuracy")), 0.75, 1e-5);
+  EXPECT_NEAR(std::get<double>(models_.requests[1].parameters.at("min_accuracy")), 1.0, 1e-5);
+  EXPECT_LE(std::get<double>(models_.requests[1].parameters.at("min_accuracy")), 1.0);
+  // Nothing escalates under "low": 6 of 8 right.
+  a = Call({Sure(0)}, "low", {{"min_accuracy", 0.9}});
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(a.status().message(), "pipeline 'low' step 'c': cannot meet min_accuracy=0.9000: the cascade "
+                                  "reaches 0.7500 on its validation data");
+  EXPECT_TRUE(Call({Sure(0)}, "low", {{"min_accuracy", 0.75}}).ok());
 }
 
 TEST_F(CascadeStepTest, AGivenThresholdIsUsedAndEvaluated) {

@@ -68,6 +68,12 @@ struct BoundStep {
   // (set when the pipeline loads, cascade_step.h).
   int64_t classes = 0;
   double threshold = 0;
+  // The cascade's and each stage's top-1 on the validation data (-1 and
+  // empty when it had none): a query's min_accuracy is held against the
+  // first, and each stage is asked for a variant as accurate as the one
+  // it was calibrated with.
+  double validation_accuracy = -1;
+  std::vector<double> stage_accuracy;
   std::string calibration;  // how the threshold was set, for metadata and answers
 };
 

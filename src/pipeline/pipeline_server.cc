@@ -45,6 +45,12 @@ std::string FormatMs(double ms) {
   return buf;
 }
 
+std::string FormatFraction(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", v);
+  return buf;
+}
+
 std::optional<double> NumberParameter(const Parameters& p, const std::string& key) {
   auto it = p.find(key);
   if (it == p.end()) return std::nullopt;
@@ -617,6 +623,20 @@ void PipelineServer::RunCascadeStep(const std::shared_ptr<Run>& run, size_t i) {
   q.batch = run->batch;
   if (Status s = TakeModelInputs(*run, i, &q.base, &q.inputs, &q.budget_ms); !s.ok()) {
     return run->done(run->StepError(c.name, s));
+  }
+  // A query's min_accuracy is the cascade's, met by its calibration: each
+  // stage is asked only for a variant as accurate as it was calibrated at
+  // (the cheap stage alone never meets it, which is the point).
+  if (auto asked = NumberParameter(run->pass, "min_accuracy")) {
+    if (step.validation_accuracy < 0 || *asked > step.validation_accuracy + 1e-9) {
+      return run->done(run->StepError(
+          c.name, InvalidArgument("cannot meet min_accuracy=" + FormatFraction(*asked) + ": the cascade " +
+                                  (step.validation_accuracy < 0
+                                       ? std::string("has no validation accuracy")
+                                       : "reaches " + FormatFraction(step.validation_accuracy) +
+                                             " on its validation data"))));
+    }
+    for (double a : step.stage_accuracy) q.stage_min_accuracy.push_back(std::max(0.0, a - 1e-6));
   }
   RunCascade(std::move(q), [run, i](StatusOr<CascadeResult> result) {
     const StepConfig& c = run->plan->steps[i].config;
