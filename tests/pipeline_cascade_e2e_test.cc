@@ -5,9 +5,9 @@
 // shown in its metadata; the held-out digits over REST and gRPC, each
 // sample answered by the stage the answer says, a sample sent on answered
 // as digits-cnn answers it, the cascade's accuracy meeting what it
-// declared, and a query's min_accuracy held against the cascade's. Beside it, on the same server, a switch on a request parameter
-// and a fan-out averaging two models' logits, written here (the demo has
-// none), over both wires.
+// declared, and a query's min_accuracy held against the cascade's. Beside it, on the same server, a
+// switch on a request parameter and a fan-out averaging two models' logits, written here (the demo
+// has none), over both wires.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -17,10 +17,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "e2e_fixture.h"
 #include "proto/inference.grpc.pb.h"
@@ -104,8 +103,10 @@ steps:
       for (float v : digits_->pixels[i]) data.push_back(v);
     }
     return json{{"inputs",
-                 {{{"name", "pixels"}, {"datatype", "FP32"},
-                   {"shape", {static_cast<int64_t>(n), 64}}, {"data", data}}}}}
+                 {{{"name", "pixels"},
+                   {"datatype", "FP32"},
+                   {"shape", {static_cast<int64_t>(n), 64}},
+                   {"data", data}}}}}
         .dump();
   }
 
@@ -177,7 +178,8 @@ TEST_F(PipelineCascadeE2ETest, TheThresholdIsSetAtLoadAndShown) {
   auto md = c.Get(std::string("/v2/models/") + kPipeline);
   ASSERT_TRUE(md && md->status == 200) << (md ? md->body : "no answer") << "\n" << server_->Logs();
   const json m = json::parse(md->body);
-  EXPECT_EQ(m["parameters"]["pipeline_steps"], "classify=cascade:digits-logistic,digits-cnn top=postprocess");
+  EXPECT_EQ(m["parameters"]["pipeline_steps"],
+            "classify=cascade:digits-logistic,digits-cnn top=postprocess");
   const std::string cal = m["parameters"]["cascade_classify"];
   EXPECT_NE(cal.find("validation=digits-logistic/1/validation"), std::string::npos) << cal;
   const double accuracy = Calibrated("validation_accuracy");
@@ -195,7 +197,8 @@ TEST_F(PipelineCascadeE2ETest, HeldOutDigitsOverRestEachAnsweredByItsStage) {
   int64_t right = 0, escalated = 0;
   for (size_t from = 0; from < n; from += kBatch) {
     const size_t k = std::min<size_t>(kBatch, n - from);
-    auto r = Rest().Post(std::string("/v2/models/") + kPipeline + "/infer", Body(from, k), "application/json");
+    auto r = Rest().Post(std::string("/v2/models/") + kPipeline + "/infer", Body(from, k),
+                         "application/json");
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 200) << r->body;
     const json answer = json::parse(r->body);
@@ -221,7 +224,8 @@ TEST_F(PipelineCascadeE2ETest, HeldOutDigitsOverRestEachAnsweredByItsStage) {
     const std::string why = answer["parameters"]["somm_step_classify"];
     EXPECT_NE(why.find("answered_by=" + answered_by + " "), std::string::npos) << why;
     if (sent_on > 0) {
-      EXPECT_NE(why.find("stage1: model=digits-cnn:1 rows=" + std::to_string(sent_on)), std::string::npos)
+      EXPECT_NE(why.find("stage1: model=digits-cnn:1 rows=" + std::to_string(sent_on)),
+                std::string::npos)
           << why;
     } else {
       EXPECT_EQ(why.find("stage1:"), std::string::npos) << why;
@@ -249,13 +253,15 @@ TEST_F(PipelineCascadeE2ETest, MinAccuracyIsTheCascades) {
   for (const double asked : {0.95, reached, reached + 0.005}) {
     json body = json::parse(Body(0, 4));
     body["parameters"] = {{"min_accuracy", asked}};
-    auto r = Rest().Post(std::string("/v2/models/") + kPipeline + "/infer", body.dump(), "application/json");
+    auto r = Rest().Post(std::string("/v2/models/") + kPipeline + "/infer", body.dump(),
+                         "application/json");
     ASSERT_TRUE(r);
     if (asked <= reached) {
       EXPECT_EQ(r->status, 200) << asked << ": " << r->body;
     } else {
       EXPECT_EQ(r->status, 400) << r->body;
-      EXPECT_NE(r->body.find("step 'classify': cannot meet min_accuracy="), std::string::npos) << r->body;
+      EXPECT_NE(r->body.find("step 'classify': cannot meet min_accuracy="), std::string::npos)
+          << r->body;
     }
   }
 }
@@ -299,8 +305,9 @@ TEST_F(PipelineCascadeE2ETest, HeldOutDigitsOverGrpc) {
   ASSERT_TRUE(params.count("somm_step_classify"));
   const std::string why = params.at("somm_step_classify").string_param();
   EXPECT_NE(why.find("threshold="), std::string::npos) << why;
-  EXPECT_NE(why.find("reached_digits-cnn=" + std::to_string(sent_on) + "/" + std::to_string(kBatch)),
-            std::string::npos)
+  EXPECT_NE(
+      why.find("reached_digits-cnn=" + std::to_string(sent_on) + "/" + std::to_string(kBatch)),
+      std::string::npos)
       << why;
   if (sent_on > 0) {
     EXPECT_NE(why.find("stage1: model=digits-cnn:1"), std::string::npos) << why;
@@ -319,16 +326,18 @@ TEST_F(PipelineCascadeE2ETest, ASwitchSendsTheQueryToTheModelItsParameterNames) 
   ASSERT_EQ(best.size(), 80u);
   EXPECT_EQ(Logits("digits-switch", 0, 8, {{"tier", "best"}}), best);
   EXPECT_EQ(Logits("digits-switch", 0, 8, {{"tier", "fast"}}), fast);
-  auto refused = Rest().Post("/v2/models/digits-switch/infer",
-                             [] {
-                               json b = json::parse(Body(0, 1));
-                               b["parameters"] = {{"tier", "premium"}};
-                               return b.dump();
-                             }(),
-                             "application/json");
+  auto refused = Rest().Post(
+      "/v2/models/digits-switch/infer",
+      [] {
+        json b = json::parse(Body(0, 1));
+        b["parameters"] = {{"tier", "premium"}};
+        return b.dump();
+      }(),
+      "application/json");
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->status, 400) << refused->body;
-  EXPECT_NE(refused->body.find("step 's': parameter 'tier' is 'premium', which no case names"), std::string::npos)
+  EXPECT_NE(refused->body.find("step 's': parameter 'tier' is 'premium', which no case names"),
+            std::string::npos)
       << refused->body;
 
   inference::ModelInferRequest req;
@@ -339,14 +348,16 @@ TEST_F(PipelineCascadeE2ETest, ASwitchSendsTheQueryToTheModelItsParameterNames) 
   in->set_datatype("FP32");
   in->add_shape(1);
   in->add_shape(64);
-  req.add_raw_input_contents(std::string(reinterpret_cast<const char*>(digits_->pixels[0].data()), 256));
+  req.add_raw_input_contents(
+      std::string(reinterpret_cast<const char*>(digits_->pixels[0].data()), 256));
   auto stub = inference::GRPCInferenceService::NewStub(grpc::CreateChannel(
       "127.0.0.1:" + std::to_string(server_->grpc_port()), grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
   inference::ModelInferResponse resp;
   ASSERT_TRUE(stub->ModelInfer(&ctx, req, &resp).ok());
   const std::string why = resp.parameters().at("somm_step_s").string_param();
-  EXPECT_NE(why.find("switch=parameter:tier value=best model=digits-cnn; digits-cnn: model=digits-cnn:1 rows=1"),
+  EXPECT_NE(why.find("switch=parameter:tier value=best model=digits-cnn; digits-cnn: "
+                     "model=digits-cnn:1 rows=1"),
             std::string::npos)
       << why;
   ASSERT_EQ(resp.raw_output_contents_size(), 1);
@@ -363,7 +374,8 @@ TEST_F(PipelineCascadeE2ETest, AFanoutAveragesItsBranches) {
   for (size_t i = 0; i < mean.size(); ++i) EXPECT_NEAR(mean[i], (mlp[i] + cnn[i]) / 2, 1e-4) << i;
   auto md = Rest().Get("/v2/models/digits-ensemble");
   ASSERT_EQ(md->status, 200);
-  EXPECT_EQ(json::parse(md->body)["parameters"]["pipeline_steps"], "f=fanout:digits-mlp,digits-cnn");
+  EXPECT_EQ(json::parse(md->body)["parameters"]["pipeline_steps"],
+            "f=fanout:digits-mlp,digits-cnn");
 }
 
 }  // namespace

@@ -87,12 +87,13 @@ void Launch(const std::shared_ptr<Fan>& fan, void (*finish)(const std::shared_pt
   fan->left.store(requests.size());
   const auto t0 = SteadyClock::now();
   for (size_t k = 0; k < requests.size(); ++k) {
-    fan->q.inner->Infer(std::move(requests[k]), [fan, k, t0, finish](StatusOr<InferenceResponse> a) {
-      fan->calls[k].answer = std::move(a);
-      fan->calls[k].us = Microseconds(t0);
-      // The last answer finishes; acq_rel makes every other slot visible to it.
-      if (fan->left.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(fan);
-    });
+    fan->q.inner->Infer(std::move(requests[k]),
+                        [fan, k, t0, finish](StatusOr<InferenceResponse> a) {
+                          fan->calls[k].answer = std::move(a);
+                          fan->calls[k].us = Microseconds(t0);
+                          // The last answer finishes; acq_rel makes every other slot visible to it.
+                          if (fan->left.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(fan);
+                        });
   }
 }
 
@@ -106,10 +107,11 @@ Status Answers(Fan& fan, std::string* explained) {
       return Status(s.code(), std::string(StepKindName(step.config.kind)) + " model '" + model +
                                   "': " + s.message());
     }
-    *explained += "; " + model + ": model=" + call.answer->model_name + ":" +
-                  call.answer->model_version + " rows=" +
-                  std::to_string(call.rows.empty() ? fan.q.batch : static_cast<int64_t>(call.rows.size())) +
-                  " us=" + std::to_string(call.us);
+    *explained +=
+        "; " + model + ": model=" + call.answer->model_name + ":" + call.answer->model_version +
+        " rows=" +
+        std::to_string(call.rows.empty() ? fan.q.batch : static_cast<int64_t>(call.rows.size())) +
+        " us=" + std::to_string(call.us);
     if (auto it = call.answer->parameters.find("somm"); it != call.answer->parameters.end()) {
       if (const auto* s = std::get_if<std::string>(&it->second)) *explained += " " + *s;
     }
@@ -144,15 +146,16 @@ void FinishSwitch(const std::shared_ptr<Fan>& fan) {
       }
       if (merged.shape.empty()) {
         if (t.shape.empty() || t.shape[0] != static_cast<int64_t>(call.rows.size())) {
-          return fan->done(Internal("model '" + step.models[call.model] + "' answered " + spec.name +
-                                    " " + ShapeToString(t.shape) + " for " +
+          return fan->done(Internal("model '" + step.models[call.model] + "' answered " +
+                                    spec.name + " " + ShapeToString(t.shape) + " for " +
                                     std::to_string(call.rows.size()) + " samples"));
         }
         merged.name = t.name;
         merged.datatype = t.datatype;
         merged.shape = t.shape;
         merged.shape[0] = fan->q.batch;
-        merged.data.assign(t.data.size() / call.rows.size() * static_cast<size_t>(fan->q.batch), '\0');
+        merged.data.assign(t.data.size() / call.rows.size() * static_cast<size_t>(fan->q.batch),
+                           '\0');
       }
       if (Status s = ScatterRows(t, call.rows, &merged); !s.ok()) {
         return fan->done(Internal("model '" + step.models[call.model] + "': " + s.message()));
@@ -201,7 +204,8 @@ std::string ParameterText(const Parameter& p) {
   if (const auto* i = std::get_if<int64_t>(&p)) return std::to_string(*i);
   if (const auto* b = std::get_if<bool>(&p)) return *b ? "true" : "false";
   const double d = std::get<double>(p);
-  if (d == static_cast<double>(static_cast<int64_t>(d))) return std::to_string(static_cast<int64_t>(d));
+  if (d == static_cast<double>(static_cast<int64_t>(d)))
+    return std::to_string(static_cast<int64_t>(d));
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", d);
   return buf;
@@ -227,8 +231,8 @@ void RunSwitch(BranchQuery query, BranchDone done) {
       if (c.first == value) return index_of(c.second);
     }
     if (sw.default_model.empty()) {
-      return InvalidArgument(what + " is '" + Shown(value) + "', which no case names (cases: " + cases +
-                             ") and there is no default");
+      return InvalidArgument(what + " is '" + Shown(value) + "', which no case names (cases: " +
+                             cases + ") and there is no default");
     }
     return index_of(sw.default_model);
   };
@@ -247,7 +251,8 @@ void RunSwitch(BranchQuery query, BranchDone done) {
     }
     if (!k.ok()) return fan->done(k.status());
     fan->calls.push_back({*k, {}, Internal("not answered"), 0});
-    fan->head = "switch=parameter:" + sw.parameter + " value=" + shown + " model=" + step.models[*k];
+    fan->head =
+        "switch=parameter:" + sw.parameter + " value=" + shown + " model=" + step.models[*k];
   } else {
     auto values = SampleValues(fan->q.selector, fan->q.batch);
     if (!values.ok()) return fan->done(values.status());
@@ -306,8 +311,9 @@ void RunFanout(BranchQuery query, BranchDone done) {
         if (!out.ok()) return fan->done(out.status());
         const Tensor& t = **out;
         if (t.shape.empty() || t.shape[0] != fan->q.batch || t.data.size() % batch != 0) {
-          return fan->done(Internal("model '" + step.models[call.model] + "' answered " + spec.name + " " +
-                                    ShapeToString(t.shape) + " for " + std::to_string(batch) + " samples"));
+          return fan->done(Internal("model '" + step.models[call.model] + "' answered " +
+                                    spec.name + " " + ShapeToString(t.shape) + " for " +
+                                    std::to_string(batch) + " samples"));
         }
         parts.push_back(&t);
       }
@@ -315,30 +321,35 @@ void RunFanout(BranchQuery query, BranchDone done) {
       joined.name = spec.name;
       joined.datatype = parts[0]->datatype;
       joined.shape = Batched(fan->q.batch, spec.shape);
-      const size_t row = static_cast<size_t>(ElementCount(spec.shape)) * DataTypeSize(joined.datatype);
+      const size_t row =
+          static_cast<size_t>(ElementCount(spec.shape)) * DataTypeSize(joined.datatype);
       if (join == Join::kMean) {
         std::vector<double> sum(row / sizeof(float) * batch, 0);
         for (const Tensor* t : parts) {
           if (t->data.size() != sum.size() * sizeof(float)) {
-            return fan->done(Internal("the branches answered " + spec.name + " of different sizes"));
+            return fan->done(
+                Internal("the branches answered " + spec.name + " of different sizes"));
           }
           std::vector<float> v(sum.size());
           std::memcpy(v.data(), t->data.data(), t->data.size());
           for (size_t i = 0; i < v.size(); ++i) sum[i] += v[i];
         }
         std::vector<float> mean(sum.size());
-        for (size_t i = 0; i < sum.size(); ++i) mean[i] = static_cast<float>(sum[i] / static_cast<double>(parts.size()));
+        for (size_t i = 0; i < sum.size(); ++i)
+          mean[i] = static_cast<float>(sum[i] / static_cast<double>(parts.size()));
         joined.data.assign(reinterpret_cast<const char*>(mean.data()), mean.size() * sizeof(float));
       } else {
         size_t total = 0;
         for (const Tensor* t : parts) total += t->data.size() / batch;
         if (total != row) {
           return fan->done(Internal("the branches answered " + spec.name + " rows of " +
-                                    std::to_string(total) + " bytes together, not " + std::to_string(row)));
+                                    std::to_string(total) + " bytes together, not " +
+                                    std::to_string(row)));
         }
         // The last dimension concatenated: each part's rows of its innermost
         // size, one after another, for every outer index.
-        const int64_t inner_rows = ElementCount(Batched(fan->q.batch, spec.shape)) / spec.shape.back();
+        const int64_t inner_rows =
+            ElementCount(Batched(fan->q.batch, spec.shape)) / spec.shape.back();
         joined.data.reserve(row * batch);
         for (int64_t r = 0; r < inner_rows; ++r) {
           for (const Tensor* t : parts) {

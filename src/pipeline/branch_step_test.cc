@@ -26,7 +26,8 @@ class BranchServer : public InferenceServer {
   bool IsLive() const override { return true; }
   bool IsReady() const override { return true; }
   ServerMetadata GetServerMetadata() const override { return {"somm", "test", {}}; }
-  StatusOr<ModelMetadata> GetModelMetadata(const std::string& name, const std::string&) const override {
+  StatusOr<ModelMetadata> GetModelMetadata(const std::string& name,
+                                           const std::string&) const override {
     if (name != "a" && name != "b" && name != "wide" && name != "named") {
       return NotFound("unknown model '" + name + "'");
     }
@@ -84,8 +85,12 @@ class BranchServer : public InferenceServer {
     for (auto& [done, r] : go) done(std::move(r));
   }
   std::vector<RepositoryEntry> RepositoryIndex(bool) const override { return {}; }
-  Status LoadModel(const std::string& name) override { return NotFound("unknown model '" + name + "'"); }
-  Status UnloadModel(const std::string& name) override { return NotFound("unknown model '" + name + "'"); }
+  Status LoadModel(const std::string& name) override {
+    return NotFound("unknown model '" + name + "'");
+  }
+  Status UnloadModel(const std::string& name) override {
+    return NotFound("unknown model '" + name + "'");
+  }
 
   std::mutex mu;
   bool hold = false;
@@ -146,7 +151,8 @@ class BranchStepTest : public ::testing::Test {
   }
 
   // Samples x = (i, 10 + i), with their routes; and the parameters.
-  static InferenceRequest Request(const std::string& pipeline, const std::vector<std::string>& routes,
+  static InferenceRequest Request(const std::string& pipeline,
+                                  const std::vector<std::string>& routes,
                                   const Parameters& params = {}) {
     InferenceRequest r;
     r.model_name = pipeline;
@@ -190,14 +196,17 @@ TEST_F(BranchStepTest, ASwitchOnAParameterSendsTheQueryToItsCase) {
   ASSERT_TRUE(a.ok()) << a.status().message() << " " << Problem("by-param");
   EXPECT_EQ(Floats(a->outputs.at(0)), (std::vector<float>{200, 10, 201, 11}));
   const std::string why = std::get<std::string>(a->parameters.at("somm_step_s"));
-  EXPECT_NE(why.find("switch=parameter:tier value=best model=b; b: model=b:1 rows=2"), std::string::npos) << why;
+  EXPECT_NE(why.find("switch=parameter:tier value=best model=b; b: model=b:1 rows=2"),
+            std::string::npos)
+      << why;
   // An integer parameter matches its decimal case.
   a = Call(Request("by-param", {""}, {{"tier", int64_t{7}}}));
   ASSERT_TRUE(a.ok()) << a.status().message();
   EXPECT_EQ(Floats(a->outputs.at(0))[0], 200);
   auto md = server_->GetModelMetadata("by-param", "");
   ASSERT_TRUE(md.ok());
-  EXPECT_EQ(std::get<std::string>(md->parameters.at("switch_s")), "parameter=tier fast->a best->b 7->b");
+  EXPECT_EQ(std::get<std::string>(md->parameters.at("switch_s")),
+            "parameter=tier fast->a best->b 7->b");
 }
 
 TEST_F(BranchStepTest, AValueNoCaseNamesIsRefusedNamingTheStepUnlessThereIsADefault) {
@@ -213,8 +222,9 @@ TEST_F(BranchStepTest, AValueNoCaseNamesIsRefusedNamingTheStepUnlessThereIsADefa
       << a.status().message();
   a = Call(Request("by-input", {"fast", "slow"}));
   ASSERT_FALSE(a.ok());
-  EXPECT_NE(a.status().message().find("step 's': sample 1: input 'route' is 'slow', which no case names"),
-            std::string::npos)
+  EXPECT_NE(
+      a.status().message().find("step 's': sample 1: input 'route' is 'slow', which no case names"),
+      std::string::npos)
       << a.status().message();
   // With a default: anything else, or nothing, goes there.
   for (const Parameters& p : {Parameters{{"tier", std::string("cheap")}}, Parameters{}}) {
@@ -243,7 +253,8 @@ TEST_F(BranchStepTest, ASwitchOnAnInputSendsEachCaseItsSamplesAndMergesThemInOrd
   models_.Release();
   ASSERT_TRUE(a.ok()) << a.status().message();
   EXPECT_EQ(a->outputs.at(0).shape, (Shape{5, 2}));
-  EXPECT_EQ(Floats(a->outputs.at(0)), (std::vector<float>{200, 10, 101, 11, 202, 12, 103, 13, 104, 14}));
+  EXPECT_EQ(Floats(a->outputs.at(0)),
+            (std::vector<float>{200, 10, 101, 11, 202, 12, 103, 13, 104, 14}));
   const std::string why = std::get<std::string>(a->parameters.at("somm_step_s"));
   EXPECT_NE(why.find("switch=input:route a=3 b=2"), std::string::npos) << why;
 
@@ -263,13 +274,15 @@ TEST_F(BranchStepTest, ASwitchOnAnInputSendsEachCaseItsSamplesAndMergesThemInOrd
 TEST_F(BranchStepTest, AFanoutAsksEveryBranchAtOnceAndJoinsThem) {
   models_.hold = true;
   StatusOr<InferenceResponse> a = Internal("no answer");
-  server_->Infer(Request("mean", {"", ""}), [&a](StatusOr<InferenceResponse> got) { a = std::move(got); });
+  server_->Infer(Request("mean", {"", ""}),
+                 [&a](StatusOr<InferenceResponse> got) { a = std::move(got); });
   ASSERT_EQ(models_.requests.size(), 2u);  // both sent before either answered
   EXPECT_EQ(a.status().message(), "no answer");
   models_.Release();
   ASSERT_TRUE(a.ok()) << a.status().message();
   EXPECT_EQ(Floats(a->outputs.at(0)), (std::vector<float>{150, 10, 151, 11}));
-  EXPECT_NE(std::get<std::string>(a->parameters.at("somm_step_s")).find("fanout=a,b join=mean; a: model=a:1"),
+  EXPECT_NE(std::get<std::string>(a->parameters.at("somm_step_s"))
+                .find("fanout=a,b join=mean; a: model=a:1"),
             std::string::npos);
 
   a = Call(Request("each", {""}));
@@ -285,16 +298,19 @@ TEST_F(BranchStepTest, AFanoutAsksEveryBranchAtOnceAndJoinsThem) {
 }
 
 TEST_F(BranchStepTest, BindingErrorsNameTheStepAndField) {
-  EXPECT_NE(Problem("switch-differs").find("field 'steps[0] (step 's').switch': model 'wide' gives y FP32 [3] "
-                                           "where 'a' gives y FP32 [2]; a switch's models must give the same outputs"),
+  EXPECT_NE(Problem("switch-differs")
+                .find("field 'steps[0] (step 's').switch': model 'wide' gives y FP32 [3] "
+                      "where 'a' gives y FP32 [2]; a switch's models must give the same outputs"),
             std::string::npos)
       << Problem("switch-differs");
-  EXPECT_NE(Problem("switch-float").find("field 'steps[0] (step 's').switch.input': a switch reads one BYTES, "
-                                         "INT32, INT64 or BOOL element per sample, not FP32 [1]"),
+  EXPECT_NE(Problem("switch-float")
+                .find("field 'steps[0] (step 's').switch.input': a switch reads one BYTES, "
+                      "INT32, INT64 or BOOL element per sample, not FP32 [1]"),
             std::string::npos)
       << Problem("switch-float");
-  EXPECT_NE(Problem("mean-differs").find("field 'steps[0] (step 's').fanout.join': join mean needs every "
-                                         "model to give the same FP32 outputs"),
+  EXPECT_NE(Problem("mean-differs")
+                .find("field 'steps[0] (step 's').fanout.join': join mean needs every "
+                      "model to give the same FP32 outputs"),
             std::string::npos)
       << Problem("mean-differs");
 }

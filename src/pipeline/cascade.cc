@@ -97,7 +97,8 @@ StatusOr<CascadeFigures> ChooseThreshold(const std::vector<std::vector<double>>&
                                          const std::vector<std::vector<bool>>& correct,
                                          double min_accuracy) {
   if (correct.size() < 2 || confidence.size() != correct.size() - 1) {
-    return InvalidArgument("a cascade needs two stages or more, and a confidence per stage but the last");
+    return InvalidArgument(
+        "a cascade needs two stages or more, and a confidence per stage but the last");
   }
   const size_t n = correct[0].size();
   if (n == 0) return InvalidArgument("no validation samples");
@@ -119,7 +120,8 @@ StatusOr<CascadeFigures> ChooseThreshold(const std::vector<std::vector<double>>&
   for (size_t k = 0; k < confidence.size(); ++k) {
     for (size_t s = 0; s < n; ++s) events.push_back({confidence[k][s], k, s});
   }
-  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.value < b.value; });
+  std::sort(events.begin(), events.end(),
+            [](const Event& a, const Event& b) { return a.value < b.value; });
   const size_t last = correct.size() - 1;
   std::vector<size_t> stage_of(n, 0);
   std::vector<std::vector<bool>> passed(confidence.size(), std::vector<bool>(n, false));
@@ -167,7 +169,8 @@ std::vector<int64_t> Escalated(const std::vector<double>& confidence, double thr
 }
 
 StatusOr<Tensor> GatherRows(const Tensor& batch, const std::vector<int64_t>& rows) {
-  if (batch.shape.empty() || batch.shape[0] < 0) return InvalidArgument("a tensor without a batch dimension");
+  if (batch.shape.empty() || batch.shape[0] < 0)
+    return InvalidArgument("a tensor without a batch dimension");
   const int64_t n = batch.shape[0];
   for (size_t i = 0; i < rows.size(); ++i) {
     if (rows[i] < 0 || rows[i] >= n || (i > 0 && rows[i] <= rows[i - 1])) {
@@ -187,7 +190,8 @@ StatusOr<Tensor> GatherRows(const Tensor& batch, const std::vector<int64_t>& row
     const size_t per_row = elements.size() / static_cast<size_t>(n);
     std::vector<std::string> picked;
     for (int64_t r : rows) {
-      for (size_t j = 0; j < per_row; ++j) picked.emplace_back(elements[static_cast<size_t>(r) * per_row + j]);
+      for (size_t j = 0; j < per_row; ++j)
+        picked.emplace_back(elements[static_cast<size_t>(r) * per_row + j]);
     }
     out.data = JoinBytes(picked);
     return out;
@@ -211,7 +215,8 @@ Status ScatterRows(const Tensor& part, const std::vector<int64_t>& rows, Tensor*
   }
   const size_t row_bytes = into->data.size() / static_cast<size_t>(into->shape[0]);
   if (part.data.size() != row_bytes * rows.size()) {
-    return InvalidArgument("rows of " + std::to_string(rows.empty() ? 0 : part.data.size() / rows.size()) +
+    return InvalidArgument("rows of " +
+                           std::to_string(rows.empty() ? 0 : part.data.size() / rows.size()) +
                            " bytes where the batch has rows of " + std::to_string(row_bytes));
   }
   for (size_t i = 0; i < rows.size(); ++i) {

@@ -41,8 +41,8 @@ int64_t Argmax(const float* row, int64_t classes);
 // What a threshold does on a validation set.
 struct CascadeFigures {
   double threshold = 0;
-  double accuracy = 0;       // of the cascade
-  std::vector<double> reach;  // per stage: the share of samples that reach it (reach[0] = 1)
+  double accuracy = 0;            // of the cascade
+  std::vector<double> reach;      // per stage: the share of samples that reach it (reach[0] = 1)
   std::vector<int64_t> answered;  // per stage: samples it answered
 };
 

@@ -49,7 +49,8 @@ StatusOr<const Tensor*> StageScores(const InferenceResponse& r, const BoundStep&
         t.data.size() != static_cast<size_t>(rows * step.classes) * sizeof(float)) {
       return Internal("stage '" + step.config.cascade.models[k] + "' answered " + name + " as " +
                       DataTypeName(t.datatype) + " " + ShapeToString(t.shape) + " for " +
-                      std::to_string(rows) + " samples of " + std::to_string(step.classes) + " classes");
+                      std::to_string(rows) + " samples of " + std::to_string(step.classes) +
+                      " classes");
     }
     return &t;
   }
@@ -67,7 +68,8 @@ StatusOr<InferenceResponse> InferAndWait(InferenceServer& inner, InferenceReques
                                          std::chrono::seconds timeout) {
   auto promise = std::make_shared<std::promise<StatusOr<InferenceResponse>>>();
   auto future = promise->get_future();
-  inner.Infer(std::move(r), [promise](StatusOr<InferenceResponse> got) { promise->set_value(std::move(got)); });
+  inner.Infer(std::move(r),
+              [promise](StatusOr<InferenceResponse> got) { promise->set_value(std::move(got)); });
   if (future.wait_for(timeout) != std::future_status::ready) {
     return DeadlineExceeded("no answer within " + std::to_string(timeout.count()) + " s");
   }
@@ -108,12 +110,14 @@ StatusOr<std::string> CalibrateCascade(InferenceServer& inner, const std::string
       return "threshold=" + Fixed(*c.threshold, 6) + " confidence=" + ConfidenceName(c.on) +
              " (threshold given; no validation data under " + source + ")";
     }
-    return Field(StatusCode::kFailedPrecondition, where + ".min_accuracy",
-                 "no validation data under " + source + " to choose the threshold on (or give threshold:)");
+    return Field(
+        StatusCode::kFailedPrecondition, where + ".min_accuracy",
+        "no validation data under " + source + " to choose the threshold on (or give threshold:)");
   }
   const ValidationData& data = **loaded;
   if (data.count * step->classes * static_cast<int64_t>(c.models.size()) > kMaxCalibrationScores) {
-    return Field(StatusCode::kInvalidArgument, where, source + " holds too many samples to calibrate on");
+    return Field(StatusCode::kInvalidArgument, where,
+                 source + " holds too many samples to calibrate on");
   }
   const size_t sample_bytes =
       static_cast<size_t>(ElementCount(data.sample_shape)) * DataTypeSize(data.datatype);
@@ -147,7 +151,8 @@ StatusOr<std::string> CalibrateCascade(InferenceServer& inner, const std::string
       r.outputs.push_back({sig.outputs[0].name, {}});
       auto answer = InferAndWait(inner, std::move(r), timeout);
       if (!answer.ok()) {
-        return Field(answer.status().code(), stage, "on " + source + ": " + answer.status().message());
+        return Field(answer.status().code(), stage,
+                     "on " + source + ": " + answer.status().message());
       }
       auto scores = StageScores(*answer, *step, k, n);
       if (!scores.ok()) return Field(StatusCode::kInternal, stage, scores.status().message());
@@ -176,7 +181,8 @@ StatusOr<std::string> CalibrateCascade(InferenceServer& inner, const std::string
   }
   auto chosen = ChooseThreshold(confidence, correct, *c.min_accuracy);
   if (!chosen.ok()) {
-    return Field(chosen.status().code(), where + ".min_accuracy", "on " + source + ", " + chosen.status().message());
+    return Field(chosen.status().code(), where + ".min_accuracy",
+                 "on " + source + ", " + chosen.status().message());
   }
   step->threshold = chosen->threshold;
   step->validation_accuracy = chosen->accuracy;
@@ -190,9 +196,9 @@ struct CascadeRun {
   CascadeQuery q;
   std::function<void(StatusOr<CascadeResult>)> done;
   SteadyClock::time_point start = SteadyClock::now();
-  Tensor scores;                // [batch, classes...], merged
-  std::vector<int64_t> stage;   // per sample: the stage that answered
-  std::vector<int64_t> rows;    // the samples the current stage gets
+  Tensor scores;               // [batch, classes...], merged
+  std::vector<int64_t> stage;  // per sample: the stage that answered
+  std::vector<int64_t> rows;   // the samples the current stage gets
   std::string stages_explained;
 
   void Fail(const std::string& model, const Status& s) {
@@ -207,24 +213,27 @@ void Finish(const std::shared_ptr<CascadeRun>& run) {
   stage.name = "stage";
   stage.datatype = DataType::kInt64;
   stage.shape = {run->q.batch, 1};
-  stage.data.assign(reinterpret_cast<const char*>(run->stage.data()), run->stage.size() * sizeof(int64_t));
+  stage.data.assign(reinterpret_cast<const char*>(run->stage.data()),
+                    run->stage.size() * sizeof(int64_t));
   std::string answered;
   std::vector<int64_t> counts(step.stages.size(), 0);
   for (int64_t k : run->stage) {
     answered += (answered.empty() ? "" : ",") + std::to_string(k);
     ++counts[static_cast<size_t>(k)];
   }
-  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - run->start);
+  const auto us =
+      std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - run->start);
   std::string models;
   for (const auto& m : step.config.cascade.models) models += (models.empty() ? "" : ",") + m;
   result.explanation = "cascade=" + models + " us=" + std::to_string(us.count()) +
-                       " threshold=" + Fixed(step.threshold, 6) + " confidence=" +
-                       ConfidenceName(step.config.cascade.on) + " answered_by=" + answered;
+                       " threshold=" + Fixed(step.threshold, 6) +
+                       " confidence=" + ConfidenceName(step.config.cascade.on) +
+                       " answered_by=" + answered;
   int64_t beyond = run->q.batch;
   for (size_t k = 1; k < counts.size(); ++k) {
     beyond -= counts[k - 1];
-    result.explanation += " reached_" + step.config.cascade.models[k] + "=" + std::to_string(beyond) +
-                          "/" + std::to_string(run->q.batch);
+    result.explanation += " reached_" + step.config.cascade.models[k] + "=" +
+                          std::to_string(beyond) + "/" + std::to_string(run->q.batch);
   }
   result.explanation += run->stages_explained;
   result.outputs.push_back(std::move(run->scores));
@@ -241,7 +250,8 @@ void RunStage(const std::shared_ptr<CascadeRun>& run, size_t k) {
   r.task.clear();
   r.inputs.clear();
   r.outputs = {{step.stages[k].outputs[0].name, {}}};
-  if (k < run->q.stage_min_accuracy.size()) r.parameters["min_accuracy"] = run->q.stage_min_accuracy[k];
+  if (k < run->q.stage_min_accuracy.size())
+    r.parameters["min_accuracy"] = run->q.stage_min_accuracy[k];
   const bool all = k == 0;
   const int64_t n = static_cast<int64_t>(run->rows.size());
   for (const Tensor& t : run->q.inputs) {
@@ -293,7 +303,8 @@ void RunStage(const std::shared_ptr<CascadeRun>& run, size_t k) {
     const std::vector<float> logits = Floats(got);
     const auto conf = Confidences(step.config.cascade.on, logits.data(), n, step.classes);
     std::vector<int64_t> next;
-    for (int64_t i : Escalated(conf, step.threshold)) next.push_back(run->rows[static_cast<size_t>(i)]);
+    for (int64_t i : Escalated(conf, step.threshold))
+      next.push_back(run->rows[static_cast<size_t>(i)]);
     if (next.empty()) return Finish(run);
     run->rows = std::move(next);
     RunStage(run, k + 1);

@@ -26,7 +26,8 @@ class StagesServer : public InferenceServer {
   bool IsLive() const override { return true; }
   bool IsReady() const override { return true; }
   ServerMetadata GetServerMetadata() const override { return {"somm", "test", {}}; }
-  StatusOr<ModelMetadata> GetModelMetadata(const std::string& name, const std::string&) const override {
+  StatusOr<ModelMetadata> GetModelMetadata(const std::string& name,
+                                           const std::string&) const override {
     if (name != "cheap" && name != "best" && name != "wrong" && name != "four" && name != "ints") {
       return NotFound("unknown model '" + name + "'");
     }
@@ -75,8 +76,12 @@ class StagesServer : public InferenceServer {
     done(std::move(r));
   }
   std::vector<RepositoryEntry> RepositoryIndex(bool) const override { return {}; }
-  Status LoadModel(const std::string& name) override { return NotFound("unknown model '" + name + "'"); }
-  Status UnloadModel(const std::string& name) override { return NotFound("unknown model '" + name + "'"); }
+  Status LoadModel(const std::string& name) override {
+    return NotFound("unknown model '" + name + "'");
+  }
+  Status UnloadModel(const std::string& name) override {
+    return NotFound("unknown model '" + name + "'");
+  }
 
   std::mutex mu;
   std::vector<InferenceRequest> requests;
@@ -119,11 +124,14 @@ class CascadeStepTest : public ::testing::Test {
       inputs.insert(inputs.end(), x.begin(), x.end());
       labels.push_back(i % 3);
     }
-    std::ofstream(val / "meta.json") << R"({"count": 8, "input": "x", "datatype": "FP32", "shape": [4]})";
+    std::ofstream(val / "meta.json")
+        << R"({"count": 8, "input": "x", "datatype": "FP32", "shape": [4]})";
     std::ofstream(val / "inputs.bin", std::ios::binary)
-        .write(reinterpret_cast<const char*>(inputs.data()), static_cast<std::streamsize>(inputs.size() * 4));
+        .write(reinterpret_cast<const char*>(inputs.data()),
+               static_cast<std::streamsize>(inputs.size() * 4));
     std::ofstream(val / "labels.bin", std::ios::binary)
-        .write(reinterpret_cast<const char*>(labels.data()), static_cast<std::streamsize>(labels.size() * 8));
+        .write(reinterpret_cast<const char*>(labels.data()),
+               static_cast<std::streamsize>(labels.size() * 8));
     Write("p", "best", "min_accuracy: 1.0");
     Write("unmet", "wrong", "min_accuracy: 0.9");
     Write("classes", "four", "min_accuracy: 0.9");
@@ -153,7 +161,8 @@ class CascadeStepTest : public ::testing::Test {
   }
 
   StatusOr<InferenceResponse> Call(const std::vector<std::vector<float>>& samples,
-                                   const std::string& pipeline = "p", const Parameters& params = {}) {
+                                   const std::string& pipeline = "p",
+                                   const Parameters& params = {}) {
     InferenceRequest r;
     r.model_name = pipeline;
     r.parameters = params;
@@ -247,8 +256,9 @@ TEST_F(CascadeStepTest, AQuerysMinAccuracyIsTheCascades) {
   a = Call({Sure(0)}, "low", {{"min_accuracy", 0.9}});
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(a.status().message(), "pipeline 'low' step 'c': cannot meet min_accuracy=0.9000: the cascade "
-                                  "reaches 0.7500 on its validation data");
+  EXPECT_EQ(a.status().message(),
+            "pipeline 'low' step 'c': cannot meet min_accuracy=0.9000: the cascade "
+            "reaches 0.7500 on its validation data");
   EXPECT_TRUE(Call({Sure(0)}, "low", {{"min_accuracy", 0.75}}).ok());
 }
 
@@ -263,9 +273,10 @@ TEST_F(CascadeStepTest, AGivenThresholdIsUsedAndEvaluated) {
 }
 
 TEST_F(CascadeStepTest, LoadErrorsNameTheStep) {
-  EXPECT_NE(Problem("unmet").find("UNAVAILABLE: pipeline 'unmet': field 'steps[0] (step 'c')"
-                                  ".cascade.min_accuracy': on cheap/2/validation, no threshold meets"),
-            std::string::npos)
+  EXPECT_NE(
+      Problem("unmet").find("UNAVAILABLE: pipeline 'unmet': field 'steps[0] (step 'c')"
+                            ".cascade.min_accuracy': on cheap/2/validation, no threshold meets"),
+      std::string::npos)
       << Problem("unmet");
   EXPECT_NE(Problem("classes").find("field 'steps[0] (step 'c').cascade.models[1]': model 'four' "
                                     "scores 4 classes where the first stage scores 3"),

@@ -28,7 +28,8 @@ TEST(CascadeTest, ConfidenceIsTheSoftmaxTopOneOrItsMargin) {
 // Ten samples: the cheap stage is right exactly on those it is at least
 // 0.5 confident in; the second stage is right on all but sample 0.
 struct TwoStages {
-  std::vector<std::vector<double>> confidence = {{0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.95}};
+  std::vector<std::vector<double>> confidence = {
+      {0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.95}};
   std::vector<std::vector<bool>> correct = {
       {true, true, true, true, true, false, false, false, false, true},
       {false, true, true, true, true, true, true, true, true, true}};
