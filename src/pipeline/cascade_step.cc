@@ -177,6 +177,7 @@ StatusOr<std::string> CalibrateCascade(InferenceServer& inner, const std::string
     step->threshold = *c.threshold;
     const CascadeFigures f = EvaluateThreshold(confidence, correct, *c.threshold);
     step->validation_accuracy = f.accuracy;
+    step->validation_reach = f.reach;
     return Describe(*step, f, data.count, source);
   }
   auto chosen = ChooseThreshold(confidence, correct, *c.min_accuracy);
@@ -186,6 +187,7 @@ StatusOr<std::string> CalibrateCascade(InferenceServer& inner, const std::string
   }
   step->threshold = chosen->threshold;
   step->validation_accuracy = chosen->accuracy;
+  step->validation_reach = chosen->reach;
   return Describe(*step, *chosen, data.count, source);
 }
 
@@ -227,8 +229,16 @@ void Finish(const std::shared_ptr<CascadeRun>& run) {
   for (const auto& m : step.config.cascade.models) models += (models.empty() ? "" : ",") + m;
   result.explanation = "cascade=" + models + " us=" + std::to_string(us.count()) +
                        " threshold=" + Fixed(step.threshold, 6) +
-                       " confidence=" + ConfidenceName(step.config.cascade.on) +
-                       " answered_by=" + answered;
+                       " confidence=" + ConfidenceName(step.config.cascade.on);
+  // What the threshold was calibrated to, beside what this query did.
+  if (step.validation_accuracy >= 0) {
+    result.explanation += " validation_accuracy=" + Fixed(step.validation_accuracy, 4);
+    for (size_t k = 1; k < step.validation_reach.size(); ++k) {
+      result.explanation += " validation_reached_" + step.config.cascade.models[k] + "=" +
+                            Fixed(step.validation_reach[k], 4);
+    }
+  }
+  result.explanation += " answered_by=" + answered;
   int64_t beyond = run->q.batch;
   for (size_t k = 1; k < counts.size(); ++k) {
     beyond -= counts[k - 1];

@@ -231,7 +231,10 @@ TEST_F(CascadeStepTest, OnlyTheUnsureSamplesGoOnAndAreMergedBackInOrder) {
   EXPECT_EQ(stage, (std::vector<int64_t>{0, 1, 0, 1}));
   EXPECT_EQ(a->outputs[1].shape, (Shape{4, 1}));
   const std::string why = std::get<std::string>(a->parameters.at("somm_step_c"));
-  EXPECT_NE(why.find("answered_by=0,1,0,1 reached_best=2/4"), std::string::npos) << why;
+  EXPECT_NE(why.find("validation_accuracy=1.0000 validation_reached_best=0.2500 "
+                     "answered_by=0,1,0,1 reached_best=2/4"),
+            std::string::npos)
+      << why;
   EXPECT_NE(why.find("stage1: model=best:2 rows=2"), std::string::npos) << why;
 
   // All sure: the second stage is not asked.

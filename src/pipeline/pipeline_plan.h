@@ -73,6 +73,7 @@ struct BoundStep {
   // first, and each stage is asked for a variant as accurate as the one
   // it was calibrated with.
   double validation_accuracy = -1;
+  std::vector<double> validation_reach;  // per stage, as CascadeFigures::reach
   std::vector<double> stage_accuracy;
   std::string calibration;  // how the threshold was set, for metadata and answers
 };
