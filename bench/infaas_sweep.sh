@@ -18,6 +18,9 @@
 # Usage: bench/infaas_sweep.sh [--duration-s 300] [--base-rate 300]
 #            [--model-less 0.5] [--workers 16] [--worker-cores 4]
 #            [--worker-memory-mb 8192] [--seed 1] [--rounds 2] [--out DIR]
+#            [--shape mixed|azure|twitter|...]
+# --shape is make_trace.py's (default mixed, the published trace; azure and
+# twitter are the bursty public shapes, docs/simulation.md "Workloads").
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,6 +36,7 @@ WORKERS=16
 WORKER_CORES=4
 WORKER_MEMORY_MB=8192
 SEED=1
+SHAPE=mixed
 ROUNDS=2
 OUT=""
 MODELS=(resnet18 mobilenet_v3_small digits-cnn digits-mlp digits-logistic)
@@ -46,6 +50,7 @@ while (($#)); do
     --worker-memory-mb) WORKER_MEMORY_MB="${2:?}"; shift 2 ;;
     --seed) SEED="${2:?}"; shift 2 ;;
     --rounds) ROUNDS="${2:?}"; shift 2 ;;
+    --shape) SHAPE="${2:?}"; shift 2 ;;
     --out) OUT="${2:?}"; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench/infaas_sweep.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -57,7 +62,7 @@ OUT="${OUT:-bench/out/infaas-sweep-$(date -u +%Y%m%d-%H%M%S)}"
 mkdir -p "$OUT"
 # The trace, as bench/simulate.sh --model-less writes it.
 "$PY" bench/make_trace.py --out "$OUT/trace.csv" --summary-json "$OUT/trace.json" --quiet \
-  --seed "$SEED" --duration-s "$DURATION_S" --base-rate "$BASE_RATE" --shape mixed \
+  --seed "$SEED" --duration-s "$DURATION_S" --base-rate "$BASE_RATE" --shape "$SHAPE" \
   --models "${MODELS[@]}" --zipf 1.0 \
   --slo-classes tight=0.5:0.2,normal=1:0.5,relaxed=5:0.3
 "$PY" bench/model_less_rows.py --trace "$OUT/trace.csv" --repository "$REPO" \

@@ -25,7 +25,7 @@ process whose rate is the product of:
               share is the model's rate while active (so its mean over the
               trace is lower by its active share). Without --sessions a model
               is always in use.
-  shape       --shape spiky|diurnal|surge|mixed replaces the sine and the
+  shape       --shape spiky|diurnal|surge|mixed|azure|twitter replaces the sine and the
               bursts above with one of the three load shapes production
               inference fleets show, applied to every model at once and
               scaled so that its mean over the trace is 1 (--base-rate stays
@@ -38,7 +38,12 @@ process whose rate is the product of:
                 surge    a flat floor with --surges surges (10-40 s) of
                          --surge-factor (5-10x) the floor;
                 mixed    the trace in three equal parts, spiky, diurnal and
-                         surge, each scaled to mean 1 on its own.
+                         surge, each scaled to mean 1 on its own;
+                azure    the Azure Functions 2019 trace's per-minute shape,
+                         a drifting level with burst minutes, one series per
+                         model (SeriesShape);
+                twitter  the Twitter stream's shape: a diurnal sine with
+                         per-second jitter and flash crowds (SeriesShape).
               --shape default (the default) keeps the curve above unchanged.
 Arrivals are drawn by thinning (Lewis and Shedler): candidate arrivals at the
 model's highest rate, each kept with probability rate(t) / highest rate.
@@ -249,7 +254,7 @@ class RateCurve:
         return b * self.shape.top() if self.shape else b
 
 
-SHAPES = ("default", "spiky", "diurnal", "surge", "mixed")
+SHAPES = ("default", "spiky", "diurnal", "surge", "mixed", "azure", "twitter")
 # Reference SLO (ms) of each demo model for --slo-classes: its tight SLO.
 DEFAULT_SLO_REF = {m: sorted(mix)[1] for m, mix in DEFAULT_SLO_MIX.items()}
 DEFAULT_REF_MS = 100.0
@@ -318,6 +323,90 @@ class Shape:
     def describe(self):
         return [{"kind": p[2], "start_s": round(p[0], 3), "end_s": round(p[1], 3),
                  "scale": round(p[4], 4), "events": p[3]} for p in self.parts]
+
+
+class SeriesShape:
+    """A bursty public trace's shape as a table of factors, one per step, mean 1.
+
+    azure    the per-minute shape of the Azure Functions 2019 invocation trace,
+             one series per model (each function has its own): per --minute-s
+             step (default 60, the trace's granularity) a log-normal level
+             that drifts (AR(1) on its log, lag-one correlation 0.8, standard
+             deviation 0.6), times a slow sine of half amplitude over --days,
+             and with probability 0.05 a burst minute of 3x a Pareto(1.5)
+             draw, at most 20x; Poisson arrivals within a step, as a
+             per-minute trace is replayed;
+    twitter  the Twitter sample stream's shape, one series for every model (a
+             world event lifts the whole service): a diurnal sine of
+             peak/trough 3 over --days, per-second jitter (AR(1) on the log,
+             correlation 0.9, deviation 0.15) and --flashes flash crowds
+             (default one per 200 s), each a rise to 2-6x within 2 s that
+             decays exponentially with a time constant of 10-60 s.
+    """
+
+    def __init__(self, name, rng, duration, days, step_s, flashes=-1):
+        self.name = name
+        self.step_s = step_s
+        self.events = []
+        n = max(1, int(math.ceil(duration / step_s)))
+        raw = self.azure(rng, n, duration, days) if name == "azure" else \
+            self.twitter(rng, n, duration, days, flashes)
+        # Mean 1 over [0, duration): the last step may be cut short.
+        weights = [min(step_s, duration - k * step_s) for k in range(n)]
+        mean = sum(v * w for v, w in zip(raw, weights)) / duration
+        self.table = [v / mean for v in raw]
+        self.scale = 1.0 / mean
+
+    def azure(self, rng, n, duration, days):
+        phi, sigma = 0.8, 0.6
+        x = rng.gauss(0, sigma)
+        out = []
+        for k in range(n):
+            if k:
+                x = phi * x + rng.gauss(0, sigma * math.sqrt(1 - phi * phi))
+            t = (k + 0.5) * self.step_s
+            v = math.exp(x) * (1 + 0.5 * math.sin(2 * math.pi * days * t / duration - math.pi / 2))
+            if rng.random() < 0.05:
+                f = round(min(20.0, 3 * rng.paretovariate(1.5)), 2)
+                self.events.append([round(k * self.step_s, 3), round((k + 1) * self.step_s, 3), f])
+                v *= f
+            out.append(v)
+        return out
+
+    def twitter(self, rng, n, duration, days, flashes):
+        count = flashes if flashes >= 0 else max(1, round(duration / 200))
+        for _ in range(count):
+            t0 = rng.uniform(duration * 0.03, duration * 0.9)
+            self.events.append([round(t0, 3), round(rng.uniform(10, 60), 3),
+                                round(rng.uniform(2, 6), 2)])
+        self.events.sort()
+        phi, sigma = 0.9, 0.15
+        x = rng.gauss(0, sigma)
+        out = []
+        for k in range(n):
+            if k:
+                x = phi * x + rng.gauss(0, sigma * math.sqrt(1 - phi * phi))
+            t = (k + 0.5) * self.step_s
+            v = 1 + 0.5 * math.sin(2 * math.pi * days * t / duration - math.pi / 2)
+            lift = 0.0
+            for t0, tau, f in self.events:
+                if t >= t0:
+                    ramp = min(1.0, (t - t0) / 2.0)
+                    lift += (f - 1) * ramp * math.exp(-max(0.0, t - t0 - 2.0) / tau)
+            out.append(v * math.exp(x) * (1 + lift))
+        return out
+
+    def factor(self, t):
+        return self.table[min(len(self.table) - 1, max(0, int(t // self.step_s)))]
+
+    def top(self):
+        return max(self.table)
+
+    def describe(self):
+        # azure: the burst minutes [start, end, factor]; twitter: the flash
+        # crowds [start, time constant, factor].
+        return [{"kind": self.name, "start_s": 0.0, "end_s": round(len(self.table) * self.step_s, 3),
+                 "scale": round(self.scale, 4), "step_s": self.step_s, "events": self.events}]
 
 
 def parse_slo_classes(text, refs, models, slo_mix_given):
@@ -414,8 +503,12 @@ def build(args):
         # The shape replaces the sine and the bursts (their own options stay
         # as they are for --shape default, which bench/managed.sh uses).
         surge_factor = parse_range(args.surge_factor, "--surge-factor")
-        shape = Shape(args.shape, random.Random(f"{args.seed}/shape"), args.duration_s, args.days,
-                      args.spikes, args.surges, surge_factor)
+        if args.shape == "twitter":
+            shape = SeriesShape("twitter", random.Random(f"{args.seed}/shape"), args.duration_s,
+                                args.days, 1.0, args.flashes)
+        elif args.shape != "azure":  # azure: a series per model, below
+            shape = Shape(args.shape, random.Random(f"{args.seed}/shape"), args.duration_s,
+                          args.days, args.spikes, args.surges, surge_factor)
         args.diurnal_amplitude, args.bursts = 0.0, 0
     burst_models = args.burst_models or names
     unknown = sorted(set(burst_models) - set(names))
@@ -426,7 +519,14 @@ def build(args):
                          seconds_range)
     rows = []
     curves = {}
+    model_shapes = {}
     for name, weight in models:
+        if args.shape == "azure":
+            if args.minute_s <= 0:
+                sys.exit("make_trace.py: --minute-s must be positive")
+            shape = model_shapes[name] = SeriesShape(
+                "azure", random.Random(f"{args.seed}/shape/{name}"), args.duration_s, args.days,
+                args.minute_s)
         rng = random.Random(f"{args.seed}/{name}")
         periods = None
         if name in sessions:
@@ -440,7 +540,10 @@ def build(args):
         for t in arrivals(rng, curve, args.duration_s):
             rows.append((round(t * 1000, 3), name, draw_slo(rng, slo_mix[name])))
     rows.sort()
-    args.shape_plan = shape.describe() if shape else None
+    if model_shapes:
+        args.shape_plan = [dict(p, model=m) for m, sh in model_shapes.items() for p in sh.describe()]
+    else:
+        args.shape_plan = shape.describe() if shape else None
     args.slo_class_of = slo_classes
     return models, slo_mix, accuracy, bursts, curves, rows
 
@@ -500,8 +603,12 @@ def print_summary(s, out_path):
     t = s["total"]
     print(f"  {'total':<{w}}  {1:>6.3f}  {s['queries']:>8}  {t['mean_qps']:>8.2f}  {t['peak_qps']:>7}")
     for p in s.get("shape", {}).get("parts", []):
-        events = ", ".join(f"x{f:g} {a:.0f}-{b:.0f} s" for a, b, f in p["events"])
-        print(f"  shape: {p['kind']} from {p['start_s']:.0f} s to {p['end_s']:.0f} s"
+        if p["kind"] == "twitter":
+            events = ", ".join(f"x{f:g} at {a:.0f} s (decay {b:.0f} s)" for a, b, f in p["events"])
+        else:
+            events = ", ".join(f"x{f:g} {a:.0f}-{b:.0f} s" for a, b, f in p["events"])
+        print(f"  shape: {p['kind']}" + (f" ({p['model']})" if "model" in p else "")
+              + f" from {p['start_s']:.0f} s to {p['end_s']:.0f} s"
               + (f": {events}" if events else ""))
     for m, labels in s.get("slo_classes", {}).items():
         print(f"  SLO classes: {m}: " + ", ".join(f"{c} {ms} ms" for ms, c in labels.items()))
@@ -552,6 +659,11 @@ def main():
     ap.add_argument("--surges", type=int, default=-1,
                     help="--shape surge: surges (default one per 300 s, at least 1)")
     ap.add_argument("--surge-factor", default="5:10", help="surge multiplier LO:HI (default 5:10)")
+    ap.add_argument("--minute-s", type=float, default=60,
+                    help="--shape azure: the length of one step of the per-minute series "
+                         "(default 60)")
+    ap.add_argument("--flashes", type=int, default=-1,
+                    help="--shape twitter: flash crowds (default one per 200 s, at least 1)")
     ap.add_argument("--slo-classes", metavar="NAME=F:SHARE[,...]",
                     help="SLO classes, e.g. tight=0.5:0.2,normal=1:0.5,relaxed=5:0.3: F times "
                          "the model's reference SLO (instead of --slo-mix)")
@@ -579,10 +691,12 @@ def main():
     # The options added with --shape appear only when used, so that a
     # default run's summary is what it always was.
     new_defaults = {"shape": "default", "spikes": -1, "surges": -1, "surge_factor": "5:10",
-                    "slo_classes": None, "slo_ref": []}
+                    "slo_classes": None, "slo_ref": [], "minute_s": 60, "flashes": -1}
     summary["args"] = {k: v for k, v in vars(args).items()
                        if k not in ("quiet", "shape_plan", "slo_class_of")
-                       and not (k in new_defaults and v == new_defaults[k] and args.shape == "default")}
+                       and not (k in new_defaults and v == new_defaults[k] and args.shape == "default")
+                       and not (k == "minute_s" and args.shape != "azure")
+                       and not (k == "flashes" and args.shape != "twitter")}
     if args.summary_json:
         with open(args.summary_json, "w") as f:
             json.dump(summary, f, indent=1)

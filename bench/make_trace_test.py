@@ -88,6 +88,45 @@ class MakeTraceShapesTest(unittest.TestCase):
             part = counts[i * third:(i + 1) * third]
             self.assertAlmostEqual(sum(part) / len(part), 30, delta=4)
 
+    def test_azure_steps_per_minute_with_a_series_per_model(self):
+        _, s = self.run_trace("--seed", "2", "--duration-s", "1200", "--base-rate", "60",
+                              "--shape", "azure", "--models", "a", "b", "c", "--zipf", "0")
+        self.assertAlmostEqual(s["total"]["mean_qps"], 60, delta=6)
+        parts = {p["model"]: p for p in s["shape"]["parts"]}
+        self.assertEqual(sorted(parts), ["a", "b", "c"])
+        for p in parts.values():
+            for start, end, factor in p["events"]:
+                self.assertEqual(end - start, 60)
+                self.assertGreaterEqual(factor, 3)
+                self.assertLessEqual(factor, 20)
+        minutes = {m: [sum(s["models"][m]["per_second"][k:k + 60]) for k in range(0, 1200, 60)]
+                   for m in parts}
+        # Bursty at the minute: the busiest minute is several times the
+        # quietest (a flat rate would keep them within a few percent).
+        for m, counts in minutes.items():
+            self.assertGreater(max(counts), 3 * min(counts), m)
+        # Each model its own series: their busiest minutes differ.
+        self.assertGreater(len({c.index(max(c)) for c in minutes.values()}), 1)
+
+    def test_twitter_flash_crowds_lift_every_model_and_decay(self):
+        _, s = self.run_trace("--seed", "2", "--duration-s", "1200", "--base-rate", "60",
+                              "--shape", "twitter", "--flashes", "1", "--models", "a", "b",
+                              "--zipf", "0")
+        self.assertAlmostEqual(s["total"]["mean_qps"], 60, delta=6)
+        (t0, tau, factor), = s["shape"]["parts"][0]["events"]
+        self.assertGreaterEqual(factor, 2)
+        self.assertLessEqual(factor, 6)
+        total = s["shape"]["per_second"]
+        start = int(t0)
+        before = sum(total[start - 20:start]) / 20
+        at = sum(total[start + 2:start + 7]) / 5
+        late = sum(total[start + int(4 * tau):start + int(4 * tau) + 20]) / 20
+        self.assertGreater(at, 1.5 * before)
+        self.assertLess(late, at / 1.5)
+        for m in ("a", "b"):  # a flash crowd lifts every model at once
+            c = s["models"][m]["per_second"]
+            self.assertGreater(sum(c[start + 2:start + 7]) / 5, 1.4 * sum(c[start - 20:start]) / 20)
+
     def test_zipf_popularity_has_a_long_tail(self):
         models = [f"m{i}" for i in range(1, 9)]
         _, s = self.run_trace("--seed", "3", "--duration-s", "600", "--base-rate", "50",

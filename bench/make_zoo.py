@@ -7,7 +7,7 @@ makes as many models as N variants need (3,334 models for 10,000 where there
 is no bf16; 2,500 where there is) and overrides --models.
 
 Usage: /usr/bin/python3 bench/make_zoo.py --out DIR [--models N | --variants N] [--seed S]
-           [--from REPO] [--slo-refs FILE]
+           [--from REPO] [--slo-refs FILE] [--split-tasks]
 
 Every synthetic model copies one model of a real repository (--from, default
 models/demo): its model.yaml (inputs, max_batch_size, batching; the name
@@ -19,6 +19,12 @@ the shapes of measured profiles (how batch latency grows, which variant wins
 on which threads) and spreads their sizes. The models take the real ones in
 turn: syn-00000 copies the first, syn-00001 the second, and so on. No model
 file is written: the simulator reads only model.yaml and the profiles.
+
+--split-tasks gives each round of the source models tasks of their own (the
+source's task with the round's number, `classification/digits-r0007`), so
+that a model-less row of a synthetic model's task chooses among as many
+models as the source repository's task has, not among every model of the zoo
+that copies it.
 
 --slo-refs FILE writes one `MODEL=MS` line per model: the reference SLO for
 bench/make_trace.py --slo-ref (the real model's reference times the latency
@@ -79,6 +85,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--from", dest="source", default="models/demo")
     ap.add_argument("--slo-refs", help="write MODEL=MS reference SLOs here")
+    ap.add_argument("--split-tasks", action="store_true",
+                    help="each round of the source models gets tasks of its own")
     args = ap.parse_args()
 
     sources = []
@@ -109,6 +117,13 @@ def main():
         mem = log_uniform(rng, 0.5, 2.0)
         os.makedirs(os.path.join(args.out, name, "1"), exist_ok=True)
         text = small_inputs(re.sub(r"(?m)^name: .*$", f"name: {name}", yaml))
+        if args.split_tasks:
+            # Round r (syn models r*S to r*S + S - 1, S sources) serves tasks
+            # of its own: the demo's five models serve two tasks, so model-less
+            # rows choose among a few models, as in a real catalog, not
+            # among half the zoo.
+            text = re.sub(r"(?m)^task: *(\S+)$",
+                          lambda m: f"task: {m.group(1)}-r{i // len(sources):04d}", text)
         with open(os.path.join(args.out, name, "model.yaml"), "w") as fh:
             fh.write(text)
         for p in profiles:

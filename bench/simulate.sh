@@ -12,7 +12,9 @@
 #            [--worker-cores C] [--worker-memory-mb M] [--seed S]
 #            [--skip-build] [--no-docs] [--out DIR] [--scale] [--scale-only]
 #            [--repository DIR] [--models "M1 M2 ..."] [--model-less SHARE]
-#            [--routers N]
+#            [--routers N] [--shape mixed|azure|twitter|...]
+#            [--infaas-tuned "NAME=VALUE ..."] [--scale-model-less 0.5]
+#            [--scale-no-failures]
 # Defaults: 1800 s at 300 q/s over the five demo models, 16 workers of 4 cores
 # and 8 GiB, seed 1: about a minute on two cores.
 #
@@ -20,6 +22,8 @@
 # into model-less rows of the task (bench/model_less_rows.py: a min_accuracy
 # of 0.95 or 0.9 on 30% each, a max_cost no variant meets on 10%) before the
 # replay; its table is not the published one, so it implies --no-docs.
+# --shape is make_trace.py's (default mixed, the published trace; azure and
+# twitter are the bursty public shapes); another than mixed implies --no-docs.
 # --routers N puts N routers in front of the workers (somm simulate
 # --routers: round-robin, each with its own view; default 1).
 # --repository and --models replace models/demo and its five models (a
@@ -27,14 +31,18 @@
 #
 # --scale adds the runs at scale (bench/simulate_scale_report.py writes them
 # into docs/simulation.md between its own markers): a synthetic zoo of
-# 10,000 variants (bench/make_zoo.py --variants), one hour of the mixed trace
-# at 2,000 q/s replayed by the somm policy on 1,000 workers under
-# /usr/bin/time -v (wall time and peak RSS), and the failure experiment: 5%
+# 10,000 variants (bench/make_zoo.py --variants --split-tasks), one hour of
+# the mixed trace at 2,000 q/s with --scale-model-less of its rows (default
+# 0.5) made model-less, replayed on 1,000 workers by every policy (somm,
+# INFaaS with --infaas-tuned's thresholds, static peak and average, the
+# clairvoyant heuristic), each under /usr/bin/time -v (wall time and peak
+# RSS), and the failure experiment: 5%
 # of 100 workers killed at the busiest second of a 600-s diurnal trace over
 # 250 of those models, for each lease time (1, 3, 10 s) and provisioning
 # delay (10, 30, 120 s), beside the same run without a failure. About half
 # an hour more (the hour's trace alone takes minutes to generate).
-# --scale-only skips the side-by-side comparison.
+# --scale-only skips the side-by-side comparison; --scale-no-failures skips
+# the failure experiment.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -57,7 +65,13 @@ SCALE=0
 COMPARE=1
 MODELS=(resnet18 mobilenet_v3_small digits-cnn digits-mlp digits-logistic)
 MODEL_LESS=""
+SCALE_MODEL_LESS=0.5
+FAILURES=1
+# bench/infaas_sweep.sh's best-tuned INFaaS on the model-less trace
+# (docs/simulation.md, "INFaaS tuned").
+INFAAS_TUNED="blacklist_latency_factor=4 not_loaded_penalty_ms=0 loose_slo_ms=50 max_replicas=4 vm_blacklist_util=0.95 burst_queries=400"
 ROUTERS=1
+SHAPE=mixed
 while (($#)); do
   case "$1" in
     --duration-s) DURATION_S="${2:?}"; shift 2 ;;
@@ -75,6 +89,10 @@ while (($#)); do
     --models) read -r -a MODELS <<<"${2:?}"; shift 2 ;;
     --model-less) MODEL_LESS="${2:?}"; DO_DOCS=0; shift 2 ;;
     --routers) ROUTERS="${2:?}"; shift 2 ;;
+    --infaas-tuned) INFAAS_TUNED="${2?}"; shift 2 ;;
+    --scale-model-less) SCALE_MODEL_LESS="${2:?}"; shift 2 ;;
+    --scale-no-failures) FAILURES=0; shift ;;
+    --shape) SHAPE="${2:?}"; [[ "$SHAPE" == mixed ]] || DO_DOCS=0; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench/simulate.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -92,7 +110,7 @@ fi
 
 if ((COMPARE)); then
 "$PY" bench/make_trace.py --out "$OUT/trace.csv" --summary-json "$OUT/trace.json" --quiet \
-  --seed "$SEED" --duration-s "$DURATION_S" --base-rate "$BASE_RATE" --shape mixed \
+  --seed "$SEED" --duration-s "$DURATION_S" --base-rate "$BASE_RATE" --shape "$SHAPE" \
   --models "${MODELS[@]}" --zipf 1.0 \
   --slo-classes tight=0.5:0.2,normal=1:0.5,relaxed=5:0.3
 if [[ -n "$MODEL_LESS" ]]; then
@@ -124,7 +142,7 @@ fi
 if ((SCALE)); then
   ZOO="$OUT/zoo"
   "$PY" bench/make_zoo.py --out "$ZOO" --variants 10000 --seed "$SEED" --slo-refs "$OUT/slo-refs.txt" \
-    | tee "$OUT/make_zoo.log"
+    --split-tasks | tee "$OUT/make_zoo.log"
   mapfile -t REFS <"$OUT/slo-refs.txt"
   MODELS=() REF_ARGS=()
   for r in "${REFS[@]}"; do MODELS+=("${r%%=*}"); REF_ARGS+=(--slo-ref "$r"); done
@@ -132,31 +150,32 @@ if ((SCALE)); then
   "$PY" bench/make_trace.py --out "$OUT/scale-trace.csv" --summary-json "$OUT/scale-trace.json" \
     --quiet --seed "$SEED" --duration-s 3600 --base-rate 2000 --shape mixed --models "${MODELS[@]}" \
     --zipf 1.0 --slo-classes "$CLASSES" "${REF_ARGS[@]}"
-  /usr/bin/time -v -o "$OUT/scale.time" "$BUILD_DIR/somm" simulate --repository "$ZOO" \
-    --trace "$OUT/scale-trace.csv" --policy somm --workers 1000 --worker-cores "$WORKER_CORES" \
-    --worker-memory-mb "$WORKER_MEMORY_MB" --seed "$SEED" --json "$OUT/scale.json" \
-    2>"$OUT/scale.log" | tail -1
-  grep -E "^somm " "$OUT/scale.log" || true
-  # The same hour with a shorter and a longer idle unload (15 and 45 s
-  # against 30): the long tail of a zoo of fast-loading models is where
-  # somm's cost departs from the clairvoyant's; 15 s comes near the clairvoyant's
-  # cost and 45 s near INFaaS's (docs/simulation.md).
-  for IDLE in 15 45; do
-    "$BUILD_DIR/somm" simulate --repository "$ZOO" --trace "$OUT/scale-trace.csv" --policy somm \
-      --workers 1000 --worker-cores "$WORKER_CORES" --worker-memory-mb "$WORKER_MEMORY_MB" \
-      --seed "$SEED" --idle-unload-s "$IDLE" --json "$OUT/scale-somm-idle-unload-s-$IDLE.json" \
+  # Model-less: half the rows of the hour name their model's task instead
+  # (each round of the zoo's source models has tasks of its own, --split-tasks).
+  "$PY" bench/model_less_rows.py --trace "$OUT/scale-trace.csv" --repository "$ZOO" \
+    --out "$OUT/scale-trace-model-less.csv" --share "$SCALE_MODEL_LESS" --seed "$SEED"
+  mv "$OUT/scale-trace-model-less.csv" "$OUT/scale-trace.csv"
+  # Every policy over the same hour, each timed on its own (/usr/bin/time -v):
+  # somm, INFaaS best-tuned (--infaas-tuned, bench/infaas_sweep.sh's pick),
+  # static peak and average, and the clairvoyant heuristic.
+  read -r -a TUNED <<<"$INFAAS_TUNED"
+  TUNED_ARGS=()
+  for t in "${TUNED[@]}"; do TUNED_ARGS+=(--infaas "$t"); done
+  for P in somm infaas static-peak static-avg clairvoyant; do
+    EXTRA=()
+    [[ "$P" == infaas ]] && EXTRA=("${TUNED_ARGS[@]}")
+    NAME="scale-$P"
+    [[ "$P" == somm ]] && NAME=scale
+    /usr/bin/time -v -o "$OUT/$NAME.time" "$BUILD_DIR/somm" simulate --repository "$ZOO" \
+      --trace "$OUT/scale-trace.csv" --policy "$P" --workers 1000 --worker-cores "$WORKER_CORES" \
+      --worker-memory-mb "$WORKER_MEMORY_MB" --seed "$SEED" "${EXTRA[@]}" --json "$OUT/$NAME.json" \
       2>>"$OUT/scale.log" | tail -1
   done
-  # Decision quality at scale: the same hour under the INFaaS policy and the
-  # clairvoyant heuristic, side by side with somm's run above.
-  for P in clairvoyant infaas; do
-    "$BUILD_DIR/somm" simulate --repository "$ZOO" --trace "$OUT/scale-trace.csv" --policy "$P" \
-      --workers 1000 --worker-cores "$WORKER_CORES" --worker-memory-mb "$WORKER_MEMORY_MB" \
-      --seed "$SEED" --json "$OUT/scale-$P.json" 2>>"$OUT/scale.log" | tail -1
-  done
+  grep -E "^(somm|infaas|static|clairvoyant) " "$OUT/scale.log" || true
 
   # The failure experiment: 250 models, 100 workers, a diurnal day in 600 s.
   F="$OUT/failures"
+  if ((FAILURES)); then
   mkdir -p "$F"
   "$PY" bench/make_trace.py --out "$F/trace.csv" --summary-json "$F/trace.json" --quiet \
     --seed "$SEED" --duration-s 600 --base-rate 300 --shape diurnal --models "${MODELS[@]:0:250}" \
@@ -176,10 +195,12 @@ if ((SCALE)); then
 {"fail_at_s": $FAIL_AT, "fail_fraction": 0.05, "workers": 100,
  "trace": "make_trace.py --shape diurnal, 600 s at a mean of 300 q/s over 250 of the synthetic models"}
 JSON
+  fi
   cat >"$OUT/meta.json" <<JSON
 {"date": "$(date -u '+%Y-%m-%d %H:%M UTC')", "git": "$GIT", "command": "$COMMAND",
  "zoo_models": $(find "$ZOO" -mindepth 2 -maxdepth 2 -name model.yaml | wc -l), "zoo_variants": $(find "$ZOO/.somm/variants" -name profile.json | wc -l),
- "scale_workers": 1000, "worker_cores": $WORKER_CORES, "worker_memory_mb": $WORKER_MEMORY_MB}
+ "scale_workers": 1000, "worker_cores": $WORKER_CORES, "worker_memory_mb": $WORKER_MEMORY_MB,
+ "model_less": $SCALE_MODEL_LESS, "infaas_tuned": "$INFAAS_TUNED"}
 JSON
   DOCS=()
   ((DO_DOCS)) && DOCS=(--docs docs/simulation.md)

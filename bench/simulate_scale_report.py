@@ -220,34 +220,42 @@ def over_bound(p):
     return "-"
 
 
-def quality_table(somm, others, variants=()):
+def quality_table(somm, others, variants=(), walls=None, infaas_tuned=None):
     """Decision quality on the hour: each policy's attainment, cost against the
     lower bound at its attainment and against the clairvoyant heuristic's, and
     SLOs missed against INFaaS's. `variants`: (label, result) of
-    further somm runs with other settings (scale-somm-<label>.json)."""
+    further somm runs with other settings (scale-somm-<label>.json); `walls`:
+    each policy's wall time (s) of its run, when timed."""
     rows = quality_rows(somm, others, variants)
     clairvoyant_usd = others["clairvoyant"]["usd"]
     infaas = others.get("infaas")
+    walls = walls or {}
 
     out = [
         "### Decision quality at 1,000 workers",
         "",
-        "The same hour, zoo and cluster under the clairvoyant heuristic"
-        + (" and the INFaaS policy" if infaas else " (no INFaaS run: scale-infaas.json is missing)")
-        + ". Missed: feasible queries not answered within their SLO.",
+        "The same hour, zoo and cluster under every policy"
+        + ("" if infaas else " (no INFaaS run: scale-infaas.json is missing)")
+        + (f"; INFaaS with the best-tuned thresholds (`{infaas_tuned}`)" if infaas_tuned else "")
+        + ". Cost / bound: USD over the lower bound on cost at the row's attainment. Missed: "
+        "feasible queries not answered within their SLO. Wall s: the policy's own `somm "
+        "simulate` run of the hour.",
         "",
-        "| policy | attainment | USD | cost / bound | vs clairvoyant | missed | vs INFaaS "
-        "| rejections | cold starts | control actions |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| policy | attainment | USD | bound USD | cost / bound | vs clairvoyant | missed "
+        "| vs INFaaS | rejections | cold starts | control actions | wall s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, p in rows:
         missed = p["feasible"] - p["met"]
         vs_infaas = (f"{missed / max(infaas['feasible'] - infaas['met'], 1):.2f}x"
                      if infaas else "-")
+        wall = walls.get(name)
+        bound_usd = f"{p['cost_bound_usd']:.2f}" if p.get("cost_bound_usd", 0) > 0 else "-"
         out.append(
-            f"| **{name}** | {p['attainment']:.4f} | {p['usd']:.2f} "
+            f"| **{name}** | {p['attainment']:.4f} | {p['usd']:.2f} | {bound_usd} "
             f"| {over_bound(p)} | {p['usd'] / max(clairvoyant_usd, 1e-12):.2f}x | {missed} "
-            f"| {vs_infaas} | {p['rejections']} | {p['cold_starts']} | {p['control_actions']} |")
+            f"| {vs_infaas} | {p['rejections']} | {p['cold_starts']} | {p['control_actions']} "
+            f"| {f'{wall:.0f}' if wall else '-'} |")
     cost = [(name, p["cost_reported_over_predicted"]) for name, p in rows
             if "cost_reported_over_predicted" in p]
     if cost:
@@ -280,7 +288,11 @@ def report(d):
             "scaled by seeded log-uniform factors of 0.5-2). Trace: "
             f"{summary['queries']} queries over {summary['duration_s']:g} s (make_trace.py "
             f"--shape mixed, Zipf 1.0 over the models, mean {summary['total']['mean_qps']:g} q/s, "
-            f"busiest second {summary['total']['peak_qps']} q/s). Cluster: {meta['scale_workers']} "
+            f"busiest second {summary['total']['peak_qps']} q/s"
+            + (f"; {meta['model_less']:g} of the rows model-less, bench/model_less_rows.py, each "
+               "round of the zoo's five source models with its two tasks"
+               if meta.get("model_less") else "")
+            + f"). Cluster: {meta['scale_workers']} "
             f"workers of {meta['worker_cores']} cores and {meta['worker_memory_mb']} MiB; the "
             "somm policy (the live router and controller).",
             "",
@@ -302,7 +314,11 @@ def report(d):
             "",
         ]
     others = {}
-    for name in ("clairvoyant", "infaas"):
+    walls = {}
+    for name in ("infaas", "static-peak", "static-avg", "clairvoyant"):
+        if os.path.exists(os.path.join(d, f"scale-{name}.time")):
+            walls[name] = read_time_v(os.path.join(d, f"scale-{name}.time")).get("wall_s")
+    for name in ("clairvoyant", "infaas", "static-peak", "static-avg"):
         path = os.path.join(d, f"scale-{name}.json")
         key = name
         if name == "clairvoyant" and not os.path.exists(path):
@@ -321,7 +337,8 @@ def report(d):
         with open(path) as f:
             variants.append((label, json.load(f)["policies"]["somm"]))
     if os.path.exists(scale_path) and "clairvoyant" in others:
-        lines += quality_table(somm, others, variants)
+        walls["somm"] = tv.get("wall_s")
+        lines += quality_table(somm, others, variants, walls, meta.get("infaas_tuned"))
         with open(os.path.join(d, "simulation-scale-cost.svg"), "w") as f:
             f.write(quality_plot(quality_rows(somm, others, variants)))
     fdir = os.path.join(d, "failures")

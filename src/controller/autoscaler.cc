@@ -60,8 +60,9 @@ std::vector<Tick::View> Tick::Views() const {
 void Tick::UpdateForecasts(std::vector<View>& views, double dt) {
   // Updated in place (a fresh table per tick rebuilt thousands of entries).
   auto& models = out_.memory.models;
-  for (const View& v : views) {
+  for (View& v : views) {
     ModelMemory& m = models[v.key];
+    v.demand.rate_qps = RateForTick(m.recent, v.demand.rate_qps * dt, dt, now_, config_);
     m.holt = Update(m.holt, v.demand.rate_qps, dt, config_.holt);
     // A monotonic queue: a sample that a later, higher one outlives can never
     // be the maximum again.
@@ -444,6 +445,37 @@ bool Tick::EvictForCores(View& view, const VariantOption& o, int replicas,
 }  // namespace autoscaler_tick
 
 using autoscaler_tick::Tick;
+
+double RateForTick(std::vector<TickCount>& recent, double arrivals, double dt_s, TimePoint now,
+                   const AutoscalerConfig& config) {
+  if (!(dt_s > 0)) return recent.empty() ? 0 : recent.back().arrivals / recent.back().dt_s;
+  // The ticks before this one, within the window.
+  double before_n = 0, before_s = 0;
+  for (const TickCount& t : recent) {
+    before_n += t.arrivals;
+    before_s += t.dt_s;
+  }
+  recent.push_back({now, arrivals, dt_s});
+  double n = before_n + arrivals, s = before_s + dt_s;
+  // Keep the fewest recent ticks that span the window.
+  size_t drop = 0;
+  while (drop + 1 < recent.size() && s - recent[drop].dt_s >= config.rate_window_s - 1e-9) {
+    n -= recent[drop].arrivals;
+    s -= recent[drop].dt_s;
+    ++drop;
+  }
+  recent.erase(recent.begin(), recent.begin() + static_cast<std::ptrdiff_t>(drop));
+  const double windowed = n / s;
+  if (config.rise_deviations > 0 && before_s > 0) {
+    // What the rate of the ticks before predicts for this one, and its
+    // Poisson deviation; a count past it by rise_deviations is a rise.
+    const double expected = before_n / before_s * dt_s;
+    if (arrivals > expected + config.rise_deviations * std::sqrt(std::max(expected, 1.0))) {
+      return std::max(windowed, arrivals / dt_s);
+    }
+  }
+  return windowed;
+}
 
 
 AutoscalerDecision Decide(const ClusterState& state, AutoscalerMemory memory, TimePoint now,

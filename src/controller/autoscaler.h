@@ -21,6 +21,9 @@
 //      slowest eligible option's load time (at most max_forecast_horizon_s)
 //      plus a tick: whatever runs now must carry the load until any
 //      alternative could be ready. Rises are anticipated, falls are not.
+//      The observed rate is the arrivals of the last rate_window_s, or the
+//      last tick's own rate when it rises past that by rise_deviations
+//      Poisson deviations (RateForTick).
 //   4. Target = the cheapest (option, replicas) that carries D at
 //      target_utilization and keeps the share of queries that would wait
 //      past the SLO's slack within queueing_miss_target (WaitTail), within
@@ -107,6 +110,16 @@ struct AutoscalerConfig {
   // holds 10 s after a spike, a 3-s load the whole minute.
   double scale_down_hold_per_load_s = 20;
   double scale_down_min_hold_s = 10;
+  // The rate the rules plan with is the arrivals of the last rate_window_s
+  // (at least the last tick), whatever the tick: a tick shorter than a second
+  // counts few queries, and their Poisson noise alone would trigger scale-ups
+  // and keep the scale-down window's peak high.
+  double rate_window_s = 1.0;
+  // ... except a rise: a tick whose own count exceeds what that rate predicts
+  // for it by more than rise_deviations Poisson deviations is planned for at
+  // once, at its own rate. Short ticks then see a burst within a tick, not
+  // only once it fills the window (0 turns the rule off).
+  double rise_deviations = 3;
   // No arrivals and no use for this long -> unload (frees memory for others).
   double idle_unload_s = 30;
   // Threads of all groups on a device <= cores x this. 1.0: intra-op threads
@@ -123,8 +136,17 @@ struct RateSample {
   double qps = 0;
 };
 
+// Arrivals counted over one tick that ended `at`.
+struct TickCount {
+  TimePoint at;
+  double arrivals = 0;
+  double dt_s = 0;
+};
+
 struct ModelMemory {
   HoltState holt;
+  // The ticks of the last rate_window_s, oldest first (rule 3's rate).
+  std::vector<TickCount> recent;
   int low_ticks = 0;  // consecutive ticks below low_watermark
   std::optional<TimePoint> last_change;
   // Observed rates of the last scale_down_window_s, kept only while they can
@@ -150,6 +172,13 @@ struct AutoscalerDecision {
 // model's window, thousands at scale).
 AutoscalerDecision Decide(const ClusterState& state, AutoscalerMemory memory, TimePoint now,
                           const AutoscalerConfig& config = {});
+
+// Rule 3's observed rate after a tick that counted `arrivals` over `dt_s`
+// ending `now`: appends the tick to `recent` (dropping ticks older than the
+// window) and returns the window's rate, or the tick's own when it is a
+// rise past the rate of the ticks before it.
+double RateForTick(std::vector<TickCount>& recent, double arrivals, double dt_s, TimePoint now,
+                   const AutoscalerConfig& config);
 
 // One replica's sustainable throughput under a latency SLO (rule 2).
 struct ReplicaCapacity {

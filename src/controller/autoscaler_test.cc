@@ -52,6 +52,7 @@ struct Sim {
   AutoscalerMemory memory;
   AutoscalerConfig config;
   TimePoint now = kT0;
+  std::chrono::milliseconds tick{1000};  // how far each Step advances the clock
   std::vector<Action> all;
   std::vector<std::string> notes;
 
@@ -86,7 +87,7 @@ struct Sim {
     for (GroupState& g : state.groups) {
       if (g.model == "m" && rate > 0) g.last_used = now;
     }
-    now += 1s;
+    now += tick;
     return d.actions;
   }
   void Execute(const Action& a) {
@@ -629,6 +630,62 @@ TEST(AutoscalerTest, SwingsFasterThanTheWindowKeepThePeaksCapacity) {
   }
   EXPECT_EQ(changes.size(), 1u) << ToString(sim.all.back());
   EXPECT_EQ(sim.Serving(), "ts-fp32@cpu1 x3");
+}
+
+TEST(AutoscalerTest, RateForTickIsTheWindowsRateUnlessTheTickRisesPastItsNoise) {
+  AutoscalerConfig config;  // a 1-s window, 3 deviations
+  std::vector<TickCount> recent;
+  TimePoint now = kT0;
+  auto tick = [&](double arrivals) {
+    now += 250ms;
+    return RateForTick(recent, arrivals, 0.25, now, config);
+  };
+  EXPECT_DOUBLE_EQ(tick(20), 80);
+  EXPECT_DOUBLE_EQ(tick(30), 100);
+  EXPECT_DOUBLE_EQ(tick(25), 100);
+  EXPECT_DOUBLE_EQ(tick(25), 100);
+  EXPECT_EQ(recent.size(), 4u);
+  // 38 against the 25 expected (deviation 5): noise, the window's rate.
+  EXPECT_DOUBLE_EQ(tick(38), (30 + 25 + 25 + 38) / 1.0);
+  EXPECT_EQ(recent.size(), 4u);  // the oldest tick left the window
+  // 100 is a rise: planned for at its own 400 q/s at once.
+  EXPECT_DOUBLE_EQ(tick(100), 400);
+  // One-second ticks: each tick's own rate, as before the window.
+  std::vector<TickCount> slow;
+  EXPECT_DOUBLE_EQ(RateForTick(slow, 100, 1.0, kT0 + 1s, config), 100);
+  EXPECT_DOUBLE_EQ(RateForTick(slow, 60, 1.0, kT0 + 2s, config), 60);
+  EXPECT_DOUBLE_EQ(RateForTick(slow, 400, 1.0, kT0 + 3s, config), 400);
+  EXPECT_EQ(slow.size(), 1u);
+}
+
+TEST(AutoscalerTest, ShortTicksDoNotScaleUpOnTheNoiseOfTheirCounts) {
+  // 250-ms ticks at a steady 120 q/s (30 queries a tick) whose counts then
+  // swing 18 / 42 (72 and 168 q/s a tick; 42 is 2.2 deviations of 30): two
+  // fp32 replicas (200 q/s) carry it at 60%. Planned on each tick's own
+  // count, the 168-q/s ticks crossed the high watermark and a third replica
+  // was loaded, then kept by the window's noisy peak.
+  Sim sim;
+  sim.tick = 250ms;
+  sim.config.tick_s = 0.25;
+  sim.state.options = {Fp32()};
+  sim.AddGroup(Fp32(), 2);
+  for (int t = 0; t < 8; ++t) sim.Step(120);
+  for (int t = 0; t < 400; ++t) sim.Step(t % 2 == 0 ? 72 : 168);
+  EXPECT_TRUE(sim.all.empty()) << ToString(sim.all[0]);
+  EXPECT_EQ(sim.Serving(), "ts-fp32@cpu1 x2");
+}
+
+TEST(AutoscalerTest, ShortTicksStillScaleUpWithinATickOfABurst) {
+  Sim sim;
+  sim.tick = 250ms;
+  sim.config.tick_s = 0.25;
+  sim.state.options = {Fp32()};
+  sim.AddGroup(Fp32(), 2);
+  for (int t = 0; t < 40; ++t) ASSERT_TRUE(sim.Step(100).empty()) << "t = " << t;
+  // 100 queries in a quarter second: 400 q/s, planned for in this tick.
+  std::vector<Action> a = sim.Step(400);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(sim.Serving(), "ts-fp32@cpu1 x6");  // 400 q/s at 70% of 100 q/s each
 }
 
 TEST(AutoscalerTest, LowLoadTicksDoNotCarryOverAnIdleUnloadToTheNextColdStart) {

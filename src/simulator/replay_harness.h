@@ -334,6 +334,21 @@ class Harness {
       if (loop_.Now() + period <= t_end) loop_.After(period, tick_fn);
     };
     loop_.At(t0_ + period, tick_fn);
+    // The timeline, as the router's policies have it (simulation.cc): the
+    // replicas at the end of each second (the fleet's workers beside them),
+    // then the outcomes by arrival second.
+    const size_t seconds = static_cast<size_t>(std::ceil(result.duration_s)) + 1;
+    result.timeline.assign(seconds, {});
+    std::function<void(size_t)> sample = [&](size_t second) {
+      int64_t replicas = 0;
+      for (const auto& w : workers_) replicas += w->replicas();
+      result.timeline[second].replicas = replicas;
+      result.timeline[second].workers = static_cast<int>(workers_.size());
+      if (second + 1 < seconds) {
+        loop_.At(t0_ + std::chrono::seconds(second + 2), [&sample, second] { sample(second + 1); });
+      }
+    };
+    loop_.At(t0_ + std::chrono::seconds(1), [&sample] { sample(0); });
     for (size_t i = 0; i < trace_.queries.size(); ++i) {
       const loadgen::TraceQuery& q = trace_.queries[i];
       QueryOutcome& o = outcomes_[i];
@@ -354,6 +369,17 @@ class Harness {
     if (!trace_.queries.empty()) loop_.At(ArrivalOf(0), [&next] { next(0); });
     loop_.Run();
     SummarizeOutcomes(outcomes_, &result);
+    for (size_t i = 0; i < outcomes_.size(); ++i) {
+      const size_t second = std::min(
+          seconds - 1,
+          static_cast<size_t>(trace_.queries[i].timestamp_ms / 1000.0 / options_.time_scale));
+      PolicyResult::Second& b = result.timeline[second];
+      ++b.arrivals;
+      const QueryOutcome& o = outcomes_[i];
+      if (!o.feasible) continue;
+      ++b.feasible;
+      if (o.done && o.code == StatusCode::kOk && (!o.slo_ms || o.latency_ms <= *o.slo_ms)) ++b.met;
+    }
     result.worker_seconds = static_cast<double>(workers_.size()) * result.duration_s;
     result.mean_replicas = result.duration_s > 0 ? result.instance_seconds / result.duration_s : 0;
     result.events = loop_.events_run();
