@@ -265,6 +265,27 @@ TEST_F(CascadeStepTest, AQuerysMinAccuracyIsTheCascades) {
   EXPECT_TRUE(Call({Sure(0)}, "low", {{"min_accuracy", 0.75}}).ok());
 }
 
+// Under a latency_slo_ms each stage is sent what is left of it; a budget
+// already spent is refused before a stage is asked.
+TEST_F(CascadeStepTest, EachStageGetsWhatIsLeftOfTheSlo) {
+  models_.requests.clear();
+  auto a = Call({Sure(0), Unsure(1)}, "p", {{"latency_slo_ms", 1000.0}});
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_EQ(models_.requests.size(), 2u);
+  double before = 1000.0;
+  for (const auto& r : models_.requests) {
+    const double got = std::get<double>(r.parameters.at("latency_slo_ms"));
+    EXPECT_GT(got, 0);
+    EXPECT_LE(got, before);  // the second stage gets no more than the first
+    before = got;
+  }
+  a = Call({Sure(0)}, "p", {{"latency_slo_ms", 1e-6}});
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(a.status().message().find("pipeline 'p' step 'c': its latency_slo_ms"), std::string::npos)
+      << a.status().message();
+}
+
 TEST_F(CascadeStepTest, AGivenThresholdIsUsedAndEvaluated) {
   auto md = server_->GetModelMetadata("given", "");
   ASSERT_TRUE(md.ok()) << Problem("given");
