@@ -240,6 +240,10 @@ void AddBench(CLI::App& app, ClientCommandLine* l) {
   cmd->add_option("--input", o.input,
                   "OIP REST request body (.json) to send; default: random inputs built from the "
                   "model's metadata")->check(CLI::ExistingFile);
+  cmd->add_option("--input-bytes", o.input_bytes,
+                  "A file (e.g. a PNG or JPEG for a pipeline) whose bytes fill the model's one "
+                  "BYTES input, one element per sample; sent binary over REST")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--batch-size,-b", o.batch_size, "Samples per query")->capture_default_str();
   cmd->add_flag("--binary", o.binary, "REST: use the binary tensor data extension");
   cmd->add_option("--senders", o.senders, "Open loop / trace: sender threads")

@@ -114,10 +114,22 @@ class RequestSet {
       SOMM_ASSIGN_OR_RETURN(from_file, LoadRequestFile(o.input));
       SOMM_RETURN_IF_ERROR(ReplicateBatch(o.batch_size, &*from_file));
     }
+    std::optional<std::string> bytes;
+    if (!o.input_bytes.empty()) {
+      SOMM_ASSIGN_OR_RETURN(bytes, ReadBytesFile(o.input_bytes));
+    }
     for (const std::string& model : models) {
       InferenceRequest request;
       if (from_file) {
         request = *from_file;
+      } else if (bytes) {
+        StatusOr<ModelMetadata> md = client.Metadata(model);
+        if (!md.ok()) {
+          return Status(md.status().code(), "cannot fill --input-bytes for model '" + model +
+                                                "' without its metadata (" + md.status().message() +
+                                                ")");
+        }
+        SOMM_ASSIGN_OR_RETURN(request, BytesRequest(*md, *bytes, o.batch_size));
       } else {
         StatusOr<ModelMetadata> md = client.Metadata(model);
         if (!md.ok()) {
@@ -336,6 +348,9 @@ Status ValidateBenchOptions(const BenchOptions& o) {
   if (!o.concurrency_range.empty()) {
     SOMM_RETURN_IF_ERROR(ParseConcurrencyRange(o.concurrency_range).status());
   }
+  if (!o.input.empty() && !o.input_bytes.empty()) {
+    return InvalidArgument("give at most one of --input and --input-bytes");
+  }
   return Status::Ok();
 }
 
@@ -413,7 +428,8 @@ int RunBench(const BenchOptions& o) {
   };
   if (Status s = ValidateBenchOptions(o); !s.ok()) return fail(s);
   StatusOr<std::unique_ptr<ClientFactory>> factory =
-      MakeOipClientFactory(OipTarget{o.url, o.protocol, o.binary, o.api_key, o.tls});
+      MakeOipClientFactory(OipTarget{o.url, o.protocol, o.binary || !o.input_bytes.empty(),
+                                     o.api_key, o.tls});
   if (!factory.ok()) return fail(factory.status());
   StatusOr<BenchReport> report = MeasureBench(o, **factory, std::cerr);
   if (!report.ok()) return fail(report.status());

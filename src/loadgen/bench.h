@@ -58,6 +58,10 @@ struct BenchOptions {
   bool send_slo = false;
 
   std::string input;       // OIP REST request body (.json); "" = synthetic from metadata
+  // A file whose bytes fill the model's one BYTES input, one element per
+  // sample (an encoded image for a pipeline); sent binary on REST, as JSON
+  // strings cannot carry arbitrary bytes. "" = none.
+  std::string input_bytes;
   int64_t batch_size = 1;  // samples per query
   bool binary = false;     // REST: binary tensor extension (the default is JSON)
   // Every query's API key ("" = SOMM_API_KEY, if set) and, for gRPC, TLS

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -125,6 +126,56 @@ StatusOr<InferenceRequest> SyntheticRequest(const ModelMetadata& metadata, int64
     request.inputs.push_back(std::move(t));
   }
   return request;
+}
+
+StatusOr<InferenceRequest> BytesRequest(const ModelMetadata& metadata, const std::string& bytes,
+                                        int64_t batch_size) {
+  std::string inputs;
+  for (const TensorMetadata& in : metadata.inputs) {
+    inputs += (inputs.empty() ? "" : ", ") + in.name + " " + in.datatype + " " +
+              ShapeToString(in.shape);
+  }
+  if (metadata.inputs.size() != 1 || metadata.inputs[0].datatype != "BYTES") {
+    return InvalidArgument("--input-bytes fills a model's one BYTES input; model '" +
+                           metadata.name + "' takes " + (inputs.empty() ? "none" : inputs) +
+                           " (use --input FILE.json)");
+  }
+  if (bytes.size() > std::numeric_limits<uint32_t>::max()) {
+    return InvalidArgument("--input-bytes: a BYTES element holds at most 4 GiB");
+  }
+  const TensorMetadata& in = metadata.inputs[0];
+  Tensor t;
+  t.name = in.name;
+  t.datatype = DataType::kBytes;
+  t.shape = in.shape;
+  const bool batched = !t.shape.empty() && t.shape[0] == -1;
+  if (batched) t.shape[0] = batch_size;
+  if (!batched && batch_size != 1) {
+    return InvalidArgument("model '" + metadata.name + "' input '" + in.name +
+                           "' takes no batch dim, so --batch-size must be 1");
+  }
+  // Every other variable dim holds one element: one image per sample.
+  for (size_t d = batched ? 1 : 0; d < t.shape.size(); ++d) {
+    if (t.shape[d] < 0) t.shape[d] = 1;
+  }
+  const int64_t elements = ElementCount(t.shape);
+  std::string element;
+  const auto n = static_cast<uint32_t>(bytes.size());
+  for (int i = 0; i < 4; ++i) element.push_back(static_cast<char>((n >> (8 * i)) & 0xFF));
+  element += bytes;
+  t.data.reserve(element.size() * static_cast<size_t>(elements));
+  for (int64_t i = 0; i < elements; ++i) t.data += element;
+  InferenceRequest request;
+  request.inputs.push_back(std::move(t));
+  return request;
+}
+
+StatusOr<std::string> ReadBytesFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("cannot open input file '" + path + "'");
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
 }
 
 int64_t SamplesPerQuery(const InferenceRequest& request) {

@@ -9,6 +9,11 @@
 //     for floats, [0,16) for integers, 0/1 for BOOL) from a seeded generator.
 //     Any other -1 dim, or a BYTES input, needs --input: there is no
 //     meaningful random value for it.
+//   * From bytes (`--input-bytes FILE`, e.g. an encoded image for a
+//     pipeline): the model's one BYTES input, one element per sample, each
+//     element the file's bytes (OIP's BYTES layout: a 4-byte little-endian
+//     length before each element). A model with another input, or none of
+//     datatype BYTES, is refused naming its inputs.
 //   * Trace rows add their SLO columns to the request parameters under the
 //     same names (latency_slo_ms, min_accuracy, max_cost as doubles, task as
 //     a string), which is how model-less queries carry requirements.
@@ -37,6 +42,10 @@ Status ReplicateBatch(int64_t batch_size, InferenceRequest* request);
 
 StatusOr<InferenceRequest> SyntheticRequest(const ModelMetadata& metadata, int64_t batch_size,
                                             uint64_t seed);
+
+StatusOr<InferenceRequest> BytesRequest(const ModelMetadata& metadata, const std::string& bytes,
+                                        int64_t batch_size);
+StatusOr<std::string> ReadBytesFile(const std::string& path);
 
 // Samples in one query: dim 0 of the first input (1 for rank 0 or none).
 int64_t SamplesPerQuery(const InferenceRequest& request);

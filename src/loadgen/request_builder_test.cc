@@ -92,6 +92,36 @@ TEST(RequestBuilderTest, SyntheticRefusesWhatItCannotInvent) {
   EXPECT_FALSE(SyntheticRequest(Metadata({}), 1, 1).ok());
 }
 
+TEST(RequestBuilderTest, BytesFillTheOneBytesInputOneElementPerSample) {
+  const std::string png("\x89PNG\r\n\x1a\n\0\xff", 10);
+  auto r = BytesRequest(Metadata({{"image", "BYTES", {-1, 1}}}), png, 3);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->inputs.size(), 1u);
+  const Tensor& t = r->inputs[0];
+  EXPECT_EQ(t.name, "image");
+  EXPECT_EQ(t.datatype, DataType::kBytes);
+  EXPECT_EQ(t.shape, (Shape{3, 1}));
+  EXPECT_TRUE(t.CheckByteSize().ok());
+  const std::string element = std::string("\x0a\0\0\0", 4) + png;
+  EXPECT_EQ(t.data, element + element + element);
+  EXPECT_EQ(SamplesPerQuery(*r), 3);
+  auto flat = BytesRequest(Metadata({{"image", "BYTES", {-1}}}), png, 2);
+  ASSERT_TRUE(flat.ok());
+  EXPECT_EQ(flat->inputs[0].shape, (Shape{2}));
+}
+
+TEST(RequestBuilderTest, BytesRefuseAModelWithoutOneBytesInput) {
+  EXPECT_THAT(BytesRequest(Metadata({{"pixels", "FP32", {-1, 64}}}), "x", 1).status().message(),
+              HasSubstr("takes pixels FP32 [-1,64]"));
+  EXPECT_THAT(BytesRequest(Metadata({{"a", "BYTES", {-1}}, {"b", "BYTES", {-1}}}), "x", 1)
+                  .status()
+                  .message(),
+              HasSubstr("one BYTES input"));
+  EXPECT_THAT(BytesRequest(Metadata({{"a", "BYTES", {1}}}), "x", 2).status().message(),
+              HasSubstr("no batch dim"));
+  EXPECT_FALSE(BytesRequest(Metadata({}), "x", 1).ok());
+}
+
 TEST(RequestBuilderTest, TraceColumnsBecomeParameters) {
   InferenceRequest request;
   TraceQuery q;
