@@ -49,6 +49,34 @@ void CostCalibration::Observe(const std::string& device, const std::string& vari
   Add(d.by_variant[variant], difference, now);
 }
 
+void CostCalibration::AddCold(ColdDifferences& d, double difference, TimePoint now) const {
+  const size_t window = static_cast<size_t>(std::max(1, options_.cold_window));
+  if (!d.ring.empty() && now - d.last > options_.cold_max_age) {
+    d.ring.clear();
+    d.next = 0;
+  }
+  d.last = now;
+  if (d.ring.size() < window) {
+    d.ring.push_back(difference);
+  } else {
+    d.ring[d.next] = difference;
+    d.next = (d.next + 1) % window;
+  }
+  std::vector<double> sorted = d.ring;
+  std::sort(sorted.begin(), sorted.end());
+  d.median_ms = std::max(0.0, sorted[sorted.size() / 2]);
+}
+
+void CostCalibration::ObserveCold(const std::string& device, const std::string& variant,
+                                  double measured_ms, double profiled_ms, TimePoint now) {
+  if (!(measured_ms > 0) || !(profiled_ms > 0)) return;
+  const double difference = measured_ms - profiled_ms;
+  WriterLock lock(&mu_);
+  DeviceDifferences& d = by_device_[device];
+  AddCold(d.cold, difference, now);
+  AddCold(d.cold_by_variant[variant], difference, now);
+}
+
 double CostCalibration::OverheadMs(const std::string& device, const std::string& variant,
                                    TimePoint now) const {
   const Learnt learnt = Lookup(device, variant, now);
@@ -66,6 +94,15 @@ CostCalibration::Learnt CostCalibration::Lookup(const std::string& device,
     learnt.variant_ms = v->second.overhead_ms;
   }
   if (Counts(d->second.all, now)) learnt.device_ms = d->second.all.overhead_ms;
+  auto recent = [this, now](const ColdDifferences& c) {
+    return !c.ring.empty() && now - c.last <= options_.cold_max_age;
+  };
+  auto cold = d->second.cold_by_variant.find(variant);
+  if (cold != d->second.cold_by_variant.end() && recent(cold->second)) {
+    learnt.cold_ms = cold->second.median_ms;
+  } else if (recent(d->second.cold)) {
+    learnt.cold_ms = d->second.cold.median_ms;
+  }
   return learnt;
 }
 
@@ -85,6 +122,22 @@ double CandidateOverheadMs(const CostCalibration::Learnt& learnt, const Candidat
   if (own >= 0) return own;
   if (model >= 0) return model;
   return learnt.device_ms.value_or(0);
+}
+
+bool CandidateIsCold(const Candidate& c, const std::vector<cluster::GroupState>& groups,
+                     cluster::TimePoint now, std::chrono::milliseconds cold_after) {
+  bool loaded = false;
+  for (const cluster::GroupState& g : groups) {
+    if (g.loading || g.instances.empty() || g.model != c.model ||
+        g.hardware.device != c.hardware.device ||
+        g.hardware.device_index != c.hardware.device_index ||
+        c.variant_id != g.model + ":" + std::to_string(g.version) + ":" + g.variant) {
+      continue;
+    }
+    if (now - g.last_used < cold_after) return false;
+    loaded = true;
+  }
+  return loaded;
 }
 
 }  // namespace somm

@@ -26,6 +26,14 @@
 // a query is predicted from a prior (CandidateOverheadMs), and the first
 // batches after a load are no longer the model's slow first runs (the
 // worker warms each instance on its serving thread, Batcher::WarmUp).
+// The first batch after an instance has idled (Options::cold_after) runs on
+// caches that other work has taken, at several times a settled batch's time
+// (digits-logistic: about 300 us against 40). Such batches are learnt apart
+// (ObserveCold), per variant and per device, and predict the next query
+// that finds its variant's instances idle (CandidateIsCold); they do not
+// enter the settled figures, where the first of them would make a variant
+// look dearer than it is for its next 64 batches.
+//
 // Batches older than Options::max_age are forgotten: a burst of other work
 // that pushed the predictions above the clients' ceilings (so that no batch
 // runs to correct them) does not keep queries out for good. Only the cost prediction uses it; predicted latency
@@ -68,6 +76,16 @@ class CostCalibration {
     // query has a ceiling, a prediction that a burst pushed above them stays
     // there (no batch runs to lower it) until the burst's batches expire.
     std::chrono::milliseconds max_age{5000};
+    // An instance group that has run no query for this long serves its next
+    // batch cold (CandidateIsCold).
+    std::chrono::milliseconds cold_after{1000};
+    // Cold batches remembered per variant and per device; they count from
+    // the first. Rare by nature, so they are kept longer than settled ones,
+    // but not for good: a disturbed one would otherwise keep every query
+    // that finds its instances idle out of a tight ceiling (and no cold
+    // batch would run to correct it).
+    int cold_window = 16;
+    std::chrono::milliseconds cold_max_age{30000};
   };
 
   CostCalibration() : CostCalibration(Options()) {}
@@ -80,6 +98,13 @@ class CostCalibration {
   void Observe(const std::string& device, const std::string& variant, double measured_ms,
                double profiled_ms, TimePoint now);
 
+  // The same for a batch that ran cold (its instance had idled): learnt
+  // apart, for the next query that finds its instances idle.
+  void ObserveCold(const std::string& device, const std::string& variant, double measured_ms,
+                   double profiled_ms, TimePoint now);
+
+  const Options& options() const { return options_; }
+
   // Milliseconds to add to a profiled batch time of `variant` on `device`:
   // its own, else the device's, else 0.
   double OverheadMs(const std::string& device, const std::string& variant, TimePoint now) const;
@@ -90,6 +115,8 @@ class CostCalibration {
   struct Learnt {
     std::optional<double> variant_ms;
     std::optional<double> device_ms;
+    // A cold batch's (ObserveCold): the variant's own, else the device's.
+    std::optional<double> cold_ms;
   };
   Learnt Lookup(const std::string& device, const std::string& variant, TimePoint now) const;
 
@@ -101,10 +128,19 @@ class CostCalibration {
     double overhead_ms = 0;    // the quantile of `ring`, at least 0 (set once it counts)
     TimePoint last{};          // when the newest one finished
   };
+  struct ColdDifferences {
+    std::vector<double> ring;  // up to Options::cold_window, in ms
+    size_t next = 0;
+    double median_ms = 0;  // of `ring`, at least 0 (set as each comes in)
+    TimePoint last{};      // when the newest one finished
+  };
   struct DeviceDifferences {
     Differences all;
     absl::flat_hash_map<std::string, Differences> by_variant;
+    ColdDifferences cold;
+    absl::flat_hash_map<std::string, ColdDifferences> cold_by_variant;
   };
+  void AddCold(ColdDifferences& d, double difference, TimePoint now) const;
   void Add(Differences& d, double difference, TimePoint now) const;
   // Recent enough, and enough batches, to count.
   bool Counts(const Differences& d, TimePoint now) const;
@@ -126,5 +162,13 @@ class CostCalibration {
 // no instance yet); the device's served batches; else 0.
 double CandidateOverheadMs(const CostCalibration::Learnt& learnt, const Candidate& c,
                            const std::vector<cluster::GroupState>& groups);
+
+// Whether candidate `c`'s next batch runs cold: it has loaded groups on its
+// device and none of them has run a query for `cold_after` (GroupState::
+// last_used; a group's clock starts when its instances finished their
+// warm-up). A candidate that needs a load is not: its instances warm up
+// right before its query.
+bool CandidateIsCold(const Candidate& c, const std::vector<cluster::GroupState>& groups,
+                     cluster::TimePoint now, std::chrono::milliseconds cold_after);
 
 }  // namespace somm

@@ -176,5 +176,54 @@ TEST(CostCalibrationTest, LookupSaysWhichCount) {
   EXPECT_DOUBLE_EQ(*c.Lookup("cpu", "a", kT0).variant_ms, 0.25);
 }
 
+// Issue #43: the first batch after an instance idled took several times a
+// settled one (digits-logistic: about 300 us against 40), was predicted as a
+// settled one, and then counted among the settled, so that the variant
+// looked dearer than it was for its next batches. Cold batches are learnt
+// apart.
+TEST(CostCalibrationTest, ColdBatchesAreLearntApartFromTheSettledOnes) {
+  CostCalibration c(Opts(2, 0.5));
+  c.Observe("cpu", "a", 1.04, 1.0, kT0);
+  c.Observe("cpu", "a", 1.04, 1.0, kT0);
+  c.ObserveCold("cpu", "a", 1.3, 1.0, kT0);
+  const CostCalibration::Learnt a = c.Lookup("cpu", "a", kT0);
+  EXPECT_NEAR(*a.variant_ms, 0.04, 1e-12);  // the settled ones alone
+  EXPECT_NEAR(*a.cold_ms, 0.3, 1e-12);
+  // Another variant on the device has only the device's cold figure, and
+  // its own once it has one.
+  EXPECT_NEAR(*c.Lookup("cpu", "b", kT0).cold_ms, 0.3, 1e-12);
+  c.ObserveCold("cpu", "b", 1.5, 1.0, kT0);
+  EXPECT_NEAR(*c.Lookup("cpu", "b", kT0).cold_ms, 0.5, 1e-12);
+  EXPECT_FALSE(c.Lookup("cuda:0", "a", kT0).cold_ms);
+  // They outlive the settled ones (an idle spell is what they are about),
+  // but not for good: a disturbed one would keep cold queries out of a
+  // tight ceiling, and none would run to correct it.
+  const auto age = CostCalibration::Options().cold_max_age;
+  EXPECT_GT(age, CostCalibration::Options().max_age);
+  EXPECT_NEAR(*c.Lookup("cpu", "a", kT0 + age).cold_ms, 0.3, 1e-12);
+  EXPECT_FALSE(c.Lookup("cpu", "a", kT0 + age + 1ms).cold_ms);
+}
+
+TEST(CandidateOverheadTest, ACandidateIsColdWhenEveryLoadedGroupOfItHasIdled) {
+  const Candidate fp32 = CandidateOf("m", "ts-fp32");
+  const Candidate opt = CandidateOf("m", "ts-opt");
+  cluster::GroupState g = Group("m", "ts-fp32", 0.04);
+  g.instances.resize(1);
+  g.last_used = kT0;
+  const std::vector<cluster::GroupState> groups = {g};
+  EXPECT_FALSE(CandidateIsCold(fp32, groups, kT0 + 999ms, 1000ms));
+  EXPECT_TRUE(CandidateIsCold(fp32, groups, kT0 + 1000ms, 1000ms));
+  // Not loaded: a load warms its instances right before its query.
+  EXPECT_FALSE(CandidateIsCold(opt, groups, kT0 + 1h, 1000ms));
+  // One recently used group of it is enough to be warm.
+  cluster::GroupState recent = g;
+  recent.last_used = kT0 + 1h;
+  EXPECT_FALSE(CandidateIsCold(fp32, {g, recent}, kT0 + 1h, 1000ms));
+  cluster::GroupState loading = g;
+  loading.loading = true;
+  loading.instances.clear();
+  EXPECT_FALSE(CandidateIsCold(fp32, {loading}, kT0 + 1h, 1000ms));
+}
+
 }  // namespace
 }  // namespace somm

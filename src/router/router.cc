@@ -526,17 +526,26 @@ void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> ver
   const auto now = clock_.Now();
   // A variant's options on several thread counts come one after another and
   // share their overhead (learnt per variant and device): one lookup each.
+  // One whose instances have idled runs its next batch cold: predicted at
+  // what cold batches cost, when that is more.
   const Candidate* previous = nullptr;
-  for (Candidate& c : candidates.candidates) {
+  std::vector<bool> cold(candidates.candidates.size(), false);
+  const auto cold_after = cost_calibration_.options().cold_after;
+  for (size_t i = 0; i < candidates.candidates.size(); ++i) {
+    Candidate& c = candidates.candidates[i];
     if (previous != nullptr && previous->variant_id == c.variant_id &&
         previous->hardware.device == c.hardware.device &&
         previous->hardware.device_index == c.hardware.device_index) {
       c.batch_overhead_ms = previous->batch_overhead_ms;
+      cold[i] = cold[i - 1];
     } else {
-      c.batch_overhead_ms = CandidateOverheadMs(
-          cost_calibration_.Lookup(Device{c.hardware.device, c.hardware.device_index}.ToString(),
-                                   c.variant_id, now),
-          c, groups);
+      const CostCalibration::Learnt learnt = cost_calibration_.Lookup(
+          Device{c.hardware.device, c.hardware.device_index}.ToString(), c.variant_id, now);
+      c.batch_overhead_ms = CandidateOverheadMs(learnt, c, groups);
+      cold[i] = CandidateIsCold(c, groups, now, cold_after);
+      if (cold[i] && learnt.cold_ms) {
+        c.batch_overhead_ms = std::max(c.batch_overhead_ms, *learnt.cold_ms);
+      }
     }
     previous = &c;
   }
@@ -581,6 +590,7 @@ void Router::RouteSelected(std::shared_ptr<Query> q, std::vector<VersionPtr> ver
   q->predicted_charge_usd = decision->charge_usd;
   q->profiled = o.latency;
   q->calibration_device = Device{o.hardware.device, o.hardware.device_index}.ToString();
+  q->cold_batch = decision->instance_id >= 0 && cold[decision->candidate];
   record.outcome = DecisionOutcomeName(decision->outcome);
   record.variant = o.model + ":" + std::to_string(o.version) + ":" + o.variant;
   record.hardware = o.hardware.Name();

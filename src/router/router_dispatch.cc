@@ -265,7 +265,10 @@ void Router::Finish(const std::shared_ptr<Query>& q, StatusOr<ExecuteResult> res
                               q->predicted_charge_usd, q->price_per_s)
              : "";
   const bool selected = !q->calibration_device.empty();
-  if (selected && stats.first_in_batch) {
+  if (selected && stats.first_in_batch && q->cold_batch) {
+    cost_calibration_.ObserveCold(q->calibration_device, decision.variant, batch_ms,
+                                  q->profiled.Predict(stats.batch_size), clock_.Now());
+  } else if (selected && stats.first_in_batch) {
     cost_calibration_.Observe(q->calibration_device, decision.variant, batch_ms,
                               q->profiled.Predict(stats.batch_size), clock_.Now());
   }

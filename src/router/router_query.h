@@ -91,6 +91,9 @@ struct Router::Query {
   double predicted_charge_usd = 0;
   LatencyCurve profiled;
   std::string calibration_device;
+  // Its variant's instances had idled when it was chosen (CandidateIsCold):
+  // its batch is learnt as a cold one.
+  bool cold_batch = false;
   std::optional<double> latency_slo_ms;
   bool best_effort = false;
   bool prepared = false;
