@@ -282,7 +282,8 @@ TEST_F(CascadeStepTest, EachStageGetsWhatIsLeftOfTheSlo) {
   a = Call({Sure(0)}, "p", {{"latency_slo_ms", 1e-6}});
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.status().code(), StatusCode::kDeadlineExceeded);
-  EXPECT_NE(a.status().message().find("pipeline 'p' step 'c': its latency_slo_ms"), std::string::npos)
+  EXPECT_NE(a.status().message().find("pipeline 'p' step 'c': its latency_slo_ms"),
+            std::string::npos)
       << a.status().message();
 }
 
