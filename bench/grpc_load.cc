@@ -61,15 +61,15 @@ using Clock = std::chrono::steady_clock;
 constexpr char kModelInfer[] = "/inference.GRPCInferenceService/ModelInfer";
 
 struct LoadOptions {
-  std::string target;        // host:port of the gRPC server
-  std::string model;         // model_name of every call
-  std::string input;         // KServe v2 JSON request body
-  std::string key;           // "" = no authorization metadata
-  int server_pid = 0;        // 0 = none; else its CPU per request is measured too
-  int concurrency = 16;      // calls in flight
-  int channels = 1;          // HTTP/2 connections the calls are spread over
-  double warmup_s = 1.0;     // discarded before the window
-  double duration_s = 5.0;   // the measured window
+  std::string target;       // host:port of the gRPC server
+  std::string model;        // model_name of every call
+  std::string input;        // KServe v2 JSON request body
+  std::string key;          // "" = no authorization metadata
+  int server_pid = 0;       // 0 = none; else its CPU per request is measured too
+  int concurrency = 16;     // calls in flight
+  int channels = 1;         // HTTP/2 connections the calls are spread over
+  double warmup_s = 1.0;    // discarded before the window
+  double duration_s = 5.0;  // the measured window
 };
 
 // Appends the values of a (possibly nested) JSON "data" array to `out` as
@@ -243,7 +243,8 @@ int main(int argc, char** argv) {
   if (!file) return Usage("cannot read " + o.input);
   std::stringstream text;
   text << file.rdbuf();
-  const nlohmann::json body = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json body =
+      nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return Usage(o.input + " is not JSON");
   inference::ModelInferRequest request;
   if (auto error = BuildRequest(body, o.model, &request)) return Usage(o.input + ": " + *error);
@@ -322,18 +323,19 @@ int main(int argc, char** argv) {
     if (good && !answer_checked) {
       response_bytes = call->response.Length();  // read before parsing drains it
       inference::ModelInferResponse answer;
-      grpc::Status parsed = grpc::GenericDeserialize<grpc::ProtoBufferReader,
-                                                     inference::ModelInferResponse>(
-          &call->response, &answer);
+      grpc::Status parsed =
+          grpc::GenericDeserialize<grpc::ProtoBufferReader, inference::ModelInferResponse>(
+              &call->response, &answer);
       if (!parsed.ok() || answer.outputs_size() == 0) {
         good = false;
-        if (first_error.empty()) first_error = "the answer is not a ModelInferResponse with an output";
+        if (first_error.empty())
+          first_error = "the answer is not a ModelInferResponse with an output";
       } else {
         answer_checked = true;
       }
     } else if (!good && first_error.empty()) {
-      first_error = "code " + std::to_string(call->status.error_code()) + ": " +
-                    call->status.error_message();
+      first_error =
+          "code " + std::to_string(call->status.error_code()) + ": " + call->status.error_message();
     }
     if (!good) ++errors;
     // Counted when it completes inside the window, whenever it started.
@@ -377,7 +379,8 @@ int main(int argc, char** argv) {
       {"p90_us", Percentile(latencies_ns, 0.90)},
       {"p99_us", Percentile(latencies_ns, 0.99)},
       {"max_us", latencies_ns.empty() ? 0.0 : static_cast<double>(latencies_ns.back()) / 1e3},
-      {"client_cpu_us_per_request", answered > 0 ? cpu_s * 1e6 / static_cast<double>(answered) : 0.0},
+      {"client_cpu_us_per_request",
+       answered > 0 ? cpu_s * 1e6 / static_cast<double>(answered) : 0.0},
       {"client_cores_busy", window_s > 0 ? cpu_s / window_s : 0.0},
       {"server_cpu_us_per_request",
        (o.server_pid > 0 && server_cpu_from >= 0 && server_cpu_to >= 0 && answered > 0)
