@@ -120,8 +120,10 @@ std::optional<std::string> BuildRequest(const nlohmann::json& body, const std::s
     tensor->set_datatype(type);
     size_t elements = 1;
     for (const auto& d : in["shape"]) {
-      tensor->add_shape(d.get<int64_t>());
-      elements *= d.get<size_t>();
+      const int64_t dim = d.get<int64_t>();
+      if (dim < 0) return "input " + tensor->name() + ": a negative dimension";
+      tensor->add_shape(dim);
+      elements *= static_cast<size_t>(dim);
     }
     std::string raw;
     size_t count = 0;
@@ -247,7 +249,13 @@ int main(int argc, char** argv) {
       nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return Usage(o.input + " is not JSON");
   inference::ModelInferRequest request;
-  if (auto error = BuildRequest(body, o.model, &request)) return Usage(o.input + ": " + *error);
+  std::optional<std::string> error;
+  try {
+    error = BuildRequest(body, o.model, &request);
+  } catch (const nlohmann::json::exception& e) {  // a name or shape of the wrong type
+    error = e.what();
+  }
+  if (error) return Usage(o.input + ": " + *error);
   const std::string serialised = request.SerializeAsString();
   grpc::Slice slice(serialised);
   const grpc::ByteBuffer request_bytes(&slice, 1);

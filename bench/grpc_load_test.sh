@@ -3,7 +3,8 @@
 # window at concurrency 4 answers every call, and its JSON holds what
 # bench/wire.sh reads (q/s, p50 <= p99 <= max, the client's and the server's
 # CPU per request, the answer's size); a call for a model that does not exist
-# makes it exit 1 with the calls counted as errors, a body it cannot use exit 2.
+# makes it exit 1 with the calls counted as errors, a body it cannot use
+# (too few values, a name of the wrong type) exit 2.
 #
 # Usage: bench/grpc_load_test.sh BUILD_DIR   (the folder of somm and
 # bench_grpc_load; ctest passes it)
@@ -56,4 +57,9 @@ rc=0
 "$build/bench_grpc_load" --target "$target" --model digits-mlp --input "$tmp/short.json" \
   --duration-s 0.3 >/dev/null 2>"$tmp/short.err" || rc=$?
 [[ "$rc" == 2 ]] || die "2 values for a shape of 64: exit $rc, want 2"
+echo '{"inputs": [{"name": 7, "shape": [1, -64], "datatype": "FP32", "data": [1]}]}' >"$tmp/bad.json"
+rc=0
+"$build/bench_grpc_load" --target "$target" --model digits-mlp --input "$tmp/bad.json" \
+  --duration-s 0.3 >/dev/null 2>"$tmp/bad.err" || rc=$?
+[[ "$rc" == 2 ]] || die "a name that is not a string: exit $rc, want 2"
 echo "bench_grpc_load_test: ok ($(cat "$tmp/ok.json"))"

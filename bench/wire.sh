@@ -193,7 +193,8 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 print("\t".join([sys.argv[2], "grpc", sys.argv[3], sys.argv[4], sys.argv[5], "%.1f" % r["qps"],
                  "%d" % r["p50_us"], "%d" % r["p99_us"], str(r["requests"]), str(r["errors"]),
-                 "%.2f" % r["client_cpu_us_per_request"], "%.2f" % r["server_cpu_us_per_request"]]))
+                 "%.2f" % r["client_cpu_us_per_request"],
+                 "-" if r["server_cpu_us_per_request"] is None else "%.2f" % r["server_cpu_us_per_request"]]))
 PY
   tail -n 1 "$tsv" | awk -F'\t' '{printf "  %s grpc c=%s run %s %s: %s q/s, p99 %s µs, %s errors\n", $1, $3, $4, $5, $6, $8, $10}'
 }
