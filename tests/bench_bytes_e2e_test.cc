@@ -34,17 +34,7 @@ class BenchBytesE2ETest : public ::testing::Test {
   static void SetUpTestSuite() {
     demo_ = new std::string(DemoRepository());
     repo_ = new std::string(MakeTestRepository(*demo_, "bench-bytes"));
-    const fs::path dir = fs::path(*repo_) / "png-mlp";
-    fs::create_directories(dir);
-    std::ofstream(dir / "pipeline.yaml") << R"(max_batch_size: 8
-inputs: [{name: image, datatype: BYTES, shape: [1]}]
-outputs: [{name: class, datatype: INT64, shape: [1], from: top.class}]
-steps:
-- {name: decode, preprocess: {channels: 1, height: 8, width: 8, scale: 0.0627451},
-   inputs: {image: image}}
-- {name: classify, model: digits-mlp, inputs: {pixels: decode.pixels}}
-- {name: top, postprocess: {argmax: true}, inputs: {logits: classify.logits}}
-)";
+    WritePngMlpPipeline(*repo_);
     server_ = new ServerProcess(SommBinary(), *repo_, {"--max-body-bytes", "200000"});
   }
   static void TearDownTestSuite() {

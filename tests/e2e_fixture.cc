@@ -127,6 +127,19 @@ std::string MakeOneModelRepository(const std::string& demo_repo, const std::stri
   return repo.string();
 }
 
+std::string WritePngMlpPipeline(const std::string& repo) {
+  WriteFile(fs::path(repo) / "png-mlp" / "pipeline.yaml", R"(max_batch_size: 8
+inputs: [{name: image, datatype: BYTES, shape: [1]}]
+outputs: [{name: class, datatype: INT64, shape: [1], from: top.class}]
+steps:
+- {name: decode, preprocess: {channels: 1, height: 8, width: 8, scale: 0.0627451},
+   inputs: {image: image}}
+- {name: classify, model: digits-mlp, inputs: {pixels: decode.pixels}}
+- {name: top, postprocess: {argmax: true}, inputs: {logits: classify.logits}}
+)");
+  return "png-mlp";
+}
+
 std::pair<int, std::string> RunCommand(const std::string& command) {
   std::string out;
   FILE* pipe = popen((command + " 2>&1").c_str(), "r");

@@ -52,6 +52,11 @@ std::pair<int, std::string> RunCommand(const std::string& command);
 // Builds the test repository (a fresh folder per process and tag) and returns its path.
 std::string MakeTestRepository(const std::string& demo_repo, const std::string& tag = "main");
 
+// Writes the pipeline `png-mlp` into `repo`: a PNG digit (BYTES [1]) decoded
+// to 8x8 grayscale, digits-mlp (a model step: it serves without profiled
+// variants), argmax to `class` INT64 [1]. Returns its name.
+std::string WritePngMlpPipeline(const std::string& repo);
+
 std::string DemoRepository();  // $SOMM_DEMO_REPO or <source>/models/demo
 std::string SommBinary();      // $SOMM_BINARY or the built binary
 

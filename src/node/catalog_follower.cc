@@ -21,25 +21,37 @@ void CatalogFollower::Start() {
 }
 
 void CatalogFollower::Sync(const cluster::Catalog& catalog) {
-  MutexLock lock(&mu_);
-  for (const auto& [name, generation] : catalog.models) {
-    auto it = synced_.find(name);
-    if (it != synced_.end() && it->second == generation) continue;
-    const char* from = LoadLocked(name);
-    spdlog::info("catalog: model {} (generation {}): read from {}", name, generation, from);
-    synced_[name] = generation;
-  }
-  // An incomplete catalog (being written again) only adds.
-  if (!catalog.complete) return;
-  for (auto it = synced_.begin(); it != synced_.end();) {
-    if (catalog.models.count(it->first) == 0) {
-      spdlog::info("catalog: model {} is no longer served", it->first);
-      models_.Remove(it->first);
-      it = synced_.erase(it);
-    } else {
-      ++it;
+  std::function<void()> changed;
+  {
+    MutexLock lock(&mu_);
+    bool any = false;
+    for (const auto& [name, generation] : catalog.models) {
+      auto it = synced_.find(name);
+      if (it != synced_.end() && it->second == generation) continue;
+      const char* from = LoadLocked(name);
+      spdlog::info("catalog: model {} (generation {}): read from {}", name, generation, from);
+      synced_[name] = generation;
+      any = true;
     }
+    // An incomplete catalog (being written again) only adds.
+    for (auto it = synced_.begin(); catalog.complete && it != synced_.end();) {
+      if (catalog.models.count(it->first) == 0) {
+        spdlog::info("catalog: model {} is no longer served", it->first);
+        models_.Remove(it->first);
+        it = synced_.erase(it);
+        any = true;
+      } else {
+        ++it;
+      }
+    }
+    if (any) changed = changed_;
   }
+  if (changed) changed();
+}
+
+void CatalogFollower::OnChange(std::function<void()> changed) {
+  MutexLock lock(&mu_);
+  changed_ = std::move(changed);
 }
 
 void CatalogFollower::Refresh(const std::string& name) {

@@ -18,6 +18,7 @@
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -45,6 +46,10 @@ class CatalogFollower {
   void Refresh(const std::string& name);
   // Forgets `name` now, ahead of the catalog (an unload this router made).
   void Forget(const std::string& name);
+  // Calls `changed` after each sync that read or forgot a model, on the
+  // syncing thread, outside the follower's lock (what is built over the
+  // catalog, as the router's pipelines, binds again).
+  void OnChange(std::function<void()> changed);
 
  private:
   // Publishes `name` from its published entry, else from the repository;
@@ -55,6 +60,7 @@ class CatalogFollower {
   cluster::CatalogStore& store_;
   Mutex mu_;
   std::map<std::string, std::string> synced_ SOMM_GUARDED_BY(mu_);  // model -> generation read
+  std::function<void()> changed_ SOMM_GUARDED_BY(mu_);
 };
 
 class CatalogFollowingControl : public ForwardingControl {

@@ -80,6 +80,27 @@ TEST_F(CatalogTest, ARouterFollowsTheLeadersPublicationsAndItsUnloads) {
   EXPECT_EQ(store_.ReadCatalog().models.count("c"), 0u);
 }
 
+TEST_F(CatalogTest, ASyncThatReadOrForgotAModelTellsWhatIsBuiltOverTheCatalog) {
+  auto leader = LeaderRegistry();
+  CatalogPublisher publisher(*leader, store_, "controller-0|127.0.0.1:1", Generations());
+  CatalogFollower follower(router_, store_);
+  int changes = 0;
+  follower.OnChange([&changes] { ++changes; });
+  follower.Start();
+  EXPECT_EQ(changes, 0);  // an empty catalog: nothing read
+  Load(*leader, "a");
+  publisher.SetStartedUp();
+  publisher.Publish();
+  EXPECT_EQ(changes, 1);
+  EXPECT_EQ(Served(router_), (Names{"a"}));
+  follower.Sync(store_.ReadCatalog());  // the same generations: nothing to tell
+  EXPECT_EQ(changes, 1);
+  leader->Remove("a");
+  publisher.Publish();
+  EXPECT_EQ(changes, 2);
+  EXPECT_EQ(Served(router_), Names{});
+}
+
 TEST_F(CatalogTest, NothingChangedWritesNothing) {
   auto leader = LeaderRegistry();
   CatalogPublisher publisher(*leader, store_, "controller-0|127.0.0.1:1", Generations());

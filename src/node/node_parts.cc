@@ -93,6 +93,37 @@ StatusOr<BatchJobs::Options> BatchSetup(const BatchRootFlags& flags, const std::
 
 namespace node {
 
+std::unique_ptr<pipeline::PipelineServer> StartPipelines(
+    const std::string& repository, const ModelCatalog& catalog, InferenceServer& inner,
+    std::optional<std::vector<std::string>> only) {
+  pipeline::PipelineServerOptions po;
+  po.repository_path = repository;
+  po.model_owner = [&catalog](const std::string& model) { return catalog.OwnerOf(model); };
+  po.only = std::move(only);
+  // The SLO split plans over each step's variants as the catalog profiles them.
+  po.variant_options = [&catalog](const std::string& model, const std::string& task) {
+    std::vector<cluster::VariantOption> out;
+    if (!model.empty()) {
+      if (auto v = catalog.Resolve(model, ""); v.ok()) AppendOptions(**v, &out);
+    } else {
+      for (const VersionPtr& v : catalog.ForTask(task)) AppendOptions(*v, &out);
+    }
+    return out;
+  };
+  auto pipelines = std::make_unique<pipeline::PipelineServer>(std::move(po), inner);
+  if (!repository.empty()) pipelines->LoadAll();
+  spdlog::info("pipelines: {} served from the repository", pipelines->Count());
+  return pipelines;
+}
+
+auth::Guard::OwnerLookup OwnerOfModelOrPipeline(const ModelCatalog& catalog,
+                                                const pipeline::PipelineServer& pipelines) {
+  return [&catalog, &pipelines](const std::string& model) {
+    std::optional<std::string> owner = catalog.OwnerOf(model);
+    return owner ? owner : pipelines.OwnerOf(model);
+  };
+}
+
 using redis::RedisClusterStateStore;
 
 NodeProcess SetUpProcess(const std::string& log_level, const std::string& log_format) {

@@ -22,6 +22,7 @@
 #include "crypto/tls_stream.h"
 #include "metrics/prometheus_metrics.h"
 #include "node/node_options.h"
+#include "pipeline/pipeline_server.h"
 #include "redis/redis_cluster_state_store.h"
 #include "registry/model_catalog.h"
 #include "registry/model_registrar.h"
@@ -72,6 +73,18 @@ StatusOr<BatchJobs::Options> BatchSetup(const BatchRootFlags& flags, const std::
                                         auth::Guard* guard);
 
 namespace node {
+
+// The repository's pipelines in front of `inner` (a router; docs/pipelines.md),
+// as `somm serve` and `somm router` both serve them: read from `repository`
+// ("" = none mounted: every call passes through), each step's variants and
+// owners from `catalog`, only the folders `only` names (nullopt = all).
+// Loaded before it returns.
+std::unique_ptr<pipeline::PipelineServer> StartPipelines(
+    const std::string& repository, const ModelCatalog& catalog, InferenceServer& inner,
+    std::optional<std::vector<std::string>> only = std::nullopt);
+// Who owns a name a query gives: the catalog's model, else the pipeline.
+auth::Guard::OwnerLookup OwnerOfModelOrPipeline(const ModelCatalog& catalog,
+                                                const pipeline::PipelineServer& pipelines);
 
 // What a node needs of the process that runs it: to wait until it is told
 // to stop (returns what told it: "SIGTERM"), and to ask for that itself (a

@@ -137,6 +137,19 @@ int RunRouterNode(const RouterProcessOptions& o, const NodeProcess& process) {
     return !store->ReadCatalog().models.empty() || models.ListModelFolders().empty();
   };
   Router router(rto, models, parts->registrar.get(), *store, workers, control, metrics, log);
+  // The mounted repository's pipelines, in front of the router: their
+  // built-in steps run here, their model and task steps go to the workers as
+  // any query does (docs/pipelines.md).
+  std::unique_ptr<pipeline::PipelineServer> pipelines =
+      StartPipelines(o.model_repository, models, router);
+  // The catalog fills from the leader after the pipelines are first read.
+  catalog.OnChange([&served = *pipelines] { served.RebindUnavailable(); });
+  pipelines->RebindUnavailable();  // a change before the line above
+  (*guard)->SetOwnerLookup(
+      [models_owner = RegistryOwner(models), &served = *pipelines](const std::string& name) {
+        std::optional<std::string> owner = models_owner(name);
+        return owner ? owner : served.OwnerOf(name);
+      });
   Ticker demand(std::chrono::milliseconds(1000), [&router] { router.PublishDemand(); });
   // Offline batch jobs run on the router that took them, beside its queries;
   // their state is kept in its state folder, so a restarted router resumes
@@ -147,7 +160,7 @@ int RunRouterNode(const RouterProcessOptions& o, const NodeProcess& process) {
     return 2;
   }
   bo->inflight = [&router] { return router.InflightQueries(); };
-  auto batch = std::make_unique<BatchJobs>(std::move(bo).value(), router);
+  auto batch = std::make_unique<BatchJobs>(std::move(bo).value(), *pipelines);
   spdlog::info("router {}: audit log, quota file and batch jobs in {}; batch files under {}",
                rto.id, state_dir, batch->paths()->root());
 
@@ -180,7 +193,7 @@ int RunRouterNode(const RouterProcessOptions& o, const NodeProcess& process) {
     workers.UseQueue(grpc.queue());
     leader.UseQueue(grpc.queue());
   };
-  auto frontends = ServingFrontends::Start(router, **guard, batch.get(), metrics, fo);
+  auto frontends = ServingFrontends::Start(*pipelines, **guard, batch.get(), metrics, fo);
   if (!frontends.ok()) {
     spdlog::error("{}", frontends.status().message());
     return 2;

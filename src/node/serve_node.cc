@@ -102,33 +102,12 @@ Status ServeNode::Start() {
   mo.strict_readiness = o.strict_readiness;
   p.server = std::make_unique<EmbeddedServer>(mo, std::move(backends.backends), p.metrics);
   SOMM_RETURN_IF_ERROR(p.server->Start());
-  pipeline::PipelineServerOptions po;
-  po.repository_path = o.model_repository;
-  po.model_owner = [&catalog = p.server->catalog()](const std::string& model) {
-    return catalog.OwnerOf(model);
-  };
-  po.only = std::move(startup_pipelines);
-  // The SLO split plans over each step's variants as the catalog profiles them.
-  po.variant_options = [&catalog = p.server->catalog()](const std::string& model,
-                                                        const std::string& task) {
-    std::vector<cluster::VariantOption> out;
-    if (!model.empty()) {
-      if (auto v = catalog.Resolve(model, ""); v.ok()) AppendOptions(**v, &out);
-    } else {
-      for (const VersionPtr& v : catalog.ForTask(task)) AppendOptions(*v, &out);
-    }
-    return out;
-  };
-  p.pipelines = std::make_unique<pipeline::PipelineServer>(std::move(po), p.server->router());
-  p.pipelines->LoadAll();
+  p.pipelines = StartPipelines(o.model_repository, p.server->catalog(), p.server->router(),
+                               std::move(startup_pipelines));
   // The guard checks the model of every query a user key names (a hidden
   // one answers as a missing one): its owner comes from memory, not disk;
   // a pipeline's is that of the private models its steps use.
-  p.guard->SetOwnerLookup([&catalog = p.server->catalog(),
-                           pipelines = p.pipelines.get()](const std::string& model) {
-    std::optional<std::string> owner = catalog.OwnerOf(model);
-    return owner ? owner : pipelines->OwnerOf(model);
-  });
+  p.guard->SetOwnerLookup(OwnerOfModelOrPipeline(p.server->catalog(), *p.pipelines));
 
   // Offline batch jobs (docs/lifecycle.md): low priority beside the queries.
   SOMM_ASSIGN_OR_RETURN(

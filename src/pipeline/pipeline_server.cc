@@ -215,6 +215,36 @@ void PipelineServer::LoadAll() {
   }
 }
 
+void PipelineServer::RebindUnavailable() {
+  std::vector<std::pair<std::string, std::string>> unavailable;  // name, problem
+  {
+    MutexLock lock(&mu_);
+    for (const auto& [name, e] : pipelines_) {
+      if (!e.plan && !e.unloaded) unavailable.emplace_back(name, e.problem);
+    }
+  }
+  for (const auto& [name, problem] : unavailable) {
+    Entry e = Load(name);
+    if (!e.plan && e.problem == problem) continue;  // nothing new to say
+    if (e.plan) {
+      spdlog::info("pipeline {}: {} steps (bound once its models were known)", name,
+                   e.plan->steps.size());
+    } else {
+      spdlog::error("pipeline {}: {}", name, e.problem);
+    }
+    MutexLock lock(&mu_);
+    auto it = pipelines_.find(name);
+    // Loaded or unloaded by the repository API meanwhile: that wins.
+    if (it == pipelines_.end() || it->second.plan || it->second.unloaded) continue;
+    it->second = std::move(e);
+  }
+}
+
+size_t PipelineServer::Count() const {
+  MutexLock lock(&mu_);
+  return pipelines_.size();
+}
+
 bool PipelineServer::IsPipeline(const std::string& name) const {
   MutexLock lock(&mu_);
   return pipelines_.count(name) > 0;
@@ -336,6 +366,7 @@ Status PipelineServer::UnloadModel(const std::string& name) {
     if (it != pipelines_.end()) {
       it->second.plan = nullptr;
       it->second.problem = "unloaded";
+      it->second.unloaded = true;
       return Status::Ok();
     }
   }

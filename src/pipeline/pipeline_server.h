@@ -74,6 +74,12 @@ class PipelineServer : public InferenceServer {
   // is listed UNAVAILABLE with the reason and does not stop the others.
   void LoadAll();
   bool IsPipeline(const std::string& name) const;
+  // How many pipelines it holds (serving or UNAVAILABLE).
+  size_t Count() const;
+  // Reads and binds again every pipeline that is UNAVAILABLE but was not
+  // unloaded: a router's catalog fills after its pipelines are first read,
+  // so a step's model may be known only now.
+  void RebindUnavailable();
   // A pipeline's owner tenant ("" = public); nullopt = not a pipeline.
   std::optional<std::string> OwnerOf(const std::string& name) const;
 
@@ -142,6 +148,7 @@ class PipelineServer : public InferenceServer {
     std::shared_ptr<const PipelinePlan> plan;  // null: UNAVAILABLE
     std::shared_ptr<StepTimes> times;
     std::string problem;
+    bool unloaded = false;  // by the repository API: stays so until loaded
   };
   struct Run;
 

@@ -27,7 +27,9 @@ class ModelsServer : public InferenceServer {
   ServerMetadata GetServerMetadata() const override { return {"somm", "test", {}}; }
   StatusOr<ModelMetadata> GetModelMetadata(const std::string& name,
                                            const std::string& version) const override {
-    if (name != "digits" && name != "private") return NotFound("unknown model '" + name + "'");
+    if (name != "digits" && name != "private" && name != late_model) {
+      return NotFound("unknown model '" + name + "'");
+    }
     ModelMetadata md;
     md.name = name;
     md.versions = {"1"};
@@ -56,7 +58,9 @@ class ModelsServer : public InferenceServer {
     if (!fail.ok()) return done(fail);
     const std::string model = request.task.empty() ? request.model_name : "digits";
     if (model == "private" && !request.caller.MayUse("t1")) return done(NotFound("unknown model 'private'"));
-    if (model != "digits" && model != "private") return done(NotFound("unknown model '" + model + "'"));
+    if (model != "digits" && model != "private" && model != late_model) {
+      return done(NotFound("unknown model '" + model + "'"));
+    }
     const Tensor& in = request.inputs.at(0);
     const int64_t batch = in.shape.at(0);
     std::vector<float> pixels(in.data.size() / 4), logits;
@@ -91,6 +95,8 @@ class ModelsServer : public InferenceServer {
 
   std::mutex mu;
   std::vector<InferenceRequest> requests;
+  // A model known only once a test names it (a router's catalog filling late).
+  std::string late_model;
   Status fail;
 };
 
@@ -202,6 +208,25 @@ TEST_F(PipelineServerTest, IsAModelToClients) {
   EXPECT_EQ(rows[3].name, "p");
   EXPECT_EQ(rows[3].state, "READY");
   EXPECT_EQ(Call(Request("broken", {"x"})).status().code(), StatusCode::kUnavailable);
+}
+
+// A router reads its pipelines before its catalog has the models: one that
+// failed for a model not known yet binds once the model is, and one the
+// repository API unloaded stays unloaded.
+TEST_F(PipelineServerTest, AnUnavailablePipelineBindsOnceItsModelIsKnown) {
+  const std::string png = image::testing::PngBytes(2, 2, 1, {10, 30, 20, 0});
+  EXPECT_EQ(Call(Request("broken", {png})).status().code(), StatusCode::kUnavailable);
+  ASSERT_TRUE(server_->UnloadModel("p").ok());
+  server_->RebindUnavailable();  // nothing new: both stay as they are
+  EXPECT_EQ(Call(Request("broken", {png})).status().code(), StatusCode::kUnavailable);
+  models_.late_model = "nothing";
+  server_->RebindUnavailable();
+  auto a = Call(Request("broken", {png}));
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(server_->RepositoryIndex(false)[0].state, "READY");
+  auto ready = server_->IsModelReady("p", "");
+  EXPECT_TRUE(!ready.ok() || !*ready);
+  EXPECT_EQ(Call(Request("p", {png})).status().code(), StatusCode::kUnavailable);
 }
 
 // Triton's statistics extension reaches the models through the pipelines
