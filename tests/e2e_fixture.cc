@@ -1,5 +1,8 @@
 #include "e2e_fixture.h"
 
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
 #include <torch/script.h>
 #include <unistd.h>
 
@@ -8,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace somm::testing {
 namespace fs = std::filesystem;
@@ -125,6 +129,36 @@ std::string MakeOneModelRepository(const std::string& demo_repo, const std::stri
   fs::copy_file(fs::path(demo_repo) / model / "model.yaml", repo / model / "model.yaml");
   fs::create_directory_symlink(fs::absolute(fs::path(demo_repo) / model / "1"), repo / model / "1");
   return repo.string();
+}
+
+std::string ReadFileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+std::string OipBytesElement(const std::string& bytes) {
+  std::string out;
+  const auto n = static_cast<uint32_t>(bytes.size());
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xFF));
+  return out + bytes;
+}
+
+bool WaitForVariantsReady(int http_port, const std::string& model, std::chrono::seconds limit) {
+  httplib::Client c("127.0.0.1", http_port);
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto r = c.Get("/v2/repository/models/" + model + "/variants");
+    if (r && r->status == 200) {
+      const std::string state =
+          nlohmann::json::parse(r->body, nullptr, false).value("state", std::string());
+      if (state == "READY") return true;
+      if (state == "FAILED") return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  return false;
 }
 
 std::string WritePngMlpPipeline(const std::string& repo) {

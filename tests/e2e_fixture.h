@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include <memory>
@@ -51,6 +52,17 @@ std::pair<int, std::string> RunCommand(const std::string& command);
 
 // Builds the test repository (a fresh folder per process and tag) and returns its path.
 std::string MakeTestRepository(const std::string& demo_repo, const std::string& tag = "main");
+
+// A file's bytes; "" when it cannot be read.
+std::string ReadFileBytes(const std::string& path);
+// One element of OIP's BYTES layout: a 4-byte little-endian length, then
+// the bytes.
+std::string OipBytesElement(const std::string& bytes);
+// Waits (at most `limit`) until the server at 127.0.0.1:`http_port` says
+// `model`'s variants are READY (GET /v2/repository/models/M/variants):
+// variant generation runs in the background.
+bool WaitForVariantsReady(int http_port, const std::string& model,
+                          std::chrono::seconds limit = std::chrono::minutes(8));
 
 // Writes the pipeline `png-mlp` into `repo`: a PNG digit (BYTES [1]) decoded
 // to 8x8 grayscale, digits-mlp (a model step: it serves without profiled

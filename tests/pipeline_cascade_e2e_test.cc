@@ -145,18 +145,6 @@ steps:
     return top;
   }
 
-  // Waits (at most 8 minutes) until `model`'s variants are READY.
-  static bool VariantsReady(const std::string& model) {
-    auto c = Rest();
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(8);
-    while (std::chrono::steady_clock::now() < deadline) {
-      auto r = c.Get("/v2/repository/models/" + model + "/variants");
-      if (r && r->status == 200 && json::parse(r->body).value("state", "") == "READY") return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    }
-    return false;
-  }
-
   // The cascade's reported figure `key` (metadata parameter cascade_classify).
   static double Calibrated(const std::string& key) {
     auto md = Rest().Get(std::string("/v2/models/") + kPipeline);
@@ -248,8 +236,8 @@ TEST_F(PipelineCascadeE2ETest, MinAccuracyIsTheCascades) {
   const double reached = Calibrated("validation_accuracy");
   ASSERT_GT(reached, 0.9);
   // Each stage is then asked for an accuracy, which takes profiled variants.
-  ASSERT_TRUE(VariantsReady("digits-logistic"));
-  ASSERT_TRUE(VariantsReady("digits-cnn"));
+  ASSERT_TRUE(WaitForVariantsReady(server_->http_port(), "digits-logistic"));
+  ASSERT_TRUE(WaitForVariantsReady(server_->http_port(), "digits-cnn"));
   for (const double asked : {0.95, reached, reached + 0.005}) {
     json body = json::parse(Body(0, 4));
     body["parameters"] = {{"min_accuracy", asked}};

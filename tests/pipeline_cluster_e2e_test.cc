@@ -26,20 +26,6 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-std::string ReadBytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string LengthPrefixed(const std::string& element) {
-  std::string out;
-  const auto n = static_cast<uint32_t>(element.size());
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xFF));
-  return out + element;
-}
-
 class PipelineClusterE2ETest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -67,18 +53,18 @@ class PipelineClusterE2ETest : public ::testing::Test {
     ASSERT_TRUE(cluster_->ok()) << cluster_->error() << "\n" << cluster_->Logs();
   }
   static std::string Png(int digit) {
-    return ReadBytes(fs::path(*demo_) / ".examples" / ("digit_" + std::to_string(digit) + ".png"));
+    return ReadFileBytes(fs::path(*demo_) / ".examples" / ("digit_" + std::to_string(digit) + ".png"));
   }
   // digits-mlp's class for the example PNG (.examples/expected.json).
   static int64_t Expected(int digit) {
     const json expected =
-        json::parse(ReadBytes(fs::path(*demo_) / ".examples" / "expected.json"));
+        json::parse(ReadFileBytes(fs::path(*demo_) / ".examples" / "expected.json"));
     return expected["digit_" + std::to_string(digit) + ".json"]["models"]["digits-mlp"]
                    ["class_from_png"]
                        .get<int64_t>();
   }
   static httplib::Result Post(const std::string& image) {
-    const std::string data = LengthPrefixed(image);
+    const std::string data = OipBytesElement(image);
     const std::string head =
         json{{"inputs",
               {{{"name", "image"}, {"datatype", "BYTES"}, {"shape", {1, 1}},
@@ -124,7 +110,7 @@ TEST_F(PipelineClusterE2ETest, GrpcCarriesThePngAsRawContents) {
   input->set_datatype("BYTES");
   input->add_shape(1);
   input->add_shape(1);
-  request.add_raw_input_contents(LengthPrefixed(Png(7)));
+  request.add_raw_input_contents(OipBytesElement(Png(7)));
   inference::ModelInferResponse response;
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));

@@ -28,21 +28,6 @@ using json = nlohmann::json;
 const std::vector<std::string> kNames = {"zero", "one", "two", "three", "four",
                                          "five", "six", "seven", "eight", "nine"};
 
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// OIP's BYTES layout: a 4-byte little-endian length before each element.
-std::string LengthPrefixed(const std::string& element) {
-  std::string out;
-  const auto n = static_cast<uint32_t>(element.size());
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xFF));
-  return out + element;
-}
-
 // A PNG signature and an IHDR chunk declaring width x height, nothing else
 // (the CRC is not checked before the size is).
 std::string HugePngHeader(uint32_t width, uint32_t height) {
@@ -84,18 +69,7 @@ class PipelineE2ETest : public ::testing::Test {
     // none), the server generates them in the background (--auto-variants):
     // the task step can serve once every digits model's variants are READY.
     if (!server_->ok()) return;
-    httplib::Client c("127.0.0.1", server_->http_port());
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(8);
-    for (const std::string& m : kDigitsModels) {
-      while (std::chrono::steady_clock::now() < deadline) {
-        auto r = c.Get("/v2/repository/models/" + m + "/variants");
-        if (r && r->status == 200) {
-          const std::string state = json::parse(r->body).value("state", "");
-          if (state == "READY" || state == "FAILED") break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(250));
-      }
-    }
+    for (const std::string& m : kDigitsModels) WaitForVariantsReady(server_->http_port(), m);
   }
   void SetUp() override {
     ASSERT_TRUE(fs::exists(fs::path(*demo_) / "digits-png" / "pipeline.yaml"))
@@ -122,13 +96,13 @@ class PipelineE2ETest : public ::testing::Test {
         "127.0.0.1:" + std::to_string(server_->grpc_port()), grpc::InsecureChannelCredentials()));
   }
   static std::string Example(int digit) {
-    return ReadFile(fs::path(*demo_) / ".examples" / ("digit_" + std::to_string(digit) + ".png"));
+    return ReadFileBytes(fs::path(*demo_) / ".examples" / ("digit_" + std::to_string(digit) + ".png"));
   }
   // The digits whose example PNG every digits model classifies right
   // (.examples/expected.json's class_from_png): whichever model the task
   // step picks, the top label is the digit's name.
   static std::vector<int> AgreedDigits() {
-    const json expected = json::parse(ReadFile(fs::path(*demo_) / ".examples" / "expected.json"));
+    const json expected = json::parse(ReadFileBytes(fs::path(*demo_) / ".examples" / "expected.json"));
     std::vector<int> digits;
     for (int d = 0; d < 10; ++d) {
       bool all = true;
@@ -142,7 +116,7 @@ class PipelineE2ETest : public ::testing::Test {
   // POSTs images with the binary tensor extension; the answer in JSON.
   static httplib::Result PostImages(const std::vector<std::string>& images) {
     std::string data;
-    for (const auto& image : images) data += LengthPrefixed(image);
+    for (const auto& image : images) data += OipBytesElement(image);
     json header = {{"inputs",
                     {{{"name", "image"}, {"datatype", "BYTES"},
                       {"shape", {static_cast<int64_t>(images.size()), 1}},
@@ -193,7 +167,7 @@ TEST_F(PipelineE2ETest, PngDigitGetsItsNameOverGrpc) {
   in->set_datatype("BYTES");
   in->add_shape(1);
   in->add_shape(1);
-  req.add_raw_input_contents(LengthPrefixed(Example(digit)));
+  req.add_raw_input_contents(OipBytesElement(Example(digit)));
   req.add_outputs()->set_name("label");
   grpc::ClientContext ctx;
   inference::ModelInferResponse resp;
@@ -262,7 +236,7 @@ TEST_F(PipelineE2ETest, HostileImagesGetClearRefusals) {
   in->set_datatype("BYTES");
   in->add_shape(1);
   in->add_shape(1);
-  req.add_raw_input_contents(LengthPrefixed(HugePngHeader(100000, 100000)));
+  req.add_raw_input_contents(OipBytesElement(HugePngHeader(100000, 100000)));
   grpc::ClientContext ctx;
   inference::ModelInferResponse resp;
   const grpc::Status s = Grpc()->ModelInfer(&ctx, req, &resp);

@@ -17,16 +17,6 @@ using SteadyClock = std::chrono::steady_clock;
 // What a value may show of itself in an error.
 constexpr size_t kMaxValueShown = 64;
 
-Shape Batched(int64_t batch, const Shape& per_sample) {
-  Shape s = {batch};
-  s.insert(s.end(), per_sample.begin(), per_sample.end());
-  return s;
-}
-
-int64_t Microseconds(SteadyClock::time_point since) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - since).count();
-}
-
 std::string Shown(const std::string& value) {
   return value.size() <= kMaxValueShown ? value : value.substr(0, kMaxValueShown) + "...";
 }
@@ -90,7 +80,7 @@ void Launch(const std::shared_ptr<Fan>& fan, void (*finish)(const std::shared_pt
     fan->q.inner->Infer(std::move(requests[k]),
                         [fan, k, t0, finish](StatusOr<InferenceResponse> a) {
                           fan->calls[k].answer = std::move(a);
-                          fan->calls[k].us = Microseconds(t0);
+                          fan->calls[k].us = MicrosecondsSince(t0);
                           // The last answer finishes; acq_rel makes every other slot visible to it.
                           if (fan->left.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(fan);
                         });

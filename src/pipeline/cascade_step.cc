@@ -33,12 +33,6 @@ Status Field(StatusCode code, const std::string& field, const std::string& probl
   return Status(code, "field '" + field + "': " + problem);
 }
 
-Shape Batched(int64_t batch, const Shape& per_sample) {
-  Shape s = {batch};
-  s.insert(s.end(), per_sample.begin(), per_sample.end());
-  return s;
-}
-
 // A stage's scores for `rows` samples, checked: FP32, rows x classes.
 StatusOr<const Tensor*> StageScores(const InferenceResponse& r, const BoundStep& step, size_t k,
                                     int64_t rows) {

@@ -420,4 +420,16 @@ StatusOr<PipelinePlan> BindPipeline(const PipelineConfig& config, const Signatur
   return plan;
 }
 
+Shape Batched(int64_t batch, const Shape& per_sample) {
+  Shape s = {batch};
+  s.insert(s.end(), per_sample.begin(), per_sample.end());
+  return s;
+}
+
+int64_t MicrosecondsSince(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                               since)
+      .count();
+}
+
 }  // namespace somm::pipeline

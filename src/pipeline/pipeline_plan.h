@@ -27,6 +27,8 @@
 // Pure: no I/O, no threads.
 #pragma once
 
+#include <chrono>
+
 #include <functional>
 #include <map>
 #include <optional>
@@ -104,5 +106,10 @@ Status CheckEdge(const TensorSpec& from, const TensorSpec& to);
 StatusOr<std::vector<TensorSpec>> BuiltinOutputs(const StepConfig& step, const TensorSpec& input);
 // The input a built-in step takes: `image` (preprocess), `logits` (postprocess).
 const char* BuiltinInputName(StepKind kind);
+
+// A per-sample shape with its batch dim in front: [batch, per_sample...].
+Shape Batched(int64_t batch, const Shape& per_sample);
+// Whole microseconds since `since` (a step's time in its explanation).
+int64_t MicrosecondsSince(std::chrono::steady_clock::time_point since);
 
 }  // namespace somm::pipeline

@@ -29,16 +29,6 @@ bool FullyKnown(const Shape& shape) {
   return std::none_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; });
 }
 
-Shape Batched(int64_t batch, const Shape& per_sample) {
-  Shape s = {batch};
-  s.insert(s.end(), per_sample.begin(), per_sample.end());
-  return s;
-}
-
-int64_t Microseconds(SteadyClock::time_point since) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - since).count();
-}
-
 std::string FormatMs(double ms) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f", ms);
@@ -509,7 +499,7 @@ void PipelineServer::RunFrom(const std::shared_ptr<Run>& run, size_t index) {
       }
       if (!failed.ok()) return run->done(run->StepError(c.name, failed));
       run->Keep(c.name, std::move(produced));
-      const int64_t took = Microseconds(t0);
+      const int64_t took = MicrosecondsSince(t0);
       if (run->times) {
         // Down at once, up by an eighth: a cold first decode (OpenCV's first
         // use took 26-29 ms against 32 us after) or a rare stall must not
@@ -544,7 +534,7 @@ void PipelineServer::RunFrom(const std::shared_ptr<Run>& run, size_t index) {
     if (run->slo_ms) {
       // What is left, less what the planned steps after this one need: this
       // step's share plus whatever the steps before it left unspent.
-      const double left = *run->slo_ms - static_cast<double>(Microseconds(run->start)) / 1000.0;
+      const double left = *run->slo_ms - static_cast<double>(MicrosecondsSince(run->start)) / 1000.0;
       const double budget = run->planned ? left - run->reserved_after[i] : left;
       if (budget <= 0) {
         return run->done(DeadlineExceeded("pipeline '" + plan.name + "': its latency_slo_ms of " +
@@ -572,7 +562,7 @@ void PipelineServer::RunFrom(const std::shared_ptr<Run>& run, size_t index) {
       const StepConfig& c = run->plan->steps[i].config;
       if (!result.ok()) return run->done(run->StepError(c.name, result.status()));
       std::string what = std::string(StepKindName(c.kind)) + "=" + result->model_name + ":" +
-                         result->model_version + " us=" + std::to_string(Microseconds(t0)) + share;
+                         result->model_version + " us=" + std::to_string(MicrosecondsSince(t0)) + share;
       if (auto it = result->parameters.find("somm"); it != result->parameters.end()) {
         if (const auto* s = std::get_if<std::string>(&it->second)) what += " " + *s;
       }
@@ -605,7 +595,7 @@ Status PipelineServer::TakeModelInputs(Run& run, size_t i, InferenceRequest* bas
     // Each model query gets what is left, less what the planned steps after
     // this one need.
     *budget_ms = [&run, i]() -> StatusOr<double> {
-      const double left = *run.slo_ms - static_cast<double>(Microseconds(run.start)) / 1000.0;
+      const double left = *run.slo_ms - static_cast<double>(MicrosecondsSince(run.start)) / 1000.0;
       const double budget = run.planned ? left - run.reserved_after[i] : left;
       if (budget <= 0) {
         return DeadlineExceeded("its latency_slo_ms of " + FormatMs(*run.slo_ms) +
@@ -697,7 +687,7 @@ StatusOr<InferenceResponse> PipelineServer::Answer(Run& run) {
     response.parameters["somm_step_" + step] = what;
   }
   response.parameters["somm"] = "decision=pipeline pipeline=" + plan.name +
-                                " server_us=" + std::to_string(Microseconds(run.start)) +
+                                " server_us=" + std::to_string(MicrosecondsSince(run.start)) +
                                 " steps=" + steps +
                                 (run.split_note.empty() ? "" : " " + run.split_note) + details;
   return response;
