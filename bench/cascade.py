@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The demo cascade against digits-cnn alone (docs/pipelines.md, "Cascades").
+"""The demo cascade against digits-cnn alone (docs/cascades.md).
 
 Sends every sample of the digits' held-out split (models/demo/digits-cnn/1/
 validation, 450 samples), one query each, to a live somm serve: to the

@@ -1,5 +1,5 @@
 // The demo cascade digits-cascade (tools/make_demo_repo.py;
-// docs/pipelines.md, "Cascades") end to end against the real somm binary,
+// docs/cascades.md) end to end against the real somm binary,
 // on a fresh repository without profiles (as on a clean clone): its
 // threshold set when it loads, on digits-logistic's validation data, and
 // shown in its metadata; the held-out digits over REST and gRPC, each
