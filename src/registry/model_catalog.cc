@@ -217,7 +217,11 @@ void ModelCatalog::Publish(const std::string& name, std::vector<VersionPtr> vers
   }
   entry.problems = std::move(problems);
   WriterLock lock(&mu_);
-  if (auto it = models_.find(name); it != models_.end()) entry.rollout = it->second.rollout;
+  if (auto it = models_.find(name); it != models_.end()) {
+    entry.rollout = it->second.rollout;
+    if (it->second.config) UnindexTaskLocked(it->second.config->task, name);
+  }
+  if (entry.config) by_task_[entry.config->task].insert(name);
   Entry& held = models_[name];
   held = std::move(entry);
   by_name_[name] = &held;
@@ -231,6 +235,7 @@ bool ModelCatalog::Remove(const std::string& name) {
   auto it = models_.find(name);
   if (it == models_.end()) return false;
   if (it->second.rollout) with_rollout_.fetch_sub(1, std::memory_order_relaxed);
+  if (it->second.config) UnindexTaskLocked(it->second.config->task, name);
   models_.erase(it);
   return true;
 }
@@ -312,10 +317,20 @@ std::vector<std::string> ModelCatalog::VersionsOf(const std::string& name) const
   return out;
 }
 
+void ModelCatalog::UnindexTaskLocked(const std::string& task, const std::string& name) {
+  auto it = by_task_.find(task);
+  if (it == by_task_.end()) return;
+  it->second.erase(name);
+  if (it->second.empty()) by_task_.erase(it);
+}
+
 std::vector<VersionPtr> ModelCatalog::ForTask(const std::string& task) const {
   std::vector<VersionPtr> out;
   ReaderLock lock(&mu_);
-  for (const auto& [_, entry] : models_) {
+  auto models = by_task_.find(task);
+  if (models == by_task_.end()) return out;
+  for (const std::string& name : models->second) {
+    const Entry& entry = *by_name_.at(name);
     if (entry.config && entry.config->task == task && !entry.versions.empty()) {
       // The default version, as Resolve(name, "") has it: a task query
       // never lands on a canary (its share is of the model's own queries).

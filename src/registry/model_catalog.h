@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -96,6 +97,7 @@ class ModelCatalog {
   Status SetProfiles(const std::string& name, int64_t version, std::vector<VariantProfile> profiles);
 
  private:
+  void UnindexTaskLocked(const std::string& task, const std::string& name) SOMM_REQUIRES(mu_);
   struct Entry {
     std::optional<ModelConfig> config;
     std::map<int64_t, VersionPtr> versions;  // published, ascending
@@ -110,6 +112,10 @@ class ModelCatalog {
   // runs for every query, and at thousands of models the tree's string
   // comparisons cost more than the rest of it.
   absl::flat_hash_map<std::string, const Entry*> by_name_ SOMM_GUARDED_BY(mu_);
+  // The models of each task, by name: ForTask runs for every task query,
+  // and a scan of every model's task cost the simulator at 2,500 models a
+  // fifth of its time in string comparisons.
+  absl::flat_hash_map<std::string, std::set<std::string>> by_task_ SOMM_GUARDED_BY(mu_);
   std::atomic<uint64_t> versions_changed_{0};  // VersionsChanged(); moved under mu_
   // How many models have a rollout (changed under mu_; read without it).
   std::atomic<int> with_rollout_{0};

@@ -1,4 +1,5 @@
 #include "registry/task_catalog.h"
+#include "registry/model_catalog.h"
 
 #include <gtest/gtest.h>
 
@@ -36,6 +37,36 @@ VersionPtr Version(ModelConfig config, int64_t version, std::vector<VariantProfi
   v->version_str = std::to_string(version);
   v->profiles = std::move(profiles);
   return v;
+}
+
+// ForTask answers from an index by task: it follows a model that is
+// published again under another task, and one removed, in name order.
+TEST(ModelCatalogTest, ForTaskFollowsPublicationsRemovalsAndTaskChanges) {
+  ModelCatalog catalog("");
+  auto names = [&catalog](const std::string& task) {
+    std::vector<std::string> out;
+    for (const VersionPtr& v : catalog.ForTask(task)) out.push_back(v->config.name);
+    return out;
+  };
+  catalog.Publish("b", {Version(Digits("b"), 1)}, {});
+  catalog.Publish("a", {Version(Digits("a"), 1), Version(Digits("a"), 2)}, {});
+  ModelConfig other = Digits("c");
+  other.task = "classification/other";
+  catalog.Publish("c", {Version(other, 1)}, {});
+  EXPECT_EQ(names("classification/digits"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(catalog.ForTask("classification/digits")[0]->version, 2);  // the latest
+  EXPECT_EQ(names("classification/other"), (std::vector<std::string>{"c"}));
+  EXPECT_TRUE(names("nothing").empty());
+
+  ModelConfig moved = Digits("b");
+  moved.task = "classification/other";
+  catalog.Publish("b", {Version(moved, 2)}, {});
+  EXPECT_EQ(names("classification/digits"), (std::vector<std::string>{"a"}));
+  EXPECT_EQ(names("classification/other"), (std::vector<std::string>{"b", "c"}));
+  EXPECT_TRUE(catalog.Remove("c"));
+  EXPECT_EQ(names("classification/other"), (std::vector<std::string>{"b"}));
+  catalog.Publish("a", {}, {});  // no versions: no longer serves its task
+  EXPECT_TRUE(names("classification/digits").empty());
 }
 
 TEST(TaskCatalogTest, DescribesRangesOverUsableVariantsOfTheLatestVersions) {
