@@ -116,11 +116,11 @@ std::unique_ptr<pipeline::PipelineServer> StartPipelines(
   return pipelines;
 }
 
-auth::Guard::OwnerLookup OwnerOfModelOrPipeline(const ModelCatalog& catalog,
+auth::Guard::OwnerLookup OwnerOfModelOrPipeline(auth::Guard::OwnerLookup models,
                                                 const pipeline::PipelineServer& pipelines) {
-  return [&catalog, &pipelines](const std::string& model) {
-    std::optional<std::string> owner = catalog.OwnerOf(model);
-    return owner ? owner : pipelines.OwnerOf(model);
+  return [models = std::move(models), &pipelines](const std::string& name) {
+    std::optional<std::string> owner = models(name);
+    return owner ? owner : pipelines.OwnerOf(name);
   };
 }
 

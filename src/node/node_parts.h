@@ -82,8 +82,9 @@ namespace node {
 std::unique_ptr<pipeline::PipelineServer> StartPipelines(
     const std::string& repository, const ModelCatalog& catalog, InferenceServer& inner,
     std::optional<std::vector<std::string>> only = std::nullopt);
-// Who owns a name a query gives: the catalog's model, else the pipeline.
-auth::Guard::OwnerLookup OwnerOfModelOrPipeline(const ModelCatalog& catalog,
+// Who owns a name a query gives: the model's owner as `models` says, else
+// the pipeline's.
+auth::Guard::OwnerLookup OwnerOfModelOrPipeline(auth::Guard::OwnerLookup models,
                                                 const pipeline::PipelineServer& pipelines);
 
 // What a node needs of the process that runs it: to wait until it is told

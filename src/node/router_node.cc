@@ -107,8 +107,6 @@ int RunRouterNode(const RouterProcessOptions& o, const NodeProcess& process) {
   const Device device = parts->device;
   RedisClusterStateStore* store = parts->store.get();
   ModelCatalog& models = *parts->catalog;
-  // Owners come from the catalog: a router may have no repository mounted.
-  (*guard)->SetOwnerLookup(RegistryOwner(models));
   node::CatalogFollower catalog(models, *store);
   catalog.Start();
 
@@ -145,11 +143,9 @@ int RunRouterNode(const RouterProcessOptions& o, const NodeProcess& process) {
   // The catalog fills from the leader after the pipelines are first read.
   catalog.OnChange([&served = *pipelines] { served.RebindUnavailable(); });
   pipelines->RebindUnavailable();  // a change before the line above
-  (*guard)->SetOwnerLookup(
-      [models_owner = RegistryOwner(models), &served = *pipelines](const std::string& name) {
-        std::optional<std::string> owner = models_owner(name);
-        return owner ? owner : served.OwnerOf(name);
-      });
+  // Owners come from the catalog (a router may have no repository mounted),
+  // a pipeline's from the models its steps use.
+  (*guard)->SetOwnerLookup(OwnerOfModelOrPipeline(RegistryOwner(models), *pipelines));
   Ticker demand(std::chrono::milliseconds(1000), [&router] { router.PublishDemand(); });
   // Offline batch jobs run on the router that took them, beside its queries;
   // their state is kept in its state folder, so a restarted router resumes

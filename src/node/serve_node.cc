@@ -107,7 +107,9 @@ Status ServeNode::Start() {
   // The guard checks the model of every query a user key names (a hidden
   // one answers as a missing one): its owner comes from memory, not disk;
   // a pipeline's is that of the private models its steps use.
-  p.guard->SetOwnerLookup(OwnerOfModelOrPipeline(p.server->catalog(), *p.pipelines));
+  p.guard->SetOwnerLookup(OwnerOfModelOrPipeline(
+      [&catalog = p.server->catalog()](const std::string& model) { return catalog.OwnerOf(model); },
+      *p.pipelines));
 
   // Offline batch jobs (docs/lifecycle.md): low priority beside the queries.
   SOMM_ASSIGN_OR_RETURN(
